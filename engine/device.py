@@ -1,0 +1,35 @@
+"""Device choice, in one place: cuda, then mps, then cpu, unless the user says otherwise."""
+from __future__ import annotations
+
+import torch
+
+CHOICES = ("auto", "cpu", "cuda", "mps")
+
+
+def available_devices() -> list[str]:
+    """The device names this machine can run on, best first (for a device chooser)."""
+    names = []
+    if torch.cuda.is_available():
+        names.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        names.append("mps")
+    names.append("cpu")
+    return names
+
+
+def pick_device(preference: str | None = "auto") -> torch.device:
+    """Resolve a preference ('auto', 'cpu', 'cuda', 'cuda:1', 'mps') to a usable device.
+
+    'auto' takes the best available. Asking for a device this machine lacks raises a
+    ValueError with a message a user can act on, rather than failing later inside torch.
+    """
+    pref = (preference or "auto").strip().lower()
+    if pref == "auto":
+        return torch.device(available_devices()[0])
+    kind = pref.split(":")[0]
+    if kind not in CHOICES:
+        raise ValueError(f"unknown device {preference!r}: use one of {', '.join(CHOICES)}")
+    if kind != "cpu" and kind not in available_devices():
+        raise ValueError(f"device {preference!r} is not available here; available: {', '.join(available_devices())}")
+    return torch.device(pref)

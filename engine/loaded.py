@@ -1,0 +1,60 @@
+"""LoadedModel: a model ready to inspect, with the tokenizers and facts that belong to it.
+
+Whatever the source (a checkpoint of ours, a nanoGPT file, a Hugging Face folder, a fresh
+random model), the GUI and the CLI hold one of these and ask engine.tracing for traces.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
+
+KINDS_OF_FAMILY = {
+    "translator": (ENCODER_SELF, DECODER_SELF, CROSS),
+    "gpt": (DECODER_SELF,),
+    "bert": (ENCODER_SELF,),
+    "hf-bert": (ENCODER_SELF,),
+}
+
+
+@dataclass
+class LoadedModel:
+    name: str
+    family: str                         # a key of KINDS_OF_FAMILY
+    model: nn.Module
+    tokenizer: Any                      # engine.tokenizer.Tokenizer (source side) or a HF tokenizer
+    target_tokenizer: Any = None        # translator with separate vocabularies
+    meta: dict = field(default_factory=dict)  # training facts, source path, ...
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return KINDS_OF_FAMILY[self.family]
+
+    @property
+    def tgt_tokenizer(self):
+        return self.target_tokenizer or self.tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in {id(p): p for p in self.model.parameters()}.values())
+
+    @property
+    def max_len(self) -> int:
+        """The most tokens the model takes in one sequence (specials included)."""
+        c = getattr(self.model, "config", None)
+        for attr in ("max_len", "block_size", "max_position_embeddings"):
+            if hasattr(c, attr):
+                return int(getattr(c, attr))
+        return 512
+
+    def to(self, device: torch.device | str) -> "LoadedModel":
+        self.model.to(device)
+        return self

@@ -1,0 +1,153 @@
+"""The encoder-decoder translator of "Attention Is All You Need", small and readable.
+
+Post-LN blocks by default (the paper's order: x = LN(x + Sublayer(x))), pre-LN by option;
+ReLU position-wise FFN; sinusoidal positions added to embeddings scaled by sqrt(d_model);
+padding masks on the source, look-ahead mask on the target, cross-attention from every
+decoder layer to the encoder's output. ``encode`` and ``decode`` are separate so decoding
+can run one step at a time with a KV cache (engine.decoding).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from engine.attention import FeedForward, MultiHeadAttention, causal_mask, padding_mask
+from engine.models.common import init_weights
+from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
+from engine.positional import SinusoidalPositionalEncoding
+
+
+@dataclass
+class TranslatorConfig:
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 128
+    n_head: int = 4
+    n_encoder_layers: int = 3
+    n_decoder_layers: int = 3
+    d_ff: int = 512
+    dropout: float = 0.1
+    max_len: int = 256
+    norm_first: bool = False        # False: post-LN as in the paper; True: pre-LN
+    share_embeddings: bool = False  # one vocabulary: source, target and output share weights
+    pad_id: int = 0
+
+
+class _Residual(nn.Module):
+    """x + dropout(sublayer(...)), with LayerNorm after (post-LN) or before (pre-LN)."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x, sublayer):
+        if self.norm_first:
+            out, *rest = sublayer(self.norm(x))
+            return (x + self.drop(out), *rest)
+        out, *rest = sublayer(x)
+        return (self.norm(x + self.drop(out)), *rest)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: TranslatorConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout)
+        self.ffn = FeedForward(c.d_model, c.d_ff, "relu", 0.0)
+        self.res_attn = _Residual(c.d_model, c.dropout, c.norm_first)
+        self.res_ffn = _Residual(c.d_model, c.dropout, c.norm_first)
+
+    def forward(self, x, mask, need_weights):  # (B, S, D) -> (B, S, D), (B, H, S, S) | None
+        x, w, _ = self.res_attn(x, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights))
+        (x,) = self.res_ffn(x, lambda h: (self.ffn(h),))
+        return x, w
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: TranslatorConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout)
+        self.cross_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout, cross=True)
+        self.ffn = FeedForward(c.d_model, c.d_ff, "relu", 0.0)
+        self.res_self = _Residual(c.d_model, c.dropout, c.norm_first)
+        self.res_cross = _Residual(c.d_model, c.dropout, c.norm_first)
+        self.res_ffn = _Residual(c.d_model, c.dropout, c.norm_first)
+
+    def forward(self, y, memory, self_mask, cross_mask, need_weights, past=None, use_cache=False):
+        past_self, past_cross = past if past is not None else (None, None)
+        y, w_self, kv_self = self.res_self(
+            y, lambda h: self.self_attn(h, mask=self_mask, need_weights=need_weights, past=past_self, use_cache=use_cache))
+        y, w_cross, kv_cross = self.res_cross(
+            y, lambda h: self.cross_attn(h, memory, cross_mask, need_weights, past=past_cross, use_cache=use_cache))
+        (y,) = self.res_ffn(y, lambda h: (self.ffn(h),))
+        return y, w_self, w_cross, ((kv_self, kv_cross) if use_cache else None)
+
+
+class Translator(nn.Module):
+    family = "translator"
+
+    def __init__(self, config: TranslatorConfig):
+        super().__init__()
+        c = self.config = config
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.positions = SinusoidalPositionalEncoding(c.d_model, c.max_len)
+        self.drop = nn.Dropout(c.dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
+        # Pre-LN stacks end with a LayerNorm; post-LN stacks are already normalised.
+        self.enc_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.dec_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        if c.share_embeddings:
+            self.generator.weight = self.tgt_embed.weight
+        self.apply(init_weights)
+
+    def _embed(self, embedding: nn.Embedding, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        return self.drop(self.positions(embedding(ids) * math.sqrt(self.config.d_model), start))
+
+    def encode(self, src: torch.Tensor, need_weights: bool = False):
+        """src: (B, S) -> memory (B, S, D), source key mask (B, 1, 1, S), per-layer weights."""
+        mask = padding_mask(src, self.config.pad_id)
+        x = self._embed(self.src_embed, src)
+        weights = []
+        for layer in self.encoder:
+            x, w = layer(x, mask, need_weights)
+            weights.append(w)
+        return self.enc_norm(x), mask, (weights if need_weights else [])
+
+    def decode(self, tgt, memory, src_mask, need_weights=False, past=None, use_cache=False) -> ModelOutput:
+        """tgt: (B, T) target ids (only the new ones when ``past`` holds the cache of earlier steps).
+
+        Returns logits (B, T, V_tgt); attentions DECODER_SELF (B, H, T, T_past+T) and
+        CROSS (B, H, T, S) per layer when asked; ``present`` for the next step when use_cache.
+        """
+        t_past = 0 if past is None else past[0][0][0].size(2)
+        t = tgt.size(1)
+        self_mask = causal_mask(t, t_past + t, device=tgt.device)
+        if past is None:  # padded targets in a batch; a cache is only used one example-batch at a time
+            self_mask = self_mask & padding_mask(tgt, self.config.pad_id)
+        y = self._embed(self.tgt_embed, tgt, start=t_past)
+        w_self, w_cross, present = [], [], []
+        for i, layer in enumerate(self.decoder):
+            y, ws, wc, kv = layer(y, memory, self_mask, src_mask, need_weights,
+                                  None if past is None else past[i], use_cache)
+            w_self.append(ws)
+            w_cross.append(wc)
+            present.append(kv)
+        y = self.dec_norm(y)
+        attn = {DECODER_SELF: w_self, CROSS: w_cross} if need_weights else {}
+        return ModelOutput(self.generator(y), y, attn, present if use_cache else None)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False) -> ModelOutput:
+        """src: (B, S), tgt: (B, T) decoder input (starting with BOS) -> logits (B, T, V_tgt)."""
+        memory, src_mask, enc_w = self.encode(src, need_weights)
+        out = self.decode(tgt, memory, src_mask, need_weights)
+        if need_weights:
+            out.attentions = {ENCODER_SELF: enc_w, **out.attentions}
+        return out
+

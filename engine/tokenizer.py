@@ -1,0 +1,102 @@
+"""Tokenizers for the from-scratch models, trained with Hugging Face ``tokenizers``.
+
+Why the library: its trainers and JSON format are standard, fast and well tested, and the
+JSON goes into a checkpoint's metadata as-is, so a checkpoint is one self-contained file.
+Two kinds: word-level (one token per word, so heatmap axes read as words; used for the
+synthetic translation corpus) and BPE (open vocabulary; used for GPT on free text).
+The special tokens come first, at fixed ids, in every tokenizer this module makes.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+PAD, UNK, BOS, EOS, CLS, SEP, MASK = "[PAD]", "[UNK]", "[BOS]", "[EOS]", "[CLS]", "[SEP]", "[MASK]"
+SPECIALS = [PAD, UNK, BOS, EOS, CLS, SEP, MASK]
+
+_SPACE_BEFORE_PUNCT = re.compile(r" ([.,!?;:)\]}'])")
+_SPACE_AFTER_OPEN = re.compile(r"([(\[{]) ")
+
+
+class Tokenizer:
+    """A thin, explicit wrapper: ids without specials from ``encode``; the models add BOS/EOS."""
+
+    def __init__(self, hf: HFTokenizer):
+        self.hf = hf
+        for tok in SPECIALS:
+            if hf.token_to_id(tok) is None:
+                raise ValueError(f"tokenizer lacks the special token {tok}")
+        self.kind = "bpe" if isinstance(hf.model, models.BPE) else "word"
+
+    # ---- training ------------------------------------------------------------------
+    @classmethod
+    def train_word_level(cls, texts: Iterable[str], min_frequency: int = 1) -> "Tokenizer":
+        hf = HFTokenizer(models.WordLevel(unk_token=UNK))
+        hf.normalizer = normalizers.NFC()
+        hf.pre_tokenizer = pre_tokenizers.Whitespace()
+        trainer = trainers.WordLevelTrainer(special_tokens=SPECIALS, min_frequency=min_frequency)
+        hf.train_from_iterator(texts, trainer=trainer)
+        return cls(hf)
+
+    @classmethod
+    def train_bpe(cls, texts: Iterable[str], vocab_size: int = 2000) -> "Tokenizer":
+        hf = HFTokenizer(models.BPE(unk_token=UNK))
+        hf.normalizer = normalizers.NFC()
+        hf.pre_tokenizer = pre_tokenizers.Metaspace()
+        hf.decoder = decoders.Metaspace()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, min_frequency=2)
+        hf.train_from_iterator(texts, trainer=trainer)
+        return cls(hf)
+
+    # ---- serialisation -------------------------------------------------------------
+    def to_json(self) -> str:
+        return self.hf.to_str()
+
+    @classmethod
+    def from_json(cls, text: str) -> "Tokenizer":
+        return cls(HFTokenizer.from_str(text))
+
+    # ---- use -------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.get_vocab_size()
+
+    def token_id(self, token: str) -> int:
+        i = self.hf.token_to_id(token)
+        return self.unk_id if i is None else i
+
+    pad_id = property(lambda self: self.hf.token_to_id(PAD))
+    unk_id = property(lambda self: self.hf.token_to_id(UNK))
+    bos_id = property(lambda self: self.hf.token_to_id(BOS))
+    eos_id = property(lambda self: self.hf.token_to_id(EOS))
+    cls_id = property(lambda self: self.hf.token_to_id(CLS))
+    sep_id = property(lambda self: self.hf.token_to_id(SEP))
+    mask_id = property(lambda self: self.hf.token_to_id(MASK))
+
+    @property
+    def special_ids(self) -> set[int]:
+        return {self.hf.token_to_id(t) for t in SPECIALS}
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, without special tokens."""
+        return self.hf.encode(text, add_special_tokens=False).ids
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        return [self.hf.id_to_token(int(i)) or UNK for i in ids]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ``ids``, special tokens dropped."""
+        specials = self.special_ids
+        kept = [int(i) for i in ids if int(i) not in specials]
+        if self.kind == "bpe":
+            return self.hf.decode(kept)
+        text = " ".join(self.tokens(kept))
+        return _SPACE_AFTER_OPEN.sub(r"\1", _SPACE_BEFORE_PUNCT.sub(r"\1", text))
+
+    def unknown_words(self, text: str) -> list[str]:
+        """Pieces of ``text`` that map to [UNK] (for a clear note in the GUI)."""
+        enc = self.hf.encode(text, add_special_tokens=False)
+        return [text[a:b] for (a, b), i in zip(enc.offsets, enc.ids) if i == self.unk_id]
