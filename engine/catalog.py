@@ -1,0 +1,54 @@
+"""Where models come from: one function turns any model source a user names into a LoadedModel.
+
+A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
+folder, "minilm" (the packaged all-MiniLM-L6-v2), or "random-<family>" (an untrained toy).
+The GUI's menus and the CLI both go through ``open_model``, so they accept the same things.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from engine.device import pick_device
+from engine.loaded import LoadedModel
+
+RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+CHECKPOINTS = RESOURCES / "checkpoints"
+# The window opens on the first of these that exists.
+DEFAULT_ORDER = ("translator.safetensors", "gpt.safetensors")
+RANDOM_SOURCES = ("random-translator", "random-gpt", "random-bert")
+MINILM = "minilm"
+
+
+def bundled_checkpoints() -> list[Path]:
+    """The trained checkpoints shipped in resources/checkpoints, default first."""
+    found = sorted(CHECKPOINTS.glob("*.safetensors"))
+    order = {name: i for i, name in enumerate(DEFAULT_ORDER)}
+    return sorted(found, key=lambda p: (order.get(p.name, len(order)), p.name))
+
+
+def default_source() -> str:
+    bundled = bundled_checkpoints()
+    return str(bundled[0]) if bundled else "random-translator"
+
+
+def open_model(source: str, device: str | torch.device | None = "auto") -> LoadedModel:
+    """Load ``source`` onto ``device``. Errors carry a message meant for the user."""
+    dev = device if isinstance(device, torch.device) else pick_device(device)
+    if source in RANDOM_SOURCES:
+        from engine.demo import random_model
+        return random_model(source.split("-", 1)[1]).to(dev)
+    if source == MINILM:
+        from engine.hf import load_hf_model, minilm_path
+        return load_hf_model(minilm_path(), device=str(dev))
+    path = Path(source).expanduser()
+    if path.is_dir():
+        from engine.hf import load_hf_model
+        return load_hf_model(str(path), device=str(dev))
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {path}")
+    from engine.checkpoint import load_checkpoint
+    loaded = load_checkpoint(str(path), device=str(dev))
+    loaded.meta.setdefault("source", str(path))
+    return loaded

@@ -1,0 +1,20 @@
+"""Start the Qt application and show the main window (``attnscope`` with no subcommand)."""
+from __future__ import annotations
+
+import sys
+
+
+def run_app(args) -> int:
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+
+    from gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("attnscope")
+    app.setOrganizationName("attnscope")
+    app.setStyle("Fusion")
+    pg.setConfigOptions(antialias=True)
+    window = MainWindow(source=getattr(args, "model", None), device=getattr(args, "device", None))
+    window.show()
+    return app.exec()

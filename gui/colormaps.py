@@ -1,0 +1,22 @@
+"""The colormaps offered in View > Colormap; every heatmap uses the state's choice."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pyqtgraph as pg
+
+COLORMAPS = ["viridis", "inferno", "magma", "plasma", "cividis", "turbo", "greys"]
+
+
+@lru_cache(maxsize=None)
+def colormap(name: str) -> pg.ColorMap:
+    if name == "greys":  # white (0) to black (1), for print
+        return pg.ColorMap([0.0, 1.0], [(255, 255, 255), (0, 0, 0)])
+    return pg.colormap.get(name)
+
+
+@lru_cache(maxsize=None)
+def lookup_table(name: str, n: int = 256) -> np.ndarray:
+    """(n, 4) uint8 RGBA, for ImageItem.setLookupTable."""
+    return colormap(name).getLookupTable(0.0, 1.0, n, alpha=True)

@@ -1,0 +1,436 @@
+"""The main window: menus, the input bar, the heads overview, and one dock per view.
+
+Every forward pass and model load runs in a worker (gui.worker.Jobs); the window only
+draws what comes back. A failed load leaves the previous model loaded and usable.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QPalette, QColor, QShortcut
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QVBoxLayout, QWidget)
+
+from engine import catalog
+from engine.device import available_devices
+from engine.loaded import LoadedModel
+from engine.tracing import trace_text
+from gui.colormaps import COLORMAPS
+from gui.export import export_target, export_widget
+from gui.settings import app_settings, push_recent, recent_files
+from gui.state import AppState
+from gui.views.head_grid import HeadGrid
+from gui.views.registry import VIEWS
+from gui.worker import Jobs, shutdown_all
+
+CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
+LIVE_DELAY_MS = 350
+DEFAULT_TEXT = {
+    "translator": "the big dog sees the small cat .",
+    "gpt": "the big dog sees the small cat .",
+    "bert": "time flies like an arrow .",
+    "hf-bert": "time flies like an arrow .",
+}
+SHORTCUTS = [
+    ("Ctrl+Return", "Run the model on the text"),
+    ("Ctrl+O", "Open a checkpoint"),
+    ("Ctrl+Shift+O", "Open a Hugging Face model folder"),
+    ("Ctrl+E", "Export the focused view (PNG or SVG)"),
+    ("Ctrl+Shift+E", "Export the trace (NPZ or CSV)"),
+    ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
+    ("Ctrl+Q", "Quit"),
+]
+
+
+def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str):
+    start = time.perf_counter()
+    trace = trace_text(loaded, text, target=target or None, pair=pair or None)
+    return trace, time.perf_counter() - start
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, source: str | None = None, device: str | None = None, settings=None):
+        super().__init__()
+        self.setWindowTitle("attnscope")
+        self.setAcceptDrops(True)
+        self.settings = settings or app_settings()
+        self.state = AppState(self)
+        self.state.device = device or str(self.settings.value("device", "auto"))
+        self.state.colormap = str(self.settings.value("colormap", "viridis"))
+        if self.state.colormap not in COLORMAPS:
+            self.state.colormap = "viridis"
+        self.model_jobs = Jobs(self)      # loads a model
+        self.run_jobs = Jobs(self)        # runs the current model on the text
+        self.last_error: str | None = None
+        self.last_forward_s: float | None = None
+        self.docks: dict[str, QDockWidget] = {}
+        self.views: dict[str, QWidget] = {}
+        self._live_timer = QTimer(self, singleShot=True, interval=LIVE_DELAY_MS)
+        self._live_timer.timeout.connect(self.run)
+
+        self._build_central()
+        self._build_docks()
+        self._build_menus()
+        self._build_status()
+        self._default_state = self.saveState()
+        self._restore_settings()
+        self.state.model_changed.connect(self._on_model_changed)
+        self.state.trace_changed.connect(self._on_trace)
+        self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
+        self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
+        self.open_source(source or catalog.default_source())
+
+    # ---- layout ------------------------------------------------------------------------
+    def _build_central(self) -> None:
+        self.text_edit = QLineEdit()
+        self.text_edit.setPlaceholderText("Type a sentence; the heads update as you type (Ctrl+Enter runs now)")
+        self.target_edit = QLineEdit()
+        self.target_edit.setPlaceholderText("optional German prefix (empty: the model translates)")
+        self.pair_edit = QLineEdit()
+        self.pair_edit.setPlaceholderText("optional second sentence (segment B)")
+        self.target_label, self.pair_label = QLabel("Target:"), QLabel("Pair:")
+        self.run_button = QPushButton("Run")
+        self.run_button.setToolTip("Run the model on the text (Ctrl+Enter)")
+        self.run_button.clicked.connect(self.run)
+        self.live_box = QCheckBox("live")
+        self.live_box.setToolTip("Run again shortly after each edit")
+        self.live_box.setChecked(str(self.settings.value("live", "true")) == "true")
+        self.device_box = QComboBox()
+        self.device_box.addItems(["auto"] + available_devices())
+        self.device_box.setToolTip("Where the model runs")
+        if self.device_box.findText(self.state.device) < 0:
+            self.state.device = "auto"
+        self.device_box.setCurrentText(self.state.device)
+        self.device_box.currentTextChanged.connect(self._on_device)
+        for edit in (self.text_edit, self.target_edit, self.pair_edit):
+            edit.textEdited.connect(self._on_edit)
+            edit.returnPressed.connect(self.run)
+
+        row1 = QHBoxLayout()
+        row1.addWidget(QLabel("Text:"))
+        row1.addWidget(self.text_edit, 1)
+        row1.addWidget(self.run_button)
+        row1.addWidget(self.live_box)
+        row1.addWidget(QLabel("Device:"))
+        row1.addWidget(self.device_box)
+        row2 = QHBoxLayout()
+        for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit):
+            row2.addWidget(w)
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("color: #b36b00;")
+        self.grid = HeadGrid(self.state)
+        central = QWidget()
+        box = QVBoxLayout(central)
+        box.addLayout(row1)
+        box.addLayout(row2)
+        box.addWidget(self.banner)
+        box.addWidget(self.grid, 1)
+        self.setCentralWidget(central)
+        self.views["Heads overview"] = self.grid
+        for key in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(key), self, activated=self.run)
+
+    def _build_docks(self) -> None:
+        areas = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
+                 "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
+        bottom: list[QDockWidget] = []
+        for spec in VIEWS:
+            try:
+                widget = spec.factory(self.state)
+            except Exception as exc:  # a broken view must not take the window down
+                widget = QLabel(f"This view could not start: {exc}")
+            dock = QDockWidget(spec.title, self)
+            dock.setObjectName(f"dock:{spec.title}")
+            dock.setWidget(widget)
+            self.addDockWidget(areas.get(spec.area, areas["right"]), dock)
+            if spec.area == "bottom":
+                if bottom:
+                    self.tabifyDockWidget(bottom[0], dock)
+                bottom.append(dock)
+            self.docks[spec.title] = dock
+            self.views[spec.title] = widget
+        if bottom:
+            bottom[0].raise_()
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        self.open_action = file.addAction("&Open Checkpoint…", self.open_checkpoint_dialog, QKeySequence.StandardKey.Open)
+        self.open_hf_action = file.addAction("Open &Hugging Face Model Folder…", self.open_hf_dialog,
+                                             QKeySequence("Ctrl+Shift+O"))
+        self.recent_menu = file.addMenu("Open &Recent")
+        file.addSeparator()
+        file.addAction("&Export View…", self.export_view_dialog, QKeySequence("Ctrl+E"))
+        file.addAction("Export &Trace (NPZ/CSV)…", self.export_trace_dialog, QKeySequence("Ctrl+Shift+E"))
+        file.addSeparator()
+        file.addAction("&Quit", self.close, QKeySequence.StandardKey.Quit)
+
+        self.model_menu = bar.addMenu("&Model")
+        self.model_menu.aboutToShow.connect(self._fill_model_menu)
+        self._fill_model_menu()
+
+        view = bar.addMenu("&View")
+        cmap_menu = view.addMenu("&Colormap")
+        group = QActionGroup(self)
+        for name in COLORMAPS:
+            act = cmap_menu.addAction(name)
+            act.setCheckable(True)
+            act.setChecked(name == self.state.colormap)
+            act.triggered.connect(lambda _=False, n=name: self.set_colormap(n))
+            group.addAction(act)
+        self.dark_action = view.addAction("&Dark Theme")
+        self.dark_action.setCheckable(True)
+        self.dark_action.setChecked(str(self.settings.value("dark", "false")) == "true")
+        self.dark_action.toggled.connect(self.set_dark)
+        view.addAction("&Reset Layout", self.reset_layout)
+        view.addSeparator()
+        for title, dock in self.docks.items():
+            view.addAction(dock.toggleViewAction())
+
+        help_ = bar.addMenu("&Help")
+        help_.addAction("&Keyboard Shortcuts", self.show_shortcuts, QKeySequence("F1"))
+        help_.addAction("&About attnscope", self.show_about)
+        self._fill_recent_menu()
+
+    def _build_status(self) -> None:
+        self.model_label, self.device_label = QLabel(), QLabel()
+        self.params_label, self.time_label, self.busy_label = QLabel(), QLabel(), QLabel()
+        for w in (self.busy_label, self.model_label, self.device_label, self.params_label, self.time_label):
+            self.statusBar().addPermanentWidget(w)
+
+    # ---- models ------------------------------------------------------------------------
+    def _fill_model_menu(self) -> None:
+        menu = self.model_menu
+        menu.clear()
+        for path in catalog.bundled_checkpoints():
+            menu.addAction(f"{path.stem} (bundled)", lambda p=str(path): self.open_source(p))
+        menu.addAction("all-MiniLM-L6-v2 (bundled, pretrained BERT)", lambda: self.open_source(catalog.MINILM))
+        menu.addSeparator()
+        for src in catalog.RANDOM_SOURCES:
+            menu.addAction(f"Untrained {src.split('-', 1)[1]} (random weights)", lambda s=src: self.open_source(s))
+        recent = recent_files(self.settings)
+        if recent:
+            menu.addSeparator()
+            for path in recent[:5]:
+                menu.addAction(Path(path).name, lambda p=path: self.open_source(p))
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = recent_files(self.settings)
+        for path in files:
+            self.recent_menu.addAction(path, lambda p=path: self.open_source(p))
+        self.recent_menu.setEnabled(bool(files))
+
+    def open_checkpoint_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open Checkpoint", str(self.settings.value("last_dir", "")),
+                                              CHECKPOINT_FILTER)
+        if path:
+            self.open_source(path)
+
+    def open_hf_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open Hugging Face Model Folder",
+                                                str(self.settings.value("last_dir", "")))
+        if path:
+            self.open_source(path)
+
+    def open_source(self, source: str) -> None:
+        """Load a model in the worker; on failure keep the current one and say why."""
+        self.statusBar().showMessage(f"Loading {Path(source).name}…")
+        self.model_jobs.start(catalog.open_model, source, self.state.device,
+                              on_returned=lambda loaded: self._model_loaded(source, loaded),
+                              on_error=lambda exc: self.show_error("Could not open the model", exc))
+
+    def _model_loaded(self, source: str, loaded: LoadedModel) -> None:
+        if Path(source).exists():
+            push_recent(self.settings, str(Path(source).resolve()))
+            self.settings.setValue("last_dir", str(Path(source).resolve().parent))
+            self._fill_recent_menu()
+        self.statusBar().showMessage(f"Opened {loaded.name}", 4000)
+        self.state.set_model(loaded)
+
+    def _on_model_changed(self, loaded: LoadedModel) -> None:
+        fam = loaded.family
+        self.target_label.setVisible(fam == "translator")
+        self.target_edit.setVisible(fam == "translator")
+        self.pair_label.setVisible(fam in ("bert", "hf-bert"))
+        self.pair_edit.setVisible(fam in ("bert", "hf-bert"))
+        if not self.text_edit.text().strip():
+            self.text_edit.setText(DEFAULT_TEXT.get(fam, ""))
+        self.model_label.setText(f"{loaded.name} ({fam})")
+        self.device_label.setText(str(loaded.device))
+        self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
+        self.setWindowTitle(f"attnscope: {loaded.name}")
+        self.run()
+
+    def _on_device(self, name: str) -> None:
+        self.state.device = name
+        self.settings.setValue("device", name)
+        loaded = self.state.loaded
+        if loaded is not None:
+            self.model_jobs.start(_move_model, loaded, name,
+                                  on_returned=self.state.set_model,
+                                  on_error=lambda exc: self.show_error("Could not change the device", exc))
+
+    # ---- running -------------------------------------------------------------------------
+    def _on_edit(self, _text: str) -> None:
+        if self.live_box.isChecked():
+            self._live_timer.start()
+
+    def run(self) -> None:
+        loaded = self.state.loaded
+        if loaded is None:
+            return
+        self._live_timer.stop()
+        self.state.text, self.state.target, self.state.pair = (
+            self.text_edit.text(), self.target_edit.text(), self.pair_edit.text())
+        if not self.state.text.strip():
+            self.banner.setText("There is no text to run: type a sentence first.")
+            return
+        self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
+                            on_returned=self._trace_done,
+                            on_error=lambda exc: self.show_error("The model could not run", exc))
+
+    def _trace_done(self, result) -> None:
+        trace, seconds = result
+        self.last_forward_s = seconds
+        self.time_label.setText(f"forward {seconds * 1000:.0f} ms")
+        self.state.set_trace(trace)
+
+    def _on_trace(self, trace) -> None:
+        notes = list(trace.notes) if trace else []
+        if self.state.loaded is not None and self.state.loaded.meta.get("untrained"):
+            notes.insert(0, "This model is untrained (random weights): its attention is noise. "
+                            "Open a trained one from the Model menu.")
+        self.banner.setText("\n".join(notes))
+        self.banner.setVisible(bool(notes))
+
+    # ---- errors --------------------------------------------------------------------------
+    def show_error(self, title: str, exc: BaseException | str) -> None:
+        """A non-blocking dialog with the loader's or the engine's own message."""
+        message = str(exc) or type(exc).__name__
+        self.last_error = message
+        self.statusBar().showMessage(message, 8000)
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.error_box = box
+
+    # ---- export --------------------------------------------------------------------------
+    def focused_view(self) -> tuple[str, QWidget]:
+        focus = QApplication.focusWidget()
+        for title, widget in self.views.items():
+            if focus is not None and (focus is widget or widget.isAncestorOf(focus)):
+                return title, widget
+        return "Heads overview", self.grid
+
+    def export_view_dialog(self) -> None:
+        title, widget = self.focused_view()
+        name = title.lower().replace(" ", "_")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {title}", str(Path(str(self.settings.value(
+            "last_export_dir", ""))) / f"{name}.png"), "PNG image (*.png);;SVG vector (*.svg)")
+        if path:
+            try:
+                export_widget(export_target(widget), path)
+                self.settings.setValue("last_export_dir", str(Path(path).parent))
+                self.statusBar().showMessage(f"Saved {path}", 5000)
+            except (OSError, ValueError) as exc:
+                self.show_error("Could not export the view", exc)
+
+    def export_trace_dialog(self) -> None:
+        if self.state.trace is None:
+            self.show_error("Nothing to export", "Run the model on a text first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export Trace", "trace.npz", "NumPy arrays (*.npz);;CSV table (*.csv)")
+        if path:
+            try:
+                from engine import export
+                (export.save_csv if path.lower().endswith(".csv") else export.save_npz)(self.state.trace, path)
+                self.statusBar().showMessage(f"Saved {path}", 5000)
+            except Exception as exc:
+                self.show_error("Could not export the trace", exc)
+
+    # ---- view settings ---------------------------------------------------------------------
+    def set_colormap(self, name: str) -> None:
+        self.settings.setValue("colormap", name)
+        self.state.set_colormap(name)
+
+    def set_dark(self, dark: bool) -> None:
+        self.settings.setValue("dark", "true" if dark else "false")
+        apply_theme(dark)
+        for view in self.findChildren(pg.GraphicsView):
+            view.setBackground("k" if dark else "w")
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        for dock in self.docks.values():
+            dock.setFloating(False)
+            dock.show()
+
+    def show_shortcuts(self) -> None:
+        rows = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in SHORTCUTS)
+        QMessageBox.information(self, "Keyboard shortcuts", f"<table cellpadding=4>{rows}</table>")
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, "About attnscope",
+                          "<b>attnscope</b><p>See every head of every layer of a transformer that really runs: "
+                          "from-scratch translator, GPT and BERT, and pretrained BERT for comparison.</p>")
+
+    # ---- drag and drop, settings, closing ------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            self.open_source(urls[0])
+            event.acceptProposedAction()
+
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 900)
+        state = self.settings.value("window_state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        if self.dark_action.isChecked():
+            self.set_dark(True)
+
+    def closeEvent(self, event) -> None:
+        self._live_timer.stop()
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("live", "true" if self.live_box.isChecked() else "false")
+        self.settings.sync()
+        shutdown_all()
+        super().closeEvent(event)
+
+
+def _move_model(loaded: LoadedModel, device: str) -> LoadedModel:
+    from engine.device import pick_device
+    return loaded.to(pick_device(device))
+
+
+def apply_theme(dark: bool) -> None:
+    """Fusion style with a dark or light palette; plots follow in MainWindow.set_dark."""
+    app = QApplication.instance()
+    app.setStyle("Fusion")
+    if not dark:
+        app.setPalette(app.style().standardPalette())
+        return
+    pal = QPalette()
+    base, text = QColor(37, 37, 38), QColor(220, 220, 220)
+    for role, color in ((QPalette.ColorRole.Window, QColor(45, 45, 48)), (QPalette.ColorRole.WindowText, text),
+                        (QPalette.ColorRole.Base, base), (QPalette.ColorRole.AlternateBase, QColor(55, 55, 58)),
+                        (QPalette.ColorRole.Text, text), (QPalette.ColorRole.Button, QColor(55, 55, 58)),
+                        (QPalette.ColorRole.ButtonText, text), (QPalette.ColorRole.Highlight, QColor(38, 110, 190)),
+                        (QPalette.ColorRole.HighlightedText, QColor(255, 255, 255)),
+                        (QPalette.ColorRole.ToolTipBase, base), (QPalette.ColorRole.ToolTipText, text)):
+        pal.setColor(role, color)
+    app.setPalette(pal)

@@ -1,0 +1,1 @@
+"""One widget per view; each is listed in ``gui.views.registry.VIEWS``."""

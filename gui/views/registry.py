@@ -1,0 +1,28 @@
+"""VIEWS: every dockable view of the main window, one line each.
+
+A factory takes the AppState and returns the widget; the widget connects itself to the
+state's signals. Add a view by appending a ViewSpec here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from PySide6.QtWidgets import QWidget
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    title: str
+    factory: Callable[..., QWidget]      # factory(state: AppState) -> QWidget
+    area: str = "right"                  # "left" | "right" | "bottom"
+
+
+def _head_detail(state):
+    from gui.views.head_detail import HeadDetail
+    return HeadDetail(state)
+
+
+VIEWS: list[ViewSpec] = [
+    ViewSpec("Head detail", _head_detail, "right"),
+]

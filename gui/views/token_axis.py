@@ -1,0 +1,36 @@
+"""An axis that labels ticks with tokens, written vertically so long tokens never overlap."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QFontMetrics
+
+
+class VerticalTokenAxis(pg.AxisItem):
+    """A top or bottom axis whose tick labels read bottom-to-top."""
+
+    def __init__(self, orientation: str = "top", **kwargs):
+        super().__init__(orientation, **kwargs)
+        self._labels: list[str] = []
+
+    def set_tokens(self, tokens: list[str], every: int = 1) -> None:
+        self._labels = [t for i, t in enumerate(tokens) if i % every == 0]
+        self.setTicks([[(i + 0.5, t) for i, t in enumerate(tokens) if i % every == 0]])
+        metrics = QFontMetrics(self.style.get("tickFont") or self.font())
+        widest = max((metrics.horizontalAdvance(t) for t in self._labels), default=0)
+        self.setHeight(min(140, widest + 12))
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        p.setPen(self.textPen())
+        if self.style.get("tickFont"):
+            p.setFont(self.style["tickFont"])
+        metrics = p.fontMetrics()
+        top = self.orientation == "top"
+        edge = self.boundingRect().bottom() - 8 if top else self.boundingRect().top() + 8
+        for rect, _flags, text in textSpecs:
+            p.save()
+            p.translate(rect.center().x() + metrics.ascent() / 2 - 1, edge)
+            p.rotate(-90)
+            p.drawText(QPointF(0 if top else -metrics.horizontalAdvance(text), 0), text)
+            p.restore()
