@@ -12,7 +12,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QThreadPool, Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, Qt, Signal, Slot
 from superqt.utils import create_worker
 
 _LIVE: "weakref.WeakSet[Jobs]" = weakref.WeakSet()
@@ -105,9 +105,11 @@ class Jobs(QObject):
         done = self._done
         started = self._worker is not None and self._worker.is_running
         self.cancel()
-        if done is not None and started:
-            return done.wait(timeout_s)
-        return True
+        stopped = done.wait(timeout_s) if done is not None and started else True
+        # Drop results still queued for us: delivered during interpreter teardown they crash.
+        for relay in self.findChildren(_Relay):
+            QCoreApplication.removePostedEvents(relay)
+        return stopped
 
 
 def shutdown_all(timeout_s: float = 10.0) -> bool:

@@ -1,0 +1,80 @@
+"""The main window, offscreen: it runs a text, its grid holds the trace's numbers, hover reads a
+cell, a click opens the head, and closing it mid-run leaves nothing running."""
+import numpy as np
+import pytest
+from PySide6.QtCore import QThreadPool
+
+from gui.main_window import MainWindow
+from gui.views.mosaic import tile
+
+
+@pytest.fixture
+def window(qtbot):
+    w = MainWindow(source="random-translator", device="cpu")
+    qtbot.addWidget(w)
+    w.resize(1200, 800)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
+    yield w
+    w.close()
+
+
+def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
+    window.text_edit.setText("the big dog sees the cat .")
+    window.target_edit.setText("der große hund")
+    old = window.state.trace
+    window.run()
+    qtbot.waitUntil(lambda: window.state.trace is not old, timeout=20000)
+    trace = window.state.trace
+    assert trace.source_tokens[:3] == ["the", "big", "dog"]
+    assert trace.target_tokens[0] == "[BOS]"
+    grid = window.grid
+    assert grid.kind in trace.kinds
+    image = grid.image.image
+    expected, layout = tile(trace.weights(grid.kind))
+    np.testing.assert_array_equal(np.isnan(image), np.isnan(expected))
+    y, x = layout.tile_origin(1, 2)
+    head = trace.head(grid.kind, 1, 2)
+    np.testing.assert_array_equal(image[y:y + head.shape[0], x:x + head.shape[1]], head)
+    assert "untrained" in window.banner.text()
+    assert "parameters" in window.params_label.text()
+
+
+def test_hover_reads_cell_and_click_opens_head(window, qtbot):
+    grid = window.grid
+    trace = window.state.trace
+    kind = grid.kind
+    pos = grid.scene_pos_of(1, 3, 0, 2)
+    grid._on_hover(pos)
+    w = trace.head(kind, 1, 3)[0, 2]
+    q, k = trace.query_tokens(kind)[0], trace.key_tokens(kind)[2]
+    assert grid.last_tooltip == f"layer 1, head 3: query 0 {q!r} -> key 2 {k!r}: weight {w:.4f}"
+    detail = window.views["Head detail"]
+    with qtbot.waitSignal(window.state.head_selected):
+        window.state.select_head(kind, 1, 3)
+    assert (detail.layer, detail.head) == (1, 3)
+    np.testing.assert_array_equal(detail.image.image, trace.head(kind, 1, 3))
+
+
+def test_empty_text_gets_a_note_not_a_crash(window):
+    window.text_edit.setText("   ")
+    window.run()
+    assert "no text" in window.banner.text().lower()
+
+
+def test_close_during_long_run_leaves_nothing_running(qtbot):
+    w = MainWindow(source="random-gpt", device="cpu")
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
+
+    def endless():
+        while True:
+            yield 1
+
+    seen = []
+    w.run_jobs.start(endless, on_yielded=seen.append)
+    qtbot.waitUntil(lambda: len(seen) > 0)
+    w.close()
+    assert not w.run_jobs.busy
+    assert QThreadPool.globalInstance().activeThreadCount() == 0
