@@ -5,7 +5,6 @@ import pytest
 from PySide6.QtCore import QThreadPool
 
 from gui.main_window import MainWindow
-from gui.views.mosaic import tile
 
 
 @pytest.fixture
@@ -30,12 +29,15 @@ def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
     assert trace.target_tokens[0] == "[BOS]"
     grid = window.grid
     assert grid.kind in trace.kinds
-    image = grid.image.image
-    expected, layout = tile(trace.weights(grid.kind))
-    np.testing.assert_array_equal(np.isnan(image), np.isnan(expected))
+    image = grid.image.image            # uint8 codes 1 + round(254 w); gaps 0
+    layout = grid.layout_
+    L, H, Tq, Tk = trace.shape(grid.kind)
+    assert (layout.rows, layout.cols, layout.tile_h, layout.tile_w) == (L, H, Tq, Tk)
     y, x = layout.tile_origin(1, 2)
     head = trace.head(grid.kind, 1, 2)
-    np.testing.assert_array_equal(image[y:y + head.shape[0], x:x + head.shape[1]], head)
+    drawn = image[y:y + Tq, x:x + Tk]
+    np.testing.assert_allclose((drawn.astype(np.float64) - 1) / 254, head, atol=0.5 / 254 + 1e-6)
+    assert (drawn > 0).all() and image[y, x + Tk] == 0   # cells are opaque, the gap beside is not
     assert "untrained" in window.banner.text()
     assert "parameters" in window.params_label.text()
 

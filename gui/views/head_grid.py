@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from engine.trace import AttentionTrace
 from gui.colormaps import lookup_table
-from gui.views.mosaic import MosaicLayout, tile
+from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 
 
 class HeadGrid(QWidget):
@@ -41,7 +41,8 @@ class HeadGrid(QWidget):
         self.view = self.plot.addViewBox(lockAspect=False, invertY=True, enableMouse=False)
         self.view.setMenuEnabled(False)
         self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setLookupTable(lookup_table(state.colormap))
+        self.image.setLookupTable(gap_lookup_table(lookup_table(state.colormap)))
+        self.mosaic: np.ndarray | None = None    # uint8 display codes drawn (see mosaic.display_codes)
         self.view.addItem(self.image)
         self.labels: list[pg.TextItem] = []
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
@@ -53,7 +54,7 @@ class HeadGrid(QWidget):
         box.addWidget(self.plot, 1)
 
         state.trace_changed.connect(self.set_trace)
-        state.colormap_changed.connect(lambda name: self.image.setLookupTable(lookup_table(name)))
+        state.colormap_changed.connect(lambda name: self.image.setLookupTable(gap_lookup_table(lookup_table(name))))
         if state.trace is not None:
             self.set_trace(state.trace)
 
@@ -82,10 +83,10 @@ class HeadGrid(QWidget):
     def redraw(self) -> None:
         if self.trace is None or self.kind is None:
             self.image.clear()
-            self.layout_ = None
+            self.layout_ = self.mosaic = None
             return
-        image, layout = tile(self.trace.weights(self.kind))
-        self.image.setImage(image, autoLevels=False, levels=(0.0, 1.0))
+        self.mosaic, layout = tile(display_codes(self.trace.weights(self.kind)), fill=GAP_CODE)
+        self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         if layout != self.layout_:
             self.layout_ = layout
             self._place_labels()

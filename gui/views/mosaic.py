@@ -1,7 +1,8 @@
 """Tile many (Tq, Tk) attention maps into one image, so many heads draw as one ImageItem.
 
 One ImageItem per mosaic, not one per head: measured in DESIGN.md, 144 separate images
-update ~22 times/s, one mosaic ~124 times/s. Gaps between tiles are NaN (drawn transparent).
+update ~22 times/s, one mosaic ~124 times/s. For display the mosaic holds uint8 codes and
+gaps hold code 0, which the lookup table draws transparent.
 """
 from __future__ import annotations
 
@@ -43,11 +44,35 @@ def gap_for(tile: int) -> int:
     return max(1, tile // 8)
 
 
-def tile(weights: np.ndarray, gap: int | None = None) -> tuple[np.ndarray, MosaicLayout]:
-    """(L, H, Tq, Tk) -> one float32 image (L*(Tq+g)-g, H*(Tk+g)-g), row-major (y, x)."""
+GAP_CODE = 0      # display code of gap pixels: transparent in the lookup table
+
+
+def display_codes(weights: np.ndarray) -> np.ndarray:
+    """Weights in [0, 1] -> uint8 codes 1..255, for a 256-entry lookup table.
+
+    Indexing a lookup table with uint8 is the fastest path pyqtgraph has; code 0 is given
+    up so that gaps can be transparent. Quantisation: code = 1 + round(w * 254).
+    """
+    scaled = np.multiply(weights, 254.0, dtype=np.float32)
+    scaled += 1.5
+    np.clip(scaled, 1, 255, out=scaled)
+    return scaled.astype(np.uint8)
+
+
+def gap_lookup_table(lut: np.ndarray) -> np.ndarray:
+    """A 256-entry RGBA table for display codes: entry 0 transparent, 1..255 the colormap."""
+    idx = np.linspace(0, len(lut) - 1, 255).round().astype(int)
+    out = np.zeros((256, 4), dtype=np.uint8)
+    out[1:] = lut[idx]
+    out[1:, 3] = 255
+    return out
+
+
+def tile(weights: np.ndarray, gap: int | None = None, fill=np.nan) -> tuple[np.ndarray, MosaicLayout]:
+    """(L, H, Tq, Tk) -> one image (L*(Tq+g)-g, H*(Tk+g)-g), row-major (y, x); gaps = ``fill``."""
     L, H, Tq, Tk = weights.shape
     g = gap_for(max(Tq, Tk)) if gap is None else gap
-    padded = np.full((L, Tq + g, H, Tk + g), np.nan, dtype=np.float32)
+    padded = np.full((L, Tq + g, H, Tk + g), fill, dtype=weights.dtype)
     padded[:, :Tq, :, :Tk] = weights.transpose(0, 2, 1, 3)
     image = padded.reshape(L * (Tq + g), H * (Tk + g))[: L * (Tq + g) - g, : H * (Tk + g) - g]
     return image, MosaicLayout(L, H, Tq, Tk, g)
