@@ -399,8 +399,7 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        if self.dark_action.isChecked():
-            self.set_dark(True)
+        self.set_dark(self.dark_action.isChecked())
 
     def closeEvent(self, event) -> None:
         self._live_timer.stop()
