@@ -80,3 +80,37 @@ def test_close_during_long_run_leaves_nothing_running(qtbot):
     w.close()
     assert not w.run_jobs.busy
     assert QThreadPool.globalInstance().activeThreadCount() == 0
+
+
+def test_head_detail_keys_move_between_heads_and_layers(window, qtbot):
+    from PySide6.QtCore import Qt
+    detail = window.views["Head detail"]
+    kind = detail.kind
+    window.state.select_head(kind, 0, 0)
+    qtbot.keyClick(detail, Qt.Key.Key_Right)
+    qtbot.keyClick(detail, Qt.Key.Key_Down)
+    assert (detail.layer, detail.head) == (1, 1)
+    qtbot.keyClick(detail, Qt.Key.Key_Down)      # clamps at the last layer
+    assert detail.layer == 1
+    detail.agg_box.setCurrentText("mean of heads")
+    np.testing.assert_allclose(detail.image.image, window.state.trace.weights(kind)[1].mean(axis=0), atol=1e-6)
+
+
+def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatch):
+    from gui.settings import app_settings
+    monkeypatch.setenv("ATTNSCOPE_SETTINGS", str(tmp_path / "s.ini"))
+    w = MainWindow(source="random-bert")
+    qtbot.addWidget(w)
+    w.device_box.setCurrentText("cpu")
+    w.set_colormap("inferno")
+    w.docks["Head detail"].setFloating(True)
+    w.close()
+    w2 = MainWindow(source="random-bert")
+    qtbot.addWidget(w2)
+    assert w2.state.colormap == "inferno"
+    assert w2.state.device == "cpu"
+    assert w2.docks["Head detail"].isFloating()
+    w2.reset_layout()
+    assert not w2.docks["Head detail"].isFloating()
+    w2.close()
+    assert app_settings().value("colormap") == "inferno"
