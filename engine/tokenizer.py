@@ -100,3 +100,31 @@ class Tokenizer:
         """Pieces of ``text`` that map to [UNK] (for a clear note in the GUI)."""
         enc = self.hf.encode(text, add_special_tokens=False)
         return [text[a:b] for (a, b), i in zip(enc.offsets, enc.ids) if i == self.unk_id]
+
+
+class ByteTokenizer:
+    """Text as UTF-8 bytes, id = byte value: the stand-in for checkpoints that carry no
+    tokenizer (nanoGPT's ckpt.pt). Bytes the model's vocabulary lacks become [UNK] notes."""
+
+    kind = "byte"
+    pad_id = unk_id = bos_id = eos_id = cls_id = sep_id = mask_id = None
+    special_ids: set = set()
+
+    def __init__(self, vocab_size: int):
+        self._vocab_size = vocab_size
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    def encode(self, text: str) -> list[int]:
+        return [b for b in text.encode("utf-8") if b < self._vocab_size]
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        return [bytes([int(i)]).decode("utf-8", errors="replace") if int(i) < 256 else f"<{int(i)}>" for i in ids]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return bytes(int(i) for i in ids if int(i) < 256).decode("utf-8", errors="replace")
+
+    def unknown_words(self, text: str) -> list[str]:
+        return [ch for ch in text if any(b >= self._vocab_size for b in ch.encode("utf-8"))]

@@ -1,0 +1,267 @@
+"""One-file checkpoints: save a LoadedModel, load it back, and refuse bad files clearly.
+
+Our format is a single ``.safetensors`` file. Why safetensors: it holds only tensors and a
+string table, so opening a file can never run code, and it loads lazily and fast. The
+string table (the safetensors *metadata*) carries everything else a model needs:
+
+    format = "attnscope", format_version = "1", family, name,
+    config (JSON of the family's config dataclass), tokenizer (JSON of the HF tokenizer),
+    target_tokenizer (JSON, translators with a separate target vocabulary),
+    training (JSON: corpus, steps, metrics, the command that made it)
+
+``load_checkpoint`` also reads PyTorch files, always with ``torch.load(weights_only=True)``:
+our metadata + state dict layout (``{"attnscope": metadata, "model": state_dict}``) and
+nanoGPT's ``ckpt.pt`` (``{"model_args": ..., "model": state_dict}``) into the GPT family.
+Every way a file can be wrong ends in a CheckpointError whose message says what is wrong
+and what would work; the GUI shows it as is.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+import re
+import zipfile
+from pathlib import Path
+
+import torch
+
+from engine.loaded import LoadedModel
+from engine.models import FAMILIES
+from engine.tokenizer import ByteTokenizer, Tokenizer
+
+FORMAT = "attnscope"
+FORMAT_VERSION = 1
+_SAFETENSORS_SUFFIXES = {".safetensors"}
+_TORCH_SUFFIXES = {".pt", ".pth", ".bin", ".ckpt"}
+
+
+class CheckpointError(Exception):
+    """A file that cannot be opened as a model, with a message meant for the user."""
+
+
+# ---- saving ----------------------------------------------------------------------------
+def checkpoint_metadata(loaded: LoadedModel, training: dict | None = None) -> dict[str, str]:
+    """The string table that describes ``loaded`` (see the module docstring)."""
+    if loaded.family not in FAMILIES:
+        raise CheckpointError(f"Only attnscope's own families can be saved, not {loaded.family!r}.")
+    if not isinstance(loaded.tokenizer, Tokenizer):
+        raise CheckpointError("This model has no tokenizer of its own (nanoGPT import); there is nothing complete to save.")
+    meta = {
+        "format": FORMAT,
+        "format_version": str(FORMAT_VERSION),
+        "family": loaded.family,
+        "name": loaded.name,
+        "config": json.dumps(dataclasses.asdict(loaded.model.config)),
+        "tokenizer": loaded.tokenizer.to_json(),
+        "training": json.dumps(training if training is not None else loaded.meta.get("training", {})),
+    }
+    if loaded.target_tokenizer is not None:
+        meta["target_tokenizer"] = loaded.target_tokenizer.to_json()
+    return meta
+
+
+def _unique_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with tied weights (one tensor under two names) stored once."""
+    seen, out = set(), {}
+    for name, tensor in model.state_dict().items():
+        key = (tensor.data_ptr(), tuple(tensor.shape))
+        if key not in seen:
+            seen.add(key)
+            out[name] = tensor.detach().cpu().contiguous()
+    return out
+
+
+def save_checkpoint(loaded: LoadedModel, path: str | Path, training: dict | None = None) -> Path:
+    """Write ``loaded`` to one .safetensors file (written to a temporary name, then moved,
+    so an interrupted save never leaves half a checkpoint under the real name)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        raise CheckpointError(f"Checkpoints are saved as .safetensors files, not {path.suffix or 'no extension'}.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    save_file(_unique_state(loaded.model), str(tmp), metadata=checkpoint_metadata(loaded, training))
+    tmp.replace(path)
+    return path
+
+
+# ---- loading ---------------------------------------------------------------------------
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
+    """Open any checkpoint attnscope understands; CheckpointError for anything else."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"No such file: {path}")
+    kind = _sniff(path)
+    if kind == "safetensors":
+        loaded = _load_safetensors(path)
+    elif kind == "torch":
+        loaded = _load_torch(path)
+    else:
+        raise CheckpointError(
+            f"{path.name} is not a checkpoint: it is neither a .safetensors file nor a PyTorch file. "
+            "attnscope opens its own .safetensors checkpoints, PyTorch state dicts (.pt/.pth) "
+            "and nanoGPT's ckpt.pt; for a Hugging Face model, open its folder.")
+    loaded.meta.setdefault("source", str(path))
+    return loaded.to(device)
+
+
+def _sniff(path: Path) -> str:
+    """Tell the format by the first bytes, falling back to the extension."""
+    with path.open("rb") as f:
+        head = f.read(9)
+    if len(head) == 9 and head[8:9] == b"{":       # 8-byte header length, then JSON
+        return "safetensors"
+    if head[:2] == b"PK" or head[:1] == b"\x80":  # zip (torch.save) or a bare pickle
+        return "torch"
+    suffix = path.suffix.lower()
+    if suffix in _SAFETENSORS_SUFFIXES:
+        return "safetensors"
+    if suffix in _TORCH_SUFFIXES:
+        return "torch"
+    return "unknown"
+
+
+def _load_safetensors(path: Path) -> LoadedModel:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as exc:  # safetensors raises its own error types for every bad header
+        raise CheckpointError(
+            f"{path.name} is damaged or truncated and cannot be read as safetensors ({_first_line(exc)}). "
+            "Copy or save the file again.") from None
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{path.name} holds tensors but no attnscope description (family, config, tokenizer): "
+            "it is probably a Hugging Face weights file. Open the folder that holds it together "
+            "with config.json (File > Open Hugging Face Folder).")
+    return _build(path, meta, tensors)
+
+
+def _load_torch(path: Path) -> LoadedModel:
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise CheckpointError(
+            f"{path.name} is a pickle that needs code to load ({_first_line(exc)}). attnscope never runs "
+            "code from a file. Save only the tensors: torch.save(model.state_dict(), ...) or a "
+            ".safetensors file.") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
+        raise CheckpointError(
+            f"{path.name} is damaged or truncated and cannot be read as a PyTorch file ({_first_line(exc)}). "
+            "Copy or save the file again.") from None
+    except Exception as exc:  # anything else torch.load raises means it is not a checkpoint we know
+        raise CheckpointError(f"{path.name} could not be read as a PyTorch file ({_first_line(exc)}).") from None
+    if isinstance(obj, dict) and "model_args" in obj and "model" in obj:
+        return _from_nanogpt(path, obj)
+    if isinstance(obj, dict) and isinstance(obj.get("attnscope"), dict) and "model" in obj:
+        return _build(path, obj["attnscope"], obj["model"])
+    if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise CheckpointError(
+            f"{path.name} is a bare state dict: it holds weights but not the model's family, sizes or "
+            "tokenizer, so attnscope cannot rebuild it. Save it with attnscope (a .safetensors "
+            "checkpoint) or in nanoGPT's layout {'model_args': ..., 'model': state_dict}.")
+    raise CheckpointError(
+        f"{path.name} is a PyTorch file but not a model checkpoint attnscope knows "
+        "(expected nanoGPT's {'model_args', 'model'} or attnscope's {'attnscope', 'model'}).")
+
+
+def _from_nanogpt(path: Path, obj: dict) -> LoadedModel:
+    """nanoGPT's ckpt.pt into our GPT: the parameter names already match, bar the
+    ``_orig_mod.`` prefix of torch.compile and the causal-mask buffers of old versions."""
+    from engine.models import GPTConfig
+
+    args = obj["model_args"]
+    fields = {f.name for f in dataclasses.fields(GPTConfig)}
+    try:
+        config = GPTConfig(**{k: v for k, v in dict(args).items() if k in fields})
+    except TypeError as exc:
+        raise CheckpointError(f"{path.name}: nanoGPT model_args are incomplete ({exc}).") from None
+    state = {}
+    for name, tensor in obj["model"].items():
+        name = name.removeprefix("_orig_mod.")
+        if re.fullmatch(r"transformer\.h\.\d+\.attn\.(bias|masked_bias)", name):
+            continue  # nanoGPT's causal mask buffer, not a weight
+        state[name] = tensor
+    meta = {
+        "format": FORMAT, "format_version": str(FORMAT_VERSION), "family": "gpt",
+        "name": f"nanoGPT {path.stem}", "config": json.dumps(dataclasses.asdict(config)),
+        "training": json.dumps({"source": "nanoGPT ckpt.pt", "iter_num": obj.get("iter_num")}),
+    }
+    loaded = _build(path, meta, state, tokenizer=ByteTokenizer(config.vocab_size))
+    loaded.meta["notes"] = ("nanoGPT checkpoints carry no tokenizer: text is shown byte by byte "
+                            "(ids 0-255), which matches only byte- or char-level training data.")
+    return loaded
+
+
+def _build(path: Path, meta: dict, tensors: dict, tokenizer=None) -> LoadedModel:
+    """Model + tokenizers from metadata and tensors, checking every name and shape."""
+    name = path.name
+    try:
+        version = int(meta.get("format_version", "0"))
+    except ValueError:
+        raise CheckpointError(f"{name}: the format version {meta.get('format_version')!r} is not a number.") from None
+    if version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{name} was written by a newer attnscope (format version {version}; this one reads up to "
+            f"{FORMAT_VERSION}). Update attnscope to open it.")
+    family = meta.get("family")
+    if family not in FAMILIES:
+        raise CheckpointError(
+            f"{name} is for an unknown model family {family!r}; attnscope builds {', '.join(FAMILIES)}.")
+    model_cls, config_cls = FAMILIES[family]
+    try:
+        config = config_cls(**json.loads(meta["config"]))
+        model = model_cls(config)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{name}: the model config in the file is missing or invalid ({exc}).") from None
+    try:
+        if tokenizer is None:
+            tokenizer = Tokenizer.from_json(meta["tokenizer"])
+        target = Tokenizer.from_json(meta["target_tokenizer"]) if meta.get("target_tokenizer") else None
+    except Exception as exc:
+        raise CheckpointError(f"{name}: the tokenizer in the file is missing or invalid ({_first_line(exc)}).") from None
+    _load_weights(name, model, tensors)
+    model.eval()
+    training = json.loads(meta.get("training") or "{}")
+    return LoadedModel(meta.get("name") or path.stem, family, model, tokenizer, target,
+                       meta={"training": training, "format_version": version})
+
+
+def _load_weights(name: str, model: torch.nn.Module, tensors: dict) -> None:
+    expected = model.state_dict()
+    # Tied weights are stored once: any name of a tied group may supply the others.
+    groups: dict[int, list[str]] = {}
+    for key, t in expected.items():
+        groups.setdefault(t.data_ptr(), []).append(key)
+    missing = [k for k, t in expected.items() if not any(g in tensors for g in groups[t.data_ptr()])]
+    unexpected = [k for k in tensors if k not in expected]
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing tensors {_names(missing)}")
+        if unexpected:
+            parts.append(f"unexpected tensors {_names(unexpected)}")
+        raise CheckpointError(
+            f"{name} does not match its own model description: {'; '.join(parts)}. "
+            "The file was edited or written by another program; save the model again.")
+    bad = [f"{k} {tuple(tensors[k].shape)} (the model needs {tuple(expected[k].shape)})"
+           for k in tensors if tuple(tensors[k].shape) != tuple(expected[k].shape)]
+    if bad:
+        raise CheckpointError(f"{name}: tensor shapes do not match the config: {'; '.join(bad[:3])}.")
+    state = {k: tensors[k] if k in tensors else tensors[next(g for g in groups[t.data_ptr()] if g in tensors)]
+             for k, t in expected.items()}
+    model.load_state_dict(state, strict=True)
+
+
+def _names(keys: list[str]) -> str:
+    return ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
