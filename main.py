@@ -24,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the exact command, recorded in what it makes (e.g. a checkpoint)
     if args.command is None:
         from gui.app import run_app
 

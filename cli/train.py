@@ -1,0 +1,114 @@
+"""attnscope train translator|gpt: train a from-scratch model and save one checkpoint.
+
+Ctrl-C stops between steps and saves what is done (a second Ctrl-C aborts). At the end the
+model is evaluated (BLEU/chrF on the test split, or validation loss against a unigram
+baseline) and the metrics and the exact command go into the checkpoint's metadata.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import signal
+import sys
+import time
+
+from cli.common import BAD_INPUT, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train", help="train the translator or the GPT and save a checkpoint")
+    p.add_argument("family", choices=["translator", "gpt"])
+    p.add_argument("--corpus", default=None,
+                   help="a TSV pairs file (translator) or a UTF-8 .txt file (gpt); default: the synthetic "
+                        "English->German corpus / Python's docs plus synthetic English")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--size", choices=["tiny", "small"], default="small")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-pairs", type=int, default=20000, help="size of the synthetic training split")
+    p.add_argument("--eval-limit", type=int, default=1000, help="test sentences scored at the end")
+    p.add_argument("--out", default=None, help="checkpoint to write (default: <family>.safetensors)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from engine.checkpoint import save_checkpoint
+    from engine.corpora.sources import corpus_label, text_splits, translation_splits
+    from engine.device import pick_device
+    from engine.evaluation import language_model_scores, translation_scores
+    from engine.training import TrainConfig, run_training, train_gpt, train_translator
+
+    device = pick_device(args.device or "auto")
+    out = args.out or f"{args.family}.safetensors"
+    config = TrainConfig(size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                         warmup=min(300, max(1, args.steps // 10)))
+    try:
+        if args.family == "translator":
+            splits = translation_splits(args.corpus, args.seed, args.train_pairs)
+            gen = train_translator(splits["train"], splits["valid"], config, device, stop=_ctrl_c_flag())
+        else:
+            lines_train, lines_valid = text_splits(args.corpus, args.seed)
+            gen = train_gpt(lines_train, lines_valid, config, device, stop=_ctrl_c_flag())
+    except ValueError as exc:  # a corpus file that cannot be read
+        print(f"attnscope: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    bar = tqdm(total=args.steps, unit="step", disable=args.quiet, dynamic_ncols=True)
+    started = time.perf_counter()
+
+    def show(p):
+        bar.n = p.step
+        post = {"loss": f"{p.loss:.3f}", "lr": f"{p.lr:.2e}"}
+        if p.tokens_per_s:
+            post["tok/s"] = f"{p.tokens_per_s:,.0f}"
+        if p.val_loss is not None:
+            post["val"] = f"{p.val_loss:.3f}"
+        bar.set_postfix(post, refresh=True)
+
+    loaded = run_training(gen, show)
+    bar.close()
+    train_s = time.perf_counter() - started
+    if args.family == "translator":
+        metrics = translation_scores(loaded, splits["test"], limit=args.eval_limit)
+        metrics.pop("examples")
+    else:
+        metrics = language_model_scores(loaded, lines_train, lines_valid)
+    training = {
+        **loaded.meta.get("training", {}),
+        "corpus": corpus_label(args.corpus, args.family),
+        "corpus_path": args.corpus,
+        "seed": args.seed,
+        "train_pairs": args.train_pairs if args.family == "translator" and args.corpus is None else None,
+        "size": args.size,
+        "device": str(device),
+        "train_seconds": round(train_s, 1),
+        "metrics": metrics,
+        "config": dataclasses.asdict(config),
+        "command": "attnscope " + shlex.join(getattr(args, "argv", sys.argv[1:])),
+    }
+    loaded.meta["training"] = training
+    path = save_checkpoint(loaded, out, training)
+    print_json({"checkpoint": str(path), "steps": training["steps"], "parameters": loaded.n_parameters,
+                "train_seconds": training["train_seconds"], "metrics": metrics})
+    return 0
+
+
+def _ctrl_c_flag():
+    """A stop() for the trainer that turns true at the first Ctrl-C; the second one aborts."""
+    state = {"stop": False}
+
+    def handler(signum, frame):
+        if state["stop"]:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        state["stop"] = True
+        print("\nattnscope: stopping after this step and saving (Ctrl-C again to abort)", file=sys.stderr)
+
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (e.g. called from a test runner thread)
+        pass
+    return lambda: state["stop"]

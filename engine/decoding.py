@@ -1,0 +1,278 @@
+"""Decoding one token at a time, with a KV cache, as a generator of small records.
+
+Why a generator: the GUI's Step button asks for one more token, a Play timer asks for the
+next, the CLI runs it to the end, and all see the same ``DecodeStep`` records: the token
+chosen, the candidates it was chosen from, the attention rows behind the choice, and for
+beam search every hypothesis with its score and parent.
+
+Each step feeds only the new token(s): the translator encodes the source once and reuses
+the cross-attention keys/values; the GPT feeds the prompt once, then one token a step.
+The attention rows of a step are those of the query that *produced* the distribution the
+token was chosen from: "what the model looked at to choose it".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generator
+
+import numpy as np
+import torch
+
+from engine.loaded import LoadedModel
+from engine.models.outputs import CROSS, DECODER_SELF
+from engine.tracing import InputError
+
+STRATEGIES = ("greedy", "beam", "sample")
+
+
+@dataclass
+class DecodeSettings:
+    strategy: str = "greedy"       # greedy | beam | sample
+    max_new_tokens: int = 40
+    beam_width: int = 4
+    length_penalty: float = 1.0    # beam score = sum log p / length ** length_penalty
+    temperature: float = 1.0
+    top_k: int = 0                 # 0: no top-k cut
+    top_p: float = 1.0             # 1.0: no nucleus cut
+    seed: int = 0
+    n_candidates: int = 8          # candidates reported per step
+
+
+@dataclass
+class Hypothesis:
+    ids: list[int]
+    tokens: list[str]
+    score: float                   # normalised log-probability (see length_penalty)
+    parent: int                    # index of the hypothesis it grew from at the previous step
+    finished: bool = False         # ended with EOS
+    pruned: bool = False           # fell out of the beam at this step
+
+
+@dataclass
+class DecodeStep:
+    step: int
+    token_id: int
+    token: str
+    probability: float
+    candidates: list[tuple[str, float]]      # the top candidates, most likely first
+    self_rows: np.ndarray                    # (L, H, T_so_far): decoder self-attention of the query
+    cross_rows: np.ndarray | None            # (L, H, S): cross-attention (translator only)
+    output_tokens: list[str]                 # the best hypothesis so far
+    output_ids: list[int]
+    beams: list[Hypothesis] = field(default_factory=list)
+    finished: bool = False                   # no more steps will come
+
+
+def _select(cache, index: torch.Tensor):
+    """Reorder every tensor of a nested cache along the batch (beam) dimension."""
+    if isinstance(cache, torch.Tensor):
+        return cache.index_select(0, index)
+    if isinstance(cache, (list, tuple)):
+        return type(cache)(_select(c, index) for c in cache)
+    return cache
+
+
+class _Stepper:
+    """Feeds new tokens to a model, keeping the cache; one subclass per family."""
+
+    eos_id: int | None
+    limit: int
+
+    def step(self, new_ids: torch.Tensor):  # (B, t) -> logits (B, V), self rows, cross rows
+        raise NotImplementedError
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.past = _select(self.past, index)
+
+
+class _TranslatorStepper(_Stepper):
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
+        model, src_tok, tgt_tok = loaded.model, loaded.tokenizer, loaded.tgt_tokenizer
+        n = model.config.max_len
+        src_ids = src_tok.encode(text)[: n - 1] + [src_tok.eos_id]
+        self.model, self.past = model, None
+        self.source_tokens = src_tok.tokens(src_ids)
+        self.prompt_ids = [tgt_tok.bos_id]
+        self.tokenizer, self.eos_id = tgt_tok, tgt_tok.eos_id
+        self.limit = min(settings.max_new_tokens, n - 1)
+        self.memory, self.src_mask, _ = model.encode(torch.tensor([src_ids], device=loaded.device))
+
+    def step(self, new_ids):
+        out = self.model.decode(new_ids, self.memory, self.src_mask, need_weights=True, past=self.past, use_cache=True)
+        self.past = out.present
+        self_rows = torch.stack([w[:, :, -1] for w in out.attentions[DECODER_SELF]], 1)  # (B, L, H, T)
+        cross_rows = torch.stack([w[:, :, -1] for w in out.attentions[CROSS]], 1)        # (B, L, H, S)
+        return out.logits[:, -1], self_rows, cross_rows
+
+    def reorder(self, index):
+        super().reorder(index)
+        self.memory = self.memory.index_select(0, index)
+        self.src_mask = self.src_mask.index_select(0, index)
+
+
+class _GPTStepper(_Stepper):
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
+        model, tok = loaded.model, loaded.tokenizer
+        ids = tok.encode(text)[-(model.config.block_size - 1):]
+        if not ids:
+            raise InputError("The prompt has no tokens this model knows: type some text to continue.")
+        self.model, self.past, self.tokenizer, self.eos_id = model, None, tok, tok.eos_id
+        self.source_tokens = []
+        self.prompt_ids = ids
+        self.limit = min(settings.max_new_tokens, model.config.block_size - len(ids))
+
+    def step(self, new_ids):
+        out = self.model(new_ids, need_weights=True, past=self.past, use_cache=True)
+        self.past = out.present
+        self_rows = torch.stack([w[:, :, -1] for w in out.attentions[DECODER_SELF]], 1)  # (B, L, H, T)
+        return out.logits[:, -1], self_rows, None
+
+
+class DecodeSession:
+    """Decoding ``text`` with ``loaded``: ``steps()`` yields one DecodeStep per token."""
+
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None):
+        text = (text or "").strip()
+        if not text:
+            raise InputError("There is no text to decode: type a sentence first.")
+        self.settings = settings or DecodeSettings()
+        if self.settings.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.settings.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        loaded.model.eval()
+        makers = {"translator": _TranslatorStepper, "gpt": _GPTStepper}
+        if loaded.family not in makers:
+            raise InputError(f"Step-by-step decoding needs a translator or a GPT; a {loaded.family} model "
+                             "does not generate text.")
+        self.loaded = loaded
+        self.device = loaded.device
+        with torch.no_grad():
+            self.stepper = makers[loaded.family](loaded, text, self.settings)
+        self.source_tokens = self.stepper.source_tokens
+        self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
+
+    def steps(self) -> Generator[DecodeStep, None, None]:
+        with torch.no_grad():
+            if self.settings.strategy == "beam":
+                yield from self._beam()
+            else:
+                yield from self._single()
+
+    # ---- greedy and sampling ------------------------------------------------------------
+    def _single(self):
+        s, st, tok = self.settings, self.stepper, self.stepper.tokenizer
+        gen = torch.Generator(device="cpu").manual_seed(s.seed)
+        feed = torch.tensor([st.prompt_ids], device=self.device)
+        out_ids: list[int] = []
+        for i in range(st.limit):
+            logits, self_rows, cross_rows = st.step(feed)
+            probs = _distribution(logits[0], s if s.strategy == "sample" else None)  # (V,)
+            if s.strategy == "sample":
+                nxt = int(torch.multinomial(probs.cpu(), 1, generator=gen))
+            else:
+                nxt = int(probs.argmax())
+            out_ids.append(nxt)
+            done = nxt == st.eos_id or i == st.limit - 1
+            yield DecodeStep(i, nxt, tok.tokens([nxt])[0], float(probs[nxt]), _top(probs, tok, s.n_candidates),
+                             _rows(self_rows, 0), _rows(cross_rows, 0), tok.tokens(out_ids), list(out_ids),
+                             finished=done)
+            if done:
+                return
+            feed = torch.tensor([[nxt]], device=self.device)
+
+    # ---- beam search ----------------------------------------------------------------------
+    def _beam(self):
+        s, st, tok = self.settings, self.stepper, self.stepper.tokenizer
+        width = max(1, s.beam_width)
+        live = [Hypothesis([], [], 0.0, -1)]
+        sums = torch.zeros(1, device=self.device)   # (B,) summed log-probs of the live hypotheses
+        finished: list[Hypothesis] = []
+        feed = torch.tensor([st.prompt_ids], device=self.device)
+        norm = lambda total, length: total / max(1, length) ** s.length_penalty  # noqa: E731
+        for i in range(st.limit):
+            logits, self_rows, cross_rows = st.step(feed)
+            logp = torch.log_softmax(logits.float(), -1)                    # (B, V)
+            total = (sums[:, None] + logp).flatten()                        # (B * V,)
+            vocab = logp.size(1)
+            order = total.topk(min(len(total), 2 * width + 1)).indices.tolist()
+            last = i == st.limit - 1
+            new_live, parents, new_sums, shown = [], [], [], []
+            for flat in order:
+                parent, token = divmod(flat, vocab)
+                h = live[parent]
+                ids = h.ids + [token]
+                hyp = Hypothesis(ids, tok.tokens(ids), norm(float(total[flat]), len(ids)), parent)
+                if token == st.eos_id:
+                    hyp.finished = True
+                    finished.append(hyp)
+                elif len(new_live) < width:
+                    new_live.append(hyp)
+                    parents.append(parent)
+                    new_sums.append(float(total[flat]))
+                else:
+                    hyp.pruned = True
+                shown.append(hyp)
+            if last:  # hypotheses cut by the length limit count as finished
+                finished.extend(new_live)
+            done = last or not new_live or len(finished) >= width
+            # The step shows the top extension of this step; the output is the best hypothesis
+            # so far, and at the end the best finished one by length-normalised score.
+            top = shown[0]
+            best = max(finished + new_live, key=lambda h: h.score) if done else top
+            probs = torch.softmax(logits[top.parent].float(), -1)
+            token = top.ids[-1]
+            yield DecodeStep(i, token, tok.tokens([token])[0], float(probs[token]), _top(probs, tok, s.n_candidates),
+                             _rows(self_rows, top.parent), _rows(cross_rows, top.parent),
+                             best.tokens, list(best.ids), beams=shown, finished=done)
+            if done:
+                return
+            index = torch.tensor(parents, device=self.device)
+            st.reorder(index)
+            live, sums = new_live, torch.tensor(new_sums, device=self.device)
+            feed = torch.tensor([[h.ids[-1]] for h in live], device=self.device)
+
+
+def _distribution(logits: torch.Tensor, s: DecodeSettings | None) -> torch.Tensor:
+    """Probabilities (V,); for sampling after temperature, top-k and top-p, renormalised."""
+    logits = logits.float()
+    if s is None:
+        return torch.softmax(logits, -1)
+    logits = logits / max(s.temperature, 1e-6)
+    if s.top_k and s.top_k < logits.numel():
+        kth = logits.topk(s.top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, -1)
+    if s.top_p < 1.0:
+        sorted_p, order = probs.sort(descending=True)
+        keep = sorted_p.cumsum(0) - sorted_p < s.top_p   # the smallest set reaching top_p
+        mask = torch.zeros_like(probs, dtype=torch.bool).scatter(0, order, keep)
+        probs = torch.where(mask, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum()
+    return probs
+
+
+def _top(probs: torch.Tensor, tok, n: int) -> list[tuple[str, float]]:
+    values, ids = probs.topk(min(n, probs.numel()))
+    return list(zip(tok.tokens(ids.tolist()), [float(v) for v in values]))
+
+
+def _rows(rows: torch.Tensor | None, b: int) -> np.ndarray | None:
+    return None if rows is None else rows[b].float().cpu().numpy()
+
+
+@dataclass
+class DecodeResult:
+    source_tokens: list[str]
+    prompt_tokens: list[str]
+    output_tokens: list[str]
+    text: str
+    steps: list[DecodeStep]
+
+
+def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None) -> DecodeResult:
+    """Run a session to its end (for the CLI and tests)."""
+    session = DecodeSession(loaded, text, settings)
+    steps = list(session.steps())
+    tok = session.stepper.tokenizer
+    ids = steps[-1].output_ids if steps else []
+    ids = [i for i in ids if i != session.stepper.eos_id]
+    return DecodeResult(session.source_tokens, session.prompt_tokens, tok.tokens(ids), tok.decode(ids), steps)

@@ -1,0 +1,286 @@
+"""Training loops for the from-scratch translator and GPT, written as generators.
+
+Why generators: the same loop drives a tqdm bar in the CLI and a live panel in the GUI.
+Each yields ``TrainProgress`` records (every ``report_every`` steps, at each evaluation and
+once at the end with ``done=True``); between steps it asks ``stop()`` and, if told to,
+finishes cleanly. The trained ``LoadedModel`` is the generator's *return value*:
+``run_training`` below collects it, and a GUI worker gets it as its "returned" result.
+
+The recipe is the usual one: AdamW, linear warm-up then cosine decay to a tenth, gradient
+clipping, label smoothing for the translator, dropout, seeds; the fused attention path
+(``need_weights=False``) while training, and a probe trace (weights on) every
+``probe_every`` steps so a viewer can watch heads form.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Generator, Iterable
+
+import torch
+import torch.nn.functional as F
+
+from engine.loaded import LoadedModel
+from engine.models import GPT, GPTConfig, Translator, TranslatorConfig
+from engine.tokenizer import Tokenizer
+from engine.trace import AttentionTrace
+
+# Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.
+SIZES = {
+    "translator": {
+        "tiny": dict(d_model=32, n_head=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, max_len=64),
+        "small": dict(d_model=128, n_head=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512, max_len=64),
+    },
+    "gpt": {
+        "tiny": dict(n_layer=1, n_head=2, n_embd=32, block_size=32),
+        "small": dict(n_layer=4, n_head=4, n_embd=192, block_size=128, dropout=0.1),
+    },
+}
+
+
+@dataclass
+class TrainConfig:
+    size: str = "small"
+    steps: int = 3000
+    batch_size: int = 64          # sentence pairs (translator) or windows (gpt) per step
+    lr: float = 1e-3
+    warmup: int = 300
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1  # translator only
+    clip: float = 1.0
+    seed: int = 0
+    report_every: int = 10
+    eval_every: int = 250
+    probe_every: int = 0          # 0: no probe traces
+    probe_text: str | None = None
+    vocab_size: int = 2000        # BPE vocabulary of the GPT
+    model_overrides: dict = field(default_factory=dict)
+
+
+@dataclass
+class TrainProgress:
+    step: int
+    total_steps: int
+    loss: float
+    lr: float
+    tokens_per_s: float
+    elapsed_s: float
+    val_loss: float | None = None
+    probe: AttentionTrace | None = None
+    done: bool = False
+
+
+def learning_rate(step: int, config: TrainConfig) -> float:
+    """Linear warm-up to ``lr``, then cosine decay to lr / 10 at the last step."""
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    t = (step - config.warmup) / max(1, config.steps - config.warmup)
+    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+
+
+def run_training(gen: Generator, on_progress: Callable[[TrainProgress], None] | None = None) -> LoadedModel:
+    """Drive a training generator to its end; returns the trained model."""
+    while True:
+        try:
+            progress = next(gen)
+        except StopIteration as done:
+            return done.value
+        if on_progress is not None:
+            on_progress(progress)
+
+
+def _pad(rows: list[list[int]], pad_id: int, device) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], device=device)
+
+
+def _optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW with weight decay on matrices only (not on biases, norms or embeddings' pads)."""
+    params = {id(p): p for p in model.parameters() if p.requires_grad}.values()
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=config.lr, betas=(0.9, 0.98))
+
+
+def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, stop) -> Generator:
+    """The shared step loop: schedule, clip, report, evaluate, probe, stop."""
+    model = loaded.model
+    opt = _optimizer(model, config)
+    start, tokens_since, since = time.perf_counter(), 0, time.perf_counter()
+    loss_value, step = float("nan"), 0
+    model.train()
+    for step in range(1, config.steps + 1):
+        if stop():
+            step -= 1
+            break
+        lr = learning_rate(step - 1, config)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        batch, n_tokens = batch_fn()
+        loss = loss_fn(batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+        opt.step()
+        tokens_since += n_tokens
+        evaluate = config.eval_every and step % config.eval_every == 0
+        probe = config.probe_every and config.probe_text and step % config.probe_every == 0
+        if step % config.report_every == 0 or evaluate or probe or step == config.steps:
+            loss_value = loss.item()
+            now = time.perf_counter()
+            record = TrainProgress(step, config.steps, loss_value, lr, tokens_since / max(now - since, 1e-9), now - start)
+            tokens_since, since = 0, now
+            if evaluate:
+                record.val_loss = val_fn()
+            if probe:
+                record.probe = _probe(loaded, config.probe_text)
+            yield record
+    val = val_fn()
+    model.eval()
+    loaded.meta.setdefault("training", {}).update(steps=step, final_loss=loss_value, val_loss=val)
+    yield TrainProgress(step, config.steps, loss_value, learning_rate(max(step - 1, 0), config), 0.0,
+                        time.perf_counter() - start, val_loss=val, done=True)
+
+
+def _probe(loaded: LoadedModel, text: str) -> AttentionTrace:
+    from engine.tracing import trace_text
+    loaded.model.eval()
+    try:
+        return trace_text(loaded, text)
+    finally:
+        loaded.model.train()
+
+
+# ---- translator ------------------------------------------------------------------------
+def build_translator(pairs: list[tuple[str, str]], config: TrainConfig) -> LoadedModel:
+    """A fresh translator with one word-level vocabulary for both languages (names and
+    punctuation are shared, and the output layer is tied to the embeddings)."""
+    texts = [t for pair in pairs for t in pair]
+    min_frequency = 1 if len(pairs) < 50000 else 2
+    tok = Tokenizer.train_word_level(texts, min_frequency=min_frequency)
+    sizes = {**SIZES["translator"][config.size], **config.model_overrides}
+    model = Translator(TranslatorConfig(tok.vocab_size, tok.vocab_size, share_embeddings=True, **sizes))
+    return LoadedModel(f"translator ({config.size})", "translator", model, tok)
+
+
+def encode_pairs(loaded: LoadedModel, pairs: Iterable[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    """(source ids + EOS, BOS + target ids + EOS), cut to the model's length."""
+    src_tok, tgt_tok, n = loaded.tokenizer, loaded.tgt_tokenizer, loaded.model.config.max_len
+    return [(src_tok.encode(s)[: n - 1] + [src_tok.eos_id], [tgt_tok.bos_id] + tgt_tok.encode(t)[: n - 2] + [tgt_tok.eos_id])
+            for s, t in pairs]
+
+
+def translator_loss(model: Translator, src: torch.Tensor, tgt: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
+    """Teacher-forced cross-entropy: src (B, S), tgt (B, T) with BOS ... EOS."""
+    logits = model(src, tgt[:, :-1]).logits  # (B, T-1, V)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1),
+                           ignore_index=model.config.pad_id, label_smoothing=smoothing)
+
+
+def train_translator(pairs_train: list[tuple[str, str]], pairs_valid: list[tuple[str, str]], config: TrainConfig,
+                     device: str | torch.device = "cpu", stop: Callable[[], bool] = lambda: False,
+                     loaded: LoadedModel | None = None) -> Generator[TrainProgress, None, LoadedModel]:
+    """Train (or go on training ``loaded``) on (english, german) pairs; returns the model."""
+    torch.manual_seed(config.seed)
+    rng = random.Random(config.seed)
+    loaded = (loaded or build_translator(pairs_train, config)).to(device)
+    data = encode_pairs(loaded, pairs_train)
+    valid = encode_pairs(loaded, pairs_valid[:512])
+    pad = loaded.model.config.pad_id
+
+    def batch():
+        rows = rng.sample(data, min(config.batch_size, len(data)))
+        src, tgt = _pad([r[0] for r in rows], pad, device), _pad([r[1] for r in rows], pad, device)
+        return (src, tgt), int((src != pad).sum() + (tgt != pad).sum())
+
+    @torch.no_grad()
+    def val_loss():
+        if not valid:
+            return None
+        loaded.model.eval()
+        total = 0.0
+        for i in range(0, len(valid), 128):
+            rows = valid[i:i + 128]
+            src, tgt = _pad([r[0] for r in rows], pad, device), _pad([r[1] for r in rows], pad, device)
+            total += float(translator_loss(loaded.model, src, tgt)) * len(rows)
+        loaded.model.train()
+        return total / len(valid)
+
+    yield from _loop(loaded, config, batch, lambda b: translator_loss(loaded.model, *b, config.label_smoothing),
+                     val_loss, stop)
+    return loaded
+
+
+# ---- GPT -------------------------------------------------------------------------------
+def build_gpt(lines: list[str], config: TrainConfig) -> LoadedModel:
+    tok = Tokenizer.train_bpe(lines, vocab_size=config.vocab_size)
+    sizes = {**SIZES["gpt"][config.size], **config.model_overrides}
+    model = GPT(GPTConfig(tok.vocab_size, **sizes))
+    return LoadedModel(f"gpt ({config.size})", "gpt", model, tok)
+
+
+def token_stream(loaded: LoadedModel, lines: Iterable[str]) -> torch.Tensor:
+    """All lines as one stream of ids, each line ended by EOS (so the model learns where
+    a sentence stops)."""
+    tok, ids = loaded.tokenizer, []
+    for line in lines:
+        ids.extend(tok.encode(line))
+        ids.append(tok.eos_id)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def gpt_windows(stream: torch.Tensor, block: int, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, next-token targets), both (B, block), from windows of ``stream`` at ``starts``."""
+    idx = starts[:, None] + torch.arange(block + 1)[None, :]
+    windows = stream[idx]
+    return windows[:, :-1], windows[:, 1:]
+
+
+def scored_windows(stream_len: int, block_size: int, max_windows: int) -> tuple[int, torch.Tensor]:
+    """(block, starts) of the non-overlapping windows a validation loss is taken over."""
+    block = min(block_size, stream_len - 1)
+    return block, torch.arange(0, max(0, stream_len - block - 1), block)[:max_windows]
+
+
+@torch.no_grad()
+def gpt_loss_on(model: GPT, stream: torch.Tensor, device, max_windows: int = 64) -> float:
+    """Mean next-token loss over non-overlapping windows of ``stream``."""
+    block, starts = scored_windows(len(stream), model.config.block_size, max_windows)
+    if len(starts) == 0:
+        return float("nan")
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for chunk in starts.split(32):  # (32, block) windows at a time keep the logits small
+        x, y = gpt_windows(stream, block, chunk)
+        logits = model(x.to(device)).logits
+        total += float(F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.to(device).reshape(-1), reduction="sum"))
+    model.train(was_training)
+    return total / (len(starts) * block)
+
+
+def train_gpt(lines_train: list[str], lines_valid: list[str], config: TrainConfig,
+              device: str | torch.device = "cpu", stop: Callable[[], bool] = lambda: False,
+              loaded: LoadedModel | None = None) -> Generator[TrainProgress, None, LoadedModel]:
+    """Train (or go on training ``loaded``) on lines of text; returns the model."""
+    torch.manual_seed(config.seed)
+    loaded = (loaded or build_gpt(lines_train, config)).to(device)
+    train, valid = token_stream(loaded, lines_train), token_stream(loaded, lines_valid)
+    block = min(loaded.model.config.block_size, len(train) - 2)
+    gen = torch.Generator().manual_seed(config.seed)
+
+    def batch():
+        starts = torch.randint(0, len(train) - block - 1, (config.batch_size,), generator=gen)
+        x, y = gpt_windows(train, block, starts)
+        return (x.to(device), y.to(device)), x.numel()
+
+    def loss_fn(b):
+        x, y = b
+        logits = loaded.model(x).logits
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+
+    yield from _loop(loaded, config, batch, loss_fn, lambda: gpt_loss_on(loaded.model, valid, device), stop)
+    return loaded

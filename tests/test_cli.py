@@ -1,0 +1,63 @@
+"""The headless commands: train -> eval -> translate on a tiny run; bad files exit cleanly."""
+import json
+
+import pytest
+
+from main import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_eval_translate_generate(tmp_path, capsys):
+    ckpt = tmp_path / "t.safetensors"
+    code, out, _ = run(capsys, "train", "translator", "--size", "tiny", "--steps", "20", "--train-pairs", "200",
+                       "--eval-limit", "20", "--out", str(ckpt), "--quiet")
+    assert code == 0 and ckpt.exists()
+    summary = json.loads(out)
+    assert summary["steps"] == 20 and "bleu" in summary["metrics"]
+
+    from engine.checkpoint import load_checkpoint
+    training = load_checkpoint(ckpt).meta["training"]
+    assert training["command"].startswith("attnscope train translator --size tiny")
+    assert training["metrics"]["bleu"] == summary["metrics"]["bleu"]
+
+    code, out, _ = run(capsys, "eval", str(ckpt), "--limit", "20")
+    scores = json.loads(out)
+    assert code == 0 and scores["family"] == "translator" and scores["bleu"] == summary["metrics"]["bleu"]
+
+    code, out, _ = run(capsys, "translate", str(ckpt), "the dog sleeps .")
+    result = json.loads(out)
+    assert code == 0 and result["source_tokens"] == ["the", "dog", "sleeps", ".", "[EOS]"]
+    assert isinstance(result["output_tokens"], list)
+
+    code, _, err = run(capsys, "generate", str(ckpt), "the dog")
+    assert code == 2 and "needs a gpt" in err
+
+
+def test_train_gpt_on_a_text_file(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"the dog number {i} sleeps in the garden ." for i in range(200)), encoding="utf-8")
+    ckpt = tmp_path / "g.safetensors"
+    code, out, _ = run(capsys, "train", "gpt", "--corpus", str(corpus), "--size", "tiny", "--steps", "15",
+                       "--out", str(ckpt), "--quiet")
+    assert code == 0 and json.loads(out)["metrics"]["val_loss"] > 0
+    code, out, _ = run(capsys, "generate", str(ckpt), "the dog", "--max-new-tokens", "5")
+    assert code == 0 and len(json.loads(out)["output_tokens"]) <= 5
+
+
+@pytest.mark.parametrize("command", ["eval", "translate"])
+def test_bad_checkpoint_exits_with_a_message(tmp_path, capsys, command):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x00" * 20)
+    args = [command, str(bad)] + (["hello"] if command == "translate" else [])
+    code, out, err = run(capsys, *args)
+    assert code == 2 and err.startswith("attnscope: ") and "Traceback" not in err
+
+
+def test_missing_corpus_exits_with_a_message(tmp_path, capsys):
+    code, _, err = run(capsys, "train", "translator", "--corpus", str(tmp_path / "none.tsv"), "--quiet")
+    assert code == 2 and "No such pairs file" in err

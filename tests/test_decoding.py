@@ -1,0 +1,106 @@
+"""Step-wise decoding: cached steps equal a full recompute, beams are exact, sampling is seeded."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from engine.decoding import DecodeSession, DecodeSettings, decode_all
+from engine.demo import random_model
+from engine.models.outputs import CROSS, DECODER_SELF
+from engine.tracing import InputError
+
+TEXT = "the big dog sees the small cat ."
+
+
+@pytest.mark.parametrize("family", ["translator", "gpt"])
+def test_cached_steps_match_a_full_recompute(family):
+    loaded = random_model(family, seed=2)
+    session = DecodeSession(loaded, TEXT, DecodeSettings(max_new_tokens=5))
+    steps = list(session.steps())
+    assert len(steps) >= 1
+    tok = loaded.tgt_tokenizer
+    prompt = [tok.bos_id] if family == "translator" else tok.encode(TEXT)
+    src = torch.tensor([loaded.tokenizer.encode(TEXT) + [loaded.tokenizer.eos_id]])
+    with torch.no_grad():
+        for i, step in enumerate(steps):
+            seq = torch.tensor([prompt + [s.token_id for s in steps[:i]]])
+            out = loaded.model(src, seq, need_weights=True) if family == "translator" else loaded.model(seq, need_weights=True)
+            probs = torch.softmax(out.logits[0, -1], -1)
+            assert step.token_id == int(probs.argmax())
+            assert step.probability == pytest.approx(float(probs.max()), abs=1e-5)
+            rows = np.stack([w[0, :, -1].numpy() for w in out.attentions[DECODER_SELF]])  # (L, H, T)
+            np.testing.assert_allclose(step.self_rows, rows, atol=1e-5)
+            if family == "translator":
+                cross = np.stack([w[0, :, -1].numpy() for w in out.attentions[CROSS]])
+                np.testing.assert_allclose(step.cross_rows, cross, atol=1e-5)
+            else:
+                assert step.cross_rows is None
+
+
+def test_beam_of_vocabulary_width_equals_exhaustive_search():
+    """Over two steps a beam as wide as the vocabulary keeps every prefix, so it must find
+    the best sequence an exhaustive search finds (same length-normalised score)."""
+    loaded = random_model("translator", seed=4)
+    v = loaded.tgt_tokenizer.vocab_size
+    eos = loaded.tgt_tokenizer.eos_id
+    src = torch.tensor([loaded.tokenizer.encode(TEXT) + [loaded.tokenizer.eos_id]])
+    settings = DecodeSettings(strategy="beam", beam_width=v, max_new_tokens=2, length_penalty=1.0)
+    result = decode_all(loaded, TEXT, settings)
+    bos = loaded.tgt_tokenizer.bos_id
+    with torch.no_grad():  # log p(a) and, for every first token a, log p(b | a) in one batch
+        first = torch.log_softmax(loaded.model(src, torch.tensor([[bos]])).logits[0, -1], -1)
+        seqs = torch.tensor([[bos, a] for a in range(v)])
+        second = torch.log_softmax(loaded.model(src.expand(v, -1), seqs).logits[:, -1], -1)  # (V, V)
+    scored = [(float(first[eos]), [eos])]
+    scored += [(float(first[a] + second[a, b]) / 2, [a, b]) for a, b in itertools.product(range(v), range(v)) if a != eos]
+    best_score, best = max(scored)
+    final = result.steps[-1].output_ids
+    assert final == best
+    assert max(h.score for h in result.steps[-1].beams) >= best_score - 1e-4
+
+
+def test_eos_ends_a_hypothesis_and_the_session():
+    loaded = random_model("translator", seed=1)
+    eos = loaded.tgt_tokenizer.eos_id
+    with torch.no_grad():  # make EOS the certain next token
+        loaded.model.generator.bias[eos] = 100.0
+    greedy = decode_all(loaded, TEXT)
+    assert len(greedy.steps) == 1 and greedy.steps[0].token_id == eos and greedy.steps[0].finished
+    assert greedy.output_tokens == []
+    beam = decode_all(loaded, TEXT, DecodeSettings(strategy="beam", beam_width=3))
+    assert beam.steps[-1].finished and all(h.finished for h in beam.steps[0].beams if h.ids[-1] == eos)
+
+
+def test_beam_records_parents_scores_and_pruning():
+    loaded = random_model("gpt", seed=3)
+    steps = decode_all(loaded, TEXT, DecodeSettings(strategy="beam", beam_width=3, max_new_tokens=4)).steps
+    second = steps[1].beams
+    live = [h for h in second if not h.pruned and not h.finished]
+    assert len(live) <= 3 and any(h.pruned for h in second)
+    assert all(0 <= h.parent < 3 for h in second)
+    assert all(math.isfinite(h.score) for h in second)
+
+
+def test_sampling_is_seeded_and_top_k_restricts_the_support():
+    loaded = random_model("gpt", seed=5)
+    s = DecodeSettings(strategy="sample", seed=7, temperature=1.5, max_new_tokens=6)
+    a, b = decode_all(loaded, TEXT, s), decode_all(loaded, TEXT, s)
+    assert [x.token_id for x in a.steps] == [x.token_id for x in b.steps]
+    other = decode_all(loaded, TEXT, DecodeSettings(strategy="sample", seed=8, temperature=1.5, max_new_tokens=6))
+    assert [x.token_id for x in other.steps] != [x.token_id for x in a.steps]
+    k = decode_all(loaded, TEXT, DecodeSettings(strategy="sample", seed=1, top_k=2, max_new_tokens=6))
+    for step in k.steps:
+        assert sum(p > 0 for _, p in step.candidates) <= 2
+        assert step.token in [t for t, p in step.candidates[:2]]
+    p = decode_all(loaded, TEXT, DecodeSettings(strategy="sample", seed=1, top_p=1e-9, max_new_tokens=3))
+    for step in p.steps:  # a tiny nucleus keeps only the most likely token
+        assert step.probability == pytest.approx(1.0)
+
+
+def test_bad_input_is_refused_clearly():
+    with pytest.raises(InputError, match="no text"):
+        DecodeSession(random_model("gpt"), "   ")
+    with pytest.raises(InputError, match="translator or a GPT"):
+        DecodeSession(random_model("bert"), TEXT)
