@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         self.model_jobs = Jobs(self)      # loads a model
         self.run_jobs = Jobs(self)        # runs the current model on the text
         self.last_error: str | None = None
+        self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
         self.docks: dict[str, QDockWidget] = {}
         self.views: dict[str, QWidget] = {}

@@ -114,3 +114,35 @@ def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatc
     assert not w2.docks["Head detail"].isFloating()
     w2.close()
     assert app_settings().value("colormap") == "inferno"
+
+
+def test_open_checkpoint_from_the_file_menu_and_refuse_a_corrupt_one(window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    from engine.checkpoint import save_checkpoint
+    from engine.demo import random_model
+
+    good = save_checkpoint(random_model("gpt", seed=9), tmp_path / "gpt.safetensors")
+    corrupt = tmp_path / "corrupt.safetensors"
+    corrupt.write_bytes(good.read_bytes()[:300])
+    chosen = {"path": str(good)}
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (chosen["path"], ""))
+
+    with qtbot.waitSignal(window.state.model_changed, timeout=20000):
+        window.open_action.trigger()
+    assert window.state.loaded.family == "gpt"
+    qtbot.waitUntil(lambda: window.state.trace is not None and window.state.trace.family == "gpt", timeout=20000)
+    before = window.state.loaded
+
+    chosen["path"] = str(corrupt)
+    window.open_action.trigger()
+    qtbot.waitUntil(lambda: window.error_box is not None and window.error_box.isVisible(), timeout=20000)
+    assert "corrupt.safetensors is damaged or truncated" in window.error_box.text()
+    assert window.state.loaded is before
+    window.error_box.close()
+
+    old_trace = window.state.trace
+    window.text_edit.setText("the big dog")
+    window.run()
+    qtbot.waitUntil(lambda: window.state.trace is not old_trace, timeout=20000)
+    assert window.state.trace.target_tokens == ["the", "big", "dog"]
