@@ -61,3 +61,10 @@ def test_bad_checkpoint_exits_with_a_message(tmp_path, capsys, command):
 def test_missing_corpus_exits_with_a_message(tmp_path, capsys):
     code, _, err = run(capsys, "train", "translator", "--corpus", str(tmp_path / "none.tsv"), "--quiet")
     assert code == 2 and "No such pairs file" in err
+
+
+def test_compare_minilm_prints_per_layer_differences(capsys):
+    code, out, _ = run(capsys, "compare", "minilm", "--text", "the big dog", "--pair", "a small cat")
+    result = json.loads(out)
+    assert code == 0 and len(result["max_abs_diff_per_layer"]) == 6 and result["max_abs_diff"] < 1e-5
+    assert result["tokens"][0] == "[CLS]" and result["tokens"].count("[SEP]") == 2
