@@ -1,0 +1,84 @@
+"""Numbers computed from a trace: attention rollout, layer aggregates, head statistics,
+and the display options users ask for (hide special tokens, threshold, per-head scale).
+
+All functions take numpy arrays (L, H, Tq, Tk) and return numpy arrays, so the GUI, the
+CLI and the tests share them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SPECIAL_TOKENS = {"[CLS]", "[SEP]", "[PAD]", "[BOS]", "[EOS]", "[MASK]", "<s>", "</s>", "<pad>"}
+
+
+def layer_aggregate(weights: np.ndarray, how: str = "mean") -> np.ndarray:
+    """(L, H, Tq, Tk) -> (L, Tq, Tk): the mean or the max over a layer's heads."""
+    if how == "mean":
+        return weights.mean(axis=1)
+    if how == "max":
+        return weights.max(axis=1)
+    raise ValueError(f"unknown aggregate {how!r}")
+
+
+def rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
+    """Attention rollout (Abnar and Zuidema, 2020) of self-attention, (L, H, T, T) -> (L, T, T).
+
+    Each layer's heads are averaged; with ``residual`` the identity is added for the skip
+    connection and rows renormalised, A_l = (W_l + I) / 2; then R_l = A_l @ R_(l-1), so
+    R_l[i, j] is how much of input token j reaches position i after layer l."""
+    t = weights.shape[-1]
+    if weights.shape[-2] != t:
+        raise ValueError("rollout needs self-attention (square maps)")
+    out, r = [], np.eye(t)
+    for layer in weights.mean(axis=1).astype(np.float64):
+        a = 0.5 * layer + 0.5 * np.eye(t) if residual else layer
+        a = a / a.sum(axis=-1, keepdims=True)
+        r = a @ r
+        out.append(r)
+    return np.stack(out)
+
+
+def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> dict[str, np.ndarray]:
+    """Per head (L, H) arrays:
+
+    entropy    mean over queries of -sum_k w log w (nats; low = focused);
+    distance   mean over queries of sum_k w |q - k| (positions; 0 = attends to itself);
+    self       mean weight on the query's own position (square maps only, else nan);
+    previous   mean weight on position q - 1 (queries 1..T-1);
+    first      mean weight on the first key;
+    cls / sep  mean total weight on keys that are [CLS] / [SEP] (or BOS / EOS)."""
+    w = weights.astype(np.float64)
+    tq, tk = w.shape[-2:]
+    safe = np.where(w > 0, w, 1.0)
+    entropy = -(w * np.log(safe)).sum(-1).mean(-1)
+    q_pos, k_pos = np.arange(tq)[:, None], np.arange(tk)[None, :]
+    distance = (w * np.abs(q_pos - k_pos)).sum(-1).mean(-1)
+    if tq == tk:
+        diag = np.diagonal(w, axis1=-2, axis2=-1)
+        self_w = diag.mean(-1)
+        previous = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).mean(-1) if tq > 1 else np.full(w.shape[:2], np.nan)
+    else:
+        self_w = previous = np.full(w.shape[:2], np.nan)
+    first = w[..., 0].mean(-1)
+    is_cls = np.array([t in ("[CLS]", "[BOS]", "<s>") for t in key_tokens])
+    is_sep = np.array([t in ("[SEP]", "[EOS]", "</s>") for t in key_tokens])
+    cls = w[..., is_cls].sum(-1).mean(-1) if is_cls.any() else np.zeros(w.shape[:2])
+    sep = w[..., is_sep].sum(-1).mean(-1) if is_sep.any() else np.zeros(w.shape[:2])
+    return {"entropy": entropy, "distance": distance, "self": self_w, "previous": previous,
+            "first": first, "cls": cls, "sep": sep}
+
+
+def special_mask(tokens: list[str]) -> np.ndarray:
+    """True for tokens to keep when special tokens are hidden."""
+    return np.array([t not in SPECIAL_TOKENS for t in tokens])
+
+
+def display_weights(head: np.ndarray, threshold: float = 0.0, normalise: bool = False) -> np.ndarray:
+    """A (Tq, Tk) map prepared for drawing: scaled so its max is 1 (per-head
+    normalisation), then cells below ``threshold`` set to 0 (hide weak links)."""
+    out = head.astype(np.float32, copy=True)
+    if normalise and out.max() > 0:
+        out /= out.max()
+    if threshold > 0:
+        out[out < threshold] = 0.0
+    return out

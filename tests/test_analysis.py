@@ -1,0 +1,62 @@
+"""Rollout, head statistics and exports checked against hand computations."""
+import csv
+
+import numpy as np
+import pytest
+
+from engine.analysis import display_weights, head_statistics, layer_aggregate, rollout, special_mask
+from engine.demo import random_model
+from engine.export import load_npz, save_csv, save_npz
+from engine.tracing import trace_text
+
+
+def test_rollout_matches_a_direct_computation():
+    rng = np.random.default_rng(1)
+    w = rng.random((3, 2, 4, 4))
+    w /= w.sum(-1, keepdims=True)
+    got = rollout(w)
+    a = [(0.5 * w[l].mean(0) + 0.5 * np.eye(4)) for l in range(3)]
+    np.testing.assert_allclose(got[0], a[0])
+    np.testing.assert_allclose(got[2], a[2] @ a[1] @ a[0])
+    np.testing.assert_allclose(got.sum(-1), 1.0)
+    np.testing.assert_allclose(rollout(w, residual=False)[1], w[1].mean(0) @ w[0].mean(0))
+
+
+def test_head_statistics_on_a_constructed_matrix():
+    # head 0 attends to the previous token (query 0 to itself); head 1 spreads uniformly
+    prev = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=float)
+    uniform = np.full((3, 3), 1 / 3)
+    w = np.stack([prev, uniform])[None]  # (1, 2, 3, 3)
+    s = head_statistics(w, ["[CLS]", "a", "[SEP]"], ["[CLS]", "a", "[SEP]"])
+    assert s["previous"][0, 0] == pytest.approx(1.0)        # (1 + 1) / 2
+    assert s["self"][0, 0] == pytest.approx(1 / 3)          # only query 0 on itself
+    assert s["entropy"][0, 0] == pytest.approx(0.0)
+    assert s["entropy"][0, 1] == pytest.approx(np.log(3))
+    assert s["distance"][0, 0] == pytest.approx(2 / 3)      # (0 + 1 + 1) / 3
+    assert s["distance"][0, 1] == pytest.approx((1 + 2 / 3 + 1) / 3)
+    assert s["first"][0, 0] == pytest.approx(2 / 3)
+    assert s["cls"][0, 1] == pytest.approx(1 / 3) and s["sep"][0, 0] == pytest.approx(0.0)
+
+
+def test_display_options():
+    head = np.array([[0.1, 0.4], [0.05, 0.2]])
+    np.testing.assert_allclose(display_weights(head, normalise=True), head / 0.4)
+    np.testing.assert_allclose(display_weights(head, threshold=0.15), [[0, 0.4], [0, 0.2]])
+    assert special_mask(["[CLS]", "dog", "[SEP]"]).tolist() == [False, True, False]
+    assert layer_aggregate(np.ones((2, 3, 4, 4)), "max").shape == (2, 4, 4)
+
+
+def test_exports_hold_the_trace_numbers(tmp_path):
+    trace = trace_text(random_model("translator"), "the big dog sees the cat .", target="der große hund")
+    back = load_npz(save_npz(trace, tmp_path / "t.npz"))
+    assert back.kinds == trace.kinds and back.source_tokens == trace.source_tokens
+    for kind in trace.kinds:
+        np.testing.assert_array_equal(back.weights(kind), trace.weights(kind))
+    path = save_csv(trace, tmp_path / "t.csv")
+    with path.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == sum(trace.weights(k).size for k in trace.kinds)
+    row = next(r for r in rows if r["kind"] == "cross" and r["layer"] == "1" and r["head"] == "2"
+               and r["query_index"] == "1" and r["key_index"] == "2")
+    assert float(row["weight"]) == pytest.approx(float(trace.head("cross", 1, 2)[1, 2]), rel=1e-5)
+    assert row["key_token"] == trace.key_tokens("cross")[2]
