@@ -23,6 +23,12 @@ def _head_detail(state):
     return HeadDetail(state)
 
 
+def _decoding(state):
+    from gui.views.decoding import DecodingPanel
+    return DecodingPanel(state)
+
+
 VIEWS: list[ViewSpec] = [
     ViewSpec("Head detail", _head_detail, "right"),
+    ViewSpec("Decoding", _decoding, "bottom"),
 ]

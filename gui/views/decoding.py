@@ -1,0 +1,325 @@
+"""Decoding panel: translate a sentence (or continue a prompt) one token per click.
+
+Each Step runs one ``next()`` of an engine.decoding session in the panel's own worker and
+keeps the record, so Back and Step over steps already made only redraw from history. A
+click while a step runs is queued, never run alongside it: the session is a generator and
+must be advanced by one thread at a time. Play steps on a timer that waits for each step.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSlider,
+                               QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from engine.decoding import DecodeSession, DecodeSettings, DecodeStep
+from gui.colormaps import colormap
+from gui.worker import Jobs
+
+
+def _start_session(loaded, text: str, settings: DecodeSettings):
+    session = DecodeSession(loaded, text, settings)
+    return session, session.steps()
+
+
+def _advance(steps):
+    """One more step, or None when the session has ended."""
+    return next(steps, None)
+
+
+class _Matrix(pg.PlotWidget):
+    """An image with token ticks on both axes (rows: steps or heads; columns: keys)."""
+
+    def __init__(self, title: str, state):
+        super().__init__()
+        self.item = self.getPlotItem()
+        self.item.setTitle(title, size="9pt")
+        self.item.invertY(True)
+        self.item.setMouseEnabled(False, False)
+        self.item.hideButtons()
+        self.item.setMenuEnabled(False)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setLevels((0, 1))
+        self.image.setColorMap(colormap(state.colormap))
+        self.item.addItem(self.image)
+        self.item.showAxis("top")
+        self.item.hideAxis("bottom")
+        state.colormap_changed.connect(lambda name: self.image.setColorMap(colormap(name)))
+
+    def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str]) -> None:
+        self.image.setImage(matrix, autoLevels=False, levels=(0, 1))
+        self.item.getAxis("top").setTicks([[(i + 0.5, c) for i, c in enumerate(cols)]])
+        self.item.getAxis("left").setTicks([[(i + 0.5, r) for i, r in enumerate(rows)]])
+        self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
+
+
+class DecodingPanel(QWidget):
+    def __init__(self, state, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.jobs = Jobs(self)
+        self.history: list[DecodeStep] = []
+        self.index = -1               # the step on screen
+        self.session: DecodeSession | None = None
+        self._steps = None            # the session's generator (advanced only in self.jobs)
+        self._queued = 0              # Step clicks waiting for the running step
+        self.ended = False
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+        # ---- controls ----
+        self.strategy = QComboBox()
+        self.strategy.addItems(["greedy", "beam", "sample"])
+        self.beam_width = self._spin(QSpinBox(), 1, 8, 4, "beam ")
+        self.length_penalty = self._spin(QDoubleSpinBox(), 0.0, 2.0, 1.0, "len pen ", 0.1)
+        self.temperature = self._spin(QDoubleSpinBox(), 0.05, 5.0, 1.0, "temp ", 0.1)
+        self.top_k = self._spin(QSpinBox(), 0, 1000, 0, "top-k ")
+        self.top_p = self._spin(QDoubleSpinBox(), 0.01, 1.0, 1.0, "top-p ", 0.05)
+        self.seed = self._spin(QSpinBox(), 0, 99999, 0, "seed ")
+        self.strategy.currentTextChanged.connect(self._show_knobs)
+        self.reset_button = QPushButton("Reset")
+        self.back_button = QPushButton("◀ Back")
+        self.step_button = QPushButton("Step ▶")
+        self.play_button = QPushButton("Play")
+        self.play_button.setCheckable(True)
+        self.speed = QSlider(Qt.Orientation.Horizontal)
+        self.speed.setRange(1, 20)
+        self.speed.setValue(4)
+        self.speed.setMaximumWidth(120)
+        self.speed.setToolTip("steps per second")
+        self.reset_button.clicked.connect(self.reset)
+        self.back_button.clicked.connect(self.back)
+        self.step_button.clicked.connect(self.step)
+        self.play_button.toggled.connect(self._toggle_play)
+        self.speed.valueChanged.connect(lambda v: self.timer.setInterval(int(1000 / v)))
+        self.timer = QTimer(self)
+        self.timer.setInterval(250)
+        self.timer.timeout.connect(self._play_tick)
+        QShortcut(QKeySequence(Qt.Key.Key_Right), self, self.step, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence(Qt.Key.Key_Left), self, self.back, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+
+        controls = QHBoxLayout()
+        for w in (self.strategy, self.beam_width, self.length_penalty, self.temperature, self.top_k, self.top_p,
+                  self.seed, self.reset_button, self.back_button, self.step_button, self.play_button, QLabel("speed"),
+                  self.speed):
+            controls.addWidget(w)
+        controls.addStretch(1)
+
+        self.output = QLabel("Press Step (→) to decode the text, one token at a time.")
+        self.output.setTextFormat(Qt.TextFormat.RichText)
+        self.output.setWordWrap(True)
+
+        # ---- plots ----
+        self.bars = pg.PlotWidget()
+        self.bars.getPlotItem().setTitle("next-token candidates", size="9pt")
+        self.bars.getPlotItem().setMouseEnabled(False, False)
+        self.bars.getPlotItem().hideButtons()
+        self.bar_item = pg.BarGraphItem(x=[], height=[], width=0.8)
+        self.bars.addItem(self.bar_item)
+        self.alignment = _Matrix("alignment: one row per output token", state)
+        self.heads = _Matrix("this token's rows, every head", state)
+        self.layer_box = QComboBox()
+        self.layer_box.currentIndexChanged.connect(lambda _: self.redraw())
+        self.beams = QTreeWidget()
+        self.beams.setHeaderLabels(["hypothesis", "score", "parent", "state"])
+        self.beams.setRootIsDecorated(False)
+
+        align_box = QWidget()
+        align_layout = QVBoxLayout(align_box)
+        align_layout.setContentsMargins(0, 0, 0, 0)
+        align_layout.addWidget(self.layer_box)
+        align_layout.addWidget(self.alignment)
+        split = QSplitter()
+        for w in (self.bars, align_box, self.heads, self.beams):
+            split.addWidget(w)
+        split.setSizes([220, 360, 300, 260])
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(controls)
+        layout.addWidget(self.output)
+        layout.addWidget(split, 1)
+        self._show_knobs("greedy")
+        state.model_changed.connect(lambda _: self.reset())
+        state.trace_changed.connect(self._on_trace)
+        self._text: str | None = None  # the text the current session decodes
+        self._update_buttons()
+
+    @staticmethod
+    def _spin(box, lo, hi, value, prefix, step=None):
+        box.setRange(lo, hi)
+        box.setValue(value)
+        box.setPrefix(prefix)
+        if step is not None:
+            box.setSingleStep(step)
+        return box
+
+    def _show_knobs(self, strategy: str) -> None:
+        self.beam_width.setVisible(strategy == "beam")
+        self.length_penalty.setVisible(strategy == "beam")
+        for w in (self.temperature, self.top_k, self.top_p, self.seed):
+            w.setVisible(strategy == "sample")
+
+    def settings(self) -> DecodeSettings:
+        return DecodeSettings(strategy=self.strategy.currentText(), beam_width=self.beam_width.value(),
+                              length_penalty=self.length_penalty.value(), temperature=self.temperature.value(),
+                              top_k=self.top_k.value(), top_p=self.top_p.value(), seed=self.seed.value())
+
+    # ---- stepping ---------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.jobs.cancel()
+        self.play_button.setChecked(False)
+        self.history, self.index, self.session, self._steps = [], -1, None, None
+        self._queued, self.ended, self._text = 0, False, None
+        self.output.setText("Press Step (→) to decode the text, one token at a time.")
+        self.bar_item.setOpts(x=[], height=[])
+        self.beams.clear()
+        loaded = self.state.loaded
+        if loaded is not None and loaded.family not in ("translator", "gpt"):
+            self.output.setText("Step-by-step decoding needs a translator or a GPT; this model is an encoder "
+                                "and does not generate text.")
+        self._update_buttons()
+
+    def step(self) -> None:
+        if self.index < len(self.history) - 1:   # replay a step already made
+            self.index += 1
+            self.redraw()
+            return
+        if self.ended:
+            self.play_button.setChecked(False)
+            return
+        if self.jobs.busy:
+            self._queued += 1
+            return
+        loaded = self.state.loaded
+        if loaded is None or loaded.family not in ("translator", "gpt"):
+            return
+        if self._steps is None:
+            self._text = self.state.text or ""
+            self.jobs.start(_start_session, loaded, self.state.text or "", self.settings(),
+                            on_returned=self._session_ready, on_error=self._failed)
+        else:
+            self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed)
+        self._update_buttons()
+
+    def _on_trace(self, _trace) -> None:
+        """A new Run with other text starts decoding afresh."""
+        if self._text is not None and self.state.text != self._text:
+            self.reset()
+
+    def _session_ready(self, result) -> None:
+        self.session, self._steps = result
+        self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed)
+
+    def _stepped(self, record: DecodeStep | None) -> None:
+        if record is None:
+            self.ended = True
+        else:
+            self.history.append(record)
+            self.index = len(self.history) - 1
+            self.ended = record.finished
+            self.redraw()
+        self._update_buttons()
+        if self._queued and not self.ended:
+            self._queued -= 1
+            QTimer.singleShot(0, self.step)
+        else:
+            self._queued = 0
+
+    def _failed(self, exc: BaseException) -> None:
+        self._queued = 0
+        self.play_button.setChecked(False)
+        self.output.setText(html.escape(str(exc)))
+        self._update_buttons()
+
+    def back(self) -> None:
+        if self.index > 0:
+            self.index -= 1
+            self.redraw()
+        self._update_buttons()
+
+    def _toggle_play(self, on: bool) -> None:
+        self.play_button.setText("Pause" if on else "Play")
+        self.timer.start() if on else self.timer.stop()
+
+    def _play_tick(self) -> None:
+        if self.ended and self.index == len(self.history) - 1:
+            self.play_button.setChecked(False)
+        elif not self.jobs.busy:
+            self.step()
+
+    def _update_buttons(self) -> None:
+        self.back_button.setEnabled(self.index > 0)
+        self.step_button.setEnabled(not (self.ended and self.index == len(self.history) - 1))
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() == Qt.Key.Key_Right:
+            self.step()
+        elif event.key() == Qt.Key.Key_Left:
+            self.back()
+        else:
+            super().keyPressEvent(event)
+
+    # ---- drawing -------------------------------------------------------------------------------
+    def alignment_matrix(self, upto: int | None = None) -> np.ndarray:
+        """Rows = output steps 0..upto; columns = source tokens (cross, translator) or all
+        positions (self, GPT); the chosen layer's heads averaged."""
+        steps = self.history[: (self.index if upto is None else upto) + 1]
+        layer = max(0, self.layer_box.currentIndex())
+        rows = [(s.cross_rows if s.cross_rows is not None else s.self_rows)[layer].mean(0) for s in steps]
+        width = max((len(r) for r in rows), default=0)
+        out = np.zeros((len(rows), width), dtype=np.float32)
+        for i, r in enumerate(rows):
+            out[i, : len(r)] = r
+        return out
+
+    def redraw(self) -> None:
+        if not (0 <= self.index < len(self.history)):
+            return
+        rec = self.history[self.index]
+        session = self.session
+        rows = rec.cross_rows if rec.cross_rows is not None else rec.self_rows  # (L, H, K)
+        if self.layer_box.count() != rows.shape[0]:
+            self.layer_box.blockSignals(True)
+            self.layer_box.clear()
+            self.layer_box.addItems([f"layer {i} (mean of heads)" for i in range(rows.shape[0])])
+            self.layer_box.setCurrentIndex(rows.shape[0] - 1)
+            self.layer_box.blockSignals(False)
+        # output so far: chosen tokens, the newest in bold
+        tokens = [s.token for s in self.history[: self.index + 1]]
+        shown = " ".join(html.escape(t) for t in tokens[:-1]) + f" <b>{html.escape(tokens[-1])}</b>"
+        state = "finished" if rec.finished else f"step {rec.step + 1}"
+        self.output.setText(f"{state}: {shown} &nbsp; <i>(p = {rec.probability:.3f})</i>")
+        # candidates
+        labels = [t for t, _ in rec.candidates]
+        probs = [p for _, p in rec.candidates]
+        brushes = [QBrush(QColor("#d62728") if t == rec.token else QColor("#1f77b4")) for t in labels]
+        self.bar_item.setOpts(x=np.arange(len(probs)), height=probs, width=0.8, brushes=brushes)
+        self.bars.getPlotItem().getAxis("bottom").setTicks([[(i, t) for i, t in enumerate(labels)]])
+        # alignment and per-head rows
+        if rec.cross_rows is not None:
+            keys = session.source_tokens if session else []
+        else:
+            keys = (session.prompt_tokens if session else []) + tokens[:-1]
+            keys = keys[: rows.shape[-1]]
+        self.alignment.show_matrix(self.alignment_matrix(), tokens, keys)
+        l, h, k = rows.shape
+        self.heads.show_matrix(rows.reshape(l * h, k), [f"L{i} H{j}" for i in range(l) for j in range(h)], keys)
+        # beams
+        self.beams.clear()
+        for hyp in rec.beams:
+            status = "finished" if hyp.finished else "pruned" if hyp.pruned else "live"
+            item = QTreeWidgetItem([" ".join(hyp.tokens), f"{hyp.score:.3f}", str(hyp.parent), status])
+            if hyp.pruned:
+                for c in range(4):
+                    item.setForeground(c, QBrush(QColor("#999999")))
+            self.beams.addTopLevelItem(item)
+        self._update_buttons()
+
+    def closeEvent(self, event) -> None:
+        self.timer.stop()
+        self.jobs.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,96 @@
+"""The Decoding panel steps with the worker, replays from history, and never runs two steps at once."""
+import numpy as np
+import pytest
+
+from engine.demo import random_model
+from gui.state import AppState
+from gui.views.decoding import DecodingPanel
+
+
+@pytest.fixture
+def panel(qtbot):
+    state = AppState()
+    state.text = "the big dog sees the small cat ."
+    p = DecodingPanel(state)
+    qtbot.addWidget(p)
+    state.set_model(random_model("translator", seed=2))
+    p.resize(1200, 400)
+    p.show()
+    yield p
+    p.close()
+
+
+def step_and_wait(panel, qtbot, n=1):
+    for _ in range(n):
+        before = len(panel.history)
+        panel.step()
+        qtbot.waitUntil(lambda: len(panel.history) > before or panel.ended, timeout=10000)
+
+
+def test_three_steps_give_three_tokens_and_alignment_rows(panel, qtbot):
+    step_and_wait(panel, qtbot, 3)
+    n = len(panel.history)
+    assert n == 3 or panel.ended
+    image = panel.alignment.image.image
+    assert image.shape[0] == n
+    layer = panel.layer_box.currentIndex()
+    for i, rec in enumerate(panel.history):
+        np.testing.assert_allclose(image[i, : rec.cross_rows.shape[-1]], rec.cross_rows[layer].mean(0), atol=1e-6)
+    L, H, S = panel.history[-1].cross_rows.shape
+    assert panel.heads.image.image.shape == (L * H, S)
+    assert panel.output.text().count("<b>") == 1
+
+
+def test_back_shows_the_previous_step_without_recompute(panel, qtbot):
+    step_and_wait(panel, qtbot, 2)
+    if len(panel.history) < 2:
+        pytest.skip("the random model ended after one token")
+    calls = []
+    panel.jobs.start = lambda *a, **k: calls.append(a)  # any recompute would go through here
+    panel.back()
+    assert panel.index == 0 and panel.alignment.image.image.shape[0] == 1
+    panel.step()  # forward again: from history
+    assert panel.index == 1 and calls == []
+
+
+def test_clicks_while_a_step_runs_are_queued_not_run_together(panel, qtbot):
+    panel.step()
+    panel.step()
+    panel.step()  # two clicks while the first is still starting the session
+    assert panel._queued == 2 or len(panel.history) >= 1
+    qtbot.waitUntil(lambda: (len(panel.history) == 3 or panel.ended) and not panel.jobs.busy, timeout=10000)
+    steps = [r.step for r in panel.history]
+    assert steps == list(range(len(steps)))   # no step skipped or doubled
+
+
+def test_beam_strategy_lists_hypotheses(panel, qtbot):
+    panel.strategy.setCurrentText("beam")
+    panel.beam_width.setValue(3)
+    panel.reset()
+    step_and_wait(panel, qtbot, 2)
+    assert panel.beams.topLevelItemCount() >= 3
+    states = {panel.beams.topLevelItem(i).text(3) for i in range(panel.beams.topLevelItemCount())}
+    assert "live" in states
+
+
+def test_gpt_and_bert(qtbot):
+    state = AppState()
+    state.text = "the big dog"
+    panel = DecodingPanel(state)
+    qtbot.addWidget(panel)
+    state.set_model(random_model("gpt"))
+    step_and_wait(panel, qtbot, 2)
+    assert panel.history[0].cross_rows is None and panel.alignment.image.image.shape[0] == len(panel.history)
+    state.set_model(random_model("bert"))
+    assert "encoder" in panel.output.text() and panel.history == []
+    panel.close()
+
+
+def test_closing_during_play_leaves_no_running_worker(panel, qtbot):
+    from PySide6.QtCore import QThreadPool
+    panel.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=10000)
+    panel.close()
+    assert not panel.timer.isActive() and not panel.jobs.busy
+    QThreadPool.globalInstance().waitForDone(5000)
+    assert QThreadPool.globalInstance().activeThreadCount() == 0
