@@ -28,7 +28,13 @@ def _decoding(state):
     return DecodingPanel(state)
 
 
+def _training(state):
+    from gui.views.training import TrainingPanel
+    return TrainingPanel(state)
+
+
 VIEWS: list[ViewSpec] = [
     ViewSpec("Head detail", _head_detail, "right"),
     ViewSpec("Decoding", _decoding, "bottom"),
+    ViewSpec("Training", _training, "bottom"),
 ]

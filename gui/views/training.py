@@ -1,0 +1,285 @@
+"""Training panel: train a translator or a GPT in the window and watch its heads form.
+
+The run is an engine.training generator in the panel's own worker. Stop sets a flag the
+trainer reads between steps, so it ends cleanly and the model is kept. The worker passes
+on at most a few records a second (plus every evaluation and probe), so a tiny model that
+trains at hundreds of steps a second cannot flood the window. Each probe trace joins a
+time-lapse that the slider scrubs; Save writes the checkpoint and the time-lapse beside it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QMessageBox, QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
+                               QWidget)
+
+from engine.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
+from engine.training import TrainConfig, TrainProgress
+from gui.state import AppState
+from gui.views.head_grid import HeadGrid
+from gui.worker import Jobs
+
+DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "the dog plays with the child because"}
+
+
+def training_run(family: str, corpus: str | None, config: TrainConfig, device: str, stop, max_rate: float = 4.0):
+    """Corpus -> trainer, yielding TrainProgress at most ``max_rate`` times a second (and
+    every record with a validation loss, a probe, or the end); returns the LoadedModel."""
+    from engine.corpora.sources import text_splits, translation_splits
+    from engine.device import pick_device
+    from engine.training import train_gpt, train_translator
+
+    dev = pick_device(device)
+    if family == "translator":
+        splits = translation_splits(corpus, config.seed, n_train=4000 if config.size == "tiny" else 20000)
+        gen = train_translator(splits["train"], splits["valid"], config, dev, stop=stop)
+    else:
+        lines_train, lines_valid = text_splits(corpus, config.seed)
+        gen = train_gpt(lines_train, lines_valid, config, dev, stop=stop)
+    last = 0.0
+    while True:
+        try:
+            record = next(gen)
+        except StopIteration as done:
+            return done.value
+        now = time.perf_counter()
+        if record.done or record.val_loss is not None or record.probe is not None or now - last >= 1.0 / max_rate:
+            last = now
+            yield record
+
+
+class TrainingPanel(QWidget):
+    def __init__(self, state, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.jobs = Jobs(self)
+        self._stop = threading.Event()
+        self.trained = None                     # the LoadedModel of the last run
+        self.steps: list[int] = []
+        self.losses: list[float] = []
+        self.val_steps: list[int] = []
+        self.val_losses: list[float] = []
+        self.probes: list[Probe] = []
+        self._started = 0.0
+
+        # ---- controls ----
+        self.family = QComboBox()
+        self.family.addItems(["translator", "gpt"])
+        self.family.currentTextChanged.connect(lambda f: self.probe_text.setText(DEFAULT_PROBES[f]))
+        self.corpus = QLineEdit()
+        self.corpus.setPlaceholderText("default: synthetic English->German / Python docs + English")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        corpus_row = QHBoxLayout()
+        corpus_row.addWidget(self.corpus, 1)
+        corpus_row.addWidget(browse)
+        self.size = QComboBox()
+        self.size.addItems(["tiny", "small"])
+        self.steps_box = QSpinBox()
+        self.steps_box.setRange(10, 200000)
+        self.steps_box.setValue(500)
+        self.lr = QDoubleSpinBox()
+        self.lr.setDecimals(5)
+        self.lr.setRange(1e-5, 1e-1)
+        self.lr.setSingleStep(1e-4)
+        self.lr.setValue(1e-3)
+        self.probe_text = QLineEdit(DEFAULT_PROBES["translator"])
+        self.probe_every = QSpinBox()
+        self.probe_every.setRange(1, 10000)
+        self.probe_every.setValue(50)
+        form = QFormLayout()
+        form.addRow("Model", self.family)
+        form.addRow("Corpus", corpus_row)
+        form.addRow("Size", self.size)
+        form.addRow("Steps", self.steps_box)
+        form.addRow("Learning rate", self.lr)
+        form.addRow("Probe sentence", self.probe_text)
+        form.addRow("Probe every", self.probe_every)
+
+        self.start_button = QPushButton("Start")
+        self.stop_button = QPushButton("Stop")
+        self.save_button = QPushButton("Save Checkpoint…")
+        self.use_button = QPushButton("Show in Window")
+        self.open_lapse_button = QPushButton("Open Time-lapse…")
+        self.start_button.clicked.connect(self.start)
+        self.stop_button.clicked.connect(self.stop)
+        self.save_button.clicked.connect(self.save_dialog)
+        self.use_button.clicked.connect(lambda: self.trained is not None and self.state.set_model(self.trained))
+        self.open_lapse_button.clicked.connect(self.open_timelapse_dialog)
+        buttons = QHBoxLayout()
+        for b in (self.start_button, self.stop_button, self.save_button, self.use_button, self.open_lapse_button):
+            buttons.addWidget(b)
+        self.progress = QProgressBar()
+        self.status = QLabel("Set up a run and press Start.")
+        self.status.setWordWrap(True)
+
+        # ---- loss curve and time-lapse ----
+        self.plot = pg.PlotWidget()
+        self.plot.getPlotItem().setTitle("loss", size="9pt")
+        self.plot.addLegend(offset=(-10, 10))
+        self.train_curve = self.plot.plot([], [], pen=pg.mkPen("#1f77b4", width=2), name="training")
+        self.val_curve = self.plot.plot([], [], pen=pg.mkPen("#d62728", width=2), symbol="o", symbolSize=6,
+                                        name="validation")
+        self.plot.setLabel("bottom", "step")
+        self.lapse_state = AppState()
+        self.lapse_state.colormap = state.colormap
+        state.colormap_changed.connect(self.lapse_state.set_colormap)
+        self.grid = HeadGrid(self.lapse_state)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.valueChanged.connect(self.show_probe)
+        self.lapse_label = QLabel("time-lapse: probe traces appear here while training")
+        lapse = QWidget()
+        lapse_layout = QVBoxLayout(lapse)
+        lapse_layout.setContentsMargins(0, 0, 0, 0)
+        lapse_layout.addWidget(self.lapse_label)
+        lapse_layout.addWidget(self.slider)
+        lapse_layout.addWidget(self.grid, 1)
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addLayout(form)
+        left_layout.addLayout(buttons)
+        left_layout.addWidget(self.progress)
+        left_layout.addWidget(self.status)
+        left_layout.addStretch(1)
+        split = QSplitter()
+        for w in (left, self.plot, lapse):
+            split.addWidget(w)
+        split.setSizes([360, 420, 420])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(split)
+        self._update_buttons()
+
+    # ---- running --------------------------------------------------------------------------
+    def config(self) -> TrainConfig:
+        steps = self.steps_box.value()
+        return TrainConfig(size=self.size.currentText(), steps=steps, lr=self.lr.value(),
+                           warmup=min(300, max(1, steps // 10)), report_every=5 if steps < 2000 else 10,
+                           eval_every=max(10, steps // 10), probe_every=self.probe_every.value(),
+                           probe_text=self.probe_text.text().strip() or None,
+                           batch_size=32 if self.size.currentText() == "tiny" else 64)
+
+    def start(self) -> None:
+        if self.jobs.busy:
+            return
+        self._stop.clear()
+        self.trained = None
+        self.steps, self.losses, self.val_steps, self.val_losses, self.probes = [], [], [], [], []
+        self.train_curve.setData([], [])
+        self.val_curve.setData([], [])
+        self.slider.setRange(0, 0)
+        config = self.config()
+        self.progress.setRange(0, config.steps)
+        self.progress.setValue(0)
+        self.status.setText("Preparing the corpus and the tokenizer…")
+        self._started = time.perf_counter()
+        corpus = self.corpus.text().strip() or None
+        self.jobs.start(training_run, self.family.currentText(), corpus, config, self.state.device or "auto",
+                        self._stop.is_set, on_yielded=self._progress, on_returned=self._finished,
+                        on_error=self._failed, on_finished=self._update_buttons)
+        self._update_buttons()
+
+    def stop(self) -> None:
+        """End the run after the current step; the model trained so far is kept."""
+        self._stop.set()
+        self.status.setText("Stopping after this step…")
+
+    def _progress(self, p: TrainProgress) -> None:
+        if not p.done:
+            self.steps.append(p.step)
+            self.losses.append(p.loss)
+            self.train_curve.setData(self.steps, self.losses)
+        if p.val_loss is not None:
+            self.val_steps.append(p.step)
+            self.val_losses.append(p.val_loss)
+            self.val_curve.setData(self.val_steps, self.val_losses)
+        if p.probe is not None:
+            self.probes.append(Probe(p.step, p.loss, p.probe))
+            follow = self.slider.value() == self.slider.maximum()
+            self.slider.setRange(0, len(self.probes) - 1)
+            if follow:
+                self.slider.setValue(len(self.probes) - 1)
+                self.show_probe(len(self.probes) - 1)
+        self.progress.setValue(p.step)
+        eta = (p.total_steps - p.step) * p.elapsed_s / max(1, p.step)
+        val = f", validation {p.val_loss:.3f}" if p.val_loss is not None else ""
+        self.status.setText(f"step {p.step}/{p.total_steps}: loss {p.loss:.3f}{val}, "
+                            f"{p.tokens_per_s:,.0f} tokens/s, about {eta:.0f} s left")
+
+    def _finished(self, loaded) -> None:
+        self.trained = loaded
+        training = loaded.meta.get("training", {})
+        took = time.perf_counter() - self._started
+        self.status.setText(f"Done: {training.get('steps')} steps in {took:.0f} s, validation loss "
+                            f"{training.get('val_loss') or float('nan'):.3f}. Save it, or show it in the window.")
+        self._update_buttons()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.status.setText(f"Training failed: {exc}")
+        box = QMessageBox(QMessageBox.Icon.Warning, "Training failed", str(exc), QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.error_box = box
+
+    def _update_buttons(self) -> None:
+        busy = self.jobs.busy
+        self.start_button.setEnabled(not busy)
+        self.stop_button.setEnabled(busy)
+        self.save_button.setEnabled(self.trained is not None and not busy)
+        self.use_button.setEnabled(self.trained is not None and not busy)
+
+    # ---- time-lapse ---------------------------------------------------------------------------
+    def show_probe(self, index: int) -> None:
+        if not (0 <= index < len(self.probes)):
+            return
+        p = self.probes[index]
+        self.lapse_label.setText(f"time-lapse {index + 1}/{len(self.probes)}: step {p.step}, loss {p.loss:.3f}")
+        self.lapse_state.set_trace(p.trace)
+
+    # ---- files -----------------------------------------------------------------------------------
+    def save(self, path: str) -> None:
+        from engine.checkpoint import save_checkpoint
+        save_checkpoint(self.trained, path)
+        if self.probes:
+            save_timelapse(timelapse_path(path), self.probes)
+
+    def save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save Checkpoint", f"{self.family.currentText()}.safetensors",
+                                              "attnscope checkpoint (*.safetensors)")
+        if path:
+            try:
+                self.save(path if path.endswith(".safetensors") else path + ".safetensors")
+                self.status.setText(f"Saved {path} (and its time-lapse).")
+            except Exception as exc:
+                self._failed(exc)
+
+    def load_timelapse(self, path: str) -> None:
+        self.probes = load_timelapse(path)
+        self.slider.setRange(0, max(0, len(self.probes) - 1))
+        self.slider.setValue(0)
+        self.show_probe(0)
+
+    def open_timelapse_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open Time-lapse", "", "Training time-lapse (*.timelapse.npz)")
+        if path:
+            try:
+                self.load_timelapse(path)
+            except ValueError as exc:
+                self._failed(exc)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Corpus", "", "Pairs or text (*.tsv *.txt);;All files (*)")
+        if path:
+            self.corpus.setText(path)
+
+    def closeEvent(self, event) -> None:
+        self._stop.set()
+        self.jobs.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,57 @@
+"""The Training panel runs a short training, draws its loss, keeps probe traces, saves, stops."""
+import pytest
+from PySide6.QtCore import QThreadPool
+
+from engine.checkpoint import load_checkpoint
+from engine.timelapse import load_timelapse, timelapse_path
+from gui.state import AppState
+from gui.views.training import TrainingPanel
+
+
+@pytest.fixture
+def panel(qtbot):
+    p = TrainingPanel(AppState())
+    qtbot.addWidget(p)
+    p.size.setCurrentText("tiny")
+    p.steps_box.setValue(40)
+    p.probe_every.setValue(15)
+    p.show()
+    yield p
+    p.close()
+
+
+def test_short_run_gives_curve_probes_and_a_checkpoint(panel, qtbot, tmp_path):
+    panel.start()
+    qtbot.waitUntil(lambda: panel.trained is not None, timeout=60000)
+    qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=5000)
+    assert panel.steps[-1] == 40 and len(panel.steps) == len(panel.losses) >= 2
+    x, y = panel.train_curve.getData()
+    assert list(x) == panel.steps and len(y) == len(panel.losses)
+    assert len(panel.probes) == 2 and [p.step for p in panel.probes] == [15, 30]
+    assert panel.lapse_state.trace is panel.probes[-1].trace
+    panel.slider.setValue(0)
+    assert panel.lapse_state.trace is panel.probes[0].trace and "step 15" in panel.lapse_label.text()
+    path = tmp_path / "mine.safetensors"
+    panel.save(str(path))
+    assert load_checkpoint(path).family == "translator"
+    assert [p.step for p in load_timelapse(timelapse_path(path))] == [15, 30]
+    assert panel.save_button.isEnabled() and not panel.stop_button.isEnabled()
+
+
+def test_stop_ends_the_worker_and_keeps_the_model(panel, qtbot):
+    panel.steps_box.setValue(100000)
+    panel.start()
+    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    panel.stop()
+    qtbot.waitUntil(lambda: panel.trained is not None and not panel.jobs.busy, timeout=30000)
+    assert panel.trained.meta["training"]["steps"] < 100000
+
+
+def test_closing_during_training_leaves_nothing_running(panel, qtbot):
+    panel.steps_box.setValue(100000)
+    panel.start()
+    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    panel.close()
+    assert not panel.jobs.busy
+    QThreadPool.globalInstance().waitForDone(10000)
+    assert QThreadPool.globalInstance().activeThreadCount() == 0
