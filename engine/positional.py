@@ -71,6 +71,47 @@ class SinusoidalPositionalEncoding(nn.Module):
         return self.pe
 
 
+def shift_error(k: int, n_positions: int, d_model: int, base: float = 10000.0) -> float:
+    """max |R(k) PE(pos) - PE(pos + k)| over positions and (sin, cos) pairs: ~1e-15 in float64,
+    the numerical proof that a shift by k is a rotation independent of pos."""
+    pe = sinusoidal_encoding(n_positions + k, d_model, base, dtype=torch.float64)
+    worst = 0.0
+    for pos in range(n_positions):
+        shifted = shift_encoding(pe[pos], k, base)[: 2 * (d_model // 2)]
+        worst = max(worst, float((shifted - pe[pos + k, : 2 * (d_model // 2)]).abs().max()))
+    return worst
+
+
+def offset_similarity(pos: int, max_k: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """(max_k + 1,): PE(pos) . PE(pos + k) for k = 0..max_k. It depends on k only:
+    sum_i cos(k w_i), largest at k = 0 and falling off with distance."""
+    pe = sinusoidal_encoding(pos + max_k + 1, d_model, base, dtype=torch.float64)
+    return pe[pos + torch.arange(max_k + 1)] @ pe[pos]
+
+
+def rope_scores(q: torch.Tensor, k: torch.Tensor, n_positions: int, base: float = 10000.0) -> torch.Tensor:
+    """(P, P): the score of query ``q`` rotated to position m with key ``k`` rotated to n.
+    Each diagonal (fixed m - n) is constant: RoPE sees only relative position."""
+    rot = RotaryEmbedding(q.shape[-1], base).double()
+    pos = torch.arange(n_positions)
+    qs = rot.rotate(q.double().expand(n_positions, -1), pos)  # (P, Dh)
+    ks = rot.rotate(k.double().expand(n_positions, -1), pos)
+    return qs @ ks.T
+
+
+def pca_2d(table: torch.Tensor) -> torch.Tensor:
+    """(P, D) -> (P, 2): the position vectors projected on their two main directions."""
+    x = table.double() - table.double().mean(0, keepdim=True)
+    _, _, v = torch.linalg.svd(x, full_matrices=False)
+    return x @ v[:2].T
+
+
+def cosine_matrix(table: torch.Tensor) -> torch.Tensor:
+    """(P, D) -> (P, P) cosine similarity of every pair of position vectors."""
+    x = torch.nn.functional.normalize(table.double(), dim=-1)
+    return x @ x.T
+
+
 class LearnedPositionalEmbedding(nn.Embedding):
     """A trained vector per position (GPT-2, BERT). ``table()`` is what the lab projects."""
 
@@ -100,3 +141,16 @@ class RotaryEmbedding(nn.Module):
         x1, x2 = x[..., 0::2], x[..., 1::2]
         out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., T, Dh/2, 2)
         return out.flatten(-2)
+
+
+def position_table(model: nn.Module) -> tuple[str, torch.Tensor | None]:
+    """What a model uses for positions: ("sinusoidal", PE table), ("learned", the trained
+    table), ("rope", None) or ("none", None). Works for our families and Hugging Face BERT."""
+    for name, module in model.named_modules():
+        if isinstance(module, SinusoidalPositionalEncoding):
+            return "sinusoidal", module.pe.detach().cpu()
+        if isinstance(module, RotaryEmbedding):
+            return "rope", None
+        if isinstance(module, nn.Embedding) and name.split(".")[-1] in ("wpe", "position_embeddings"):
+            return "learned", module.weight.detach().float().cpu()
+    return "none", None

@@ -33,8 +33,14 @@ def _training(state):
     return TrainingPanel(state)
 
 
+def _positional(state):
+    from gui.views.positional import PositionalLab
+    return PositionalLab(state)
+
+
 VIEWS: list[ViewSpec] = [
     ViewSpec("Head detail", _head_detail, "right"),
     ViewSpec("Decoding", _decoding, "bottom"),
     ViewSpec("Training", _training, "bottom"),
+    ViewSpec("Positions", _positional, "bottom"),
 ]

@@ -1,0 +1,65 @@
+"""The positional lab draws the engine's numbers: clocks, offsets, similarity, learned tables."""
+import numpy as np
+import pytest
+import torch
+
+from engine import positional as P
+from engine.demo import random_model
+from gui.state import AppState
+from gui.views.positional import PositionalLab, clock_depths
+
+
+@pytest.fixture
+def lab(qtbot):
+    state = AppState()
+    w = PositionalLab(state)
+    qtbot.addWidget(w)
+    w.resize(1000, 600)
+    w.show()
+    return w
+
+
+def test_heatmap_is_the_sinusoidal_table(lab):
+    lab.d_model.setValue(32)
+    lab.n_positions.setValue(50)
+    expected = P.sinusoidal_encoding(50, 32, 10000.0, dtype=torch.float64).numpy()
+    np.testing.assert_allclose(lab.heat.image, expected)
+
+
+def test_slider_moves_every_clock_to_its_angle(lab):
+    lab.d_model.setValue(64)
+    lab.base.setValue(100.0)
+    lab.position.setValue(17)
+    w = P.angular_frequencies(64, 100.0).numpy()
+    depths = clock_depths(64)
+    assert len(lab.clocks) == len(depths) and depths[0] == 0 and depths[-1] == 31
+    for (plot, point, trail, i) in lab.clocks:
+        x, y = point.getData()
+        assert x[0] == pytest.approx(np.sin(17 * w[i])) and y[0] == pytest.approx(np.cos(17 * w[i]))
+        tx, ty = trail.getData()
+        assert len(tx) == 17 and tx[-1] == pytest.approx(np.sin(16 * w[i]))
+    lab.position.setValue(40)
+    assert lab.clocks[1][1].getData()[0][0] == pytest.approx(np.sin(40 * w[lab.clocks[1][3]]))
+
+
+def test_offset_error_is_tiny_and_matrix_shown(lab):
+    lab.k.setValue(7)
+    lab.depth.setValue(3)
+    lab.position.setValue(20)
+    assert lab.offset_error < 1e-6
+    r = P.rotation_matrix(7, 3, 64).numpy()
+    assert f"{r[0, 1]:+.4f}" in lab.matrix_label.text()
+    x, y = lab.sim_curve.getData()
+    np.testing.assert_allclose(y, P.offset_similarity(20, 99, 64).numpy())
+    assert lab.rope_spread < 1e-9
+
+
+def test_learned_positions_fill_the_learned_view(lab):
+    assert lab.learned is None and "Open a GPT or BERT" in lab.learned_label.text()
+    loaded = random_model("gpt")
+    lab.state.set_model(loaded)
+    table = loaded.model.transformer.wpe.weight.detach()[:100]
+    np.testing.assert_allclose(lab.learned, P.pca_2d(table).numpy())
+    np.testing.assert_allclose(lab.cos_image.image, P.cosine_matrix(table).numpy())
+    lab.use_model.setChecked(True)
+    np.testing.assert_allclose(lab.heat.image, table.double().numpy())
