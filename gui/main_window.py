@@ -370,6 +370,12 @@ class MainWindow(QMainWindow):
         for dock in self.docks.values():
             dock.setFloating(False)
             dock.show()
+        self._default_dock_sizes()
+
+    def _default_dock_sizes(self) -> None:
+        bottom = [d for t, d in self.docks.items() if self.dockWidgetArea(d) == Qt.DockWidgetArea.BottomDockWidgetArea]
+        if bottom:
+            self.resizeDocks(bottom[:1], [int(self.height() * 0.38)], Qt.Orientation.Vertical)
 
     def show_shortcuts(self) -> None:
         rows = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in SHORTCUTS)
@@ -400,6 +406,8 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
+        else:  # first start: the heads overview gets most of the height
+            QTimer.singleShot(0, self._default_dock_sizes)
         self.set_dark(self.dark_action.isChecked())
 
     def closeEvent(self, event) -> None:

@@ -13,11 +13,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSlider,
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.decoding import DecodeSession, DecodeSettings, DecodeStep
 from gui.colormaps import colormap
+from gui.views.token_axis import VerticalTokenAxis
 from gui.worker import Jobs
 
 
@@ -35,7 +36,8 @@ class _Matrix(pg.PlotWidget):
     """An image with token ticks on both axes (rows: steps or heads; columns: keys)."""
 
     def __init__(self, title: str, state):
-        super().__init__()
+        self.key_axis = VerticalTokenAxis("top")
+        super().__init__(axisItems={"top": self.key_axis})
         self.item = self.getPlotItem()
         self.item.setTitle(title, size="9pt")
         self.item.invertY(True)
@@ -52,7 +54,7 @@ class _Matrix(pg.PlotWidget):
 
     def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str]) -> None:
         self.image.setImage(matrix, autoLevels=False, levels=(0, 1))
-        self.item.getAxis("top").setTicks([[(i + 0.5, c) for i, c in enumerate(cols)]])
+        self.key_axis.set_tokens(cols)
         self.item.getAxis("left").setTicks([[(i + 0.5, r) for i, r in enumerate(rows)]])
         self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
 
@@ -126,6 +128,11 @@ class DecodingPanel(QWidget):
         self.beams = QTreeWidget()
         self.beams.setHeaderLabels(["hypothesis", "score", "parent", "state"])
         self.beams.setRootIsDecorated(False)
+        self.beams.setTextElideMode(Qt.TextElideMode.ElideLeft)  # the newest tokens stay visible
+        self.beams.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.beams.header().setStretchLastSection(False)
+        for column in (1, 2, 3):
+            self.beams.header().setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
 
         align_box = QWidget()
         align_layout = QVBoxLayout(align_box)
@@ -158,6 +165,7 @@ class DecodingPanel(QWidget):
         return box
 
     def _show_knobs(self, strategy: str) -> None:
+        self.beams.setVisible(strategy == "beam")
         self.beam_width.setVisible(strategy == "beam")
         self.length_penalty.setVisible(strategy == "beam")
         for w in (self.temperature, self.top_k, self.top_p, self.seed):
