@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, Qt, Signal, Slot
 from superqt.utils import create_worker
+import shiboken6
 
 _LIVE: "weakref.WeakSet[Jobs]" = weakref.WeakSet()
 
@@ -114,5 +115,6 @@ class Jobs(QObject):
 
 def shutdown_all(timeout_s: float = 10.0) -> bool:
     """Stop every Jobs instance and wait for the thread pool (the window calls this on close)."""
-    ok = all([jobs.shutdown(timeout_s) for jobs in list(_LIVE)])
+    # A Jobs whose widget is gone may still have a Python wrapper: skip its deleted C++ side.
+    ok = all([jobs.shutdown(timeout_s) for jobs in list(_LIVE) if shiboken6.isValid(jobs)])
     return QThreadPool.globalInstance().waitForDone(int(timeout_s * 1000)) and ok

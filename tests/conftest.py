@@ -17,3 +17,15 @@ import torch  # noqa: E402
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@pytest.fixture(autouse=True)
+def _delete_closed_widgets_now():
+    """pytest-qt closes a test's widgets with deleteLater(), and Qt runs deferred deletes only
+    when an event loop is re-entered: maybe in a later test, after Python has collected part
+    of the widget's wrappers, which crashes. Run them at once, while everything is alive."""
+    yield
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    if QCoreApplication.instance() is not None:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)

@@ -94,3 +94,12 @@ def test_closing_during_play_leaves_no_running_worker(panel, qtbot):
     assert not panel.timer.isActive() and not panel.jobs.busy
     QThreadPool.globalInstance().waitForDone(5000)
     assert QThreadPool.globalInstance().activeThreadCount() == 0
+
+
+def test_arrow_keys_step_and_go_back(panel, qtbot):
+    from PySide6.QtCore import Qt
+    qtbot.keyClick(panel, Qt.Key.Key_Right)
+    qtbot.waitUntil(lambda: len(panel.history) == 1 and not panel.jobs.busy, timeout=10000)
+    step_and_wait(panel, qtbot)
+    qtbot.keyClick(panel, Qt.Key.Key_Left)
+    assert panel.index == 0

@@ -12,7 +12,7 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
@@ -50,7 +50,10 @@ class _Matrix(pg.PlotWidget):
         self.item.addItem(self.image)
         self.item.showAxis("top")
         self.item.hideAxis("bottom")
-        state.colormap_changed.connect(lambda name: self.image.setColorMap(colormap(name)))
+        state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
+
+    def set_colormap(self, name: str) -> None:
+        self.image.setColorMap(colormap(name))
 
     def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str]) -> None:
         self.image.setImage(matrix, autoLevels=False, levels=(0, 1))
@@ -85,6 +88,8 @@ class DecodingPanel(QWidget):
         self.reset_button = QPushButton("Reset")
         self.back_button = QPushButton("◀ Back")
         self.step_button = QPushButton("Step ▶")
+        self.step_button.setToolTip("Right arrow (with the panel focused)")
+        self.back_button.setToolTip("Left arrow")
         self.play_button = QPushButton("Play")
         self.play_button.setCheckable(True)
         self.speed = QSlider(Qt.Orientation.Horizontal)
@@ -100,8 +105,6 @@ class DecodingPanel(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(250)
         self.timer.timeout.connect(self._play_tick)
-        QShortcut(QKeySequence(Qt.Key.Key_Right), self, self.step, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        QShortcut(QKeySequence(Qt.Key.Key_Left), self, self.back, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
 
         controls = QHBoxLayout()
         for w in (self.strategy, self.beam_width, self.length_penalty, self.temperature, self.top_k, self.top_p,
@@ -150,7 +153,7 @@ class DecodingPanel(QWidget):
         layout.addWidget(self.output)
         layout.addWidget(split, 1)
         self._show_knobs("greedy")
-        state.model_changed.connect(lambda _: self.reset())
+        state.model_changed.connect(self._on_model)
         state.trace_changed.connect(self._on_trace)
         self._text: str | None = None  # the text the current session decodes
         self._update_buttons()
@@ -210,8 +213,12 @@ class DecodingPanel(QWidget):
             self.jobs.start(_start_session, loaded, self.state.text or "", self.settings(),
                             on_returned=self._session_ready, on_error=self._failed)
         else:
-            self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed)
+            self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed,
+                            on_finished=self._drain_queue)
         self._update_buttons()
+
+    def _on_model(self, _loaded) -> None:
+        self.reset()
 
     def _on_trace(self, _trace) -> None:
         """A new Run with other text starts decoding afresh."""
@@ -220,7 +227,8 @@ class DecodingPanel(QWidget):
 
     def _session_ready(self, result) -> None:
         self.session, self._steps = result
-        self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed)
+        self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed,
+                        on_finished=self._drain_queue)
 
     def _stepped(self, record: DecodeStep | None) -> None:
         if record is None:
@@ -231,9 +239,12 @@ class DecodingPanel(QWidget):
             self.ended = record.finished
             self.redraw()
         self._update_buttons()
+
+    def _drain_queue(self) -> None:
+        """After a step's worker has finished (so the panel is idle): run one queued click."""
         if self._queued and not self.ended:
             self._queued -= 1
-            QTimer.singleShot(0, self.step)
+            self.step()
         else:
             self._queued = 0
 

@@ -84,9 +84,12 @@ class HeadDetail(QWidget):
 
         state.trace_changed.connect(self.set_trace)
         state.head_selected.connect(self.show_head)
-        state.colormap_changed.connect(lambda name: self.colorbar.setColorMap(colormap(name)))
+        state.colormap_changed.connect(self._on_colormap)
         if state.trace is not None:
             self.set_trace(state.trace)
+
+    def _on_colormap(self, name: str) -> None:
+        self.colorbar.setColorMap(colormap(name))
 
     def set_trace(self, trace: AttentionTrace | None) -> None:
         self.trace = trace

@@ -54,9 +54,12 @@ class HeadGrid(QWidget):
         box.addWidget(self.plot, 1)
 
         state.trace_changed.connect(self.set_trace)
-        state.colormap_changed.connect(lambda name: self.image.setLookupTable(gap_lookup_table(lookup_table(name))))
+        state.colormap_changed.connect(self._on_colormap)
         if state.trace is not None:
             self.set_trace(state.trace)
+
+    def _on_colormap(self, name: str) -> None:
+        self.image.setLookupTable(gap_lookup_table(lookup_table(name)))
 
     # ---- data -----------------------------------------------------------------------
     def set_trace(self, trace: AttentionTrace | None) -> None:

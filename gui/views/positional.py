@@ -39,7 +39,6 @@ def _image_plot(title: str, state) -> tuple[pg.PlotWidget, pg.ImageItem]:
     img = pg.ImageItem(axisOrder="row-major")
     img.setColorMap(colormap(state.colormap))
     w.addItem(img)
-    state.colormap_changed.connect(lambda name: img.setColorMap(colormap(name)))
     return w, img
 
 
@@ -80,7 +79,8 @@ class PositionalLab(QWidget):
         self.tabs.addTab(self.heat_plot, "Heatmap")
 
         self.clock_widget = pg.GraphicsLayoutWidget()
-        self.clocks: list[tuple[pg.PlotItem, pg.ScatterPlotItem, pg.ScatterPlotItem, pg.TextItem]] = []
+        self.clocks: list[tuple[pg.PlotItem, pg.ScatterPlotItem, pg.ScatterPlotItem, int]] = []
+        self._make_clock_plots()
         self.tabs.addTab(self.clock_widget, "Clocks")
 
         offsets = QWidget()
@@ -151,8 +151,16 @@ class PositionalLab(QWidget):
         for box in (self.k, self.depth):
             box.valueChanged.connect(lambda *_: self.redraw_position())
         self.position.valueChanged.connect(lambda *_: self.redraw_position())
-        state.model_changed.connect(lambda _: self.rebuild())
+        state.model_changed.connect(self._on_model)
+        state.colormap_changed.connect(self._on_colormap)
         self.rebuild()
+
+    def _on_model(self, _loaded) -> None:
+        self.rebuild()
+
+    def _on_colormap(self, name: str) -> None:
+        for img in (self.heat, self.dot_image, self.cos_image):
+            img.setColorMap(colormap(name))
 
     @staticmethod
     def _spin(box, lo, hi, value, prefix, step=None):
@@ -192,13 +200,11 @@ class PositionalLab(QWidget):
         self._fill_rope_curve()
         self.redraw_position()
 
-    def _build_clocks(self) -> None:
-        self.clock_widget.clear()
-        self.clocks = []
-        d, base = self.d_model.value(), self.base.value()
-        w = P.angular_frequencies(d, base).numpy()
+    def _make_clock_plots(self) -> None:
+        """N_CLOCKS unit circles, made once (re-made plots would leave pyqtgraph events behind)."""
         circle = np.linspace(0, 2 * np.pi, 100)
-        for n, i in enumerate(clock_depths(d)):
+        self._clock_plots = []
+        for n in range(N_CLOCKS):
             plot = self.clock_widget.addPlot(row=n // 4, col=n % 4)
             plot.setAspectLocked(True)
             plot.hideAxis("left")
@@ -211,8 +217,20 @@ class PositionalLab(QWidget):
             point = pg.ScatterPlotItem(size=12, pen=pg.mkPen("k"), brush=pg.mkBrush("#d62728"))
             plot.addItem(trail)
             plot.addItem(point)
-            plot.setTitle(f"i = {i}: w = {w[i]:.3g} rad/pos, turn every {2 * np.pi / w[i]:.3g}", size="8pt")
-            self.clocks.append((plot, point, trail, i))
+            self._clock_plots.append((plot, point, trail))
+
+    def _build_clocks(self) -> None:
+        """Give each circle its depth for the current d_model and base."""
+        d, base = self.d_model.value(), self.base.value()
+        w = P.angular_frequencies(d, base).numpy()
+        depths = clock_depths(d)
+        self.clocks = []
+        for n, (plot, point, trail) in enumerate(self._clock_plots):
+            plot.setVisible(n < len(depths))
+            if n < len(depths):
+                i = depths[n]
+                plot.setTitle(f"i = {i}: w = {w[i]:.3g} rad/pos, turn every {2 * np.pi / w[i]:.3g}", size="8pt")
+                self.clocks.append((plot, point, trail, i))
 
     def clock_points(self, pos: int) -> np.ndarray:
         """(n_clocks, 2): (sin(pos w_i), cos(pos w_i)) for each drawn depth i, from the engine."""
