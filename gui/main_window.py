@@ -80,6 +80,7 @@ class MainWindow(QMainWindow):
         self._restore_settings()
         self.state.model_changed.connect(self._on_model_changed)
         self.state.trace_changed.connect(self._on_trace)
+        self.state.head_selected.connect(self._show_head_detail)
         self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
         self.open_source(source or catalog.default_source())
@@ -138,7 +139,7 @@ class MainWindow(QMainWindow):
     def _build_docks(self) -> None:
         areas = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
                  "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
-        bottom: list[QDockWidget] = []
+        first_in_area: dict[str, QDockWidget] = {}
         for spec in VIEWS:
             try:
                 widget = spec.factory(self.state)
@@ -148,14 +149,14 @@ class MainWindow(QMainWindow):
             dock.setObjectName(f"dock:{spec.title}")
             dock.setWidget(widget)
             self.addDockWidget(areas.get(spec.area, areas["right"]), dock)
-            if spec.area == "bottom":
-                if bottom:
-                    self.tabifyDockWidget(bottom[0], dock)
-                bottom.append(dock)
+            if spec.area in first_in_area:  # views of one area share it as tabs
+                self.tabifyDockWidget(first_in_area[spec.area], dock)
+            else:
+                first_in_area[spec.area] = dock
             self.docks[spec.title] = dock
             self.views[spec.title] = widget
-        if bottom:
-            bottom[0].raise_()
+        for dock in first_in_area.values():
+            dock.raise_()
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -266,6 +267,13 @@ class MainWindow(QMainWindow):
         self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
         self.setWindowTitle(f"attnscope: {loaded.name}")
         self.run()
+
+    def _show_head_detail(self, *_head) -> None:
+        """A head chosen anywhere (grid, statistics) opens in Head detail, in front of its tabs."""
+        dock = self.docks.get("Head detail")
+        if dock is not None:
+            dock.show()
+            dock.raise_()
 
     def _on_device(self, name: str) -> None:
         self.state.device = name

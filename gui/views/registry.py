@@ -38,8 +38,26 @@ def _positional(state):
     return PositionalLab(state)
 
 
+def _head_lines(state):
+    from gui.views.head_lines import HeadLines
+    return HeadLines(state)
+
+
+def _head_stats(state):
+    from gui.views.head_stats import HeadStats
+    return HeadStats(state)
+
+
+def _rollout(state):
+    from gui.views.rollout import RolloutView
+    return RolloutView(state)
+
+
 VIEWS: list[ViewSpec] = [
     ViewSpec("Head detail", _head_detail, "right"),
+    ViewSpec("Head lines", _head_lines, "right"),
+    ViewSpec("Head statistics", _head_stats, "bottom"),
+    ViewSpec("Rollout", _rollout, "right"),
     ViewSpec("Decoding", _decoding, "bottom"),
     ViewSpec("Training", _training, "bottom"),
     ViewSpec("Positions", _positional, "bottom"),

@@ -1,0 +1,93 @@
+"""Rollout: how much of each input token reaches each position after layer l (Abnar and
+Zuidema's attention rollout, residual included), or a layer's mean / max over heads."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from engine.analysis import layer_aggregate, rollout
+from gui.colormaps import colormap
+from gui.views.token_axis import VerticalTokenAxis
+
+MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
+
+
+class RolloutView(QWidget):
+    def __init__(self, state, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.matrix = None
+        self.kind_box = QComboBox()
+        self.mode = QComboBox()
+        self.mode.addItems(MODES)
+        self.layer = QSpinBox()
+        self.layer.setPrefix("after layer ")
+        for w in (self.kind_box, self.mode):
+            w.currentTextChanged.connect(lambda _: self.redraw())
+        self.layer.valueChanged.connect(lambda _: self.redraw())
+        top = QHBoxLayout()
+        for w in (self.kind_box, self.mode, self.layer):
+            top.addWidget(w)
+        top.addStretch(1)
+        self.axis = VerticalTokenAxis("top")
+        self.plot = pg.PlotWidget(axisItems={"top": self.axis})
+        item = self.plot.getPlotItem()
+        item.invertY(True)
+        item.showAxis("top")
+        item.hideAxis("bottom")
+        item.hideButtons()
+        item.setMouseEnabled(False, False)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setColorMap(colormap(state.colormap))
+        item.addItem(self.image)
+        self.note = QLabel(" ")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(top)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.note)
+        state.trace_changed.connect(self.set_trace)
+        state.colormap_changed.connect(self._on_colormap)
+        if state.trace is not None:
+            self.set_trace(state.trace)
+
+    def _on_colormap(self, name: str) -> None:
+        self.image.setColorMap(colormap(name))
+
+    def set_trace(self, trace) -> None:
+        kinds = [k for k in (trace.kinds if trace else [])]
+        current = self.kind_box.currentText()
+        self.kind_box.blockSignals(True)
+        self.kind_box.clear()
+        self.kind_box.addItems(kinds)
+        if current in kinds:
+            self.kind_box.setCurrentText(current)
+        self.kind_box.blockSignals(False)
+        if trace is not None and kinds:
+            self.layer.setRange(0, trace.shape(kinds[0])[0] - 1)
+            if self.layer.value() == 0:
+                self.layer.setValue(trace.shape(kinds[0])[0] - 1)
+        self.redraw()
+
+    def redraw(self) -> None:
+        trace, kind = self.state.trace, self.kind_box.currentText()
+        if trace is None or not kind:
+            return
+        w = trace.weights(kind)
+        layer = min(self.layer.value(), w.shape[0] - 1)
+        mode = self.mode.currentText()
+        if mode.startswith("rollout"):
+            if w.shape[-1] != w.shape[-2]:
+                self.note.setText("Rollout follows self-attention; choose an encoder or decoder self kind.")
+                self.image.clear()
+                return
+            self.matrix = rollout(w, residual="with residual" in mode)[layer]
+            self.note.setText("Row i: how much of each input token reaches position i (rows sum to 1).")
+        else:
+            self.matrix = layer_aggregate(w, "mean" if mode.startswith("mean") else "max")[layer]
+            self.note.setText(" ")
+        self.image.setImage(self.matrix, autoLevels=False, levels=(0, float(max(self.matrix.max(), 1e-9))))
+        self.axis.set_tokens(trace.key_tokens(kind))
+        item = self.plot.getPlotItem()
+        item.getAxis("left").setTicks([[(i + 0.5, t) for i, t in enumerate(trace.query_tokens(kind))]])
+        item.setRange(xRange=(0, self.matrix.shape[1]), yRange=(0, self.matrix.shape[0]), padding=0)

@@ -1,0 +1,84 @@
+"""Head lines, head statistics and rollout views draw the trace's numbers."""
+import numpy as np
+import pytest
+
+from engine.analysis import head_statistics, rollout
+from engine.demo import random_model
+from engine.tracing import trace_text
+from gui.state import AppState
+from gui.views.head_lines import HeadLines, segments
+from gui.views.head_stats import HeadStats
+from gui.views.rollout import RolloutView
+
+
+@pytest.fixture
+def state():
+    s = AppState()
+    s.set_model(random_model("bert", seed=1))
+    s.set_trace(trace_text(s.loaded, "the big dog sees the small cat .", pair="the woman gives the man a book ."))
+    return s
+
+
+def test_head_lines_draw_one_segment_per_weight_above_threshold(state, qtbot):
+    view = HeadLines(state)
+    qtbot.addWidget(view)
+    w = state.trace.weights("encoder self")
+    view.threshold.setValue(0.05)
+    view.set_heads([0, 2])
+    assert view.drawn == {0: int((w[0, 0] >= 0.05).sum()), 2: int((w[0, 2] >= 0.05).sum())}
+    view.threshold.setValue(0.0)
+    assert view.drawn[0] == w[0, 0].size
+
+
+def test_hovering_a_token_keeps_only_its_lines(state, qtbot):
+    view = HeadLines(state)
+    qtbot.addWidget(view)
+    view.threshold.setValue(0.0)
+    view.focus = ("query", 3)
+    view.redraw()
+    assert view.drawn[0] == state.trace.shape("encoder self")[-1]   # one line to every key
+
+
+def test_pair_filter_and_hidden_specials(state, qtbot):
+    view = HeadLines(state)
+    qtbot.addWidget(view)
+    view.show()
+    view.threshold.setValue(0.0)
+    tokens = state.trace.source_tokens
+    sep = tokens.index("[SEP]")
+    assert view.pair_filter.isVisible()
+    view.pair_filter.setCurrentText("A -> B")
+    assert view.drawn[0] == (sep + 1) * (len(tokens) - sep - 1)
+    view.pair_filter.setCurrentText("all")
+    view.hide_special.setChecked(True)
+    n_plain = sum(t not in ("[CLS]", "[SEP]") for t in tokens)
+    assert view.drawn[0] == n_plain * n_plain
+
+
+def test_segments_bucket_opacity():
+    w = np.array([[[[0.9, 0.1], [0.5, 0.5]]]])
+    out = segments(w, 0, [0], np.ones(2), np.ones(2), 0.0, False)[0]
+    assert sorted(alpha for _, _, alpha in out) == [0.125, 0.5, 1.0]
+
+
+def test_stats_table_sorts_and_opens_heads(state, qtbot):
+    view = HeadStats(state)
+    qtbot.addWidget(view)
+    stats = head_statistics(state.trace.weights("encoder self"), state.trace.source_tokens, state.trace.source_tokens)
+    L, H = stats["entropy"].shape
+    assert view.table.rowCount() == L * H
+    view.table.sortItems(2)  # entropy, ascending
+    l, h = view.row_head(0)
+    assert stats["entropy"][l, h] == pytest.approx(stats["entropy"].min(), abs=1e-3)
+    with qtbot.waitSignal(state.head_selected) as sig:
+        view._open_row(0, 2)
+    assert sig.args == ["encoder self", l, h]
+
+
+def test_rollout_view_shows_the_engine_rollout(state, qtbot):
+    view = RolloutView(state)
+    qtbot.addWidget(view)
+    expected = rollout(state.trace.weights("encoder self"))[-1]
+    np.testing.assert_allclose(view.image.image, expected, atol=1e-6)
+    view.mode.setCurrentText("max of heads")
+    np.testing.assert_allclose(view.image.image, state.trace.weights("encoder self")[-1].max(0), atol=1e-6)
