@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
@@ -35,7 +35,7 @@ def export_widget(widget: QWidget, path: str | Path) -> Path:
     gen.setTitle(widget.windowTitle() or "attnscope view")
     painter = QPainter(gen)
     try:
-        widget.render(painter)
+        widget.render(painter, QPoint(0, 0))
     finally:
         painter.end()
     if not path.exists():

@@ -1,6 +1,8 @@
 """The headless commands: train -> eval -> translate on a tiny run; bad files exit cleanly."""
 import json
 
+import numpy as np
+
 import pytest
 
 from main import main
@@ -68,3 +70,28 @@ def test_compare_minilm_prints_per_layer_differences(capsys):
     result = json.loads(out)
     assert code == 0 and len(result["max_abs_diff_per_layer"]) == 6 and result["max_abs_diff"] < 1e-5
     assert result["tokens"][0] == "[CLS]" and result["tokens"].count("[SEP]") == 2
+
+
+@pytest.mark.parametrize("view, fmt", [("grid", "png"), ("head", "svg"), ("lines", "png")])
+def test_export_views_headless(tmp_path, capsys, view, fmt):
+    code, out, _ = run(capsys, "export", "random-translator", "--text", "the big dog sees the cat .",
+                       "--out", str(tmp_path), "--view", view, "--format", fmt, "--kind", "cross", "--size", "900x500")
+    path = tmp_path / f"{view}.{fmt}"
+    assert code == 0 and path.exists() and json.loads(out)["written"] == [str(path)]
+    if fmt == "png":
+        from PySide6.QtGui import QImage
+        image = QImage(str(path))
+        assert (image.width(), image.height()) == (900, 500)
+    else:
+        assert path.read_text().lstrip().startswith("<?xml")
+
+
+def test_export_trace_npz_holds_the_trace(tmp_path, capsys):
+    from engine.catalog import open_model
+    from engine.export import load_npz
+    from engine.tracing import trace_text
+    code, out, _ = run(capsys, "export", "random-gpt", "--text", "the big dog", "--out", str(tmp_path), "--format", "npz")
+    assert code == 0
+    back = load_npz(tmp_path / "trace.npz")
+    expected = trace_text(open_model("random-gpt", "cpu"), "the big dog")
+    np.testing.assert_allclose(back.weights("decoder self"), expected.weights("decoder self"), atol=1e-6)
