@@ -29,9 +29,9 @@ def rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
     t = weights.shape[-1]
     if weights.shape[-2] != t:
         raise ValueError("rollout needs self-attention (square maps)")
-    out, r = [], np.eye(t)
-    for layer in weights.mean(axis=1).astype(np.float64):
-        a = 0.5 * layer + 0.5 * np.eye(t) if residual else layer
+    out, r = [], np.eye(t, dtype=np.float32)
+    for layer in weights.mean(axis=1).astype(np.float32):
+        a = 0.5 * layer + 0.5 * np.eye(t, dtype=np.float32) if residual else layer
         a = a / a.sum(axis=-1, keepdims=True)
         r = a @ r
         out.append(r)
@@ -47,12 +47,11 @@ def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: li
     previous   mean weight on position q - 1 (queries 1..T-1);
     first      mean weight on the first key;
     cls / sep  mean total weight on keys that are [CLS] / [SEP] (or BOS / EOS)."""
-    w = weights.astype(np.float64)
+    w = weights.astype(np.float32, copy=False)  # float32: a 6x12x512x512 trace takes ~0.1 s
     tq, tk = w.shape[-2:]
-    safe = np.where(w > 0, w, 1.0)
-    entropy = -(w * np.log(safe)).sum(-1).mean(-1)
-    q_pos, k_pos = np.arange(tq)[:, None], np.arange(tk)[None, :]
-    distance = (w * np.abs(q_pos - k_pos)).sum(-1).mean(-1)
+    entropy = -np.einsum("lhqk,lhqk->lh", w, np.log(np.maximum(w, 1e-30))) / tq
+    offsets = np.abs(np.arange(tq)[:, None] - np.arange(tk)[None, :]).astype(np.float32)  # (Tq, Tk)
+    distance = np.einsum("lhqk,qk->lh", w, offsets) / tq
     if tq == tk:
         diag = np.diagonal(w, axis1=-2, axis2=-1)
         self_w = diag.mean(-1)

@@ -16,10 +16,10 @@ def test_rollout_matches_a_direct_computation():
     w /= w.sum(-1, keepdims=True)
     got = rollout(w)
     a = [(0.5 * w[l].mean(0) + 0.5 * np.eye(4)) for l in range(3)]
-    np.testing.assert_allclose(got[0], a[0])
-    np.testing.assert_allclose(got[2], a[2] @ a[1] @ a[0])
-    np.testing.assert_allclose(got.sum(-1), 1.0)
-    np.testing.assert_allclose(rollout(w, residual=False)[1], w[1].mean(0) @ w[0].mean(0))
+    np.testing.assert_allclose(got[0], a[0], rtol=1e-5)
+    np.testing.assert_allclose(got[2], a[2] @ a[1] @ a[0], rtol=1e-5)
+    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(rollout(w, residual=False)[1], w[1].mean(0) @ w[0].mean(0), rtol=1e-5)
 
 
 def test_head_statistics_on_a_constructed_matrix():
