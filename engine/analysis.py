@@ -81,3 +81,20 @@ def display_weights(head: np.ndarray, threshold: float = 0.0, normalise: bool = 
     if threshold > 0:
         out[out < threshold] = 0.0
     return out
+
+
+def compare_traces(a, b, kind: str) -> dict:
+    """Cell-by-cell difference of one attention kind in two traces of the same text.
+
+    Returns per_layer and per_head maximum absolute differences, the overall max, and the
+    difference maps (L, H, Tq, Tk); ValueError when the traces cannot be lined up."""
+    if kind not in a.kinds or kind not in b.kinds:
+        raise ValueError(f"Both models need {kind!r} attention to compare it.")
+    if a.query_tokens(kind) != b.query_tokens(kind) or a.key_tokens(kind) != b.key_tokens(kind):
+        raise ValueError("The two models split the text into different tokens; their heads cannot be compared cell by cell.")
+    wa, wb = a.weights(kind), b.weights(kind)
+    if wa.shape != wb.shape:
+        raise ValueError(f"The models have different numbers of layers or heads: {wa.shape[:2]} and {wb.shape[:2]}.")
+    diff = np.abs(wa.astype(np.float64) - wb.astype(np.float64))  # (L, H, Tq, Tk)
+    return {"tokens": a.key_tokens(kind), "per_layer": [float(d.max()) for d in diff],
+            "per_head": diff.max(axis=(2, 3)), "max": float(diff.max()), "diff": diff}

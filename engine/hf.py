@@ -234,15 +234,10 @@ def hf_to_scratch(loaded: LoadedModel) -> LoadedModel:
 
 @torch.no_grad()
 def compare(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
-    """Max absolute difference of every attention map of two models on the same text."""
+    """Max absolute difference of every encoder attention map of two models on the same text."""
+    from engine.analysis import compare_traces
     from engine.tracing import trace_text
 
-    ta, tb = trace_text(a, text, pair=pair), trace_text(b, text, pair=pair)
-    if ta.source_tokens != tb.source_tokens:
-        raise ValueError("The two models split the text into different tokens; their heads cannot be compared cell by cell.")
-    wa, wb = ta.weights(ENCODER_SELF), tb.weights(ENCODER_SELF)
-    if wa.shape != wb.shape:
-        raise ValueError(f"The models have different shapes of attention: {wa.shape} and {wb.shape}.")
-    diff = np.abs(wa.astype(np.float64) - wb.astype(np.float64))  # (L, H, T, T)
-    return {"tokens": ta.source_tokens, "per_layer": [float(d.max()) for d in diff],
-            "per_head": diff.max(axis=(2, 3)).tolist(), "max": float(diff.max())}
+    result = compare_traces(trace_text(a, text, pair=pair), trace_text(b, text, pair=pair), ENCODER_SELF)
+    return {"tokens": result["tokens"], "per_layer": result["per_layer"],
+            "per_head": result["per_head"].tolist(), "max": result["max"]}

@@ -20,7 +20,7 @@ TIPS = {
 }
 
 
-class _Number(QTableWidgetItem):
+class NumberItem(QTableWidgetItem):
     """A cell that sorts by its number, not its text."""
 
     def __init__(self, value: float, digits: int = 3):
@@ -89,10 +89,10 @@ class HeadStats(QWidget):
         n_layers, n_heads = self.stats["entropy"].shape
         self.table.setRowCount(n_layers * n_heads)
         for row, (l, h) in enumerate((l, h) for l in range(n_layers) for h in range(n_heads)):
-            self.table.setItem(row, 0, _Number(l, 0))
-            self.table.setItem(row, 1, _Number(h, 0))
+            self.table.setItem(row, 0, NumberItem(l, 0))
+            self.table.setItem(row, 1, NumberItem(h, 0))
             for c, name in enumerate(COLUMNS[2:], start=2):
-                self.table.setItem(row, c, _Number(self.stats[name][l, h]))
+                self.table.setItem(row, c, NumberItem(self.stats[name][l, h]))
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()
 

@@ -53,6 +53,11 @@ def _rollout(state):
     return RolloutView(state)
 
 
+def _compare(state):
+    from gui.views.compare import CompareView
+    return CompareView(state)
+
+
 VIEWS: list[ViewSpec] = [
     ViewSpec("Head detail", _head_detail, "right"),
     ViewSpec("Head lines", _head_lines, "right"),
@@ -61,4 +66,5 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("Decoding", _decoding, "bottom"),
     ViewSpec("Training", _training, "bottom"),
     ViewSpec("Positions", _positional, "bottom"),
+    ViewSpec("Compare", _compare, "bottom"),
 ]

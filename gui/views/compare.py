@@ -1,0 +1,186 @@
+"""Compare: the same head of two models side by side, their difference, and a sortable
+table of every head's largest difference.
+
+Model A is the window's model. Model B is, for a Hugging Face BERT, the same weights run by
+attnscope's own encoder (the proof that our BERT is BERT: differences ~1e-7), or any other
+model a user opens here (a checkpoint or a folder) on the same text.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSpinBox, QSplitter,
+                               QTableWidget, QVBoxLayout, QWidget)
+
+from engine.analysis import compare_traces
+from gui.colormaps import colormap
+from gui.views.head_stats import NumberItem
+from gui.worker import Jobs
+
+SAME_WEIGHTS = "same weights in attnscope's encoder"
+
+
+def _compare_job(a, b_source, text: str, pair: str, device: str):
+    """Off the GUI thread: build model B if needed, trace both, compare every kind they share."""
+    from engine.catalog import open_model
+    from engine.tracing import trace_text
+
+    if b_source == SAME_WEIGHTS:
+        from engine.hf import hf_to_scratch
+        b = hf_to_scratch(a)
+    elif isinstance(b_source, str):
+        b = open_model(b_source, device)
+    else:
+        b = b_source
+    ta, tb = trace_text(a, text, pair=pair), trace_text(b, text, pair=pair)
+    shared = [k for k in ta.kinds if k in tb.kinds]
+    if not shared:
+        raise ValueError(f"{a.name} and {b.name} have no kind of attention in common.")
+    return b, ta, tb, {k: compare_traces(ta, tb, k) for k in shared}
+
+
+class CompareView(QWidget):
+    def __init__(self, state, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.jobs = Jobs(self)
+        self.b_source = SAME_WEIGHTS
+        self.result = None            # (model B, trace A, trace B, {kind: comparison})
+
+        self.b_label = QLabel()
+        self.same_button = QPushButton("B = same weights, our encoder")
+        self.same_button.clicked.connect(lambda: self.set_b(SAME_WEIGHTS))
+        self.open_button = QPushButton("B = open another model…")
+        self.open_button.clicked.connect(self._open_b)
+        self.run_button = QPushButton("Compare")
+        self.run_button.clicked.connect(self.run)
+        self.kind_box = QComboBox()
+        self.kind_box.currentTextChanged.connect(lambda _: self.redraw())
+        self.layer_box, self.head_box = QSpinBox(), QSpinBox()
+        self.layer_box.setPrefix("layer ")
+        self.head_box.setPrefix("head ")
+        self.layer_box.valueChanged.connect(lambda _: self.redraw())
+        self.head_box.valueChanged.connect(lambda _: self.redraw())
+        top = QHBoxLayout()
+        for w in (self.same_button, self.open_button, self.run_button, self.kind_box, self.layer_box, self.head_box):
+            top.addWidget(w)
+        top.addStretch(1)
+
+        self.plots = pg.GraphicsLayoutWidget()
+        self.images = []
+        for col, title in enumerate(("A", "B", "|A - B|")):
+            vb = self.plots.addPlot(row=0, col=col, title=title)
+            vb.invertY(True)
+            vb.hideAxis("bottom")
+            vb.hideAxis("left")
+            vb.setMouseEnabled(False, False)
+            vb.hideButtons()
+            img = pg.ImageItem(axisOrder="row-major")
+            img.setColorMap(colormap(state.colormap) if col < 2 else colormap("inferno"))
+            vb.addItem(img)
+            self.images.append(img)
+        self.table = QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["layer", "head", "max |A - B|"])
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        self.table.cellClicked.connect(self._open_row)
+        self.summary = QLabel("Press Compare.")
+        self.summary.setWordWrap(True)
+        split = QSplitter()
+        split.addWidget(self.plots)
+        split.addWidget(self.table)
+        split.setSizes([700, 260])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(top)
+        layout.addWidget(self.b_label)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.summary)
+        state.model_changed.connect(self._on_model)
+        state.colormap_changed.connect(self._on_colormap)
+        self._on_model(state.loaded)
+
+    def _on_colormap(self, name: str) -> None:
+        for img in self.images[:2]:
+            img.setColorMap(colormap(name))
+
+    def _on_model(self, loaded) -> None:
+        self.result = None
+        hf = loaded is not None and loaded.family == "hf-bert"
+        self.same_button.setEnabled(hf)
+        if self.b_source == SAME_WEIGHTS and not hf:
+            self.b_source = None
+        elif hf and self.b_source is None:
+            self.b_source = SAME_WEIGHTS
+        self._show_b()
+
+    def _show_b(self) -> None:
+        b = self.b_source
+        text = "none yet: open a model to compare with" if b is None else (
+            b if isinstance(b, str) else getattr(b, "name", str(b)))
+        self.b_label.setText(f"A: {self.state.loaded.name if self.state.loaded else '-'}    B: {text}")
+
+    def set_b(self, source) -> None:
+        """B is SAME_WEIGHTS, a model source (path), or a LoadedModel."""
+        self.b_source = source
+        self._show_b()
+
+    def _open_b(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Model B", "", "Checkpoints (*.safetensors *.pt *.pth);;All files (*)")
+        if path:
+            self.set_b(path)
+            self.run()
+
+    def run(self) -> None:
+        a = self.state.loaded
+        if a is None or self.b_source is None:
+            self.summary.setText("Choose model B first.")
+            return
+        self.summary.setText("Comparing…")
+        self.jobs.start(_compare_job, a, self.b_source, self.state.text or "time flies like an arrow",
+                        self.state.pair, self.state.device or "auto",
+                        on_returned=self._done, on_error=lambda exc: self.summary.setText(f"Cannot compare: {exc}"))
+
+    def _done(self, result) -> None:
+        self.result = result
+        b, ta, tb, comparisons = result
+        kinds = list(comparisons)
+        self.kind_box.blockSignals(True)
+        self.kind_box.clear()
+        self.kind_box.addItems(kinds)
+        self.kind_box.blockSignals(False)
+        worst = max(c["max"] for c in comparisons.values())
+        self.summary.setText(f"A = {ta.model_name}, B = {tb.model_name}: largest difference over every head "
+                             f"and cell: {worst:.3g}")
+        self.redraw()
+
+    def redraw(self) -> None:
+        if self.result is None or not self.kind_box.currentText():
+            return
+        _, ta, tb, comparisons = self.result
+        kind = self.kind_box.currentText()
+        comp = comparisons[kind]
+        n_layers, n_heads = comp["per_head"].shape
+        self.layer_box.setMaximum(n_layers - 1)
+        self.head_box.setMaximum(n_heads - 1)
+        l, h = self.layer_box.value(), self.head_box.value()
+        self.images[0].setImage(ta.head(kind, l, h), autoLevels=False, levels=(0, 1))
+        self.images[1].setImage(tb.head(kind, l, h), autoLevels=False, levels=(0, 1))
+        d = comp["diff"][l, h]
+        self.images[2].setImage(d, autoLevels=False, levels=(0, max(float(d.max()), 1e-12)))
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(n_layers * n_heads)
+        for row, (li, hi) in enumerate((li, hi) for li in range(n_layers) for hi in range(n_heads)):
+            self.table.setItem(row, 0, NumberItem(li, 0))
+            self.table.setItem(row, 1, NumberItem(hi, 0))
+            self.table.setItem(row, 2, NumberItem(float(comp["per_head"][li, hi]), 8))
+        self.table.setSortingEnabled(True)
+
+    def _open_row(self, row: int, _col: int) -> None:
+        self.layer_box.setValue(int(self.table.item(row, 0).value))
+        self.head_box.setValue(int(self.table.item(row, 1).value))
+
+    def closeEvent(self, event) -> None:
+        self.jobs.shutdown()
+        super().closeEvent(event)
