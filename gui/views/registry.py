@@ -58,11 +58,17 @@ def _compare(state):
     return CompareView(state)
 
 
+def _neuron(state):
+    from gui.views.neuron import NeuronView
+    return NeuronView(state)
+
+
 VIEWS: list[ViewSpec] = [
     ViewSpec("Head detail", _head_detail, "right"),
     ViewSpec("Head lines", _head_lines, "right"),
     ViewSpec("Head statistics", _head_stats, "bottom"),
     ViewSpec("Rollout", _rollout, "right"),
+    ViewSpec("Neurons", _neuron, "bottom"),
     ViewSpec("Decoding", _decoding, "bottom"),
     ViewSpec("Training", _training, "bottom"),
     ViewSpec("Positions", _positional, "bottom"),

@@ -1,0 +1,43 @@
+"""The neuron view's q and k reproduce the trace's weights for every family."""
+import numpy as np
+import pytest
+
+from engine.demo import random_model
+from engine.neurons import query_keys
+
+
+@pytest.mark.parametrize("family, kind", [("translator", "encoder self"), ("translator", "decoder self"),
+                                          ("translator", "cross"), ("gpt", "decoder self"), ("bert", "encoder self")])
+def test_softmax_of_q_dot_k_is_the_trace(family, kind):
+    loaded = random_model(family, seed=3)
+    qk = query_keys(loaded, "the big dog sees the small cat .", kind, layer=1, head=2, target="der große hund")
+    head = qk.trace.head(kind, 1, 2)
+    for qi in range(head.shape[0]):
+        row = qk.row(qi)
+        np.testing.assert_allclose(row["weights"], head[qi], atol=1e-5)
+        np.testing.assert_allclose(row["product"].sum(-1) / np.sqrt(qk.queries.shape[1]), row["scores"], rtol=1e-6)
+
+
+def test_hf_bert_neurons(tmp_path):
+    from engine.hf import load_hf_model
+    from tests.test_hf import tiny_bert_folder
+    loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
+    qk = query_keys(loaded, "the big dog", "encoder self", layer=1, head=1, pair="a cat")
+    np.testing.assert_allclose(qk.row(2)["weights"], qk.trace.head("encoder self", 1, 1)[2], atol=1e-5)
+
+
+def test_neuron_view_draws_the_softmax_of_the_chosen_query(qtbot):
+    from engine.tracing import trace_text
+    from gui.state import AppState
+    from gui.views.neuron import NeuronView
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    state.text = "the big dog sees the small cat"
+    view = NeuronView(state)
+    qtbot.addWidget(view)
+    state.set_trace(trace_text(state.loaded, state.text))
+    state.select_head("decoder self", 1, 3)
+    qtbot.waitUntil(lambda: view.data is not None and view.head_box.value() == 3 and not view.jobs.busy, timeout=10000)
+    view.query_box.setCurrentIndex(4)
+    np.testing.assert_allclose(view.images["softmax"].image[:, 0], state.trace.head("decoder self", 1, 3)[4], atol=1e-5)
+    assert view.images["q * k"].image.shape == (7, 16)
