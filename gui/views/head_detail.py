@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 
 from engine.trace import AttentionTrace
 from gui.colormaps import colormap
+from gui.views.kinds import fill_kind_box
 from gui.views.token_axis import VerticalTokenAxis
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
@@ -94,14 +95,7 @@ class HeadDetail(QWidget):
     def set_trace(self, trace: AttentionTrace | None) -> None:
         self.trace = trace
         kinds = trace.kinds if trace else []
-        self.kind_box.blockSignals(True)
-        self.kind_box.clear()
-        self.kind_box.addItems(kinds)
-        if self.kind not in kinds:
-            self.kind = kinds[-1] if kinds else None
-        if self.kind:
-            self.kind_box.setCurrentText(self.kind)
-        self.kind_box.blockSignals(False)
+        self.kind = fill_kind_box(self.kind_box, kinds, self.kind)
         self.kind_box.setVisible(len(kinds) > 1)
         self._clamp()
         self.redraw()

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.trace import AttentionTrace
+from gui.views.kinds import fill_kind_box
 from gui.colormaps import lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 
@@ -65,13 +66,7 @@ class HeadGrid(QWidget):
     def set_trace(self, trace: AttentionTrace | None) -> None:
         self.trace = trace
         kinds = trace.kinds if trace else []
-        keep = self.kind if self.kind in kinds else (kinds[-1] if kinds else None)
-        self.kind_box.blockSignals(True)
-        self.kind_box.clear()
-        self.kind_box.addItems(kinds)
-        if keep:
-            self.kind_box.setCurrentText(keep)
-        self.kind_box.blockSignals(False)
+        keep = fill_kind_box(self.kind_box, kinds, self.kind)
         self.kind_box.setVisible(len(kinds) > 1)
         self.kind_label.setVisible(len(kinds) > 1)
         self.kind = keep

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QVBoxLayout, QWidget)
 
 from engine.analysis import display_weights, special_mask
+from gui.views.kinds import fill_kind_box
 
 BUCKETS = 8          # opacity levels per head
 MAX_LABELS = 150     # beyond this many tokens, label every n-th one
@@ -108,14 +109,7 @@ class HeadLines(QWidget):
     # ---- data ---------------------------------------------------------------------------------
     def set_trace(self, trace) -> None:
         kinds = trace.kinds if trace else []
-        keep = self.kind if self.kind in kinds else (kinds[-1] if kinds else None)
-        self.kind_box.blockSignals(True)
-        self.kind_box.clear()
-        self.kind_box.addItems(kinds)
-        if keep:
-            self.kind_box.setCurrentText(keep)
-        self.kind_box.blockSignals(False)
-        self.kind = keep
+        self.kind = fill_kind_box(self.kind_box, kinds, self.kind)
         self._sync_controls()
         self.redraw()
 

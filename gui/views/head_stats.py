@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from engine.analysis import head_statistics
+from gui.views.kinds import fill_kind_box
 
 COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep")
 TIPS = {
@@ -63,14 +64,7 @@ class HeadStats(QWidget):
 
     def set_trace(self, trace) -> None:
         kinds = trace.kinds if trace else []
-        keep = self.kind if self.kind in kinds else (kinds[0] if kinds else None)
-        self.kind_box.blockSignals(True)
-        self.kind_box.clear()
-        self.kind_box.addItems(kinds)
-        if keep:
-            self.kind_box.setCurrentText(keep)
-        self.kind_box.blockSignals(False)
-        self.kind = keep
+        self.kind = fill_kind_box(self.kind_box, kinds, self.kind, default_last=False)
         self.fill()
 
     def _on_kind(self, kind: str) -> None:

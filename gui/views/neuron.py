@@ -11,6 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from engine.neurons import QueryKeys, query_keys
+from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap
 from gui.worker import Jobs
 
@@ -68,13 +69,7 @@ class NeuronView(QWidget):
     def _on_trace(self, trace) -> None:
         if trace is None:
             return
-        current = self.kind_box.currentText()
-        self.kind_box.blockSignals(True)
-        self.kind_box.clear()
-        self.kind_box.addItems(trace.kinds)
-        if current in trace.kinds:
-            self.kind_box.setCurrentText(current)
-        self.kind_box.blockSignals(False)
+        fill_kind_box(self.kind_box, trace.kinds, self.kind_box.currentText(), default_last=False)
         self.compute()
 
     def _on_head(self, kind: str, layer: int, head: int) -> None:

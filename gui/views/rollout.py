@@ -6,6 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from engine.analysis import layer_aggregate, rollout
+from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap
 from gui.views.token_axis import VerticalTokenAxis
 
@@ -55,14 +56,8 @@ class RolloutView(QWidget):
         self.image.setColorMap(colormap(name))
 
     def set_trace(self, trace) -> None:
-        kinds = [k for k in (trace.kinds if trace else [])]
-        current = self.kind_box.currentText()
-        self.kind_box.blockSignals(True)
-        self.kind_box.clear()
-        self.kind_box.addItems(kinds)
-        if current in kinds:
-            self.kind_box.setCurrentText(current)
-        self.kind_box.blockSignals(False)
+        kinds = trace.kinds if trace else []
+        fill_kind_box(self.kind_box, kinds, self.kind_box.currentText(), default_last=False)
         if trace is not None and kinds:
             self.layer.setRange(0, trace.shape(kinds[0])[0] - 1)
             if self.layer.value() == 0:

@@ -1,0 +1,17 @@
+"""The attention-kind selector every trace view has, filled the same way everywhere."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox
+
+
+def fill_kind_box(box: QComboBox, kinds: list[str], keep: str | None, default_last: bool = True) -> str | None:
+    """Put ``kinds`` in ``box`` without emitting signals, keeping ``keep`` when the new trace
+    has it (else the last kind, or the first); returns the kind now selected."""
+    chosen = keep if keep in kinds else ((kinds[-1] if default_last else kinds[0]) if kinds else None)
+    box.blockSignals(True)
+    box.clear()
+    box.addItems(kinds)
+    if chosen:
+        box.setCurrentText(chosen)
+    box.blockSignals(False)
+    return chosen
