@@ -146,3 +146,13 @@ def test_open_checkpoint_from_the_file_menu_and_refuse_a_corrupt_one(window, qtb
     window.run()
     qtbot.waitUntil(lambda: window.state.trace is not old_trace, timeout=20000)
     assert window.state.trace.target_tokens == ["the", "big", "dog"]
+
+
+def test_model_menu_opens_the_bundled_minilm(window, qtbot):
+    action = next(a for a in window.model_menu.actions() if "MiniLM" in a.text())
+    with qtbot.waitSignal(window.state.model_changed, timeout=30000):
+        action.trigger()
+    assert window.state.loaded.family == "hf-bert" and window.pair_edit.isVisible()
+    qtbot.waitUntil(lambda: window.state.trace is not None and window.state.trace.family == "hf-bert", timeout=30000)
+    assert window.state.trace.shape("encoder self")[:2] == (6, 12)
+    assert window.state.trace.source_tokens[0] == "[CLS]"
