@@ -30,7 +30,7 @@ CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All fi
 LIVE_DELAY_MS = 350
 DEFAULT_TEXT = {
     "translator": "the big dog sees the small cat .",
-    "gpt": "the big dog sees the small cat .",
+    "gpt": "the dog plays with the child because",
     "bert": "time flies like an arrow .",
     "hf-bert": "time flies like an arrow .",
 }
@@ -41,6 +41,7 @@ SHORTCUTS = [
     ("Ctrl+E", "Export the focused view (PNG or SVG)"),
     ("Ctrl+Shift+E", "Export the trace (NPZ or CSV)"),
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
+    ("Right / Left", "In Decoding: one more token / back one step (kept, not recomputed)"),
     ("Ctrl+Q", "Quit"),
 ]
 
