@@ -59,13 +59,18 @@ def scaled_dot_product_attention(
     if not need_weights:
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         return out, None
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))  # (B, H, Tq, Tk)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        # A row with every key masked would be NaN; masked cells become exact zeros.
-        weights = torch.where(mask, weights, torch.zeros((), dtype=weights.dtype, device=weights.device))
+    # Scale q (Tq x Dh) rather than the scores (Tq x Tk), and add the mask as a bias built on
+    # the mask's own small shape: every extra pass over a (B, H, T, T) tensor costs at 512 tokens.
+    scores = (q * (1.0 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
+    if mask is not None and not bool(mask.all()):
+        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
+        scores += bias
+        weights = torch.softmax(scores, dim=-1)  # masked cells: exp(-inf) = exactly 0
+        dead = ~mask.any(dim=-1, keepdim=True)   # rows with every key masked would be NaN
+        if bool(dead.any()):
+            weights = weights.masked_fill(dead, 0.0)
+    else:
+        weights = torch.softmax(scores, dim=-1)
     attn = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return attn @ v, weights
 
