@@ -141,23 +141,32 @@ class MainWindow(QMainWindow):
         areas = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
                  "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
         first_in_area: dict[str, QDockWidget] = {}
+        self._factories = {spec.title: spec.factory for spec in VIEWS}
         for spec in VIEWS:
-            try:
-                widget = spec.factory(self.state)
-            except Exception as exc:  # a broken view must not take the window down
-                widget = QLabel(f"This view could not start: {exc}")
             dock = QDockWidget(spec.title, self)
             dock.setObjectName(f"dock:{spec.title}")
-            dock.setWidget(widget)
+            dock.setWidget(QWidget())  # replaced by the view the first time the dock shows
+            dock.visibilityChanged.connect(lambda visible, title=spec.title: visible and self.view(title))
             self.addDockWidget(areas.get(spec.area, areas["right"]), dock)
             if spec.area in first_in_area:  # views of one area share it as tabs
                 self.tabifyDockWidget(first_in_area[spec.area], dock)
             else:
                 first_in_area[spec.area] = dock
             self.docks[spec.title] = dock
-            self.views[spec.title] = widget
         for dock in first_in_area.values():
             dock.raise_()
+
+    def view(self, title: str) -> QWidget:
+        """The view called ``title``, built the first time it is needed: views hidden behind
+        other tabs cost nothing at start-up."""
+        if title not in self.views:
+            try:
+                widget = self._factories[title](self.state)
+            except Exception as exc:  # a broken view must not take the window down
+                widget = QLabel(f"This view could not start: {exc}")
+            self.views[title] = widget
+            self.docks[title].setWidget(widget)
+        return self.views[title]
 
     def _build_menus(self) -> None:
         bar = self.menuBar()

@@ -51,7 +51,7 @@ def test_hover_reads_cell_and_click_opens_head(window, qtbot):
     w = trace.head(kind, 1, 3)[0, 2]
     q, k = trace.query_tokens(kind)[0], trace.key_tokens(kind)[2]
     assert grid.last_tooltip == f"layer 1, head 3: query 0 {q!r} -> key 2 {k!r}: weight {w:.4f}"
-    detail = window.views["Head detail"]
+    detail = window.view("Head detail")
     with qtbot.waitSignal(window.state.head_selected):
         window.state.select_head(kind, 1, 3)
     assert (detail.layer, detail.head) == (1, 3)
@@ -84,7 +84,7 @@ def test_close_during_long_run_leaves_nothing_running(qtbot):
 
 def test_head_detail_keys_move_between_heads_and_layers(window, qtbot):
     from PySide6.QtCore import Qt
-    detail = window.views["Head detail"]
+    detail = window.view("Head detail")
     kind = detail.kind
     window.state.select_head(kind, 0, 0)
     qtbot.keyClick(detail, Qt.Key.Key_Right)

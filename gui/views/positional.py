@@ -80,7 +80,7 @@ class PositionalLab(QWidget):
 
         self.clock_widget = pg.GraphicsLayoutWidget()
         self.clocks: list[tuple[pg.PlotItem, pg.ScatterPlotItem, pg.ScatterPlotItem, int]] = []
-        self._make_clock_plots()
+        self._clock_plots: list = []
         self.tabs.addTab(self.clock_widget, "Clocks")
 
         offsets = QWidget()
@@ -153,10 +153,16 @@ class PositionalLab(QWidget):
         self.position.valueChanged.connect(lambda *_: self.redraw_position())
         state.model_changed.connect(self._on_model)
         state.colormap_changed.connect(self._on_colormap)
-        self.rebuild()
+        self._built = False  # the plots are filled when the panel is first shown: a fast start
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._built:
+            self.rebuild()
 
     def _on_model(self, _loaded) -> None:
-        self.rebuild()
+        if self._built:
+            self.rebuild()
 
     def _on_colormap(self, name: str) -> None:
         for img in (self.heat, self.dot_image, self.cos_image):
@@ -183,6 +189,9 @@ class PositionalLab(QWidget):
                                                    dtype=torch.float64)
 
     def rebuild(self) -> None:
+        if not self._clock_plots:
+            self._make_clock_plots()
+        self._built = True
         d = self.d_model.value()
         self.depth.setMaximum(max(0, d // 2 - 1))
         self.position.setMaximum(self.n_positions.value() - 1)
