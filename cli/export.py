@@ -52,45 +52,10 @@ def run(args) -> int:
     if kind not in trace.kinds:
         print(f"attnscope: this model has no {kind!r} attention; it has {', '.join(trace.kinds)}", file=sys.stderr)
         return BAD_INPUT
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no display needed
+    from gui.render import render_view
+
     path = render_view(loaded, trace, args.view, kind, args.layer, args.head, args.size,
                        out / f"{args.view}.{args.format}")
     print_json({"written": [str(path)], "view": args.view, "kind": kind, "notes": trace.notes})
     return 0
-
-
-def render_view(loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path) -> Path:
-    """Draw one view offscreen with the window's own widget and save it."""
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication.instance() or QApplication([])
-    from gui.export import export_widget
-    from gui.state import AppState
-
-    state = AppState()
-    state.set_model(loaded)
-    state.set_trace(trace)
-    if view == "grid":
-        from gui.views.head_grid import HeadGrid
-        widget = HeadGrid(state)
-        widget.kind_box.setCurrentText(kind)
-    elif view == "head":
-        from gui.views.head_detail import HeadDetail
-        widget = HeadDetail(state)
-        state.select_head(kind, layer, head)
-    else:
-        from gui.views.head_lines import HeadLines
-        widget = HeadLines(state)
-        widget.kind_box.setCurrentText(kind)
-        widget.layer_box.setValue(layer)
-        widget.set_heads([head])
-    w, h = (int(v) for v in size.lower().split("x"))
-    widget.resize(w, h)
-    widget.show()
-    app.processEvents()
-    try:
-        return export_widget(widget, path)
-    finally:
-        widget.close()
-        widget.deleteLater()
-        app.processEvents()
