@@ -447,6 +447,8 @@ def apply_theme(dark: bool) -> None:
     """Fusion style with a dark or light palette; plots follow in MainWindow.set_dark."""
     app = QApplication.instance()
     app.setStyle("Fusion")
+    # Plots made later (views are built when first shown) take their colours from here.
+    pg.setConfigOptions(background="k" if dark else "w", foreground="d" if dark else "k")
     if not dark:
         app.setPalette(app.style().standardPalette())
         return
