@@ -40,18 +40,19 @@ def _unknown_note(tokenizer, text: str, notes: list[str]) -> None:
 
 @torch.no_grad()
 def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: str | None = None,
-               max_new_tokens: int = 64) -> AttentionTrace:
+               max_new_tokens: int = 64, merge_subwords: bool = False) -> AttentionTrace:
     """Run ``loaded`` on ``text`` and return what every head attended to.
 
     translator: ``target`` is an optional target prefix; without one the model translates
     greedily first, so the trace shows the attention behind its own translation.
-    bert / hf-bert: ``pair`` is an optional second sentence (segment B).
+    bert / hf-bert: ``pair`` is an optional second sentence (segment B); for hf-bert,
+    ``merge_subwords`` joins word pieces into words (engine.hf.merge_pieces).
     """
     text = _check_text(text)
     loaded.model.eval()
     if loaded.family == "hf-bert":
         from engine.hf import trace_hf  # transformers is imported only when it is needed
-        return trace_hf(loaded, text, pair)
+        return trace_hf(loaded, text, pair, merge_subwords=merge_subwords)
     return _TRACERS[loaded.family](loaded, text, target, pair, max_new_tokens)
 
 

@@ -46,9 +46,9 @@ SHORTCUTS = [
 ]
 
 
-def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str):
+def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False):
     start = time.perf_counter()
-    trace = trace_text(loaded, text, target=target or None, pair=pair or None)
+    trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords)
     return trace, time.perf_counter() - start
 
 
@@ -95,6 +95,11 @@ class MainWindow(QMainWindow):
         self.pair_edit = QLineEdit()
         self.pair_edit.setPlaceholderText("optional second sentence (segment B)")
         self.target_label, self.pair_label = QLabel("Target:"), QLabel("Pair:")
+        self.merge_box = QCheckBox("merge word pieces")
+        self.merge_box.setToolTip("Join ##pieces into words: attention to a word sums over its pieces, "
+                                  "attention from a word averages them")
+        self.merge_box.toggled.connect(lambda _: self.run())
+        self.merge_box.setVisible(False)  # shown for Hugging Face BERT models
         self.run_button = QPushButton("Run")
         self.run_button.setToolTip("Run the model on the text (Ctrl+Enter)")
         self.run_button.clicked.connect(self.run)
@@ -120,7 +125,7 @@ class MainWindow(QMainWindow):
         row1.addWidget(QLabel("Device:"))
         row1.addWidget(self.device_box)
         row2 = QHBoxLayout()
-        for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit):
+        for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit, self.merge_box):
             row2.addWidget(w)
         self.banner = QLabel()
         self.banner.setWordWrap(True)
@@ -270,6 +275,7 @@ class MainWindow(QMainWindow):
         self.target_edit.setVisible(fam == "translator")
         self.pair_label.setVisible(fam in ("bert", "hf-bert"))
         self.pair_edit.setVisible(fam in ("bert", "hf-bert"))
+        self.merge_box.setVisible(fam == "hf-bert")
         if not self.text_edit.text().strip():
             self.text_edit.setText(DEFAULT_TEXT.get(fam, ""))
         self.model_label.setText(f"{loaded.name} ({fam})")
@@ -310,6 +316,7 @@ class MainWindow(QMainWindow):
             self.banner.setText("There is no text to run: type a sentence first.")
             return
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
+                            loaded.family == "hf-bert" and self.merge_box.isChecked(),
                             on_returned=self._trace_done,
                             on_error=lambda exc: self.show_error("The model could not run", exc))
 

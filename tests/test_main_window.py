@@ -156,3 +156,10 @@ def test_model_menu_opens_the_bundled_minilm(window, qtbot):
     qtbot.waitUntil(lambda: window.state.trace is not None and window.state.trace.family == "hf-bert", timeout=30000)
     assert window.state.trace.shape("encoder self")[:2] == (6, 12)
     assert window.state.trace.source_tokens[0] == "[CLS]"
+    window.text_edit.setText("tokenization is unbelievable")
+    window.run()
+    qtbot.waitUntil(lambda: "##" in "".join(window.state.trace.source_tokens), timeout=30000)
+    assert window.merge_box.isVisible()
+    window.merge_box.setChecked(True)   # runs again
+    qtbot.waitUntil(lambda: "tokenization" in window.state.trace.source_tokens, timeout=30000)
+    assert not any(t.startswith("##") for t in window.state.trace.source_tokens)
