@@ -82,3 +82,25 @@ def test_rollout_view_shows_the_engine_rollout(state, qtbot):
     np.testing.assert_allclose(view.image.image, expected, atol=1e-6)
     view.mode.setCurrentText("max of heads")
     np.testing.assert_allclose(view.image.image, state.trace.weights("encoder self")[-1].max(0), atol=1e-6)
+
+
+def test_head_detail_display_options(qtbot):
+    from gui.views.head_detail import HeadDetail
+    state = AppState()
+    state.set_model(random_model("translator", seed=2))
+    state.set_trace(trace_text(state.loaded, "the big dog sees the cat .", target="der große hund"))
+    view = HeadDetail(state)
+    qtbot.addWidget(view)
+    state.select_head("cross", 1, 2)
+    head = state.trace.head("cross", 1, 2)
+    np.testing.assert_array_equal(view.image.image, head)
+    view.threshold.setValue(0.2)
+    np.testing.assert_array_equal(view.image.image, np.where(head < 0.2, 0, head))
+    view.threshold.setValue(0.0)
+    view.normalise.setChecked(True)
+    assert view.image.image.max() == pytest.approx(1.0)
+    view.hide_special.setChecked(True)
+    src, tgt = state.trace.source_tokens, state.trace.target_tokens
+    assert "[EOS]" in src and "[BOS]" in tgt
+    assert view.image.image.shape == (len(tgt) - 1, len(src) - 1)
+    np.testing.assert_array_equal(view.matrix, head[1:, :-1])   # readout keeps the true weights

@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout,
+                               QWidget)
 
+from engine.analysis import display_weights, special_mask
 from engine.trace import AttentionTrace
 from gui.colormaps import colormap
 from gui.views.kinds import fill_kind_box
@@ -53,8 +55,22 @@ class HeadDetail(QWidget):
         self.agg_box = QComboBox()
         self.agg_box.addItems(AGGREGATES)
         self.agg_box.currentTextChanged.connect(lambda _: self.redraw())
+        # Display options: they change what is drawn, never the numbers read under the cursor.
+        self.threshold = QDoubleSpinBox()
+        self.threshold.setRange(0.0, 1.0)
+        self.threshold.setSingleStep(0.02)
+        self.threshold.setPrefix("hide below ")
+        self.threshold.setToolTip("Cells with a smaller weight are drawn as 0")
+        self.normalise = QCheckBox("scale to max")
+        self.normalise.setToolTip("Stretch this map so its largest weight is 1")
+        self.hide_special = QCheckBox("hide specials")
+        self.hide_special.setToolTip("Leave out [CLS], [SEP], [BOS], [EOS] rows and columns")
+        self.threshold.valueChanged.connect(lambda _: self.redraw())
+        self.normalise.toggled.connect(lambda _: self.redraw())
+        self.hide_special.toggled.connect(lambda _: self.redraw())
         controls = QHBoxLayout()
-        for w in (self.kind_box, self.layer_box, self.head_box, self.agg_box):
+        for w in (self.kind_box, self.layer_box, self.head_box, self.agg_box, self.threshold, self.normalise,
+                  self.hide_special):
             controls.addWidget(w)
         controls.addStretch(1)
 
@@ -132,15 +148,22 @@ class HeadDetail(QWidget):
             self.matrix = None
             return
         how = self.agg_box.currentText()
-        self.matrix = aggregate(self.trace.weights(self.kind), self.layer, self.head, how)
-        self.image.setImage(self.matrix, autoLevels=False, levels=(0.0, 1.0))
+        raw = aggregate(self.trace.weights(self.kind), self.layer, self.head, how)  # (Tq, Tk)
+        q, k = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
+        hide = self.hide_special.isChecked()
+        self.q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
+        self.k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
+        self.matrix = raw[np.ix_(self.q_index, self.k_index)]  # the true weights of the cells shown
+        shown = display_weights(self.matrix, self.threshold.value(), self.normalise.isChecked())
+        self.image.setImage(shown, autoLevels=False, levels=(0.0, 1.0))
         self.head_box.setEnabled(how == "one head")
         self._label_axes()
         tq, tk = self.matrix.shape
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
 
     def _label_axes(self) -> None:
-        q, k = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
+        q_all, k_all = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
+        q, k = [q_all[i] for i in self.q_index], [k_all[i] for i in self.k_index]
         step_q = max(1, len(q) // MAX_LABELLED + (len(q) > MAX_LABELLED))
         step_k = max(1, len(k) // MAX_LABELLED + (len(k) > MAX_LABELLED))
         self.item.getAxis("left").setTicks([[(i + 0.5, short(t)) for i, t in enumerate(q) if i % step_q == 0]])
@@ -154,7 +177,8 @@ class HeadDetail(QWidget):
         tq, tk = self.matrix.shape
         if 0 <= qi < tq and 0 <= ki < tk:
             q, k = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
-            self.readout.setText(f"query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}: {self.matrix[qi, ki]:.4f}")
+            qo, ko = int(self.q_index[qi]), int(self.k_index[ki])
+            self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {self.matrix[qi, ki]:.4f}")
 
     def keyPressEvent(self, event) -> None:
         moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
