@@ -25,6 +25,8 @@ def register(sub) -> None:
     p.add_argument("--size", choices=["tiny", "small"], default="small")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--position", choices=["learned", "rope"], default="learned",
+                   help="gpt only: learned positions (GPT-2) or rotary (RoPE)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-pairs", type=int, default=20000, help="size of the synthetic training split")
     p.add_argument("--eval-limit", type=int, default=1000, help="test sentences scored at the end")
@@ -45,7 +47,8 @@ def run(args) -> int:
     device = pick_device(args.device or "auto")
     out = args.out or f"{args.family}.safetensors"
     config = TrainConfig(size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                         warmup=min(300, max(1, args.steps // 10)))
+                         warmup=min(300, max(1, args.steps // 10)),
+                         model_overrides={"position": args.position} if args.family == "gpt" else {})
     try:
         if args.family == "translator":
             splits = translation_splits(args.corpus, args.seed, args.train_pairs)

@@ -45,8 +45,10 @@ def test_train_gpt_on_a_text_file(tmp_path, capsys):
     corpus.write_text("\n".join(f"the dog number {i} sleeps in the garden ." for i in range(200)), encoding="utf-8")
     ckpt = tmp_path / "g.safetensors"
     code, out, _ = run(capsys, "train", "gpt", "--corpus", str(corpus), "--size", "tiny", "--steps", "15",
-                       "--out", str(ckpt), "--quiet")
+                       "--position", "rope", "--out", str(ckpt), "--quiet")
     assert code == 0 and json.loads(out)["metrics"]["val_loss"] > 0
+    from engine.checkpoint import load_checkpoint
+    assert load_checkpoint(ckpt).model.config.position == "rope"
     code, out, _ = run(capsys, "generate", str(ckpt), "the dog", "--max-new-tokens", "5")
     assert code == 0 and len(json.loads(out)["output_tokens"]) <= 5
 

@@ -63,3 +63,16 @@ def test_learned_positions_fill_the_learned_view(lab):
     np.testing.assert_allclose(lab.cos_image.image, P.cosine_matrix(table).numpy())
     lab.use_model.setChecked(True)
     np.testing.assert_allclose(lab.heat.image, table.double().numpy())
+
+
+def test_rope_curve_uses_a_rope_gpts_own_query_and_key(lab, qtbot):
+    from engine.loaded import LoadedModel
+    from engine.models import GPT, GPTConfig
+    toy = random_model("gpt")
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(toy.tokenizer.vocab_size, n_layer=2, n_head=4, n_embd=64, position="rope")).eval()
+    lab.state.text = "the big dog"
+    lab.state.set_model(LoadedModel("rope gpt", "gpt", model, toy.tokenizer))
+    qtbot.waitUntil(lambda: lab.rope_source.startswith("rope gpt"), timeout=10000)
+    assert "'the'" in lab.rope_source and lab.rope_spread < 1e-9
+    assert "Open a GPT or BERT" in lab.learned_label.text() and "rotary" in lab.learned_label.text()

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
 
 from engine import positional as P
 from gui.colormaps import colormap
+from gui.worker import Jobs
 
 N_CLOCKS = 8
 TRAIL = 24
@@ -42,10 +43,22 @@ def _image_plot(title: str, state) -> tuple[pg.PlotWidget, pg.ImageItem]:
     return w, img
 
 
+def _rope_vectors(loaded, text: str):
+    """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
+    from engine.neurons import query_keys
+    from engine.models.outputs import DECODER_SELF
+
+    qk = query_keys(loaded, text, DECODER_SELF, 0, 0)
+    return (torch.from_numpy(qk.queries[0]).double(), torch.from_numpy(qk.keys[0]).double(),
+            loaded.model.rotary.base, f"{loaded.name}: layer 0, head 0, token {qk.trace.target_tokens[0]!r}")
+
+
 class PositionalLab(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
+        self.jobs = Jobs(self)
+        self.rope_source = ""
 
         # ---- controls ----
         self.d_model = self._spin(QSpinBox(), 4, 1024, 64, "d_model ", 2)
@@ -280,16 +293,28 @@ class PositionalLab(QWidget):
         self.rope_k.setData([0, 0.8 * np.cos((pos - k) * w)], [0, 0.8 * np.sin((pos - k) * w)])
 
     def _fill_rope_curve(self) -> None:
+        """q_m . k_n over m - n: random q and k, or, for a GPT with RoPE, the real query and
+        key of layer 0, head 0 for the first token of the text (at position 0 RoPE has not
+        turned them yet), computed in the worker."""
+        loaded = self.state.loaded
+        if loaded is not None and P.position_table(loaded.model)[0] == "rope" and (self.state.text or "").strip():
+            self.jobs.start(_rope_vectors, loaded, self.state.text, on_returned=self._show_rope,
+                            on_error=lambda exc: self.rope_label.setText(f"RoPE vectors unavailable: {exc}"))
+            return
         d = self.d_model.value() - self.d_model.value() % 2
         g = torch.Generator().manual_seed(0)
         q, k = torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64)
+        self._show_rope((q, k, self.base.value(), f"random q, k; d = {d}"))
+
+    def _show_rope(self, result) -> None:
+        q, k, base, source = result
         n = min(self.n_positions.value(), 128)
-        scores = P.rope_scores(q, k, n, self.base.value()).numpy()
+        scores = P.rope_scores(q, k, n, base).numpy()
         m, nn = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
         self.rope_scatter.setData((m - nn).ravel(), scores.ravel())
-        spread = max(float(np.ptp(np.diagonal(scores, off))) for off in range(-n + 1, n))
-        self.rope_spread = spread
-        self.rope_label.setText(f"largest spread of q_m . k_n at one m - n: {spread:.1e} (random q, k; d = {d})")
+        self.rope_spread = max(float(np.ptp(np.diagonal(scores, off))) for off in range(-n + 1, n))
+        self.rope_source = source
+        self.rope_label.setText(f"largest spread of q_m . k_n at one m - n: {self.rope_spread:.1e} ({source})")
 
     def _fill_learned(self) -> None:
         loaded = self.state.loaded
@@ -319,4 +344,5 @@ class PositionalLab(QWidget):
 
     def closeEvent(self, event) -> None:
         self.timer.stop()
+        self.jobs.shutdown()
         super().closeEvent(event)
