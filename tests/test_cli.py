@@ -97,3 +97,21 @@ def test_export_trace_npz_holds_the_trace(tmp_path, capsys):
     back = load_npz(tmp_path / "trace.npz")
     expected = trace_text(open_model("random-gpt", "cpu"), "the big dog")
     np.testing.assert_allclose(back.weights("decoder self"), expected.weights("decoder self"), atol=1e-6)
+
+
+def test_first_ctrl_c_asks_the_trainer_to_stop_and_save(capsys):
+    import os
+    import signal
+
+    from cli.train import _ctrl_c_flag
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        stop = _ctrl_c_flag()
+        assert stop() is False
+        os.kill(os.getpid(), signal.SIGINT)   # the first Ctrl-C: no KeyboardInterrupt, a request
+        assert stop() is True
+        assert "stopping after this step" in capsys.readouterr().err
+        with pytest.raises(KeyboardInterrupt):  # the second one aborts
+            os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
