@@ -104,3 +104,17 @@ def test_head_detail_display_options(qtbot):
     assert "[EOS]" in src and "[BOS]" in tgt
     assert view.image.image.shape == (len(tgt) - 1, len(src) - 1)
     np.testing.assert_array_equal(view.matrix, head[1:, :-1])   # readout keeps the true weights
+
+
+def test_grid_threshold_hides_weak_cells_but_hover_reads_true_weights(state, qtbot):
+    from gui.views.head_grid import HeadGrid
+    grid = HeadGrid(state)
+    qtbot.addWidget(grid)
+    grid.threshold.setValue(0.3)
+    head = state.trace.head(grid.kind, 1, 2)
+    y, x = grid.layout_.tile_origin(1, 2)
+    tq, tk = head.shape
+    drawn = grid.mosaic[y:y + tq, x:x + tk]
+    assert ((drawn == 1) == (head < 0.3)).all()   # code 1 is weight 0
+    grid._on_hover(grid.scene_pos_of(1, 2, 0, 0))
+    assert f"{head[0, 0]:.4f}" in grid.last_tooltip

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.trace import AttentionTrace
 from gui.views.kinds import fill_kind_box
@@ -32,11 +32,18 @@ class HeadGrid(QWidget):
         self.kind_box.currentTextChanged.connect(self._on_kind)
         self.readout = QLabel("Hover a cell to read it; click to open that head.")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.threshold = QDoubleSpinBox()
+        self.threshold.setRange(0.0, 1.0)
+        self.threshold.setSingleStep(0.02)
+        self.threshold.setPrefix("hide below ")
+        self.threshold.setToolTip("Draw weaker cells as 0 (hover still reads the true weight)")
+        self.threshold.valueChanged.connect(lambda _: self.redraw())
         top = QHBoxLayout()
         self.kind_label = QLabel("Attention:")
         top.addWidget(self.kind_label)
         top.addWidget(self.kind_box)
         top.addWidget(self.readout, 1)
+        top.addWidget(self.threshold)
 
         self.plot = pg.GraphicsLayoutWidget()
         self.view = self.plot.addViewBox(lockAspect=False, invertY=True, enableMouse=False)
@@ -83,7 +90,10 @@ class HeadGrid(QWidget):
             self.image.clear()
             self.layout_ = self.mosaic = None
             return
-        self.mosaic, layout = tile(display_codes(self.trace.weights(self.kind)), fill=GAP_CODE)
+        weights = self.trace.weights(self.kind)  # (L, H, Tq, Tk)
+        if self.threshold.value() > 0:
+            weights = np.where(weights < self.threshold.value(), 0.0, weights)
+        self.mosaic, layout = tile(display_codes(weights), fill=GAP_CODE)
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         if layout != self.layout_:
             self.layout_ = layout
