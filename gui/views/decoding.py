@@ -17,8 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderVi
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.decoding import DecodeSession, DecodeSettings, DecodeStep
-from gui.colormaps import colormap
-from gui.views.token_axis import VerticalTokenAxis
+from gui.views.token_matrix import TokenMatrix
 from gui.worker import Jobs
 
 
@@ -30,36 +29,6 @@ def _start_session(loaded, text: str, settings: DecodeSettings):
 def _advance(steps):
     """One more step, or None when the session has ended."""
     return next(steps, None)
-
-
-class _Matrix(pg.PlotWidget):
-    """An image with token ticks on both axes (rows: steps or heads; columns: keys)."""
-
-    def __init__(self, title: str, state):
-        self.key_axis = VerticalTokenAxis("top")
-        super().__init__(axisItems={"top": self.key_axis})
-        self.item = self.getPlotItem()
-        self.item.setTitle(title, size="9pt")
-        self.item.invertY(True)
-        self.item.setMouseEnabled(False, False)
-        self.item.hideButtons()
-        self.item.setMenuEnabled(False)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setLevels((0, 1))
-        self.image.setColorMap(colormap(state.colormap))
-        self.item.addItem(self.image)
-        self.item.showAxis("top")
-        self.item.hideAxis("bottom")
-        state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
-
-    def set_colormap(self, name: str) -> None:
-        self.image.setColorMap(colormap(name))
-
-    def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str]) -> None:
-        self.image.setImage(matrix, autoLevels=False, levels=(0, 1))
-        self.key_axis.set_tokens(cols)
-        self.item.getAxis("left").setTicks([[(i + 0.5, r) for i, r in enumerate(rows)]])
-        self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
 
 
 class DecodingPanel(QWidget):
@@ -124,8 +93,8 @@ class DecodingPanel(QWidget):
         self.bars.getPlotItem().hideButtons()
         self.bar_item = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.bars.addItem(self.bar_item)
-        self.alignment = _Matrix("alignment: one row per output token", state)
-        self.heads = _Matrix("this token's rows, every head", state)
+        self.alignment = TokenMatrix(state, "alignment: one row per output token")
+        self.heads = TokenMatrix(state, "this token's rows, every head")
         self.layer_box = QComboBox()
         self.layer_box.currentIndexChanged.connect(lambda _: self.redraw())
         self.beams = QTreeWidget()

@@ -254,30 +254,24 @@ class PositionalLab(QWidget):
                 plot.setTitle(f"i = {i}: w = {w[i]:.3g} rad/pos, turn every {2 * np.pi / w[i]:.3g}", size="8pt")
                 self.clocks.append((plot, point, trail, i))
 
-    def clock_points(self, pos: int) -> np.ndarray:
-        """(n_clocks, 2): (sin(pos w_i), cos(pos w_i)) for each drawn depth i, from the engine."""
-        d = self.d_model.value()
-        row = P.sinusoidal_encoding(pos + 1, d, self.base.value(), dtype=torch.float64)[pos].numpy()
-        return np.array([[row[2 * i], row[2 * i + 1]] for _, _, _, i in self.clocks])
-
     # ---- everything that follows the position slider --------------------------------------------
     def redraw_position(self) -> None:
         pos, k, i = self.position.value(), self.k.value(), self.depth.value()
         d, base = self.d_model.value(), self.base.value()
         self.position_label.setText(f"pos {pos}")
-        # clocks with trails
-        points = self.clock_points(pos)
-        start = max(0, pos - TRAIL)
-        trail_rows = P.sinusoidal_encoding(pos + 1, d, base, dtype=torch.float64)[start:pos].numpy()
-        for (plot, point, trail, depth), (x, y) in zip(self.clocks, points):
-            point.setData([x], [y])
+        # One table up to pos + k serves the clocks, their trails and the offsets.
+        pe = P.sinusoidal_encoding(pos + k + 1, d, base, dtype=torch.float64)  # (pos + k + 1, d)
+        # clocks: the point (sin(pos w_i), cos(pos w_i)) of each drawn depth, with a trail
+        trail_rows = pe[max(0, pos - TRAIL):pos].numpy()
+        row = pe[pos].numpy()
+        for plot, point, trail, depth in self.clocks:
+            point.setData([row[2 * depth]], [row[2 * depth + 1]])
             trail.setData(trail_rows[:, 2 * depth], trail_rows[:, 2 * depth + 1])
         # offsets: R_i(k) and the overlay for every depth
         r = P.rotation_matrix(k, i, d, base).numpy()
         self.matrix_label.setText(
             f"R<sub>{i}</sub>({k}) = [[{r[0, 0]:+.4f}, {r[0, 1]:+.4f}], [{r[1, 0]:+.4f}, {r[1, 1]:+.4f}]]"
             f" &nbsp; (a turn by k w<sub>i</sub> = {k * P.angular_frequencies(d, base)[i].item():.4f} rad, the same at every pos)")
-        pe = P.sinusoidal_encoding(pos + k + 1, d, base, dtype=torch.float64)
         rotated = P.shift_encoding(pe[pos], k, base).numpy()[: 2 * (d // 2)]
         target = pe[pos + k].numpy()[: 2 * (d // 2)]
         self.offset_target.setData(np.arange(len(target)), target)

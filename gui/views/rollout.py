@@ -2,13 +2,11 @@
 Zuidema's attention rollout, residual included), or a layer's mean / max over heads."""
 from __future__ import annotations
 
-import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from engine.analysis import layer_aggregate, rollout
 from gui.views.kinds import fill_kind_box
-from gui.colormaps import colormap
-from gui.views.token_axis import VerticalTokenAxis
+from gui.views.token_matrix import TokenMatrix
 
 MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
 
@@ -30,17 +28,8 @@ class RolloutView(QWidget):
         for w in (self.kind_box, self.mode, self.layer):
             top.addWidget(w)
         top.addStretch(1)
-        self.axis = VerticalTokenAxis("top")
-        self.plot = pg.PlotWidget(axisItems={"top": self.axis})
-        item = self.plot.getPlotItem()
-        item.invertY(True)
-        item.showAxis("top")
-        item.hideAxis("bottom")
-        item.hideButtons()
-        item.setMouseEnabled(False, False)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setColorMap(colormap(state.colormap))
-        item.addItem(self.image)
+        self.plot = TokenMatrix(state)
+        self.image = self.plot.image
         self.note = QLabel(" ")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -48,12 +37,8 @@ class RolloutView(QWidget):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.note)
         state.trace_changed.connect(self.set_trace)
-        state.colormap_changed.connect(self._on_colormap)
         if state.trace is not None:
             self.set_trace(state.trace)
-
-    def _on_colormap(self, name: str) -> None:
-        self.image.setColorMap(colormap(name))
 
     def set_trace(self, trace) -> None:
         kinds = trace.kinds if trace else []
@@ -81,8 +66,5 @@ class RolloutView(QWidget):
         else:
             self.matrix = layer_aggregate(w, "mean" if mode.startswith("mean") else "max")[layer]
             self.note.setText(" ")
-        self.image.setImage(self.matrix, autoLevels=False, levels=(0, float(max(self.matrix.max(), 1e-9))))
-        self.axis.set_tokens(trace.key_tokens(kind))
-        item = self.plot.getPlotItem()
-        item.getAxis("left").setTicks([[(i + 0.5, t) for i, t in enumerate(trace.query_tokens(kind))]])
-        item.setRange(xRange=(0, self.matrix.shape[1]), yRange=(0, self.matrix.shape[0]), padding=0)
+        self.plot.show_matrix(self.matrix, trace.query_tokens(kind), trace.key_tokens(kind),
+                              top=float(max(self.matrix.max(), 1e-9)))

@@ -1,0 +1,38 @@
+"""A heatmap with tokens on both axes: rows (queries, output steps or heads) on the left,
+keys written vertically on top. It follows the window's colormap."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from gui.colormaps import colormap
+from gui.views.token_axis import VerticalTokenAxis
+
+
+class TokenMatrix(pg.PlotWidget):
+    def __init__(self, state, title: str = ""):
+        self.key_axis = VerticalTokenAxis("top")
+        super().__init__(axisItems={"top": self.key_axis})
+        self.item = self.getPlotItem()
+        if title:
+            self.item.setTitle(title, size="9pt")
+        self.item.invertY(True)
+        self.item.setMouseEnabled(False, False)
+        self.item.hideButtons()
+        self.item.setMenuEnabled(False)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setColorMap(colormap(state.colormap))
+        self.item.addItem(self.image)
+        self.item.showAxis("top")
+        self.item.hideAxis("bottom")
+        state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
+
+    def set_colormap(self, name: str) -> None:
+        self.image.setColorMap(colormap(name))
+
+    def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0) -> None:
+        """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes."""
+        self.image.setImage(matrix, autoLevels=False, levels=(0, top))
+        self.key_axis.set_tokens(cols)
+        self.item.getAxis("left").setTicks([[(i + 0.5, r) for i, r in enumerate(rows)]])
+        self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
