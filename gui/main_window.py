@@ -24,7 +24,7 @@ from gui.settings import app_settings, push_recent, recent_files
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.views.registry import VIEWS
-from gui.worker import Jobs, shutdown_all
+from gui.worker import Jobs, error_message, job_failures, shutdown_all
 
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
 LIVE_DELAY_MS = 350
@@ -63,8 +63,9 @@ class MainWindow(QMainWindow):
         self.state.colormap = str(self.settings.value("colormap", "viridis"))
         if self.state.colormap not in COLORMAPS:
             self.state.colormap = "viridis"
-        self.model_jobs = Jobs(self)      # loads a model
-        self.run_jobs = Jobs(self)        # runs the current model on the text
+        self.model_jobs = Jobs(self, "Could not open the model")
+        self.run_jobs = Jobs(self, "The model could not run")
+        job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
         self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
@@ -258,8 +259,7 @@ class MainWindow(QMainWindow):
         """Load a model in the worker; on failure keep the current one and say why."""
         self.statusBar().showMessage(f"Loading {Path(source).name}…")
         self.model_jobs.start(catalog.open_model, source, self.state.device,
-                              on_returned=lambda loaded: self._model_loaded(source, loaded),
-                              on_error=lambda exc: self.show_error("Could not open the model", exc))
+                              on_returned=lambda loaded: self._model_loaded(source, loaded))
 
     def _model_loaded(self, source: str, loaded: LoadedModel) -> None:
         if Path(source).exists():
@@ -296,9 +296,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("device", name)
         loaded = self.state.loaded
         if loaded is not None:
-            self.model_jobs.start(_move_model, loaded, name,
-                                  on_returned=self.state.set_model,
-                                  on_error=lambda exc: self.show_error("Could not change the device", exc))
+            self.model_jobs.start(_move_model, loaded, name, on_returned=self.state.set_model)
 
     # ---- running -------------------------------------------------------------------------
     def _on_edit(self, _text: str) -> None:
@@ -317,8 +315,7 @@ class MainWindow(QMainWindow):
             return
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
                             loaded.family == "hf-bert" and self.merge_box.isChecked(),
-                            on_returned=self._trace_done,
-                            on_error=lambda exc: self.show_error("The model could not run", exc))
+                            on_returned=self._trace_done)
 
     def _trace_done(self, result) -> None:
         trace, seconds = result
@@ -337,7 +334,7 @@ class MainWindow(QMainWindow):
     # ---- errors --------------------------------------------------------------------------
     def show_error(self, title: str, exc: BaseException | str) -> None:
         """A non-blocking dialog with the loader's or the engine's own message."""
-        message = str(exc) or type(exc).__name__
+        message = exc if isinstance(exc, str) else error_message(exc)
         self.last_error = message
         self.statusBar().showMessage(message, 8000)
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)

@@ -1,66 +1,153 @@
-"""Jobs: run engine work off the GUI thread, one job at a time, through superqt workers.
+"""Jobs: run engine work off the GUI thread, one job at a time per Jobs, newest wins.
 
 The engine yields plain data (traces, progress records); callbacks receive it on the GUI
-thread. Starting a new job cancels the old one, and whatever the old one still delivers is
-dropped, so a slow forward pass can never overwrite a newer one. Generators stop between
-yields when cancelled; a plain function runs to its end but its result is discarded.
+thread. Why our own QRunnable and not a library worker: every error must reach the window
+(superqt's generator worker swallows RuntimeError as "worker deleted", which left the
+training panel stuck), a superseded request must never run, and a job must be stoppable
+inside a step, not only between yields.
+
+- ``start`` supersedes: the running job is cancelled (its late results are dropped) and the
+  new one waits until the old one's thread lets go, so one Jobs never runs two jobs at once
+  (a decoding session is a generator that one thread at a time may advance). Requests made
+  while waiting replace each other: of ten quick Runs, only the newest runs.
+- ``stop`` asks the running job to end early but keeps its result (training's Stop).
+- A job function with a ``stop`` parameter gets ``stop=<callable>``, true once the job is
+  stopped or cancelled, so a long step can end within itself.
+- Every error goes to ``on_error`` (to put the view back in order) and to ``job_failures``,
+  whose ``failed(title, message)`` signal the main window shows as a dialog.
 """
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
+import traceback
 import weakref
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QThreadPool, Qt, Signal, Slot
-from superqt.utils import create_worker
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal, Slot
 import shiboken6
 
 _LIVE: "weakref.WeakSet[Jobs]" = weakref.WeakSet()
 
 
+class _JobFailures(QObject):
+    """One place where every job's error is announced (the window shows them as dialogs)."""
+    failed = Signal(str, str)      # title, message
+
+
+_FAILURES: _JobFailures | None = None
+
+
+def job_failures() -> _JobFailures:
+    global _FAILURES
+    if _FAILURES is None or not shiboken6.isValid(_FAILURES):
+        _FAILURES = _JobFailures()
+    return _FAILURES
+
+
+def error_message(exc: BaseException) -> str:
+    """The user's sentence: our own errors speak for themselves (ValueError and kin carry
+    a worded message); anything else also names its type, since its text may be terse."""
+    text = str(exc).strip()
+    if isinstance(exc, (ValueError, OSError, MemoryError)) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class _Relay(QObject):
-    """Lives on the GUI thread; worker signals reach it queued, tagged with their job."""
+    """Lives on the GUI thread: the task emits from its thread, the relay's slots run
+    queued on the GUI thread and hand each value to Jobs, tagged with the job's ticket."""
+    yielded = Signal(object)
+    returned = Signal(object)
+    errored = Signal(object)
+    finished = Signal()
 
-    def __init__(self, jobs: "Jobs", ticket: int, callbacks: dict[str, Callable | None]):
+    def __init__(self, jobs: "Jobs", ticket: int, callbacks: dict):
         super().__init__(jobs)
-        self._jobs, self._ticket, self._cb = jobs, ticket, callbacks
-
-    def _current(self) -> bool:
-        return self._jobs._ticket == self._ticket
-
-    @Slot(object)
-    def yielded(self, value: Any) -> None:
-        if self._current() and self._cb["on_yielded"]:
-            self._cb["on_yielded"](value)
+        self.jobs, self.ticket, self.callbacks = jobs, ticket, callbacks
+        self.task: _Task | None = None
+        self.yielded.connect(self._on_yielded)
+        self.returned.connect(self._on_returned)
+        self.errored.connect(self._on_errored)
+        self.finished.connect(self._on_finished)
 
     @Slot(object)
-    def returned(self, value: Any) -> None:
-        if self._current() and self._cb["on_returned"]:
-            self._cb["on_returned"](value)
+    def _on_yielded(self, value) -> None:
+        self.jobs._deliver(self.ticket, self.callbacks["on_yielded"], value)
 
     @Slot(object)
-    def errored(self, exc: BaseException) -> None:
-        if self._current() and self._cb["on_error"]:
-            self._cb["on_error"](exc)
+    def _on_returned(self, value) -> None:
+        self.jobs._deliver(self.ticket, self.callbacks["on_returned"], value)
+
+    @Slot(object)
+    def _on_errored(self, exc) -> None:
+        self.jobs._failed(self.ticket, self.callbacks["on_error"], exc)
 
     @Slot()
-    def finished(self) -> None:
-        if self._current():
-            self._jobs._set_busy(False)
-            if self._cb["on_finished"]:
-                self._cb["on_finished"]()
-        self.deleteLater()
+    def _on_finished(self) -> None:
+        self.jobs._task_finished(self.task, self.ticket, self.callbacks["on_finished"])
+
+
+class _Task(QRunnable):
+    def __init__(self, func: Callable, args: tuple, kwargs: dict, relay: _Relay):
+        super().__init__()
+        self.setAutoDelete(False)          # Python keeps it alive until Jobs lets go
+        self.func, self.args, self.kwargs, self.relay = func, args, kwargs, relay
+        self.stop_event = threading.Event()     # stop or cancel: the job may end early
+        self.cancel_event = threading.Event()   # cancel: nothing more is delivered
+        self.done = threading.Event()           # the thread has let go
+        if "stop" in _parameters(func) and "stop" not in kwargs:
+            kwargs["stop"] = self.stop_event.is_set
+
+    def run(self) -> None:
+        relay = self.relay
+        try:
+            if inspect.isgeneratorfunction(self.func):
+                result = self._drive(self.func(*self.args, **self.kwargs))
+            else:
+                result = self.func(*self.args, **self.kwargs)
+            if not self.cancel_event.is_set():
+                relay.returned.emit(result)
+        except Exception as exc:  # every error is delivered, whatever its type
+            if not self.cancel_event.is_set():
+                if not isinstance(exc, ValueError):
+                    traceback.print_exc(file=sys.stderr)
+                relay.errored.emit(exc)
+        finally:
+            relay.finished.emit()
+            self.done.set()
+
+    def _drive(self, gen) -> Any:
+        """Run a generator to its end, delivering each value; cancelled: close it."""
+        while True:
+            if self.cancel_event.is_set():
+                gen.close()
+                return None
+            try:
+                value = next(gen)
+            except StopIteration as end:
+                return end.value
+            if not self.cancel_event.is_set():
+                self.relay.yielded.emit(value)
+
+
+def _parameters(func: Callable) -> set[str]:
+    try:
+        return set(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 class Jobs(QObject):
     busy_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None):
+    def __init__(self, parent: QObject | None = None, title: str = "The work could not finish"):
         super().__init__(parent)
+        self.title = title                 # the error dialog's title
         self._ticket = 0
-        self._worker = None
-        self._done: threading.Event | None = None
+        self._task: _Task | None = None    # the job whose thread runs (or is about to)
+        self._pending: tuple | None = None # the newest request, waiting for that thread
         self._busy = False
         _LIVE.add(self)
 
@@ -75,38 +162,77 @@ class Jobs(QObject):
 
     def start(self, func: Callable, *args, on_yielded=None, on_returned=None, on_error=None,
               on_finished=None, **kwargs) -> None:
-        """Run ``func(*args, **kwargs)`` in the thread pool; cancel whatever ran before."""
-        self.cancel()
+        """Run ``func(*args, **kwargs)`` in the thread pool once the previous job has let go;
+        the previous job is cancelled, and an older request still waiting is dropped."""
+        self._cancel_running()
         self._ticket += 1
-        relay = _Relay(self, self._ticket, dict(on_yielded=on_yielded, on_returned=on_returned,
-                                                 on_error=on_error, on_finished=on_finished))
-        worker = create_worker(func, *args, _start_thread=False, _ignore_errors=True, **kwargs)
-        done = threading.Event()
-        # Set from the worker thread itself, so shutdown() can wait without an event loop.
-        worker._finished.connect(lambda *_: done.set(), Qt.ConnectionType.DirectConnection)
-        if inspect.isgeneratorfunction(func):
-            worker.yielded.connect(relay.yielded)
-        worker.returned.connect(relay.returned)
-        worker.errored.connect(relay.errored)
-        worker.finished.connect(relay.finished)
-        self._worker, self._done = worker, done
+        self._pending = (self._ticket, func, args, kwargs,
+                         dict(on_yielded=on_yielded, on_returned=on_returned, on_error=on_error,
+                              on_finished=on_finished))
         self._set_busy(True)
-        worker.start()
+        if self._task is None:
+            self._launch()
+
+    def _launch(self) -> None:
+        ticket, func, args, kwargs, callbacks = self._pending
+        self._pending = None
+        relay = _Relay(self, ticket, callbacks)
+        task = relay.task = _Task(func, args, kwargs, relay)
+        self._task = task
+        QThreadPool.globalInstance().start(task)
+
+    def _deliver(self, ticket: int, callback, value) -> None:
+        if ticket == self._ticket and callback is not None:
+            callback(value)
+
+    def _failed(self, ticket: int, callback, exc: BaseException) -> None:
+        if ticket != self._ticket:
+            return
+        if callback is not None:
+            callback(exc)
+        job_failures().failed.emit(self.title, error_message(exc))
+
+    def _task_finished(self, task: _Task, ticket: int, on_finished) -> None:
+        if task is not self._task:
+            return
+        self._task = None
+        task.relay.deleteLater()
+        if self._pending is not None:
+            self._launch()
+            return
+        if ticket == self._ticket:
+            self._set_busy(False)
+            if on_finished is not None:
+                on_finished()
+
+    def _cancel_running(self) -> None:
+        task = self._task
+        if task is None:
+            return
+        task.cancel_event.set()
+        task.stop_event.set()
+        if QThreadPool.globalInstance().tryTake(task):   # never started: it never will
+            self._task = None
+            task.relay.deleteLater()
+            task.done.set()
+
+    def stop(self) -> None:
+        """Ask the running job to end early; what it returns is still delivered."""
+        if self._task is not None:
+            self._task.stop_event.set()
 
     def cancel(self) -> None:
-        """Ask the running job to stop; its late results are ignored."""
-        if self._worker is not None:
-            self._worker.quit()
-            self._ticket += 1
-            self._worker = None
-            self._set_busy(False)
+        """Cancel the running job and drop a waiting one; nothing more is delivered."""
+        self._cancel_running()
+        self._pending = None
+        self._ticket += 1
+        self._set_busy(False)
 
     def shutdown(self, timeout_s: float = 10.0) -> bool:
         """Cancel and wait for the thread to let go. True when nothing of ours still runs."""
-        done = self._done
-        started = self._worker is not None and self._worker.is_running
+        task = self._task
         self.cancel()
-        stopped = done.wait(timeout_s) if done is not None and started else True
+        stopped = task.done.wait(timeout_s) if task is not None else True
         # Drop results still queued for us: delivered during interpreter teardown they crash.
         for relay in self.findChildren(_Relay):
             QCoreApplication.removePostedEvents(relay)
@@ -115,6 +241,8 @@ class Jobs(QObject):
 
 def shutdown_all(timeout_s: float = 10.0) -> bool:
     """Stop every Jobs instance and wait for the thread pool (the window calls this on close)."""
-    # A Jobs whose widget is gone may still have a Python wrapper: skip its deleted C++ side.
-    ok = all([jobs.shutdown(timeout_s) for jobs in list(_LIVE) if shiboken6.isValid(jobs)])
+    live = [jobs for jobs in list(_LIVE) if shiboken6.isValid(jobs)]
+    for jobs in live:          # ask every job to stop first, so they end in parallel
+        jobs.cancel()
+    ok = all([jobs.shutdown(timeout_s) for jobs in live])
     return QThreadPool.globalInstance().waitForDone(int(timeout_s * 1000)) and ok

@@ -17,6 +17,8 @@ from gui.colormaps import colormap
 from gui.views.head_stats import NumberItem
 from gui.worker import Jobs
 
+TITLE = 'Could not compare'     # the title of this view's error dialogs
+
 SAME_WEIGHTS = "same weights in attnscope's encoder"
 
 
@@ -43,7 +45,7 @@ class CompareView(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(self, TITLE)
         self.b_source = SAME_WEIGHTS
         self.result = None            # (model B, trace A, trace B, {kind: comparison})
 

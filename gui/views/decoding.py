@@ -20,6 +20,8 @@ from engine.decoding import DecodeSession, DecodeSettings, DecodeStep
 from gui.views.token_matrix import TokenMatrix
 from gui.worker import Jobs
 
+TITLE = 'Decoding failed'     # the title of this view's error dialogs
+
 
 def _start_session(loaded, text: str, settings: DecodeSettings):
     session = DecodeSession(loaded, text, settings)
@@ -35,7 +37,7 @@ class DecodingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(self, TITLE)
         self.history: list[DecodeStep] = []
         self.index = -1               # the step on screen
         self.session: DecodeSession | None = None

@@ -15,6 +15,8 @@ from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap
 from gui.worker import Jobs
 
+TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
+
 PANES = ("query q", "keys k", "q * k", "q . k / sqrt(d)", "softmax")
 
 
@@ -22,7 +24,7 @@ class NeuronView(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(self, TITLE)
         self.data: QueryKeys | None = None
         self.row: dict | None = None
         self.kind_box = QComboBox()

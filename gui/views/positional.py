@@ -17,6 +17,8 @@ from engine import positional as P
 from gui.colormaps import colormap
 from gui.worker import Jobs
 
+TITLE = 'The positions lab could not run'     # the title of this view's error dialogs
+
 N_CLOCKS = 8
 TRAIL = 24
 
@@ -57,7 +59,7 @@ class PositionalLab(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(self, TITLE)
         self.rope_source = ""
 
         # ---- controls ----

@@ -8,27 +8,29 @@ time-lapse that the slider scrubs; Save writes the checkpoint and the time-lapse
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QMessageBox, QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
+                               QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
                                QWidget)
 
 from engine.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
 from engine.training import TrainConfig, TrainProgress
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
-from gui.worker import Jobs
+from gui.worker import Jobs, error_message, job_failures
 
 DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "the dog plays with the child because"}
 
 
-def training_run(family: str, corpus: str | None, config: TrainConfig, device: str, stop, max_rate: float = 4.0):
+def training_run(family: str, corpus: str | None, config: TrainConfig, device: str, stop=lambda: False,
+                 max_rate: float = 4.0):
     """Corpus -> trainer, yielding TrainProgress at most ``max_rate`` times a second (and
-    every record with a validation loss, a probe, or the end); returns the LoadedModel."""
+    every record with a validation loss, a probe, a stop or the end); returns the
+    LoadedModel, or None when stopped before the first step. ``stop`` comes from Jobs:
+    true after Stop or when the window closes, read before and between steps."""
     from engine.corpora.sources import text_splits, translation_splits
     from engine.device import pick_device
     from engine.training import train_gpt, train_translator
@@ -36,9 +38,13 @@ def training_run(family: str, corpus: str | None, config: TrainConfig, device: s
     dev = pick_device(device)
     if family == "translator":
         splits = translation_splits(corpus, config.seed, n_train=4000 if config.size == "tiny" else 20000)
+        if stop():
+            return None
         gen = train_translator(splits["train"], splits["valid"], config, dev, stop=stop)
     else:
         lines_train, lines_valid = text_splits(corpus, config.seed)
+        if stop():
+            return None
         gen = train_gpt(lines_train, lines_valid, config, dev, stop=stop)
     last = 0.0
     while True:
@@ -47,7 +53,8 @@ def training_run(family: str, corpus: str | None, config: TrainConfig, device: s
         except StopIteration as done:
             return done.value
         now = time.perf_counter()
-        if record.done or record.val_loss is not None or record.probe is not None or now - last >= 1.0 / max_rate:
+        if (record.done or record.stopped or record.val_loss is not None or record.probe is not None
+                or now - last >= 1.0 / max_rate):
             last = now
             yield record
 
@@ -56,9 +63,9 @@ class TrainingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self)
-        self._stop = threading.Event()
+        self.jobs = Jobs(self, "Training failed")
         self.trained = None                     # the LoadedModel of the last run
+        self.unsaved = False                    # trained and not saved since
         self.steps: list[int] = []
         self.losses: list[float] = []
         self.val_steps: list[int] = []
@@ -169,7 +176,6 @@ class TrainingPanel(QWidget):
     def start(self) -> None:
         if self.jobs.busy:
             return
-        self._stop.clear()
         self.trained = None
         self.steps, self.losses, self.val_steps, self.val_losses, self.probes = [], [], [], [], []
         self.train_curve.setData([], [])
@@ -182,16 +188,20 @@ class TrainingPanel(QWidget):
         self._started = time.perf_counter()
         corpus = self.corpus.text().strip() or None
         self.jobs.start(training_run, self.family.currentText(), corpus, config, self.state.device or "auto",
-                        self._stop.is_set, on_yielded=self._progress, on_returned=self._finished,
+                        on_yielded=self._progress, on_returned=self._finished,
                         on_error=self._failed, on_finished=self._update_buttons)
         self._update_buttons()
 
     def stop(self) -> None:
         """End the run after the current step; the model trained so far is kept."""
-        self._stop.set()
-        self.status.setText("Stopping after this step…")
+        if self.jobs.busy:
+            self.jobs.stop()
+            self.status.setText("Stopping after this step…")
 
     def _progress(self, p: TrainProgress) -> None:
+        if p.stopped and not p.done:
+            self.status.setText(f"Stopped at step {p.step} of {p.total_steps}: measuring the validation loss…")
+            return
         if not p.done:
             self.steps.append(p.step)
             self.losses.append(p.loss)
@@ -215,18 +225,26 @@ class TrainingPanel(QWidget):
 
     def _finished(self, loaded) -> None:
         self.trained = loaded
+        if loaded is None:
+            self.status.setText("Stopped before the first step: no model was trained.")
+            self._update_buttons()
+            return
+        self.unsaved = True
         training = loaded.meta.get("training", {})
         took = time.perf_counter() - self._started
-        self.status.setText(f"Done: {training.get('steps')} steps in {took:.0f} s, validation loss "
-                            f"{training.get('val_loss') or float('nan'):.3f}. Save it, or show it in the window.")
+        steps, total = training.get("steps"), self.progress.maximum()
+        head = (f"Done: {steps} steps" if steps == total else
+                f"Stopped at step {steps} of {total} ({100 * steps / max(1, total):.0f} %)")
+        val = training.get("val_loss")
+        self.status.setText(f"{head} in {took:.0f} s, validation loss "
+                            f"{float('nan') if val is None else val:.3f}. Save it, or show it in the window.")
         self._update_buttons()
 
     def _failed(self, exc: BaseException) -> None:
-        self.status.setText(f"Training failed: {exc}")
-        box = QMessageBox(QMessageBox.Icon.Warning, "Training failed", str(exc), QMessageBox.StandardButton.Ok, self)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
-        self.error_box = box
+        """The run ended with an error (the window shows it as a dialog): say so here too,
+        and give the controls back."""
+        self.status.setText(f"Training failed: {error_message(exc)}")
+        self._update_buttons()
 
     def _update_buttons(self) -> None:
         busy = self.jobs.busy
@@ -249,6 +267,7 @@ class TrainingPanel(QWidget):
         save_checkpoint(self.trained, path)
         if self.probes:
             save_timelapse(timelapse_path(path), self.probes)
+        self.unsaved = False
 
     def save_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save Checkpoint", f"{self.family.currentText()}.safetensors",
@@ -258,7 +277,7 @@ class TrainingPanel(QWidget):
                 self.save(path if path.endswith(".safetensors") else path + ".safetensors")
                 self.status.setText(f"Saved {path} (and its time-lapse).")
             except Exception as exc:
-                self._failed(exc)
+                self._show_error("Could not save the checkpoint", exc)
 
     def load_timelapse(self, path: str) -> None:
         self.probes = load_timelapse(path)
@@ -271,8 +290,12 @@ class TrainingPanel(QWidget):
         if path:
             try:
                 self.load_timelapse(path)
-            except ValueError as exc:
-                self._failed(exc)
+            except Exception as exc:
+                self._show_error("Could not open the time-lapse", exc)
+
+    def _show_error(self, title: str, exc: BaseException) -> None:
+        self.status.setText(f"{title}: {error_message(exc)}")
+        job_failures().failed.emit(title, error_message(exc))
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Corpus", "", "Pairs or text (*.tsv *.txt);;All files (*)")
@@ -280,6 +303,5 @@ class TrainingPanel(QWidget):
             self.corpus.setText(path)
 
     def closeEvent(self, event) -> None:
-        self._stop.set()
         self.jobs.shutdown()
         super().closeEvent(event)
