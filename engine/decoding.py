@@ -150,12 +150,16 @@ class DecodeSession:
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
 
+    @torch.no_grad()
     def steps(self) -> Generator[DecodeStep, None, None]:
-        with torch.no_grad():
-            if self.settings.strategy == "beam":
-                yield from self._beam()
-            else:
-                yield from self._single()
+        """One DecodeStep per ``next()``. Gradients are off while the body runs and the
+        caller's mode is back at each yield: torch's decorator (unlike a ``with`` block
+        around the yields) sets the mode per resumption, so a worker thread that advanced
+        a step can train next without inheriting ``no_grad``."""
+        if self.settings.strategy == "beam":
+            yield from self._beam()
+        else:
+            yield from self._single()
 
     # ---- greedy and sampling ------------------------------------------------------------
     def _single(self):

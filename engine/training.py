@@ -70,6 +70,7 @@ class TrainProgress:
     val_loss: float | None = None
     probe: AttentionTrace | None = None
     done: bool = False
+    stopped: bool = False         # stop() was asked before the last step: ``step`` < ``total_steps``
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -91,9 +92,12 @@ def run_training(gen: Generator, on_progress: Callable[[TrainProgress], None] | 
             on_progress(progress)
 
 
-def _pad(rows: list[list[int]], pad_id: int, device) -> torch.Tensor:
+def _pad(rows: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of ids -> (ids (B, T) padded with ``pad_id``, keep (B, T): true for real tokens)."""
     width = max(len(r) for r in rows)
-    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], device=device)
+    ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], device=device)
+    keep = torch.arange(width, device=device)[None, :] < torch.tensor([len(r) for r in rows], device=device)[:, None]
+    return ids, keep
 
 
 def _optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -105,16 +109,24 @@ def _optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optim
                               {"params": no_decay, "weight_decay": 0.0}], lr=config.lr, betas=(0.9, 0.98))
 
 
+@torch.enable_grad()
 def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, stop) -> Generator:
-    """The shared step loop: schedule, clip, report, evaluate, probe, stop."""
+    """The shared step loop: schedule, clip, report, evaluate, probe, stop.
+
+    Gradients are on for the body whatever the calling thread's mode (a worker thread may
+    have run inference before); the decorator sets it per resumption, never across a yield.
+    On stop it first yields a ``stopping`` record, so a cancelled run (the window closing)
+    can end there without the final evaluation."""
     model = loaded.model
     opt = _optimizer(model, config)
     start, tokens_since, since = time.perf_counter(), 0, time.perf_counter()
-    loss_value, step = float("nan"), 0
+    loss_value, step, stopped = float("nan"), 0, False
     model.train()
     for step in range(1, config.steps + 1):
         if stop():
-            step -= 1
+            step, stopped = step - 1, True
+            yield TrainProgress(step, config.steps, loss_value, learning_rate(max(step - 1, 0), config), 0.0,
+                                time.perf_counter() - start, stopped=True)
             break
         lr = learning_rate(step - 1, config)
         for group in opt.param_groups:
@@ -142,7 +154,7 @@ def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, s
     model.eval()
     loaded.meta.setdefault("training", {}).update(steps=step, final_loss=loss_value, val_loss=val)
     yield TrainProgress(step, config.steps, loss_value, learning_rate(max(step - 1, 0), config), 0.0,
-                        time.perf_counter() - start, val_loss=val, done=True)
+                        time.perf_counter() - start, val_loss=val, done=True, stopped=stopped)
 
 
 def _probe(loaded: LoadedModel, text: str) -> AttentionTrace:
@@ -173,11 +185,14 @@ def encode_pairs(loaded: LoadedModel, pairs: Iterable[tuple[str, str]]) -> list[
             for s, t in pairs]
 
 
-def translator_loss(model: Translator, src: torch.Tensor, tgt: torch.Tensor, smoothing: float = 0.0) -> torch.Tensor:
-    """Teacher-forced cross-entropy: src (B, S), tgt (B, T) with BOS ... EOS."""
-    logits = model(src, tgt[:, :-1]).logits  # (B, T-1, V)
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1),
-                           ignore_index=model.config.pad_id, label_smoothing=smoothing)
+def translator_loss(model: Translator, src, tgt, smoothing: float = 0.0) -> torch.Tensor:
+    """Teacher-forced cross-entropy: src, tgt = (ids, keep) pairs from ``_pad``, each (B, T);
+    targets run BOS ... EOS, and padded positions are left out of the loss."""
+    (src, src_keep), (tgt, tgt_keep) = src, tgt
+    logits = model(src, tgt[:, :-1], src_keep=src_keep, tgt_keep=tgt_keep[:, :-1]).logits  # (B, T-1, V)
+    targets = tgt[:, 1:].masked_fill(~tgt_keep[:, 1:], -100)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
+                           ignore_index=-100, label_smoothing=smoothing)
 
 
 def train_translator(pairs_train: list[tuple[str, str]], pairs_valid: list[tuple[str, str]], config: TrainConfig,
@@ -194,7 +209,7 @@ def train_translator(pairs_train: list[tuple[str, str]], pairs_valid: list[tuple
     def batch():
         rows = rng.sample(data, min(config.batch_size, len(data)))
         src, tgt = _pad([r[0] for r in rows], pad, device), _pad([r[1] for r in rows], pad, device)
-        return (src, tgt), int((src != pad).sum() + (tgt != pad).sum())
+        return (src, tgt), int(src[1].sum() + tgt[1].sum())
 
     @torch.no_grad()
     def val_loss():
