@@ -20,9 +20,13 @@ KVCache = tuple[torch.Tensor, torch.Tensor]  # (B, H, T_past, Dh) each
 
 
 # ---- masks ---------------------------------------------------------------------------
-def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """(B, T) token ids -> (B, 1, 1, T): keys that are real tokens, not padding."""
-    return (ids != pad_id)[:, None, None, :]
+def key_mask(ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """(B, T) keep mask (true or 1 for a real token, as Hugging Face's attention_mask) ->
+    (B, 1, 1, T) keys that may be attended to; without one, every key. The mask comes from
+    how a batch was padded, never from token ids: a typed "[PAD]" is a real token."""
+    if keep is None:
+        return torch.ones(ids.shape[0], 1, 1, ids.shape[1], dtype=torch.bool, device=ids.device)
+    return keep.bool()[:, None, None, :]
 
 
 def causal_mask(t_query: int, t_key: int | None = None, device=None) -> torch.Tensor:

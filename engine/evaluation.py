@@ -28,7 +28,8 @@ def greedy_translate(loaded: LoadedModel, sentences: list[str], batch_size: int 
         rows = [src_tok.encode(s)[: n - 1] + [src_tok.eos_id] for s in sentences[i:i + batch_size]]
         width = max(len(r) for r in rows)
         src = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=dev)
-        memory, src_mask, _ = model.encode(src)
+        keep = torch.tensor([[j < len(r) for j in range(width)] for r in rows], device=dev)  # (B, S) real tokens
+        memory, src_mask, _ = model.encode(src, src_keep=keep)
         step = torch.full((len(rows), 1), tgt_tok.bos_id, device=dev)
         past, generated = None, []
         finished = torch.zeros(len(rows), dtype=torch.bool, device=dev)

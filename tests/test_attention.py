@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from engine.attention import MultiHeadAttention, causal_mask, combine_masks, padding_mask, scaled_dot_product_attention
+from engine.attention import MultiHeadAttention, causal_mask, combine_masks, key_mask, scaled_dot_product_attention
 from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
 
@@ -13,7 +13,7 @@ def test_rows_sum_to_one_and_masked_cells_are_exactly_zero():
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, 6, 8) for _ in range(3))
     ids = torch.tensor([[5, 6, 7, 8, 0, 0], [5, 6, 7, 8, 9, 10]])
-    mask = combine_masks(padding_mask(ids, PAD), causal_mask(6))
+    mask = combine_masks(key_mask(ids, ids != PAD), causal_mask(6))
     _, w = scaled_dot_product_attention(q, k, v, mask)
     assert w.shape == (2, 3, 6, 6)
     assert torch.all((w.sum(-1) - 1).abs() < 1e-5)
@@ -40,7 +40,7 @@ def test_mha_fused_and_weights_paths_agree(cross):
     torch.manual_seed(1)
     mha = MultiHeadAttention(32, 4, cross=cross).eval()
     x, mem = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
-    mask = padding_mask(torch.tensor([[1] * 7, [1] * 5 + [0] * 2]), PAD) if cross else causal_mask(5)
+    mask = key_mask(ids := torch.tensor([[1] * 7, [1] * 5 + [0] * 2]), ids != PAD) if cross else causal_mask(5)
     a, w, _ = mha(x, mem if cross else None, mask, need_weights=True)
     b, none, _ = mha(x, mem if cross else None, mask, need_weights=False)
     assert none is None and w.shape == (2, 4, 5, 7 if cross else 5)
@@ -86,9 +86,12 @@ def test_family_fused_path_matches_weights_path(name):
             assert torch.all((real_rows - 1).abs() < 1e-5), kind
 
 
+SRC_KEEP, TGT_KEEP = SRC != 0, TGT != 0   # how these batches were padded
+
+
 def test_shapes_and_padding_columns_for_batches_of_different_lengths():
     model = _models()["translator"].eval()
-    out = model(SRC, TGT, need_weights=True)
+    out = model(SRC, TGT, need_weights=True, src_keep=SRC_KEEP, tgt_keep=TGT_KEEP)
     assert out.logits.shape == (2, 5, 40)
     assert [w.shape for w in out.attentions[ENCODER_SELF]] == [(2, 4, 6, 6)] * 2
     assert [w.shape for w in out.attentions[DECODER_SELF]] == [(2, 4, 5, 5)] * 2
@@ -98,8 +101,23 @@ def test_shapes_and_padding_columns_for_batches_of_different_lengths():
     for w in out.attentions[DECODER_SELF]:
         assert torch.all(w[1, :, :, 3:] == 0)   # padded target keys get no attention
     bert = _models()["bert"].eval()
-    for w in bert(SRC, need_weights=True).attentions[ENCODER_SELF]:
+    for w in bert(SRC, attention_mask=SRC_KEEP, need_weights=True).attentions[ENCODER_SELF]:
         assert torch.all(w[1, :, :, 4:] == 0)
+
+
+def test_a_pad_id_in_the_text_is_attended_to_like_any_token():
+    """Masks come from how a batch was padded, never from ids: a typed "[PAD]" is a word
+    (as in Hugging Face, whose tokenizer gives it attention_mask 1)."""
+    typed = torch.tensor([[5, 6, 0, 8, 3]])   # id 0 is the pad id, typed by the user
+    bert = _models()["bert"].eval()
+    for w in bert(typed, need_weights=True).attentions[ENCODER_SELF]:
+        assert torch.all(w[0, :, :, 2] > 0)
+    translator = _models()["translator"].eval()
+    out = translator(typed, torch.tensor([[2, 0, 11]]), need_weights=True)
+    for w in out.attentions[ENCODER_SELF] + out.attentions[CROSS]:
+        assert torch.all(w[0, :, :, 2] > 0)
+    for w in out.attentions[DECODER_SELF]:
+        assert torch.all(w[0, :, 1:, 1] > 0)
 
 
 @pytest.mark.parametrize("name", ["translator", "translator-preln-shared", "gpt", "gpt-rope"])

@@ -91,3 +91,12 @@ def test_bad_folders_and_offline_hub_names(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(HFModelError, match="offline"):
         load_hf_model("bert-base-uncased")
+
+
+def test_a_typed_pad_token_gives_the_same_attention_in_both(tmp_path):
+    """Hugging Face attends to a literal "[PAD]" in the text (its attention mask is 1 there):
+    our encoder must too, since masks come from the attention mask and never from ids."""
+    loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
+    ours = hf_to_scratch(loaded)
+    diff = compare(loaded, ours, "the dog [PAD] sees the cat")
+    assert "[PAD]" in diff["tokens"] and diff["max"] < 1e-5

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.attention import FeedForward, MultiHeadAttention, padding_mask
+from engine.attention import FeedForward, MultiHeadAttention, key_mask
 from engine.models.common import init_weights
 from engine.models.outputs import ENCODER_SELF, ModelOutput
 from engine.positional import LearnedPositionalEmbedding
@@ -82,10 +82,7 @@ class Bert(nn.Module):
         bare encoder, as Hugging Face's BertModel."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None:
-            mask = padding_mask(input_ids, self.config.pad_token_id)
-        else:
-            mask = attention_mask.bool()[:, None, None, :]
+        mask = key_mask(input_ids, attention_mask)
         x = self.embeddings(input_ids, token_type_ids)
         weights = []
         for layer in self.layers:

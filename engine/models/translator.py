@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.attention import FeedForward, MultiHeadAttention, causal_mask, padding_mask
+from engine.attention import FeedForward, MultiHeadAttention, causal_mask, key_mask
 from engine.models.common import init_weights
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
 from engine.positional import SinusoidalPositionalEncoding
@@ -110,9 +110,13 @@ class Translator(nn.Module):
     def _embed(self, embedding: nn.Embedding, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         return self.drop(self.positions(embedding(ids) * math.sqrt(self.config.d_model), start))
 
-    def encode(self, src: torch.Tensor, need_weights: bool = False):
-        """src: (B, S) -> memory (B, S, D), source key mask (B, 1, 1, S), per-layer weights."""
-        mask = padding_mask(src, self.config.pad_id)
+    def encode(self, src: torch.Tensor, need_weights: bool = False, src_keep: torch.Tensor | None = None):
+        """src: (B, S) -> memory (B, S, D), source key mask (B, 1, 1, S), per-layer weights.
+
+        ``src_keep`` (B, S) is true for real tokens (Hugging Face's attention_mask); without it
+        every position is real. Padding is known from how a batch was built, never from the
+        ids: a user who types "[PAD]" gets a token that is attended to, as in Hugging Face."""
+        mask = key_mask(src, src_keep)
         x = self._embed(self.src_embed, src)
         weights = []
         for layer in self.encoder:
@@ -120,8 +124,10 @@ class Translator(nn.Module):
             weights.append(w)
         return self.enc_norm(x), mask, (weights if need_weights else [])
 
-    def decode(self, tgt, memory, src_mask, need_weights=False, past=None, use_cache=False) -> ModelOutput:
-        """tgt: (B, T) target ids (only the new ones when ``past`` holds the cache of earlier steps).
+    def decode(self, tgt, memory, src_mask, need_weights=False, past=None, use_cache=False,
+               tgt_keep: torch.Tensor | None = None) -> ModelOutput:
+        """tgt: (B, T) target ids (only the new ones when ``past`` holds the cache of earlier steps);
+        ``tgt_keep`` (B, T): true for real (not padding) targets, as ``src_keep`` in encode.
 
         Returns logits (B, T, V_tgt); attentions DECODER_SELF (B, H, T, T_past+T) and
         CROSS (B, H, T, S) per layer when asked; ``present`` for the next step when use_cache.
@@ -129,8 +135,8 @@ class Translator(nn.Module):
         t_past = 0 if past is None else past[0][0][0].size(2)
         t = tgt.size(1)
         self_mask = causal_mask(t, t_past + t, device=tgt.device)
-        if past is None:  # padded targets in a batch; a cache is only used one example-batch at a time
-            self_mask = self_mask & padding_mask(tgt, self.config.pad_id)
+        if tgt_keep is not None:  # padded targets in a batch; a cache is only used one example-batch at a time
+            self_mask = self_mask & key_mask(tgt, tgt_keep)
         y = self._embed(self.tgt_embed, tgt, start=t_past)
         w_self, w_cross, present = [], [], []
         for i, layer in enumerate(self.decoder):
@@ -143,10 +149,12 @@ class Translator(nn.Module):
         attn = {DECODER_SELF: w_self, CROSS: w_cross} if need_weights else {}
         return ModelOutput(self.generator(y), y, attn, present if use_cache else None)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False) -> ModelOutput:
-        """src: (B, S), tgt: (B, T) decoder input (starting with BOS) -> logits (B, T, V_tgt)."""
-        memory, src_mask, enc_w = self.encode(src, need_weights)
-        out = self.decode(tgt, memory, src_mask, need_weights)
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False,
+                src_keep: torch.Tensor | None = None, tgt_keep: torch.Tensor | None = None) -> ModelOutput:
+        """src: (B, S), tgt: (B, T) decoder input (starting with BOS) -> logits (B, T, V_tgt);
+        the keep masks (B, S) / (B, T) mark real tokens in a padded batch (see encode)."""
+        memory, src_mask, enc_w = self.encode(src, need_weights, src_keep)
+        out = self.decode(tgt, memory, src_mask, need_weights, tgt_keep=tgt_keep)
         if need_weights:
             out.attentions = {ENCODER_SELF: enc_w, **out.attentions}
         return out
