@@ -432,7 +432,30 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self._default_dock_sizes)
         self.set_dark(self.dark_action.isChecked())
 
+    def unsaved_views(self) -> list[QWidget]:
+        """Views holding work that exists nowhere else (a trained model not yet saved)."""
+        return [v for v in self.views.values() if getattr(v, "unsaved", False)]
+
+    def confirm_discard(self) -> bool:
+        """Ask before unsaved work is lost: Save (then close), Discard, or Cancel."""
+        unsaved = self.unsaved_views()
+        if not unsaved:
+            return True
+        box = QMessageBox(QMessageBox.Icon.Question, "Unsaved model",
+                          "The model trained in the Training panel has not been saved. Save it before quitting?",
+                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self)
+        answer = box.exec()
+        if answer == QMessageBox.StandardButton.Save:
+            for view in unsaved:
+                view.save_dialog()
+            return not self.unsaved_views()
+        return answer == QMessageBox.StandardButton.Discard
+
     def closeEvent(self, event) -> None:
+        if not self.confirm_discard():
+            event.ignore()
+            return
         self._live_timer.stop()
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())

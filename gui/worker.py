@@ -155,6 +155,11 @@ class Jobs(QObject):
     def busy(self) -> bool:
         return self._busy
 
+    @property
+    def running(self) -> bool:
+        """A thread still runs one of our jobs (perhaps a cancelled one that is ending)."""
+        return self._task is not None and not self._task.done.is_set()
+
     def _set_busy(self, busy: bool) -> None:
         if busy != self._busy:
             self._busy = busy

@@ -55,3 +55,57 @@ def test_closing_during_training_leaves_nothing_running(panel, qtbot):
     assert not panel.jobs.busy
     QThreadPool.globalInstance().waitForDone(10000)
     assert QThreadPool.globalInstance().activeThreadCount() == 0
+
+
+def test_stop_says_stopped_not_done(panel, qtbot):
+    panel.steps_box.setValue(100000)
+    panel.start()
+    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    panel.stop()
+    qtbot.waitUntil(lambda: panel.trained is not None and not panel.jobs.busy, timeout=30000)
+    steps = panel.trained.meta["training"]["steps"]
+    assert panel.status.text().startswith(f"Stopped at step {steps} of 100000")
+    assert panel.progress.value() == steps and panel.unsaved
+    assert panel.start_button.isEnabled() and panel.save_button.isEnabled()
+
+
+def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, monkeypatch):
+    import engine.training
+    from gui.worker import job_failures
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("element 0 of tensors does not require grad")
+        yield  # a generator, as the real trainer
+
+    monkeypatch.setattr(engine.training, "train_translator", broken)
+    announced = []
+    job_failures().failed.connect(lambda title, message: announced.append(title))
+    panel.start()
+    qtbot.waitUntil(lambda: "Training failed" in panel.status.text(), timeout=30000)
+    qtbot.waitUntil(lambda: not panel.jobs.busy)
+    assert "does not require grad" in panel.status.text()
+    assert announced == ["Training failed"]
+    assert panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
+
+
+def test_closing_mid_run_ends_within_one_step(panel, qtbot, monkeypatch):
+    """Close stops the trainer inside the run: at most the step under way finishes, and no
+    final evaluation runs (the window would wait for it)."""
+    import engine.training
+
+    calls = {"losses": 0}     # one per training step, several per evaluation
+    real_loss = engine.training.translator_loss
+
+    def counting_loss(*args, **kwargs):
+        calls["losses"] += 1
+        return real_loss(*args, **kwargs)
+
+    monkeypatch.setattr(engine.training, "translator_loss", counting_loss)
+    panel.steps_box.setValue(100000)
+    panel.probe_every.setValue(10000)
+    panel.start()
+    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    at_close = calls["losses"]
+    panel.close()
+    assert not panel.jobs.running            # close() waited for the thread to let go
+    assert calls["losses"] <= at_close + 1   # at most the step under way; no evaluation

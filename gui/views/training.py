@@ -176,7 +176,7 @@ class TrainingPanel(QWidget):
     def start(self) -> None:
         if self.jobs.busy:
             return
-        self.trained = None
+        self.trained, self.unsaved = None, False
         self.steps, self.losses, self.val_steps, self.val_losses, self.probes = [], [], [], [], []
         self.train_curve.setData([], [])
         self.val_curve.setData([], [])
