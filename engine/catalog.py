@@ -12,6 +12,7 @@ import torch
 
 from engine.device import pick_device
 from engine.loaded import LoadedModel
+from engine.validation import ModelLoadError
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 CHECKPOINTS = RESOURCES / "checkpoints"
@@ -34,8 +35,23 @@ def default_source() -> str:
 
 
 def open_model(source: str, device: str | torch.device | None = "auto") -> LoadedModel:
-    """Load ``source`` onto ``device``. Errors carry a message meant for the user."""
+    """Load ``source`` onto ``device``: the one loader boundary of the window, the CLI and ``--model``.
+
+    Every refusal is an ``engine.validation.ModelLoadError`` whose message names the file;
+    an unexpected failure inside a loader (a library's own exception, an allocation that
+    fails) becomes one too, so callers catch one type and show one sentence."""
     dev = device if isinstance(device, torch.device) else pick_device(device)
+    try:
+        return _open(str(source), dev)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # defence in depth: the checks should have caught it
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ModelLoadError(f"{source} could not be opened ({type(exc).__name__}: {first}). attnscope opens its own "
+                             ".safetensors checkpoints, PyTorch and nanoGPT checkpoints, and Hugging Face BERT folders.") from None
+
+
+def _open(source: str, dev: torch.device) -> LoadedModel:
     if source in RANDOM_SOURCES:
         from engine.demo import random_model
         return random_model(source.split("-", 1)[1]).to(dev)
@@ -46,8 +62,9 @@ def open_model(source: str, device: str | torch.device | None = "auto") -> Loade
     if path.is_dir():
         from engine.hf import load_hf_model
         return load_hf_model(str(path), device=str(dev))
-    if not path.exists():
-        raise FileNotFoundError(f"No such file: {path}")
+    if not path.exists() and not path.is_symlink():
+        raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model folder, "
+                             f"'{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
     from engine.checkpoint import load_checkpoint
     loaded = load_checkpoint(str(path), device=str(dev))
     loaded.meta.setdefault("source", str(path))

@@ -7,10 +7,15 @@ starts fast and the engine works without it until a user opens such a model.
 
 Sources: the packaged all-MiniLM-L6-v2 (``minilm_path``), any local folder in Hugging
 Face layout, or a hub name when the machine is online (offline: HFModelError at once).
+A folder is checked before transformers sees it (``check_folder``): its config against
+sane bounds and the free memory, its weights file, its tokenizer files. Code shipped in a
+folder (``auto_map``) never runs: the built-in BERT classes load it, trust_remote_code=False.
 Attention is always requested from the *eager* implementation, the one that computes it.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import socket
 from pathlib import Path
@@ -21,11 +26,21 @@ import torch
 from engine.loaded import LoadedModel
 from engine.models.outputs import ENCODER_SELF, ModelOutput
 from engine.trace import AttentionTrace
+from engine.validation import (MAX_CONFIG_BYTES, ModelLoadError, check_archive, check_memory, check_model_size,
+                               check_tensors)
 
 SUPPORTED_TYPES = ("bert",)
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+# transformers' BertConfig defaults, for the values a config.json leaves out
+BERT_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                 "intermediate_size": 3072, "max_position_embeddings": 512, "type_vocab_size": 2,
+                 "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+                 "pad_token_id": 0}
+_FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
 
 
-class HFModelError(Exception):
+class HFModelError(ModelLoadError):
     """A Hugging Face model that cannot be opened, with a message for the user."""
 
 
@@ -48,52 +63,171 @@ def _online(host: str = "huggingface.co", timeout: float = 2.0) -> bool:
         return False
 
 
-def _check_folder(path: Path) -> None:
-    if not (path / "config.json").is_file():
+def _first(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def read_config(path: Path) -> dict:
+    """config.json of a folder as a dict, refused clearly when missing, huge or not a JSON object."""
+    cfg = path / "config.json"
+    if not cfg.exists():
         raise HFModelError(f"{path} is not a Hugging Face model folder: it has no config.json.")
-    if not any((path / f).is_file() for f in ("model.safetensors", "pytorch_model.bin")):
+    if not cfg.is_file():
+        raise HFModelError(f"{path}: config.json is not a regular file.")
+    if cfg.stat().st_size > MAX_CONFIG_BYTES:
+        raise HFModelError(f"{path}: config.json is {cfg.stat().st_size:,} bytes, too large to be a model config.")
+    try:
+        raw = json.loads(cfg.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HFModelError(f"{path}: config.json is not valid JSON ({_first(exc)}). Copy the folder again.") from None
+    if not isinstance(raw, dict):
+        raise HFModelError(f"{path}: config.json should hold a JSON object, not a {type(raw).__name__}.")
+    return raw
+
+
+def check_folder(path: Path) -> tuple[dict, Path, list[str]]:
+    """Everything about a local folder that can be checked before transformers touches it:
+    (config, weights file, notes for the user). HFModelError for anything that would fail."""
+    raw = read_config(path)
+    weights = next((path / f for f in WEIGHT_FILES if (path / f).exists() or (path / f).is_symlink()), None)
+    if weights is None:
         raise HFModelError(f"{path} has a config.json but no weights (model.safetensors or pytorch_model.bin).")
+    model_type = raw.get("model_type")
+    if model_type not in SUPPORTED_TYPES:
+        what = f"a {model_type!r} model" if isinstance(model_type, str) else "a model with no model_type in its config.json"
+        raise HFModelError(f"{path} is {what}; attnscope opens BERT-family encoders ({', '.join(SUPPORTED_TYPES)}) "
+                           "from Hugging Face folders.")
+    notes = []
+    if "auto_map" in raw:
+        notes.append("This folder ships its own Python code (auto_map in config.json). attnscope never runs code "
+                     "from a model folder: it was opened with the built-in BERT classes.")
+    sizes = {**BERT_DEFAULTS, **{k: raw[k] for k in BERT_DEFAULTS if k in raw}}
+    check_model_size("bert", sizes, str(path))
+    act = raw.get("hidden_act", "gelu")
+    from transformers.activations import ACT2FN
+    if not isinstance(act, str) or act not in ACT2FN:
+        raise HFModelError(f"{path}: config.json names the activation {act!r}, which transformers does not have "
+                           "(BERT uses 'gelu').")
+    if not weights.is_file():
+        raise HFModelError(f"{path}: {weights.name} is not a regular file (a folder, pipe, device or broken link).")
+    check_memory(str(path), 2 * weights.stat().st_size, f"reading {weights.name}")
+    if weights.suffix == ".safetensors":
+        _check_safetensors_header(path, weights)
+    else:
+        try:
+            check_archive(weights)
+        except ModelLoadError as exc:
+            raise HFModelError(f"{path}: {exc}") from None
+    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+        raise HFModelError(f"{path} has no tokenizer (tokenizer.json or vocab.txt): every word would become [UNK]. "
+                           "Copy the tokenizer files of the model into the folder.")
+    return raw, weights, notes
+
+
+def _check_safetensors_header(path: Path, weights: Path) -> None:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), framework="pt") as f:
+            dtypes = {k: f.get_slice(k).get_dtype() for k in f.keys()}
+    except Exception as exc:
+        raise HFModelError(f"{path}: {weights.name} is damaged or truncated ({_first(exc)}). Copy it again.") from None
+    odd = [f"{k} ({d})" for k, d in dtypes.items() if d not in _FLOAT_DTYPES and not k.endswith("_ids")]
+    if odd:
+        raise HFModelError(f"{path}: {weights.name} holds weights that are not floating point: {', '.join(odd[:3])}.")
+
+
+def _download(name: str) -> Path:
+    """A hub model's config, weights and tokenizer (never its code) in the local cache."""
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    folder = Path(hf_hub_download(name, "config.json")).parent
+    check_model_size("bert", {**BERT_DEFAULTS, **{k: v for k, v in read_config(folder).items() if k in BERT_DEFAULTS}},
+                     name)
+    return Path(snapshot_download(name, allow_patterns=["config.json", "model.safetensors", "tokenizer.json",
+                                                        "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]))
 
 
 def load_hf_model(path_or_name: str, device: str | torch.device = "cpu") -> LoadedModel:
-    """A BERT-family encoder (family "hf-bert") with its word-piece tokenizer."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    """A BERT-family encoder (family "hf-bert") with its word-piece tokenizer.
 
+    The folder's config is checked (engine.validation: bounds and memory) before anything is
+    built; the model is built with transformers' own BERT classes and trust_remote_code=False,
+    so code shipped in a folder never runs and nothing prompts."""
+    try:
+        return _load_hf(path_or_name, device)
+    except HFModelError:
+        raise
+    except ModelLoadError as exc:  # from engine.validation: the same words, this module's type
+        raise HFModelError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """No progress bars or load reports on the terminal: what goes wrong becomes one HFModelError."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _load_hf(path_or_name: str, device) -> LoadedModel:
     path = Path(path_or_name).expanduser()
     local = path.is_dir()
-    if local:
-        _check_folder(path)
-        source = str(path)
-    else:
-        source = path_or_name
+    if not local:
         if not _online():
             raise HFModelError(
                 f"'{path_or_name}' is not a local folder, and the Hugging Face hub cannot be reached from "
                 "this machine (offline). Download the model elsewhere and open its folder.")
+        try:
+            path = _download(path_or_name)
+        except ModelLoadError:
+            raise
+        except Exception as exc:
+            raise HFModelError(f"Could not download {path_or_name}: {_first(exc)}") from None
+    raw, weights, notes = check_folder(path)
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    source = str(path)
     try:
-        config = AutoConfig.from_pretrained(source, local_files_only=local)
-        if config.model_type not in SUPPORTED_TYPES:
-            raise HFModelError(f"{source} is a '{config.model_type}' model; attnscope compares BERT-family "
-                               f"encoders ({', '.join(SUPPORTED_TYPES)}).")
-        model, info = AutoModel.from_pretrained(source, attn_implementation="eager", local_files_only=local,
-                                                output_loading_info=True)
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local)
-    except HFModelError:
-        raise
+        with _quiet_transformers():
+            config = BertConfig.from_dict({k: v for k, v in raw.items() if k != "auto_map"})
+            model, info = BertModel.from_pretrained(source, config=config, attn_implementation="eager",
+                                                    local_files_only=True, output_loading_info=True,
+                                                    trust_remote_code=False)
+            tokenizer = BertTokenizerFast.from_pretrained(source, local_files_only=True, trust_remote_code=False)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise HFModelError(f"Could not open {source} with transformers: {first}") from None
+        raise HFModelError(f"Could not open {source} with transformers: {_first(exc)}") from None
     missing = [k for k in info.get("missing_keys", []) if not k.startswith("pooler.")]
     if missing:
-        raise HFModelError(f"{source}: the weights file lacks {len(missing)} tensors (e.g. {missing[0]}); "
+        raise HFModelError(f"{source}: the weights file lacks {len(missing)} tensors (e.g. {sorted(missing)[0]}); "
                            "the model would run on random weights.")
+    mismatched = list(info.get("mismatched_keys", []))
+    if mismatched:
+        raise HFModelError(f"{source}: {len(mismatched)} tensors do not match the sizes in config.json "
+                           f"(e.g. {mismatched[0][0] if isinstance(mismatched[0], tuple) else mismatched[0]}).")
+    check_tensors(source, model.named_parameters())
     if not getattr(tokenizer, "is_fast", False):
         raise HFModelError(f"{source}: a fast tokenizer (tokenizer.json) is needed to label the axes.")
+    if len(tokenizer) > config.vocab_size:
+        raise HFModelError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model's embedding has only "
+                           f"{config.vocab_size} rows, so ids beyond {config.vocab_size - 1} would fail on every run. "
+                           "The tokenizer files do not belong to these weights.")
     model.eval().to(device)
-    name = Path(source).name if local else source
-    if local and Path(source).resolve() == Path(minilm_path()).resolve():
+    name = path.name if local else path_or_name
+    if local and path.resolve() == Path(minilm_path()).resolve():
         name = "all-MiniLM-L6-v2"
-    return LoadedModel(name, "hf-bert", model, tokenizer, meta={"source": source, "hf_config": config.to_dict()})
+    meta = {"source": source if local else path_or_name, "hf_config": config.to_dict()}
+    if notes:
+        meta["notes"] = " ".join(notes)
+    return LoadedModel(name, "hf-bert", model, tokenizer, meta=meta)
 
 
 def _encode(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]):

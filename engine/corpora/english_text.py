@@ -28,11 +28,19 @@ def python_docs_text() -> str:
     return "\n".join(lines)
 
 
+MAX_CORPUS_BYTES = 512 << 20  # training reads the whole corpus into memory, several times over
+
+
 def read_utf8(path: str | Path, what: str = "text file") -> str:
-    """The text of a user's file; ValueError with a message if it is missing or not UTF-8."""
+    """The text of a user's file; ValueError with a message if it is missing, not a regular
+    file (a pipe or a device would never end), too large, or not UTF-8."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"No such {what}: {path}")
+        raise ValueError(f"No such {what}: {path}" if not path.exists() else f"{path} is not a regular {what}.")
+    size = path.stat().st_size
+    if size > MAX_CORPUS_BYTES:
+        raise ValueError(f"{path.name} is {size / (1 << 20):,.0f} MiB; a {what} may be at most "
+                         f"{MAX_CORPUS_BYTES >> 20} MiB. Use a sample of it.")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
