@@ -13,9 +13,11 @@ import sys
 
 def build_parser() -> argparse.ArgumentParser:
     from cli import COMMANDS
+    from cli.common import OneLineParser, device
 
-    parser = argparse.ArgumentParser(prog="attnscope", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=None, help="auto, cpu, cuda or mps (default: the saved setting, else auto)")
+    parser = OneLineParser(prog="attnscope", description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default=None, type=device,
+                        help="auto, cpu, cuda or mps (default: the saved setting, else auto)")
     parser.add_argument("--model", default=None, help="checkpoint or Hugging Face folder to open in the window")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -31,7 +33,34 @@ def main(argv: list[str] | None = None) -> int:
         from gui.app import run_app
 
         return run_app(args)
-    return int(args.func(args) or 0)
+    return run_command(args)
+
+
+def run_command(args) -> int:
+    """A subcommand, with the last line of defence: whatever a command did not refuse itself
+    still ends in one line and a non-zero status, never a traceback. Bad input the commands
+    know (files, texts, options) exits 2; anything else is a bug and exits 1
+    (ATTNSCOPE_DEBUG=1 shows its traceback)."""
+    import os
+
+    from cli.common import BAD_INPUT, say
+
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    except (ValueError, OSError) as exc:  # ModelLoadError, InputError, an unknown device, a full disk, ...
+        if os.environ.get("ATTNSCOPE_DEBUG"):
+            raise
+        say(exc)
+        return BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - a bug: one line that says so, not a traceback
+        if os.environ.get("ATTNSCOPE_DEBUG"):
+            raise
+        say(f"internal error ({type(exc).__name__}: {exc}); this is a bug, please report it with the command. "
+            "ATTNSCOPE_DEBUG=1 shows the details.")
+        return 1
 
 
 if __name__ == "__main__":

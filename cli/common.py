@@ -1,24 +1,149 @@
-"""What the subcommands share: opening a checkpoint with a clean error, printing JSON."""
+"""What the subcommands share: one-line errors, checked arguments, opening a model cleanly, JSON.
+
+Every bad input ends in one line on stderr and exit status 2 (``BAD_INPUT``): option values
+are checked by the argument parser (the message gives the allowed range), models by
+engine.catalog.open_model (one error type, ModelLoadError), texts before any tokenizer.
+"""
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import sys
+from pathlib import Path
+
+BAD_INPUT = 2  # exit code for a file or argument attnscope cannot use
 
 
+def say(message: object) -> None:
+    """One line on stderr, prefixed with the program name."""
+    text = " ".join(str(message).split())
+    print(f"attnscope: {text}", file=sys.stderr)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(BAD_INPUT, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+# ---- argument types: each checks its value and says what is allowed --------------------------------
+def int_in(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {lo:,} to {hi:,}, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {value:,}")
+        return value
+    parse.__name__ = "whole number"
+    return parse
+
+
+def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False):
+    left, right = "(" if lo_open else "[", ")" if hi_open else "]"
+    allowed = f"{left}{lo:g}, {hi:g}{right}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number in {allowed}, got {text!r}") from None
+        inside = math.isfinite(value) and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
+        if not inside:
+            raise argparse.ArgumentTypeError(f"must be a number in {allowed}, got {text}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def text(value: str) -> str:
+    """A text argument: valid Unicode (invalid UTF-8 on a command line arrives as lone surrogates)."""
+    from engine.validation import text_problem
+
+    problem = text_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+MAX_IMAGE_SIDE = 8192
+
+
+def image_size(value: str) -> tuple[int, int]:
+    """WxH in pixels, each side from 16 to MAX_IMAGE_SIDE (an 8192x8192 image is 256 MiB)."""
+    parts = value.lower().split("x")
+    try:
+        w, h = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels such as 1200x800, got {value!r}") from None
+    if not (16 <= w <= MAX_IMAGE_SIDE and 16 <= h <= MAX_IMAGE_SIDE):
+        raise argparse.ArgumentTypeError(f"each side must be from 16 to {MAX_IMAGE_SIDE} pixels, got {w}x{h}")
+    return w, h
+
+
+def out_folder(value: str) -> Path:
+    """A folder to write into: it may not exist yet, but must not be a file
+    (``writable_problem`` then tries it for real, before the work starts)."""
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is a file; give a folder to write into")
+    return path
+
+
+def writable_problem(folder: Path) -> str | None:
+    """Why nothing can be written into ``folder`` (None if it can): it is created if missing and a
+    temporary file is written and removed there, so a bad path fails before any work, not after."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"cannot write into {folder}: {exc.strerror or exc}"
+    return None
+
+
+def out_checkpoint(value: str) -> Path:
+    """A .safetensors file to save to, checked before any training starts."""
+    from engine.checkpoint import CheckpointError, check_checkpoint_path
+
+    try:
+        return check_checkpoint_path(Path(value).expanduser())
+    except CheckpointError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def device(value: str) -> str:
+    from engine.device import CHOICES
+
+    kind, _, index = value.strip().lower().partition(":")
+    if kind not in CHOICES or (index and not (kind == "cuda" and index.isdigit())):
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(CHOICES)} (or cuda:N), got {value!r}")
+    return value
+
+
+# ---- opening models --------------------------------------------------------------------------------
 def open_or_explain(path: str, device: str = "cpu"):
     """The model at ``path``, or None after a one-line message on stderr (no traceback)."""
     from engine.catalog import open_model
-    from engine.checkpoint import CheckpointError
 
     try:
         return open_model(path, device)
-    except (CheckpointError, FileNotFoundError, ValueError, OSError) as exc:
-        print(f"attnscope: {exc}", file=sys.stderr)
+    except (ValueError, OSError) as exc:  # ModelLoadError is a ValueError; so is an unknown device
+        say(exc)
         return None
+
+
+def model_notes(loaded) -> dict:
+    """{"model_notes": ...} when the loader has something to say about a usable model (code in its
+    folder that was not run, a byte tokenizer standing in), for the command's JSON output."""
+    notes = loaded.meta.get("notes")
+    return {"model_notes": notes} if notes else {}
 
 
 def print_json(obj) -> None:
     print(json.dumps(obj, ensure_ascii=False, indent=2))
-
-
-BAD_INPUT = 2  # exit code for a file or argument attnscope cannot use

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 
-from cli.common import BAD_INPUT, print_json
+from cli.common import BAD_INPUT, float_in, int_in, out_checkpoint, print_json, say, writable_problem
 
 
 def register(sub) -> None:
@@ -21,16 +21,17 @@ def register(sub) -> None:
     p.add_argument("--corpus", default=None,
                    help="a TSV pairs file (translator) or a UTF-8 .txt file (gpt); default: the synthetic "
                         "English->German corpus / Python's docs plus synthetic English")
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int_in(1, 10_000_000), default=3000)
     p.add_argument("--size", choices=["tiny", "small"], default="small")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--batch-size", type=int_in(1, 4096), default=64)
+    p.add_argument("--lr", type=float_in(0, 10, lo_open=True), default=1e-3, help="learning rate, in (0, 10]")
     p.add_argument("--position", choices=["learned", "rope"], default="learned",
                    help="gpt only: learned positions (GPT-2) or rotary (RoPE)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--train-pairs", type=int, default=20000, help="size of the synthetic training split")
-    p.add_argument("--eval-limit", type=int, default=1000, help="test sentences scored at the end")
-    p.add_argument("--out", default=None, help="checkpoint to write (default: <family>.safetensors)")
+    p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
+    p.add_argument("--train-pairs", type=int_in(10, 1_000_000), default=20000, help="size of the synthetic training split")
+    p.add_argument("--eval-limit", type=int_in(1, 1_000_000), default=1000, help="test sentences scored at the end")
+    p.add_argument("--out", default=None, type=out_checkpoint,
+                   help="checkpoint to write (default: <family>.safetensors); checked before training starts")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -38,14 +39,22 @@ def register(sub) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from engine.checkpoint import save_checkpoint
+    from engine.checkpoint import CheckpointError, check_checkpoint_path, save_checkpoint
     from engine.corpora.sources import corpus_label, text_splits, translation_splits
     from engine.device import pick_device
     from engine.evaluation import language_model_scores, translation_scores
     from engine.training import TrainConfig, run_training, train_gpt, train_translator
 
-    device = pick_device(args.device or "auto")
-    out = args.out or f"{args.family}.safetensors"
+    try:
+        device = pick_device(args.device or "auto")
+        out = args.out or check_checkpoint_path(f"{args.family}.safetensors")  # before any work, not after it
+    except ValueError as exc:
+        say(exc)
+        return BAD_INPUT
+    problem = writable_problem(out.parent)
+    if problem:
+        say(problem)
+        return BAD_INPUT
     config = TrainConfig(size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          warmup=min(300, max(1, args.steps // 10)),
                          model_overrides={"position": args.position} if args.family == "gpt" else {})
@@ -57,7 +66,7 @@ def run(args) -> int:
             lines_train, lines_valid = text_splits(args.corpus, args.seed)
             gen = train_gpt(lines_train, lines_valid, config, device, stop=_ctrl_c_flag())
     except ValueError as exc:  # a corpus file that cannot be read
-        print(f"attnscope: {exc}", file=sys.stderr)
+        say(exc)
         return BAD_INPUT
     bar = tqdm(total=args.steps, unit="step", disable=args.quiet, dynamic_ncols=True)
     started = time.perf_counter()
@@ -93,7 +102,11 @@ def run(args) -> int:
         "command": "attnscope " + shlex.join(getattr(args, "argv", sys.argv[1:])),
     }
     loaded.meta["training"] = training
-    path = save_checkpoint(loaded, out, training)
+    try:
+        path = save_checkpoint(loaded, out, training)
+    except (CheckpointError, OSError) as exc:  # e.g. the disk filled up during training
+        say(f"training finished but the checkpoint could not be written to {out}: {exc}")
+        return 1
     print_json({"checkpoint": str(path), "steps": training["steps"], "parameters": loaded.n_parameters,
                 "train_seconds": training["train_seconds"], "metrics": metrics})
     return 0

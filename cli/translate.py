@@ -5,30 +5,31 @@ a script can check what the model did.
 """
 from __future__ import annotations
 
-import sys
+from cli.common import BAD_INPUT, float_in, int_in, model_notes, open_or_explain, print_json, say, text
 
-from cli.common import BAD_INPUT, open_or_explain, print_json
+MAX_BEAM = 64            # each beam keeps a KV cache and a (vocabulary)-wide score row
+MAX_NEW_TOKENS = 4096
 
 
 def _strategy_options(p) -> None:
     p.add_argument("--strategy", choices=["greedy", "beam", "sample"], default="greedy")
-    p.add_argument("--beam-width", type=int, default=4)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--beam-width", type=int_in(1, MAX_BEAM), default=4, help=f"beam search: 1 to {MAX_BEAM}")
+    p.add_argument("--temperature", type=float_in(0, 100, lo_open=True), default=1.0, help="sampling: (0, 100]")
+    p.add_argument("--top-k", type=int_in(0, 1_000_000), default=0, help="sampling: 0 (off) or the k most likely")
+    p.add_argument("--top-p", type=float_in(0, 1, lo_open=True), default=1.0, help="sampling: (0, 1]")
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
+    p.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=40, help=f"1 to {MAX_NEW_TOKENS}")
 
 
 def register(sub) -> None:
     t = sub.add_parser("translate", help="translate a sentence with a translator checkpoint (JSON)")
     t.add_argument("checkpoint")
-    t.add_argument("text")
+    t.add_argument("text", type=text)
     _strategy_options(t)
     t.set_defaults(func=run, family="translator")
     g = sub.add_parser("generate", help="continue a prompt with a GPT checkpoint (JSON)")
     g.add_argument("checkpoint")
-    g.add_argument("text", metavar="prompt")
+    g.add_argument("text", metavar="prompt", type=text)
     _strategy_options(g)
     g.set_defaults(func=run, family="gpt")
 
@@ -41,17 +42,17 @@ def run(args) -> int:
     if loaded is None:
         return BAD_INPUT
     if loaded.family != args.family:
-        print(f"attnscope: {args.checkpoint} is a {loaded.family} model; "
-              f"'{'translate' if args.family == 'translator' else 'generate'}' needs a {args.family}.", file=sys.stderr)
+        say(f"{args.checkpoint} is a {loaded.family} model; "
+            f"'{'translate' if args.family == 'translator' else 'generate'}' needs a {args.family}.")
         return BAD_INPUT
     settings = DecodeSettings(strategy=args.strategy, beam_width=args.beam_width, temperature=args.temperature,
                               top_k=args.top_k, top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens)
     try:
         result = decode_all(loaded, args.text, settings)
     except InputError as exc:
-        print(f"attnscope: {exc}", file=sys.stderr)
+        say(exc)
         return BAD_INPUT
-    out = {"model": loaded.name, "strategy": args.strategy}
+    out = {"model": loaded.name, "strategy": args.strategy, **model_notes(loaded)}
     if args.family == "translator":
         out |= {"source_tokens": result.source_tokens, "output_tokens": result.output_tokens, "translation": result.text}
     else:
