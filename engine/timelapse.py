@@ -2,16 +2,22 @@
 
 ``X.safetensors`` gets ``X.timelapse.npz``: per probe its step, training loss, token lists
 (JSON) and one (L, H, Tq, Tk) array per attention kind. Plain arrays and strings only, read
-back with ``allow_pickle=False``.
+back with ``allow_pickle=False``. Saving goes through engine.files.atomic_path; loading
+turns every way a file can be broken (not a zip, truncated, a zip bomb, missing or odd
+arrays, bad JSON) into one ValueError that names the file, which the window shows.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
+from engine.files import atomic_path
 from engine.trace import AttentionTrace
 
 
@@ -35,16 +41,57 @@ def save_timelapse(path: str | Path, probes: list[Probe]) -> Path:
             arrays[f"p{i}_k{j}"] = t.weights(kind)
         meta.append({"step": p.step, "loss": p.loss, "kinds": t.kinds, "source_tokens": t.source_tokens,
                      "target_tokens": t.target_tokens, "model_name": t.model_name, "family": t.family})
-    np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
-    return Path(path)
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    with atomic_path(path) as tmp:
+        np.savez_compressed(tmp, meta=np.array(json.dumps(meta)), **arrays)
+    return path
+
+
+@contextlib.contextmanager
+def open_npz(path: str | Path, what: str) -> Iterator[np.lib.npyio.NpzFile]:
+    """``np.load`` of an .npz that is refused with one ValueError, naming the file, for any
+    problem: in opening it, or in the caller's reading of it inside the ``with``."""
+    from engine.validation import ModelLoadError, check_archive
+
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise ValueError("no such file" if not path.exists() else "not a regular file")
+        check_archive(path, ratio=50)
+        with np.load(path, allow_pickle=False) as f:
+            yield f
+    except ModelLoadError as exc:
+        raise ValueError(f"{path.name} cannot be opened as a {what}: {exc}") from None
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError, zipfile.BadZipFile,
+            UnicodeError, MemoryError, RuntimeError) as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ValueError(f"{path.name} is not a readable {what} ({detail}).") from None
+
+
+def _probe(f, i: int, m) -> Probe:
+    if not isinstance(m, dict):
+        raise ValueError(f"probe {i} is a {type(m).__name__}, not a record")
+    kinds = m["kinds"]
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise ValueError(f"probe {i} has no list of attention kinds")
+    arrays = {}
+    for j, kind in enumerate(kinds):
+        a = f[f"p{i}_k{j}"]
+        if a.ndim != 4 or a.dtype.kind != "f":
+            raise ValueError(f"probe {i}, {kind}: an array of shape {a.shape} and type {a.dtype}, not (L, H, Tq, Tk) floats")
+        arrays[kind] = a
+    tokens = [m["source_tokens"], m["target_tokens"]]
+    if not all(isinstance(t, list) and all(isinstance(s, str) for s in t) for t in tokens):
+        raise ValueError(f"probe {i} has token lists that are not lists of strings")
+    return Probe(int(m["step"]), float(m["loss"]), AttentionTrace(str(m["model_name"]), str(m["family"]), arrays, *tokens))
 
 
 def load_timelapse(path: str | Path) -> list[Probe]:
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f["meta"]))
-            return [Probe(m["step"], m["loss"], AttentionTrace(
-                m["model_name"], m["family"], {k: f[f"p{i}_k{j}"] for j, k in enumerate(m["kinds"])},
-                m["source_tokens"], m["target_tokens"])) for i, m in enumerate(meta)]
-    except (OSError, KeyError, ValueError) as exc:
-        raise ValueError(f"{Path(path).name} is not a training time-lapse file ({exc}).") from None
+    """The probes of a time-lapse file; ValueError with a clear message for any broken file."""
+    with open_npz(path, "training time-lapse file") as f:
+        meta = json.loads(str(f["meta"][()]))
+        if not isinstance(meta, list):
+            raise ValueError("its description is not a list of probes")
+        return [_probe(f, i, m) for i, m in enumerate(meta)]
