@@ -102,7 +102,7 @@ def check_folder(path: Path) -> tuple[dict, Path, list[str]]:
         notes.append("This folder ships its own Python code (auto_map in config.json). attnscope never runs code "
                      "from a model folder: it was opened with the built-in BERT classes.")
     sizes = {**BERT_DEFAULTS, **{k: raw[k] for k in BERT_DEFAULTS if k in raw}}
-    check_model_size("bert", sizes, str(path))
+    check_model_size("hf-bert", sizes, str(path))
     act = raw.get("hidden_act", "gelu")
     from transformers.activations import ACT2FN
     if not isinstance(act, str) or act not in ACT2FN:
@@ -142,7 +142,7 @@ def _download(name: str) -> Path:
     from huggingface_hub import hf_hub_download, snapshot_download
 
     folder = Path(hf_hub_download(name, "config.json")).parent
-    check_model_size("bert", {**BERT_DEFAULTS, **{k: v for k, v in read_config(folder).items() if k in BERT_DEFAULTS}},
+    check_model_size("hf-bert", {**BERT_DEFAULTS, **{k: v for k, v in read_config(folder).items() if k in BERT_DEFAULTS}},
                      name)
     return Path(snapshot_download(name, allow_patterns=["config.json", "model.safetensors", "tokenizer.json",
                                                         "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"]))

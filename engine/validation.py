@@ -137,6 +137,7 @@ def _short(value) -> str:
 
 def check_config(family: str, config: dict, source: str) -> None:
     """Refuse ``config`` (a family's config as a dict) if any value is out of its sane range."""
+    family = "bert" if family == "hf-bert" else family
     rules = RULES[family]
     for key, rule in rules.items():
         if key in config and not _valid(rule, config[key]):
@@ -169,7 +170,8 @@ def _attention(d: int) -> int:
 
 
 def parameter_count(family: str, c: dict) -> int:
-    """The number of parameters a config builds (float32 each), counted from the sizes alone."""
+    """The number of parameters a config builds (float32 each), counted from the sizes alone.
+    ``family``: a key of RULES, or "hf-bert" (Hugging Face's BERT: our BERT's sizes plus a pooler)."""
     if family == "translator":
         d, ff = c["d_model"], c["d_ff"]
         norms = 2 * d
@@ -177,16 +179,18 @@ def parameter_count(family: str, c: dict) -> int:
         dec = 2 * _attention(d) + 2 * d * ff + ff + d + 3 * norms
         embed = c["src_vocab_size"] * d + (0 if c.get("share_embeddings") else c["tgt_vocab_size"] * d)
         out = (0 if c.get("share_embeddings") else d * c["tgt_vocab_size"]) + c["tgt_vocab_size"]
-        return embed + out + c["n_encoder_layers"] * enc + c["n_decoder_layers"] * dec + 2 * norms
+        final = 2 * norms if c.get("norm_first") else 0  # pre-LN stacks end with a LayerNorm each
+        return embed + out + c["n_encoder_layers"] * enc + c["n_decoder_layers"] * dec + final
     if family == "gpt":
-        d = c["n_embd"]
-        block = _attention(d) + 8 * d * d + 5 * d + 4 * d
+        d, bias = c["n_embd"], c.get("bias", True)
+        block = 12 * d * d + (13 * d if bias else 2 * d)  # attention 4d², MLP 8d², two LayerNorms
         pos = c["block_size"] * d if c.get("position", "learned") == "learned" else 0
-        return c["vocab_size"] * d + pos + c["n_layer"] * block + 2 * d
+        return c["vocab_size"] * d + pos + c["n_layer"] * block + (2 * d if bias else d)
     d, ff = c["hidden_size"], c["intermediate_size"]
     layer = _attention(d) + 2 * d * ff + ff + d + 4 * d
     embed = (c["vocab_size"] + c["max_position_embeddings"] + c["type_vocab_size"]) * d + 2 * d
-    return embed + c["num_hidden_layers"] * layer + d * d + d   # + the pooler of Hugging Face's BERT
+    pooler = d * d + d if family == "hf-bert" else 0  # Hugging Face's BertModel has a pooler; ours does not
+    return embed + c["num_hidden_layers"] * layer + pooler
 
 
 def buffer_bytes(family: str, c: dict) -> int:

@@ -1,0 +1,66 @@
+"""engine.validation: the size estimate counts what the models really build, the memory check
+refuses what does not fit (saying how much it needs), texts that are not Unicode are named."""
+import dataclasses
+
+import pytest
+
+from engine import validation
+from engine.demo import random_model
+from engine.validation import ModelLoadError, check_config, check_model_size, parameter_count, text_problem
+
+
+@pytest.mark.parametrize("family", ["translator", "gpt", "bert"])
+def test_parameter_count_matches_the_built_model(family):
+    loaded = random_model(family)
+    assert parameter_count(family, dataclasses.asdict(loaded.model.config)) == loaded.n_parameters
+
+
+@pytest.mark.parametrize("family, config", [
+    ("translator", dict(src_vocab_size=30, tgt_vocab_size=40, d_model=32, n_head=4, norm_first=True)),
+    ("gpt", dict(vocab_size=50, n_embd=32, n_head=4, bias=False, position="rope")),
+    ("gpt", dict(vocab_size=50, n_embd=48, n_head=4, n_layer=3, block_size=16)),
+])
+def test_parameter_count_matches_other_shapes(family, config):
+    from engine.models import FAMILIES
+    model_cls, config_cls = FAMILIES[family]
+    model = model_cls(config_cls(**config))
+    real = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    assert parameter_count(family, dataclasses.asdict(model.config)) == real
+
+
+def test_parameter_count_matches_hugging_face_bert():
+    from engine.hf import BERT_DEFAULTS, load_hf_model, minilm_path
+    loaded = load_hf_model(minilm_path())
+    config = {k: getattr(loaded.model.config, k) for k in BERT_DEFAULTS}
+    assert parameter_count("hf-bert", config) == sum(p.numel() for p in loaded.model.parameters())
+
+
+def test_a_model_that_does_not_fit_is_refused_with_its_size(monkeypatch):
+    config = dataclasses.asdict(random_model("gpt").model.config)
+    check_model_size("gpt", config, "small.safetensors")
+    monkeypatch.setattr(validation, "available_memory", lambda: 1 << 20)
+    with pytest.raises(ModelLoadError, match=r"small.safetensors: this model \(0.\d million parameters\) would need about "
+                                             r"\d+ MiB of memory, and about 1 MiB is free"):
+        check_model_size("gpt", config, "small.safetensors")
+
+
+def test_available_memory_is_positive_and_below_the_machine():
+    free = validation.available_memory()
+    assert 0 < free < 1 << 50
+
+
+@pytest.mark.parametrize("key, value, phrase", [
+    ("n_head", 0, "from 1 to"), ("n_embd", 10**9, "the model width"), ("n_layer", True, "whole number"),
+    ("dropout", float("nan"), "dropout"), ("position", "spiral", "'learned', 'rope'"), ("n_head", 5, "not divisible"),
+])
+def test_config_messages_say_what_would_work(key, value, phrase):
+    config = {**dataclasses.asdict(random_model("gpt").model.config), key: value}
+    with pytest.raises(ModelLoadError) as err:
+        check_config("gpt", config, "m.safetensors")
+    assert str(err.value).startswith("m.safetensors: ") and phrase in str(err.value)
+
+
+def test_text_problems():
+    assert text_problem("the dog 😀") is None
+    assert "byte 0xff" in text_problem("a\udcffb")
+    assert "U+D800" in text_problem("a\ud800b")
