@@ -1,4 +1,8 @@
-"""Save any view as PNG (a pixel grab) or SVG (vector, through QSvgGenerator)."""
+"""Save any view as PNG (a pixel grab) or SVG (vector, through QSvgGenerator).
+
+Both are written to a temporary name beside the target and renamed (engine.files), so a
+failed or interrupted export never leaves an empty file nor destroys the one that was there.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +11,8 @@ from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
+
+from engine.files import atomic_path
 
 FORMATS = ("png", "svg")
 
@@ -22,11 +28,16 @@ def export_widget(widget: QWidget, path: str | Path) -> Path:
     ext = path.suffix.lower().lstrip(".")
     if ext not in FORMATS:
         raise ValueError(f"Cannot export as {path.suffix or 'no extension'!r}: choose .png or .svg.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if ext == "png":
-        if not widget.grab().save(str(path), "PNG"):
-            raise OSError(f"Could not write {path}.")
-        return path
+    with atomic_path(path) as tmp:
+        if ext == "png":
+            if not widget.grab().save(str(tmp), "PNG"):
+                raise OSError(f"Could not write {path}.")
+        else:
+            _render_svg(widget, tmp)
+    return path
+
+
+def _render_svg(widget: QWidget, path: Path) -> None:
     size = widget.size() if widget.size().isValid() else QSize(800, 600)
     gen = QSvgGenerator()
     gen.setFileName(str(path))
@@ -35,9 +46,7 @@ def export_widget(widget: QWidget, path: str | Path) -> Path:
     gen.setTitle(widget.windowTitle() or "attnscope view")
     painter = QPainter(gen)
     try:
-        widget.render(painter, QPoint(0, 0))
+        # QWidget's own render: a plot is a QGraphicsView, whose render() takes other arguments.
+        QWidget.render(widget, painter, QPoint(0, 0))
     finally:
         painter.end()
-    if not path.exists():
-        raise OSError(f"Could not write {path}.")
-    return path

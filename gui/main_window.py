@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QPalette, QColor, QShortcut
+from PySide6.QtGui import QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QVBoxLayout, QWidget)
 
@@ -19,6 +19,7 @@ from engine.device import available_devices
 from engine.loaded import LoadedModel
 from engine.tracing import trace_text
 from gui.colormaps import COLORMAPS
+from gui.theme import apply_theme, restyle_plots
 from gui.export import export_target, export_widget
 from gui.settings import app_settings, push_recent, recent_files
 from gui.state import AppState
@@ -360,7 +361,7 @@ class MainWindow(QMainWindow):
                 export_widget(export_target(widget), path)
                 self.settings.setValue("last_export_dir", str(Path(path).parent))
                 self.statusBar().showMessage(f"Saved {path}", 5000)
-            except (OSError, ValueError) as exc:
+            except Exception as exc:  # whatever went wrong, the user is told, never the console only
                 self.show_error("Could not export the view", exc)
 
     def export_trace_dialog(self) -> None:
@@ -384,8 +385,8 @@ class MainWindow(QMainWindow):
     def set_dark(self, dark: bool) -> None:
         self.settings.setValue("dark", "true" if dark else "false")
         apply_theme(dark)
-        for view in self.findChildren(pg.GraphicsView):
-            view.setBackground("k" if dark else "w")
+        restyle_plots(self, dark)      # every plot already built, docked, tabbed or floating
+        self.state.set_dark(dark)
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
@@ -468,24 +469,3 @@ class MainWindow(QMainWindow):
 def _move_model(loaded: LoadedModel, device: str) -> LoadedModel:
     from engine.device import pick_device
     return loaded.to(pick_device(device))
-
-
-def apply_theme(dark: bool) -> None:
-    """Fusion style with a dark or light palette; plots follow in MainWindow.set_dark."""
-    app = QApplication.instance()
-    app.setStyle("Fusion")
-    # Plots made later (views are built when first shown) take their colours from here.
-    pg.setConfigOptions(background="k" if dark else "w", foreground="d" if dark else "k")
-    if not dark:
-        app.setPalette(app.style().standardPalette())
-        return
-    pal = QPalette()
-    base, text = QColor(37, 37, 38), QColor(220, 220, 220)
-    for role, color in ((QPalette.ColorRole.Window, QColor(45, 45, 48)), (QPalette.ColorRole.WindowText, text),
-                        (QPalette.ColorRole.Base, base), (QPalette.ColorRole.AlternateBase, QColor(55, 55, 58)),
-                        (QPalette.ColorRole.Text, text), (QPalette.ColorRole.Button, QColor(55, 55, 58)),
-                        (QPalette.ColorRole.ButtonText, text), (QPalette.ColorRole.Highlight, QColor(38, 110, 190)),
-                        (QPalette.ColorRole.HighlightedText, QColor(255, 255, 255)),
-                        (QPalette.ColorRole.ToolTipBase, base), (QPalette.ColorRole.ToolTipText, text)):
-        pal.setColor(role, color)
-    app.setPalette(pal)

@@ -16,24 +16,19 @@ def render_view(loaded, trace, view: str, kind: str, layer: int, head: int, size
     state = AppState()
     state.set_model(loaded)
     state.set_trace(trace)
+    state.select(kind, layer, head)     # every view shows the state's selection
     if view == "grid":
-        from gui.views.head_grid import HeadGrid
-        widget = HeadGrid(state)
-        widget.kind_box.setCurrentText(kind)
+        from gui.views.head_grid import HeadGrid as View
     elif view == "head":
-        from gui.views.head_detail import HeadDetail
-        widget = HeadDetail(state)
-        state.select_head(kind, layer, head)
+        from gui.views.head_detail import HeadDetail as View
     else:
-        from gui.views.head_lines import HeadLines
-        widget = HeadLines(state)
-        widget.kind_box.setCurrentText(kind)
-        widget.layer_box.setValue(layer)
-        widget.set_heads([head])
+        from gui.views.head_lines import HeadLines as View
+    widget = View(state)
     w, h = (int(v) for v in size.lower().split("x"))
     widget.resize(w, h)
     widget.show()
-    app.processEvents()
+    from gui.views.prepared import wait_until_drawn
+    wait_until_drawn(widget)
     try:
         return export_widget(widget, path)
     finally:

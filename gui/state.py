@@ -2,6 +2,11 @@
 
 The main window owns the state; views get it in their constructor, read what is there and
 connect to its signals. Nothing here computes: the state only says what is current.
+
+What is selected, (kind, layer, head), lives here and nowhere else: a view's kind box,
+layer and head spin boxes write to the state and redraw when it says so, so every view
+shows the same head and none keeps a copy that can go stale. A new trace keeps the
+selection where the trace has it and clamps it where it does not.
 """
 from __future__ import annotations
 
@@ -13,9 +18,11 @@ from engine.trace import AttentionTrace
 
 class AppState(QObject):
     model_changed = Signal(object)           # LoadedModel
-    trace_changed = Signal(object)           # AttentionTrace
-    head_selected = Signal(str, int, int)    # kind, layer, head
+    trace_changed = Signal(object)           # AttentionTrace (or None: nothing to show)
+    selection_changed = Signal(str, int, int)  # kind, layer, head: what every view shows
+    head_selected = Signal(str, int, int)    # a head was picked to be looked at (opens Head detail)
     colormap_changed = Signal(str)
+    theme_changed = Signal(bool)             # dark
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -26,20 +33,58 @@ class AppState(QObject):
         self.pair: str = ""                  # BERT: optional segment B
         self.device: str = "auto"
         self.colormap: str = "viridis"
+        self.dark: bool = False
+        self.kind: str | None = None
+        self.layer: int = 0
+        self.head: int = 0
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
         self.trace = None
         self.model_changed.emit(loaded)
+        self.trace_changed.emit(None)        # the old model's readouts are gone everywhere
 
     def set_trace(self, trace: AttentionTrace | None) -> None:
         self.trace = trace
+        self._clamp()
         self.trace_changed.emit(trace)
 
+    def _clamp(self) -> bool:
+        """Fit the selection to the trace; True when it changed."""
+        before = (self.kind, self.layer, self.head)
+        trace = self.trace
+        if trace is not None and trace.kinds:
+            if self.kind not in trace.kinds:
+                self.kind = trace.kinds[-1]       # cross attention first, where there is some
+            n_layers, n_heads = trace.shape(self.kind)[:2]
+            self.layer = min(max(self.layer, 0), n_layers - 1)
+            self.head = min(max(self.head, 0), n_heads - 1)
+        return (self.kind, self.layer, self.head) != before
+
+    def select(self, kind: str | None = None, layer: int | None = None, head: int | None = None) -> None:
+        """Change what is selected (None: keep that part); views follow selection_changed."""
+        before = (self.kind, self.layer, self.head)
+        if kind:
+            self.kind = kind
+        if layer is not None:
+            self.layer = int(layer)
+        if head is not None:
+            self.head = int(head)
+        self._clamp()
+        if (self.kind, self.layer, self.head) != before:
+            self.selection_changed.emit(self.kind or "", self.layer, self.head)
+
     def select_head(self, kind: str, layer: int, head: int) -> None:
-        self.head_selected.emit(kind, int(layer), int(head))
+        """Select a head and ask for it to be shown (a click in the grid or statistics)."""
+        self.select(kind, layer, head)
+        self.head_selected.emit(self.kind or "", self.layer, self.head)
 
     def set_colormap(self, name: str) -> None:
         if name != self.colormap:
             self.colormap = name
             self.colormap_changed.emit(name)
+
+    def set_dark(self, dark: bool) -> None:
+        if dark != self.dark:
+            self.dark = dark
+            self.theme_changed.emit(dark)

@@ -29,3 +29,13 @@ def _delete_closed_widgets_now():
 
     if QCoreApplication.instance() is not None:
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+
+
+@pytest.fixture
+def drawn(qtbot):
+    """``drawn(view, ...)``: wait until each view has applied the drawing its worker prepared
+    (views prepare their images off the GUI thread; see gui/views/prepared.py)."""
+    def wait(*views, timeout=20000):
+        for view in views:
+            qtbot.waitUntil(lambda: not view.draw_jobs.busy, timeout=timeout)
+    return wait

@@ -19,27 +19,30 @@ def state():
     return s
 
 
-def test_head_lines_draw_one_segment_per_weight_above_threshold(state, qtbot):
+def test_head_lines_draw_one_segment_per_weight_above_threshold(state, qtbot, drawn):
     view = HeadLines(state)
     qtbot.addWidget(view)
     w = state.trace.weights("encoder self")
     view.threshold.setValue(0.05)
     view.set_heads([0, 2])
+    drawn(view)
     assert view.drawn == {0: int((w[0, 0] >= 0.05).sum()), 2: int((w[0, 2] >= 0.05).sum())}
     view.threshold.setValue(0.0)
+    drawn(view)
     assert view.drawn[0] == w[0, 0].size
 
 
-def test_hovering_a_token_keeps_only_its_lines(state, qtbot):
+def test_hovering_a_token_keeps_only_its_lines(state, qtbot, drawn):
     view = HeadLines(state)
     qtbot.addWidget(view)
     view.threshold.setValue(0.0)
     view.focus = ("query", 3)
     view.redraw()
+    drawn(view)
     assert view.drawn[0] == state.trace.shape("encoder self")[-1]   # one line to every key
 
 
-def test_pair_filter_and_hidden_specials(state, qtbot):
+def test_pair_filter_and_hidden_specials(state, qtbot, drawn):
     view = HeadLines(state)
     qtbot.addWidget(view)
     view.show()
@@ -48,9 +51,11 @@ def test_pair_filter_and_hidden_specials(state, qtbot):
     sep = tokens.index("[SEP]")
     assert view.pair_filter.isVisible()
     view.pair_filter.setCurrentText("A -> B")
+    drawn(view)
     assert view.drawn[0] == (sep + 1) * (len(tokens) - sep - 1)
     view.pair_filter.setCurrentText("all")
     view.hide_special.setChecked(True)
+    drawn(view)
     n_plain = sum(t not in ("[CLS]", "[SEP]") for t in tokens)
     assert view.drawn[0] == n_plain * n_plain
 
@@ -61,9 +66,10 @@ def test_segments_bucket_opacity():
     assert sorted(alpha for _, _, alpha in out) == [0.125, 0.5, 1.0]
 
 
-def test_stats_table_sorts_and_opens_heads(state, qtbot):
+def test_stats_table_sorts_and_opens_heads(state, qtbot, drawn):
     view = HeadStats(state)
     qtbot.addWidget(view)
+    drawn(view)
     stats = head_statistics(state.trace.weights("encoder self"), state.trace.source_tokens, state.trace.source_tokens)
     L, H = stats["entropy"].shape
     assert view.table.rowCount() == L * H
@@ -75,16 +81,19 @@ def test_stats_table_sorts_and_opens_heads(state, qtbot):
     assert sig.args == ["encoder self", l, h]
 
 
-def test_rollout_view_shows_the_engine_rollout(state, qtbot):
+def test_rollout_view_shows_the_engine_rollout(state, qtbot, drawn):
     view = RolloutView(state)
     qtbot.addWidget(view)
+    state.select(layer=1)
+    drawn(view)
     expected = rollout(state.trace.weights("encoder self"))[-1]
     np.testing.assert_allclose(view.image.image, expected, atol=1e-6)
     view.mode.setCurrentText("max of heads")
+    drawn(view)
     np.testing.assert_allclose(view.image.image, state.trace.weights("encoder self")[-1].max(0), atol=1e-6)
 
 
-def test_head_detail_display_options(qtbot):
+def test_head_detail_display_options(qtbot, drawn):
     from gui.views.head_detail import HeadDetail
     state = AppState()
     state.set_model(random_model("translator", seed=2))
@@ -92,25 +101,30 @@ def test_head_detail_display_options(qtbot):
     view = HeadDetail(state)
     qtbot.addWidget(view)
     state.select_head("cross", 1, 2)
+    drawn(view)
     head = state.trace.head("cross", 1, 2)
     np.testing.assert_array_equal(view.image.image, head)
     view.threshold.setValue(0.2)
+    drawn(view)
     np.testing.assert_array_equal(view.image.image, np.where(head < 0.2, 0, head))
     view.threshold.setValue(0.0)
     view.normalise.setChecked(True)
+    drawn(view)
     assert view.image.image.max() == pytest.approx(1.0)
     view.hide_special.setChecked(True)
+    drawn(view)
     src, tgt = state.trace.source_tokens, state.trace.target_tokens
     assert "[EOS]" in src and "[BOS]" in tgt
     assert view.image.image.shape == (len(tgt) - 1, len(src) - 1)
     np.testing.assert_array_equal(view.matrix, head[1:, :-1])   # readout keeps the true weights
 
 
-def test_grid_threshold_hides_weak_cells_but_hover_reads_true_weights(state, qtbot):
+def test_grid_threshold_hides_weak_cells_but_hover_reads_true_weights(state, qtbot, drawn):
     from gui.views.head_grid import HeadGrid
     grid = HeadGrid(state)
     qtbot.addWidget(grid)
     grid.threshold.setValue(0.3)
+    drawn(grid)
     head = state.trace.head(grid.kind, 1, 2)
     y, x = grid.layout_.tile_origin(1, 2)
     tq, tk = head.shape

@@ -28,6 +28,7 @@ def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
     assert trace.source_tokens[:3] == ["the", "big", "dog"]
     assert trace.target_tokens[0] == "[BOS]"
     grid = window.grid
+    qtbot.waitUntil(lambda: not grid.draw_jobs.busy)
     assert grid.kind in trace.kinds
     image = grid.image.image            # uint8 codes 1 + round(254 w); gaps 0
     layout = grid.layout_
@@ -42,8 +43,9 @@ def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
     assert "parameters" in window.params_label.text()
 
 
-def test_hover_reads_cell_and_click_opens_head(window, qtbot):
+def test_hover_reads_cell_and_click_opens_head(window, qtbot, drawn):
     grid = window.grid
+    drawn(grid)
     trace = window.state.trace
     kind = grid.kind
     pos = grid.scene_pos_of(1, 3, 0, 2)
@@ -54,6 +56,7 @@ def test_hover_reads_cell_and_click_opens_head(window, qtbot):
     detail = window.view("Head detail")
     with qtbot.waitSignal(window.state.head_selected):
         window.state.select_head(kind, 1, 3)
+    drawn(detail)
     assert (detail.layer, detail.head) == (1, 3)
     np.testing.assert_array_equal(detail.image.image, trace.head(kind, 1, 3))
 
@@ -82,7 +85,7 @@ def test_close_during_long_run_leaves_nothing_running(qtbot):
     assert QThreadPool.globalInstance().activeThreadCount() == 0
 
 
-def test_head_detail_keys_move_between_heads_and_layers(window, qtbot):
+def test_head_detail_keys_move_between_heads_and_layers(window, qtbot, drawn):
     from PySide6.QtCore import Qt
     detail = window.view("Head detail")
     kind = detail.kind
@@ -93,6 +96,7 @@ def test_head_detail_keys_move_between_heads_and_layers(window, qtbot):
     qtbot.keyClick(detail, Qt.Key.Key_Down)      # clamps at the last layer
     assert detail.layer == 1
     detail.agg_box.setCurrentText("mean of heads")
+    drawn(detail)
     np.testing.assert_allclose(detail.image.image, window.state.trace.weights(kind)[1].mean(axis=0), atol=1e-6)
 
 

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPus
 from engine.analysis import compare_traces
 from gui.colormaps import colormap
 from gui.views.head_stats import NumberItem
-from gui.worker import Jobs
+from gui.worker import Jobs, error_message
 
 TITLE = 'Could not compare'     # the title of this view's error dialogs
 
@@ -57,12 +57,12 @@ class CompareView(QWidget):
         self.run_button = QPushButton("Compare")
         self.run_button.clicked.connect(self.run)
         self.kind_box = QComboBox()
-        self.kind_box.currentTextChanged.connect(lambda _: self.redraw())
+        self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k) or self.redraw())
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
         self.layer_box.setPrefix("layer ")
         self.head_box.setPrefix("head ")
-        self.layer_box.valueChanged.connect(lambda _: self.redraw())
-        self.head_box.valueChanged.connect(lambda _: self.redraw())
+        self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v) or self.redraw())
+        self.head_box.valueChanged.connect(lambda v: self.state.select(head=v) or self.redraw())
         top = QHBoxLayout()
         for w in (self.same_button, self.open_button, self.run_button, self.kind_box, self.layer_box, self.head_box):
             top.addWidget(w)
@@ -100,7 +100,10 @@ class CompareView(QWidget):
         layout.addWidget(split, 1)
         layout.addWidget(self.summary)
         state.model_changed.connect(self._on_model)
+        state.trace_changed.connect(self._on_trace)
+        state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
+        self.compared_text: tuple[str, str] | None = None   # (text, pair) of the result shown
         self._on_model(state.loaded)
 
     def _on_colormap(self, name: str) -> None:
@@ -108,7 +111,8 @@ class CompareView(QWidget):
             img.setColorMap(colormap(name))
 
     def _on_model(self, loaded) -> None:
-        self.result = None
+        self.jobs.cancel()
+        self._clear("Press Compare.")
         hf = loaded is not None and loaded.family == "hf-bert"
         self.same_button.setEnabled(hf)
         if self.b_source == SAME_WEIGHTS and not hf:
@@ -116,6 +120,35 @@ class CompareView(QWidget):
         elif hf and self.b_source is None:
             self.b_source = SAME_WEIGHTS
         self._show_b()
+
+    def _clear(self, summary: str) -> None:
+        self.result, self.compared_text = None, None
+        for img in self.images:
+            img.clear()
+        self.table.setRowCount(0)
+        self.kind_box.blockSignals(True)
+        self.kind_box.clear()
+        self.kind_box.blockSignals(False)
+        self.summary.setText(summary)
+
+    def _on_trace(self, trace) -> None:
+        """Another text: a comparison on screen is out of date, so it runs again."""
+        if trace is None or self.compared_text is None:
+            return
+        if (self.state.text, self.state.pair) != self.compared_text:
+            self.summary.setText("Out of date (the text changed): comparing again…")
+            self.run()
+
+    def _on_selection(self, kind: str, layer: int, head: int) -> None:
+        for box, value in ((self.layer_box, layer), (self.head_box, head)):
+            box.blockSignals(True)
+            box.setValue(value)
+            box.blockSignals(False)
+        if kind and self.kind_box.findText(kind) >= 0:
+            self.kind_box.blockSignals(True)
+            self.kind_box.setCurrentText(kind)
+            self.kind_box.blockSignals(False)
+        self.redraw()
 
     def _show_b(self) -> None:
         b = self.b_source
@@ -139,22 +172,26 @@ class CompareView(QWidget):
         if a is None or self.b_source is None:
             self.summary.setText("Choose model B first.")
             return
-        self.summary.setText("Comparing…")
-        self.jobs.start(_compare_job, a, self.b_source, self.state.text or "time flies like an arrow",
-                        self.state.pair, self.state.device or "auto",
-                        on_returned=self._done, on_error=lambda exc: self.summary.setText(f"Cannot compare: {exc}"))
+        if self.result is None:
+            self.summary.setText("Comparing…")
+        text = (self.state.text or "time flies like an arrow", self.state.pair)
+        self.jobs.start(_compare_job, a, self.b_source, text[0], text[1], self.state.device or "auto",
+                        on_returned=lambda result: self._done(result, text),
+                        on_error=lambda exc: self._clear(f"Cannot compare: {error_message(exc)}"))
 
-    def _done(self, result) -> None:
-        self.result = result
+    def _done(self, result, text: tuple[str, str]) -> None:
+        self.result, self.compared_text = result, text
         b, ta, tb, comparisons = result
         kinds = list(comparisons)
         self.kind_box.blockSignals(True)
         self.kind_box.clear()
         self.kind_box.addItems(kinds)
+        if self.state.kind in kinds:
+            self.kind_box.setCurrentText(self.state.kind)
         self.kind_box.blockSignals(False)
         worst = max(c["max"] for c in comparisons.values())
-        self.summary.setText(f"A = {ta.model_name}, B = {tb.model_name}: largest difference over every head "
-                             f"and cell: {worst:.3g}")
+        self.summary.setText(f"A = {ta.model_name}, B = {tb.model_name} on {text[0]!r}: largest difference over "
+                             f"every head and cell: {worst:.3g}")
         self.redraw()
 
     def redraw(self) -> None:
@@ -164,9 +201,11 @@ class CompareView(QWidget):
         kind = self.kind_box.currentText()
         comp = comparisons[kind]
         n_layers, n_heads = comp["per_head"].shape
-        self.layer_box.setMaximum(n_layers - 1)
-        self.head_box.setMaximum(n_heads - 1)
-        l, h = self.layer_box.value(), self.head_box.value()
+        for box, top in ((self.layer_box, n_layers - 1), (self.head_box, n_heads - 1)):
+            box.blockSignals(True)
+            box.setMaximum(top)
+            box.blockSignals(False)
+        l, h = min(self.state.layer, n_layers - 1), min(self.state.head, n_heads - 1)
         self.images[0].setImage(ta.head(kind, l, h), autoLevels=False, levels=(0, 1))
         self.images[1].setImage(tb.head(kind, l, h), autoLevels=False, levels=(0, 1))
         d = comp["diff"][l, h]
@@ -180,8 +219,7 @@ class CompareView(QWidget):
         self.table.setSortingEnabled(True)
 
     def _open_row(self, row: int, _col: int) -> None:
-        self.layer_box.setValue(int(self.table.item(row, 0).value))
-        self.head_box.setValue(int(self.table.item(row, 1).value))
+        self.state.select(layer=int(self.table.item(row, 0).value), head=int(self.table.item(row, 1).value))
 
     def closeEvent(self, event) -> None:
         self.jobs.shutdown()

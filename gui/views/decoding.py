@@ -56,6 +56,10 @@ class DecodingPanel(QWidget):
         self.top_p = self._spin(QDoubleSpinBox(), 0.01, 1.0, 1.0, "top-p ", 0.05)
         self.seed = self._spin(QSpinBox(), 0, 99999, 0, "seed ")
         self.strategy.currentTextChanged.connect(self._show_knobs)
+        # Other settings make other steps: the history of the old ones is reset, not kept.
+        self.strategy.currentTextChanged.connect(self._settings_changed)
+        for box in (self.beam_width, self.length_penalty, self.temperature, self.top_k, self.top_p, self.seed):
+            box.valueChanged.connect(self._settings_changed)
         self.reset_button = QPushButton("Reset")
         self.back_button = QPushButton("◀ Back")
         self.step_button = QPushButton("Step ▶")
@@ -98,7 +102,7 @@ class DecodingPanel(QWidget):
         self.alignment = TokenMatrix(state, "alignment: one row per output token")
         self.heads = TokenMatrix(state, "this token's rows, every head")
         self.layer_box = QComboBox()
-        self.layer_box.currentIndexChanged.connect(lambda _: self.redraw())
+        self.layer_box.currentIndexChanged.connect(lambda i: i >= 0 and self.state.select(layer=i))
         self.beams = QTreeWidget()
         self.beams.setHeaderLabels(["hypothesis", "score", "parent", "state"])
         self.beams.setRootIsDecorated(False)
@@ -126,6 +130,7 @@ class DecodingPanel(QWidget):
         self._show_knobs("greedy")
         state.model_changed.connect(self._on_model)
         state.trace_changed.connect(self._on_trace)
+        state.selection_changed.connect(self._on_selection)
         self._text: str | None = None  # the text the current session decodes
         self._update_buttons()
 
@@ -158,6 +163,10 @@ class DecodingPanel(QWidget):
         self._queued, self.ended, self._text = 0, False, None
         self.output.setText("Press Step (→) to decode the text, one token at a time.")
         self.bar_item.setOpts(x=[], height=[])
+        self.bars.getPlotItem().getAxis("bottom").setTicks([[]])
+        self.alignment.clear()
+        self.heads.clear()
+        self.layer_box.clear()
         self.beams.clear()
         loaded = self.state.loaded
         if loaded is not None and loaded.family not in ("translator", "gpt"):
@@ -190,6 +199,17 @@ class DecodingPanel(QWidget):
 
     def _on_model(self, _loaded) -> None:
         self.reset()
+
+    def _settings_changed(self, *_args) -> None:
+        if self.session is not None or self._steps is not None or self.jobs.busy:
+            self.reset()
+
+    def _on_selection(self, _kind: str, layer: int, _head: int) -> None:
+        if 0 <= layer < self.layer_box.count() and layer != self.layer_box.currentIndex():
+            self.layer_box.blockSignals(True)
+            self.layer_box.setCurrentIndex(layer)
+            self.layer_box.blockSignals(False)
+            self.redraw()
 
     def _on_trace(self, _trace) -> None:
         """A new Run with other text starts decoding afresh."""
@@ -276,7 +296,7 @@ class DecodingPanel(QWidget):
             self.layer_box.blockSignals(True)
             self.layer_box.clear()
             self.layer_box.addItems([f"layer {i} (mean of heads)" for i in range(rows.shape[0])])
-            self.layer_box.setCurrentIndex(rows.shape[0] - 1)
+            self.layer_box.setCurrentIndex(min(self.state.layer, rows.shape[0] - 1))
             self.layer_box.blockSignals(False)
         # output so far: chosen tokens, the newest in bold
         tokens = [s.token for s in self.history[: self.index + 1]]

@@ -1,7 +1,8 @@
 """Head detail: one head (or a layer's mean / max over heads) large, tokens on both axes.
 
 Arrow keys move between heads (left/right) and layers (up/down); the value under the
-cursor is read out below the map.
+cursor is read out below the map. The head shown is the state's selection; the map and its
+labels are prepared in a worker.
 """
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QWidget)
 
 from engine.analysis import display_weights, special_mask
-from engine.trace import AttentionTrace
 from gui.colormaps import colormap
 from gui.views.kinds import fill_kind_box
+from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
@@ -34,24 +35,40 @@ def short(token: str, limit: int = 12) -> str:
     return token if len(token) <= limit else token[: limit - 1] + "…"
 
 
-class HeadDetail(QWidget):
+@prepares
+def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool, threshold: float,
+                   normalise: bool) -> dict:
+    """What Head detail draws, in a worker: the true weights of the cells shown, the display
+    map, which rows/columns are shown, and the thinned axis labels."""
+    raw = aggregate(trace.weights(kind), layer, head, how)  # (Tq, Tk)
+    q, k = trace.query_tokens(kind), trace.key_tokens(kind)
+    q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
+    k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
+    matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown
+    shown = display_weights(matrix, threshold, normalise)
+    q_shown, k_shown = [q[i] for i in q_index], [k[i] for i in k_index]
+    step_q = max(1, len(q_shown) // MAX_LABELLED + (len(q_shown) > MAX_LABELLED))
+    step_k = max(1, len(k_shown) // MAX_LABELLED + (len(k_shown) > MAX_LABELLED))
+    return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
+                q_index=q_index, k_index=k_index, step_k=step_k, k_labels=[short(t) for t in k_shown],
+                q_ticks=[(i + 0.5, short(t)) for i, t in enumerate(q_shown) if i % step_q == 0])
+
+
+class HeadDetail(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.trace: AttentionTrace | None = None
-        self.kind: str | None = None
-        self.layer = 0
-        self.head = 0
+        self._init_prepared("Head detail")
         self.matrix: np.ndarray | None = None
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
         self.kind_box = QComboBox()
-        self.kind_box.currentTextChanged.connect(self._on_kind)
+        self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k))
         self.layer_box, self.head_box = QSpinBox(), QSpinBox()
         self.layer_box.setPrefix("layer ")
         self.head_box.setPrefix("head ")
-        self.layer_box.valueChanged.connect(lambda v: self.show_head(self.kind, v, self.head))
-        self.head_box.valueChanged.connect(lambda v: self.show_head(self.kind, self.layer, v))
+        self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v))
+        self.head_box.valueChanged.connect(lambda v: self.state.select(head=v))
         self.agg_box = QComboBox()
         self.agg_box.addItems(AGGREGATES)
         self.agg_box.currentTextChanged.connect(lambda _: self.redraw())
@@ -100,83 +117,73 @@ class HeadDetail(QWidget):
         box.addWidget(self.readout)
 
         state.trace_changed.connect(self.set_trace)
-        state.head_selected.connect(self.show_head)
+        state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
-        if state.trace is not None:
-            self.set_trace(state.trace)
+        self.set_trace(state.trace)
+
+    # The selection lives in the state; these read it (tests and keys use them).
+    @property
+    def layer(self) -> int:
+        return self.state.layer
+
+    @property
+    def head(self) -> int:
+        return self.state.head
 
     def _on_colormap(self, name: str) -> None:
         self.colorbar.setColorMap(colormap(name))
 
-    def set_trace(self, trace: AttentionTrace | None) -> None:
-        self.trace = trace
-        kinds = trace.kinds if trace else []
-        self.kind = fill_kind_box(self.kind_box, kinds, self.kind)
-        self.kind_box.setVisible(len(kinds) > 1)
-        self._clamp()
-        self.redraw()
+    def set_trace(self, trace) -> None:
+        self.readout.setText(" ")      # the old text's tokens are gone
+        self._on_selection()
 
-    def _on_kind(self, kind: str) -> None:
-        if kind:
-            self.show_head(kind, self.layer, self.head)
+    def _on_selection(self, *_selection) -> None:
+        """Show the state's (kind, layer, head): boxes follow without echoing back."""
+        trace = self.trace
+        kinds = trace.kinds if trace else []
+        fill_kind_box(self.kind_box, kinds, self.kind)
+        self.kind_box.setVisible(len(kinds) > 1)
+        if trace is not None and self.kind is not None:
+            n_layers, n_heads = trace.shape(self.kind)[:2]
+            for box, top, value in ((self.layer_box, n_layers - 1, self.layer), (self.head_box, n_heads - 1, self.head)):
+                box.blockSignals(True)
+                box.setRange(0, top)
+                box.setValue(value)
+                box.blockSignals(False)
+        self.redraw()
 
     def show_head(self, kind: str | None, layer: int, head: int) -> None:
-        if self.trace is None or kind not in self.trace.kinds:
-            return
-        self.kind, self.layer, self.head = kind, layer, head
-        self._clamp()
-        self.redraw()
+        self.state.select(kind, layer, head)
 
-    def _clamp(self) -> None:
+    def drawing_job(self):
         if self.trace is None or self.kind is None:
-            return
-        L, H = self.trace.shape(self.kind)[:2]
-        self.layer = min(max(self.layer, 0), L - 1)
-        self.head = min(max(self.head, 0), H - 1)
-        for box, top, value in ((self.layer_box, L - 1, self.layer), (self.head_box, H - 1, self.head)):
-            box.blockSignals(True)
-            box.setRange(0, top)
-            box.setValue(value)
-            box.blockSignals(False)
-        self.kind_box.blockSignals(True)
-        self.kind_box.setCurrentText(self.kind)
-        self.kind_box.blockSignals(False)
+            return None
+        return (detail_drawing, self.trace, self.kind, self.layer, self.head, self.agg_box.currentText(),
+                self.hide_special.isChecked(), self.threshold.value(), self.normalise.isChecked())
 
-    def redraw(self) -> None:
-        if self.trace is None or self.kind is None:
-            self.image.clear()
-            self.matrix = None
-            return
-        how = self.agg_box.currentText()
-        raw = aggregate(self.trace.weights(self.kind), self.layer, self.head, how)  # (Tq, Tk)
-        q, k = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
-        hide = self.hide_special.isChecked()
-        self.q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
-        self.k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
-        self.matrix = raw[np.ix_(self.q_index, self.k_index)]  # the true weights of the cells shown
-        shown = display_weights(self.matrix, self.threshold.value(), self.normalise.isChecked())
-        self.image.setImage(shown, autoLevels=False, levels=(0.0, 1.0))
-        self.head_box.setEnabled(how == "one head")
-        self._label_axes()
+    def clear_drawing(self) -> None:
+        self.image.clear()
+        self.matrix = None
+        self.readout.setText(" ")
+
+    def apply_drawing(self, d: dict) -> None:
+        self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
+        self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
+        self.head_box.setEnabled(d["how"] == "one head")
+        self.item.getAxis("left").setTicks([d["q_ticks"]])
+        self.key_axis.set_tokens(d["k_labels"], d["step_k"])
         tq, tk = self.matrix.shape
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
-
-    def _label_axes(self) -> None:
-        q_all, k_all = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
-        q, k = [q_all[i] for i in self.q_index], [k_all[i] for i in self.k_index]
-        step_q = max(1, len(q) // MAX_LABELLED + (len(q) > MAX_LABELLED))
-        step_k = max(1, len(k) // MAX_LABELLED + (len(k) > MAX_LABELLED))
-        self.item.getAxis("left").setTicks([[(i + 0.5, short(t)) for i, t in enumerate(q) if i % step_q == 0]])
-        self.key_axis.set_tokens([short(t) for t in k], step_k)
 
     def _on_hover(self, scene_pos) -> None:
         if self.matrix is None:
             return
+        d = self.drawing
         p = self.item.vb.mapSceneToView(scene_pos)
         qi, ki = int(np.floor(p.y())), int(np.floor(p.x()))
         tq, tk = self.matrix.shape
         if 0 <= qi < tq and 0 <= ki < tk:
-            q, k = self.trace.query_tokens(self.kind), self.trace.key_tokens(self.kind)
+            q, k = d["trace"].query_tokens(d["kind"]), d["trace"].key_tokens(d["kind"])
             qo, ko = int(self.q_index[qi]), int(self.k_index[ki])
             self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {self.matrix[qi, ki]:.4f}")
 
@@ -184,7 +191,7 @@ class HeadDetail(QWidget):
         moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
         move = moves.get(event.key())
         if move and self.trace is not None:
-            self.show_head(self.kind, self.layer + move[0], self.head + move[1])
+            self.state.select(layer=self.layer + move[0], head=self.head + move[1])
         else:
             super().keyPressEvent(event)
 

@@ -2,35 +2,44 @@
 
 Rows are layers, columns heads; inside a tile, rows are query tokens and columns key tokens.
 Hover says which layer, head, query and key a pixel is and its weight; a click opens the head.
+The kind shown is the state's selected kind; the colour codes are built in a worker.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.trace import AttentionTrace
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
+from gui.views.prepared import PreparedView, prepares
+
+HINT = "Hover a cell to read it; click to open that head."
 
 
-class HeadGrid(QWidget):
-    kind_changed = Signal(str)
+@prepares
+def grid_drawing(weights: np.ndarray, threshold: float):
+    """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker."""
+    if threshold > 0:
+        weights = np.where(weights < threshold, 0.0, weights)
+    return tile(display_codes(weights), fill=GAP_CODE)
 
+
+class HeadGrid(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.trace: AttentionTrace | None = None
-        self.kind: str | None = None
+        self._init_prepared("The heads overview")
         self.layout_: MosaicLayout | None = None
+        self.drawn_trace = None                  # the trace whose drawing is on screen
         self.last_tooltip = ""
 
         self.kind_box = QComboBox()
         self.kind_box.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
         self.kind_box.currentTextChanged.connect(self._on_kind)
-        self.readout = QLabel("Hover a cell to read it; click to open that head.")
+        self.readout = QLabel(HINT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.threshold = QDoubleSpinBox()
         self.threshold.setRange(0.0, 1.0)
@@ -62,38 +71,48 @@ class HeadGrid(QWidget):
         box.addWidget(self.plot, 1)
 
         state.trace_changed.connect(self.set_trace)
+        state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
-        if state.trace is not None:
-            self.set_trace(state.trace)
+        self.set_trace(state.trace)
 
     def _on_colormap(self, name: str) -> None:
         self.image.setLookupTable(gap_lookup_table(lookup_table(name)))
 
     # ---- data -----------------------------------------------------------------------
-    def set_trace(self, trace: AttentionTrace | None) -> None:
-        self.trace = trace
+    def set_trace(self, trace) -> None:
         kinds = trace.kinds if trace else []
-        keep = fill_kind_box(self.kind_box, kinds, self.kind)
+        fill_kind_box(self.kind_box, kinds, self.state.kind)
         self.kind_box.setVisible(len(kinds) > 1)
         self.kind_label.setVisible(len(kinds) > 1)
-        self.kind = keep
+        self._set_readout(HINT)     # the old text's tokens are gone
         self.redraw()
 
-    def _on_kind(self, kind: str) -> None:
-        if kind and kind != self.kind:
-            self.kind = kind
+    def _on_selection(self, kind: str, _layer: int, _head: int) -> None:
+        if self.drawing is None or self.drawing[2] != kind:
+            fill_kind_box(self.kind_box, self.trace.kinds if self.trace else [], kind)
             self.redraw()
-            self.kind_changed.emit(kind)
 
-    def redraw(self) -> None:
+    def _on_kind(self, kind: str) -> None:
+        if kind:
+            self.state.select(kind=kind)
+
+    def _set_readout(self, text: str) -> None:
+        self.last_tooltip = "" if text == HINT else text
+        self.readout.setText(text)
+        self.plot.setToolTip(self.last_tooltip)
+
+    def drawing_job(self):
         if self.trace is None or self.kind is None:
-            self.image.clear()
-            self.layout_ = self.mosaic = None
-            return
-        weights = self.trace.weights(self.kind)  # (L, H, Tq, Tk)
-        if self.threshold.value() > 0:
-            weights = np.where(weights < self.threshold.value(), 0.0, weights)
-        self.mosaic, layout = tile(display_codes(weights), fill=GAP_CODE)
+            return None
+        return _grid_job, self.trace, self.kind, self.threshold.value()
+
+    def clear_drawing(self) -> None:
+        self.image.clear()
+        self.layout_ = self.mosaic = None
+        self._set_readout(HINT)
+
+    def apply_drawing(self, drawing) -> None:
+        self.mosaic, layout, _kind, self.drawn_trace = drawing
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         if layout != self.layout_:
             self.layout_ = layout
@@ -127,7 +146,7 @@ class HeadGrid(QWidget):
         return self.layout_.locate(p.y(), p.x())
 
     def describe(self, layer: int, head: int, qi: int, ki: int) -> str:
-        tr, kind = self.trace, self.kind
+        tr, kind = self.drawn_trace, self.drawing[2]   # what is on screen
         q, k = tr.query_tokens(kind), tr.key_tokens(kind)
         w = float(tr.head(kind, layer, head)[qi, ki])
         return (f"layer {layer}, head {head}: query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}: "
@@ -138,14 +157,12 @@ class HeadGrid(QWidget):
         if cell is None:
             self.plot.setToolTip("")
             return
-        self.last_tooltip = self.describe(*cell)
-        self.readout.setText(self.last_tooltip)
-        self.plot.setToolTip(self.last_tooltip)
+        self._set_readout(self.describe(*cell))
 
     def _on_click(self, event) -> None:
         cell = self.cell_at_scene(event.scenePos())
         if cell is not None:
-            self.state.select_head(self.kind, cell[0], cell[1])
+            self.state.select_head(self.drawing[2], cell[0], cell[1])
 
     def scene_pos_of(self, layer: int, head: int, qi: int, ki: int):
         """The scene point at the centre of one cell (for tests and keyboard focus)."""
@@ -154,3 +171,8 @@ class HeadGrid(QWidget):
 
     def export_target(self) -> QWidget:
         return self.plot
+
+
+def _grid_job(trace, kind: str, threshold: float):
+    mosaic, layout = grid_drawing(trace.weights(kind), threshold)
+    return mosaic, layout, kind, trace

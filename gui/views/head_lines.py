@@ -1,9 +1,11 @@
 """Head view: queries on the left, keys on the right, one line per weight, its opacity the
 weight; one colour per head and several heads at once, as in bertviz, without a browser.
 
-Lines are drawn in a few opacity buckets per head, each bucket one PlotCurveItem with
-connect="pairs", so 512 tokens x 12 heads is a handful of items, not a million. Hovering a
-token keeps only its lines; weak links under the threshold are hidden.
+Why it is fast: the worker computes every line's end points, grouped by head and opacity
+bucket, and the GUI thread hands each group to one PlotCurveItem drawn as plain line
+segments (``connect="pairs"``, no antialiasing, one ``drawLines`` call per group). Tokens
+are the tick labels of two axes, one picture each, not hundreds of text items. The layer
+and the head shown follow the state's selection; other head buttons add heads beside it.
 """
 from __future__ import annotations
 
@@ -11,17 +13,18 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
 from engine.analysis import display_weights, special_mask
 from gui.views.kinds import fill_kind_box
+from gui.views.prepared import PreparedView, prepares
 
 BUCKETS = 8          # opacity levels per head
 MAX_LABELS = 150     # beyond this many tokens, label every n-th one
 PAIR_FILTERS = ("all", "A -> B", "B -> A")
+HINT = "Hover a token to keep only its lines."
 
 
 def head_color(h: int, n: int) -> QColor:
@@ -43,21 +46,77 @@ def segments(kind_weights: np.ndarray, layer: int, heads: list[int], q_keep: np.
     return out
 
 
-class HeadLines(QWidget):
+def keep_masks(q_tokens: list[str], k_tokens: list[str], hide_special: bool, pair_mode: str,
+               focus: tuple[str, int] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which query and key tokens may have lines: specials hidden, one segment of a
+    sentence pair only, or only the hovered token."""
+    q_keep = np.ones(len(q_tokens), dtype=np.float32)
+    k_keep = np.ones(len(k_tokens), dtype=np.float32)
+    if hide_special:
+        q_keep *= special_mask(q_tokens)
+        k_keep *= special_mask(k_tokens)
+    if pair_mode != "all" and "[SEP]" in k_tokens:
+        first_sep = k_tokens.index("[SEP]")
+        segment_a = np.arange(len(k_tokens)) <= first_sep
+        src, dst = (segment_a, ~segment_a) if pair_mode == "A -> B" else (~segment_a, segment_a)
+        q_keep *= src
+        k_keep *= dst
+    if focus is not None:
+        side, i = focus
+        only = q_keep if side == "query" else k_keep
+        mask = np.zeros_like(only)
+        if 0 <= i < len(mask):
+            mask[i] = 1
+        only *= mask
+    return q_keep, k_keep
+
+
+def _ticks(tokens: list[str], scale: float) -> list[tuple[float, str]]:
+    every = max(1, math.ceil(len(tokens) / MAX_LABELS))
+    return [((i + 0.5) * scale, tokens[i]) for i in range(0, len(tokens), every)]
+
+
+@prepares
+def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: float, normalise: bool,
+                  hide_special: bool, pair_mode: str, focus) -> dict:
+    """Every line's end points, per head and opacity bucket, and the axis labels (a worker)."""
+    q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
+    tq, tk = len(q_tokens), len(k_tokens)
+    scale_q, scale_k = max(tq, tk) / tq, max(tq, tk) / tk
+    q_keep, k_keep = keep_masks(q_tokens, k_tokens, hide_special, pair_mode, focus)
+    weights = trace.weights(kind)
+    layer = min(layer, weights.shape[0] - 1)
+    groups, drawn = [], {}
+    for h, buckets in segments(weights, layer, heads, q_keep, k_keep, threshold, normalise).items():
+        drawn[h] = 0
+        for q_idx, k_idx, alpha in buckets:
+            n = len(q_idx)
+            x = np.tile(np.array([0.0, 1.0]), n)
+            y = np.empty(2 * n)
+            y[0::2] = (q_idx + 0.5) * scale_q
+            y[1::2] = (k_idx + 0.5) * scale_k
+            groups.append((h, min(1.0, 0.1 + 0.9 * alpha), x, y))
+            drawn[h] += n
+    return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=weights.shape[1],
+                scale_q=scale_q, scale_k=scale_k, height=max(tq, tk),
+                q_ticks=_ticks(q_tokens, scale_q), k_ticks=_ticks(k_tokens, scale_k))
+
+
+class HeadLines(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.kind: str | None = None
+        self._init_prepared("Head lines")
         self.focus: tuple[str, int] | None = None   # ("query" | "key", index) under the mouse
         self.drawn: dict[int, int] = {}              # head -> line segments drawn
         self._curves: list[pg.PlotCurveItem] = []
-        self._labels: list[pg.TextItem] = []
+        self._shown_head: tuple | None = None        # the selected (kind, head) the buttons follow
 
         self.kind_box = QComboBox()
-        self.kind_box.currentTextChanged.connect(self._on_kind)
+        self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k))
         self.layer_box = QSpinBox()
         self.layer_box.setPrefix("layer ")
-        self.layer_box.valueChanged.connect(lambda _: self.redraw())
+        self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v))
         self.head_row = QHBoxLayout()
         self.head_buttons: list[QPushButton] = []
         self.all_button = QPushButton("all heads")
@@ -87,14 +146,17 @@ class HeadLines(QWidget):
 
         self.plot = pg.PlotWidget()
         self.item = self.plot.getPlotItem()
-        self.item.hideAxis("left")
         self.item.hideAxis("bottom")
+        self.item.showAxis("left")
+        self.item.showAxis("right")
+        for side in ("left", "right"):
+            self.item.getAxis(side).setStyle(tickLength=0)
         self.item.invertY(True)
         self.item.setMouseEnabled(False, True)
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
-        self.readout = QLabel("Hover a token to keep only its lines.")
+        self.readout = QLabel(HINT)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -103,29 +165,29 @@ class HeadLines(QWidget):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.readout)
         state.trace_changed.connect(self.set_trace)
-        if state.trace is not None:
-            self.set_trace(state.trace)
+        state.selection_changed.connect(self._on_selection)
+        self.set_trace(state.trace)
 
     # ---- data ---------------------------------------------------------------------------------
     def set_trace(self, trace) -> None:
-        kinds = trace.kinds if trace else []
-        self.kind = fill_kind_box(self.kind_box, kinds, self.kind)
-        self._sync_controls()
+        self.focus = None
+        self.readout.setText(HINT)
+        self._on_selection()
+
+    def _on_selection(self, *_selection) -> None:
+        trace = self.state.trace
+        fill_kind_box(self.kind_box, trace.kinds if trace else [], self.kind)
+        if trace is not None and self.kind is not None:
+            self._sync_controls()
         self.redraw()
 
-    def _on_kind(self, kind: str) -> None:
-        if kind:
-            self.kind = kind
-            self.focus = None
-            self._sync_controls()
-            self.redraw()
-
     def _sync_controls(self) -> None:
-        trace = self.state.trace
-        if trace is None or self.kind is None:
-            return
-        n_layers, n_heads = trace.shape(self.kind)[:2]
+        trace, kind = self.state.trace, self.kind
+        n_layers, n_heads = trace.shape(kind)[:2]
+        self.layer_box.blockSignals(True)
         self.layer_box.setRange(0, n_layers - 1)
+        self.layer_box.setValue(self.state.layer)
+        self.layer_box.blockSignals(False)
         if len(self.head_buttons) != n_heads:
             for b in self.head_buttons:
                 self.head_row.removeWidget(b)
@@ -134,114 +196,84 @@ class HeadLines(QWidget):
             for h in range(n_heads):
                 b = QPushButton(str(h))
                 b.setCheckable(True)
-                b.setChecked(h == 0)
                 b.setMaximumWidth(32)
                 c = head_color(h, n_heads)
                 b.setStyleSheet(f"QPushButton:checked {{ background: {c.name()}; color: white; }}")
                 b.toggled.connect(lambda _: self.redraw())
                 self.head_row.addWidget(b)
                 self.head_buttons.append(b)
-        tokens = trace.key_tokens(self.kind)
-        self.pair_filter.setVisible(tokens.count("[SEP]") >= 2 and self.kind == trace.kinds[0])
+            self._shown_head = None
+        # A head selected anywhere (grid, statistics, detail) is the one shown here.
+        if self._shown_head != (kind, self.state.head):
+            self._shown_head = (kind, self.state.head)
+            self._check_heads([self.state.head])
+        tokens = trace.key_tokens(kind)
+        self.pair_filter.setVisible(tokens.count("[SEP]") >= 2 and kind == trace.kinds[0])
 
-    def set_heads(self, heads: list[int]) -> None:
+    def _check_heads(self, heads: list[int]) -> None:
         for h, b in enumerate(self.head_buttons):
             b.blockSignals(True)
             b.setChecked(h in heads)
             b.blockSignals(False)
+
+    def set_heads(self, heads: list[int]) -> None:
+        self._check_heads(heads)
         self.redraw()
 
     def heads(self) -> list[int]:
         return [h for h, b in enumerate(self.head_buttons) if b.isChecked()]
 
-    def _keep_masks(self, q_tokens: list[str], k_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        q_keep = np.ones(len(q_tokens), dtype=np.float32)
-        k_keep = np.ones(len(k_tokens), dtype=np.float32)
-        if self.hide_special.isChecked():
-            q_keep *= special_mask(q_tokens)
-            k_keep *= special_mask(k_tokens)
-        mode = self.pair_filter.currentText() if self.pair_filter.isVisible() else "all"
-        if mode != "all":
-            first_sep = k_tokens.index("[SEP]")
-            segment_a = np.arange(len(k_tokens)) <= first_sep
-            src, dst = (segment_a, ~segment_a) if mode == "A -> B" else (~segment_a, segment_a)
-            q_keep *= src
-            k_keep *= dst
-        if self.focus is not None:
-            side, i = self.focus
-            only = q_keep if side == "query" else k_keep
-            mask = np.zeros_like(only)
-            if 0 <= i < len(mask):
-                mask[i] = 1
-            only *= mask
-        return q_keep, k_keep
-
     # ---- drawing ------------------------------------------------------------------------------
-    def redraw(self) -> None:
+    def drawing_job(self):
         trace = self.state.trace
+        if trace is None or self.kind is None:
+            return None
+        pair_mode = self.pair_filter.currentText() if self.pair_filter.isVisibleTo(self) else "all"
+        return (lines_drawing, trace, self.kind, self.state.layer, self.heads(), self.threshold.value(),
+                self.normalise.isChecked(), self.hide_special.isChecked(), pair_mode, self.focus)
+
+    def clear_drawing(self) -> None:
         for c in self._curves:
             self.item.removeItem(c)
         self._curves, self.drawn = [], {}
-        if trace is None or self.kind is None:
-            return
-        q_tokens, k_tokens = trace.query_tokens(self.kind), trace.key_tokens(self.kind)
-        tq, tk = len(q_tokens), len(k_tokens)
-        self._scale_q, self._scale_k = max(tq, tk) / tq, max(tq, tk) / tk
-        self._place_labels(q_tokens, k_tokens)
-        q_keep, k_keep = self._keep_masks(q_tokens, k_tokens)
-        weights = trace.weights(self.kind)
-        layer = min(self.layer_box.value(), weights.shape[0] - 1)
-        n_heads = weights.shape[1]
-        for h, buckets in segments(weights, layer, self.heads(), q_keep, k_keep, self.threshold.value(),
-                                   self.normalise.isChecked()).items():
-            color = head_color(h, n_heads)
-            self.drawn[h] = 0
-            for q_idx, k_idx, alpha in buckets:
-                n = len(q_idx)
-                x = np.tile([0.0, 1.0], n)
-                y = np.empty(2 * n)
-                y[0::2] = (q_idx + 0.5) * self._scale_q
-                y[1::2] = (k_idx + 0.5) * self._scale_k
-                c = QColor(color)
-                c.setAlphaF(min(1.0, 0.1 + 0.9 * alpha))
-                curve = pg.PlotCurveItem(x, y, connect="pairs", pen=pg.mkPen(c, width=1.5))
-                self.item.addItem(curve)
-                self._curves.append(curve)
-                self.drawn[h] += n
-        self.item.setRange(xRange=(-0.45, 1.45), yRange=(0, max(tq, tk)), padding=0.02)
+        for side in ("left", "right"):
+            self.item.getAxis(side).setTicks([[]])
 
-    def _place_labels(self, q_tokens: list[str], k_tokens: list[str]) -> None:
-        key = (tuple(q_tokens), tuple(k_tokens))
-        if getattr(self, "_label_key", None) == key:
-            return
-        self._label_key = key
-        for t in self._labels:
-            self.item.removeItem(t)
-        self._labels = []
-        for tokens, x, anchor, scale in ((q_tokens, -0.02, (1, 0.5), self._scale_q), (k_tokens, 1.02, (0, 0.5), self._scale_k)):
-            every = max(1, math.ceil(len(tokens) / MAX_LABELS))
-            for i in range(0, len(tokens), every):
-                label = pg.TextItem(tokens[i], color=(40, 40, 40), anchor=anchor)
-                label.setPos(x, (i + 0.5) * scale)
-                self.item.addItem(label)
-                self._labels.append(label)
+    def apply_drawing(self, d: dict) -> None:
+        self.clear_drawing()
+        self.drawn = d["drawn"]
+        for h, alpha, x, y in d["groups"]:
+            c = QColor(head_color(h, d["n_heads"]))
+            c.setAlphaF(alpha)
+            curve = pg.PlotCurveItem(x, y, connect="pairs", pen=pg.mkPen(c, width=1), antialias=False,
+                                     skipFiniteCheck=True)
+            curve.setSegmentedLineMode("on")
+            self.item.addItem(curve)
+            self._curves.append(curve)
+        self.item.getAxis("left").setTicks([d["q_ticks"]])
+        self.item.getAxis("right").setTicks([d["k_ticks"]])
+        self.item.setRange(xRange=(0, 1), yRange=(0, d["height"]), padding=0.02)
 
     def _on_hover(self, scene_pos) -> None:
-        trace = self.state.trace
-        if trace is None or self.kind is None:
+        d = self.drawing
+        if d is None:
             return
         p = self.item.vb.mapSceneToView(scene_pos)
         focus = None
         if p.x() < 0.1:
-            focus = ("query", int(p.y() / self._scale_q))
+            focus = ("query", int(p.y() / d["scale_q"]))
         elif p.x() > 0.9:
-            focus = ("key", int(p.y() / self._scale_k))
+            focus = ("key", int(p.y() / d["scale_k"]))
         if focus != self.focus:
             self.focus = focus
+            trace, kind = d["trace"], d["kind"]
             if focus:
-                tokens = trace.query_tokens(self.kind) if focus[0] == "query" else trace.key_tokens(self.kind)
+                tokens = trace.query_tokens(kind) if focus[0] == "query" else trace.key_tokens(kind)
                 if 0 <= focus[1] < len(tokens):
                     self.readout.setText(f"{focus[0]} {focus[1]} {tokens[focus[1]]!r}: only its lines")
             else:
-                self.readout.setText("Hover a token to keep only its lines.")
+                self.readout.setText(HINT)
             self.redraw()
+
+    def export_target(self) -> QWidget:
+        return self.plot

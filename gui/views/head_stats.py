@@ -1,5 +1,8 @@
 """Head statistics: one sortable row per head (entropy, distance, self / previous / first /
-[CLS] / [SEP] weight). Clicking a row opens that head in the Head detail view."""
+[CLS] / [SEP] weight). Clicking a row opens that head in the Head detail view.
+
+The kind follows the state's selection, and the selected head's row is highlighted; the
+statistics are computed in a worker, the table is filled from them."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +11,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTableWidget, QTab
 
 from engine.analysis import head_statistics
 from gui.views.kinds import fill_kind_box
+from gui.views.prepared import PreparedView, prepares
 
 COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep")
 TIPS = {
@@ -33,14 +37,20 @@ class NumberItem(QTableWidgetItem):
         return self.value < getattr(other, "value", 0.0)
 
 
-class HeadStats(QWidget):
+@prepares
+def stats_drawing(trace, kind: str) -> dict:
+    """Every head's statistics for one kind (a worker)."""
+    return dict(kind=kind, stats=head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind)))
+
+
+class HeadStats(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.kind: str | None = None
+        self._init_prepared("Head statistics")
         self.stats: dict[str, np.ndarray] | None = None
         self.kind_box = QComboBox()
-        self.kind_box.currentTextChanged.connect(self._on_kind)
+        self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k))
         top = QHBoxLayout()
         top.addWidget(QLabel("Attention:"))
         top.addWidget(self.kind_box)
@@ -59,27 +69,31 @@ class HeadStats(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         state.trace_changed.connect(self.set_trace)
-        if state.trace is not None:
-            self.set_trace(state.trace)
+        state.selection_changed.connect(self._on_selection)
+        self.set_trace(state.trace)
 
     def set_trace(self, trace) -> None:
-        kinds = trace.kinds if trace else []
-        self.kind = fill_kind_box(self.kind_box, kinds, self.kind, default_last=False)
-        self.fill()
+        fill_kind_box(self.kind_box, trace.kinds if trace else [], self.kind)
+        self.redraw()
 
-    def _on_kind(self, kind: str) -> None:
-        if kind:
-            self.kind = kind
-            self.fill()
+    def _on_selection(self, kind: str, layer: int, head: int) -> None:
+        if self.drawing is None or self.drawing["kind"] != kind:
+            self.set_trace(self.state.trace)
+        else:
+            self._mark_selected()
 
-    def fill(self) -> None:
-        trace = self.state.trace
-        self.table.setSortingEnabled(False)
+    def drawing_job(self):
+        if self.state.trace is None or self.kind is None:
+            return None
+        return stats_drawing, self.state.trace, self.kind
+
+    def clear_drawing(self) -> None:
+        self.stats = None
         self.table.setRowCount(0)
-        if trace is None or self.kind is None:
-            self.stats = None
-            return
-        self.stats = head_statistics(trace.weights(self.kind), trace.query_tokens(self.kind), trace.key_tokens(self.kind))
+
+    def apply_drawing(self, d: dict) -> None:
+        self.stats = d["stats"]
+        self.table.setSortingEnabled(False)
         n_layers, n_heads = self.stats["entropy"].shape
         self.table.setRowCount(n_layers * n_heads)
         for row, (l, h) in enumerate((l, h) for l in range(n_layers) for h in range(n_heads)):
@@ -89,6 +103,13 @@ class HeadStats(QWidget):
                 self.table.setItem(row, c, NumberItem(self.stats[name][l, h]))
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()
+        self._mark_selected()
+
+    def _mark_selected(self) -> None:
+        for row in range(self.table.rowCount()):
+            if self.row_head(row) == (self.state.layer, self.state.head):
+                self.table.selectRow(row)
+                return
 
     def row_head(self, row: int) -> tuple[int, int]:
         return int(self.table.item(row, 0).value), int(self.table.item(row, 1).value)

@@ -32,10 +32,9 @@ class NeuronView(QWidget):
         self.layer_box.setPrefix("layer ")
         self.head_box.setPrefix("head ")
         self.query_box = QComboBox()
-        for w in (self.kind_box,):
-            w.currentTextChanged.connect(lambda _: self.compute())
-        for w in (self.layer_box, self.head_box):
-            w.valueChanged.connect(lambda _: self.compute())
+        self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k))
+        self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v))
+        self.head_box.valueChanged.connect(lambda v: self.state.select(head=v))
         self.query_box.currentIndexChanged.connect(lambda _: self.redraw())
         top = QHBoxLayout()
         for w in (self.kind_box, self.layer_box, self.head_box, QLabel("query token:"), self.query_box):
@@ -63,41 +62,40 @@ class NeuronView(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.plots, 1)
         layout.addWidget(self.note)
-        state.trace_changed.connect(self._on_trace)
-        state.head_selected.connect(self._on_head)
-        if state.trace is not None:
-            self._on_trace(state.trace)
+        state.trace_changed.connect(self._on_selection)
+        state.selection_changed.connect(self._on_selection)
+        self._on_selection()
 
-    def _on_trace(self, trace) -> None:
-        if trace is None:
+    def _on_selection(self, *_args) -> None:
+        """The state's (kind, layer, head), or a plain note when there is no trace."""
+        trace, kind = self.state.trace, self.state.kind
+        fill_kind_box(self.kind_box, trace.kinds if trace else [], kind)
+        if trace is None or kind not in trace.kinds:
+            self.jobs.cancel()
+            self.data = self.row = None
+            for img in self.images.values():
+                img.clear()
+            self.note.setText("Run a text, then pick a head and a query token.")
             return
-        fill_kind_box(self.kind_box, trace.kinds, self.kind_box.currentText(), default_last=False)
-        self.compute()
-
-    def _on_head(self, kind: str, layer: int, head: int) -> None:
-        for w in (self.kind_box, self.layer_box, self.head_box):
-            w.blockSignals(True)
-        self.kind_box.setCurrentText(kind)
-        self.layer_box.setValue(layer)
-        self.head_box.setValue(head)
-        for w in (self.kind_box, self.layer_box, self.head_box):
-            w.blockSignals(False)
+        n_layers, n_heads = trace.shape(kind)[:2]
+        for box, top, value in ((self.layer_box, n_layers - 1, self.state.layer),
+                                (self.head_box, n_heads - 1, self.state.head)):
+            box.blockSignals(True)
+            box.setRange(0, top)
+            box.setValue(value)
+            box.blockSignals(False)
         self.compute()
 
     def compute(self) -> None:
-        loaded, trace, kind = self.state.loaded, self.state.trace, self.kind_box.currentText()
+        loaded, trace, kind = self.state.loaded, self.state.trace, self.state.kind
         if loaded is None or trace is None or kind not in trace.kinds:
             return
-        n_layers, n_heads = trace.shape(kind)[:2]
-        self.layer_box.setMaximum(n_layers - 1)
-        self.head_box.setMaximum(n_heads - 1)
-        self.jobs.start(query_keys, loaded, self.state.text, kind, self.layer_box.value(), self.head_box.value(),
+        self.jobs.start(query_keys, loaded, self.state.text, kind, self.state.layer, self.state.head,
                         target=self.state.target or None, pair=self.state.pair or None,
-                        on_returned=self._computed, on_error=lambda exc: self.note.setText(f"Cannot compute: {exc}"))
+                        on_returned=lambda data, k=kind: self._computed(data, k), on_error=lambda exc: self.note.setText(f"Cannot compute: {exc}"))
 
-    def _computed(self, data: QueryKeys) -> None:
-        self.data = data
-        kind = self.kind_box.currentText()
+    def _computed(self, data: QueryKeys, kind: str) -> None:
+        self.data, self.data_kind = data, kind
         tokens = data.trace.query_tokens(kind)
         keep = self.query_box.currentIndex()
         self.query_box.blockSignals(True)
@@ -110,7 +108,7 @@ class NeuronView(QWidget):
     def redraw(self) -> None:
         if self.data is None or self.query_box.currentIndex() < 0:
             return
-        kind = self.kind_box.currentText()
+        kind = self.data_kind
         qi = self.query_box.currentIndex()
         self.row = row = self.data.row(qi)
         keys = self.data.trace.key_tokens(kind)

@@ -1,29 +1,53 @@
 """Rollout: how much of each input token reaches each position after layer l (Abnar and
-Zuidema's attention rollout, residual included), or a layer's mean / max over heads."""
+Zuidema's attention rollout, residual included), or a layer's mean / max over heads.
+
+Kind and layer follow the state's selection; the matrix is computed in a worker."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from engine.analysis import layer_aggregate, rollout
 from gui.views.kinds import fill_kind_box
+from gui.views.prepared import PreparedView, prepares
 from gui.views.token_matrix import TokenMatrix
 
 MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
 
 
-class RolloutView(QWidget):
+NOT_SELF = "Rollout follows self-attention; choose an encoder or decoder self kind."
+
+
+@prepares
+def rollout_drawing(trace, kind: str, layer: int, mode: str) -> dict:
+    """The matrix Rollout shows, its labels and its note (a worker)."""
+    w = trace.weights(kind)
+    layer = min(layer, w.shape[0] - 1)
+    if mode.startswith("rollout"):
+        if w.shape[-1] != w.shape[-2]:
+            return dict(matrix=None, note=NOT_SELF)
+        matrix = rollout(w, residual="with residual" in mode)[layer]
+        note = "Row i: how much of each input token reaches position i (rows sum to 1)."
+    else:
+        matrix = layer_aggregate(w, "mean" if mode.startswith("mean") else "max")[layer]
+        note = " "
+    return dict(matrix=matrix, note=note, rows=trace.query_tokens(kind), cols=trace.key_tokens(kind),
+                top=float(max(matrix.max(), 1e-9)))
+
+
+class RolloutView(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
+        self._init_prepared("Rollout")
         self.matrix = None
         self.kind_box = QComboBox()
+        self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k))
         self.mode = QComboBox()
         self.mode.addItems(MODES)
+        self.mode.currentTextChanged.connect(lambda _: self.redraw())
         self.layer = QSpinBox()
         self.layer.setPrefix("after layer ")
-        for w in (self.kind_box, self.mode):
-            w.currentTextChanged.connect(lambda _: self.redraw())
-        self.layer.valueChanged.connect(lambda _: self.redraw())
+        self.layer.valueChanged.connect(lambda v: self.state.select(layer=v))
         top = QHBoxLayout()
         for w in (self.kind_box, self.mode, self.layer):
             top.addWidget(w)
@@ -37,34 +61,34 @@ class RolloutView(QWidget):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.note)
         state.trace_changed.connect(self.set_trace)
-        if state.trace is not None:
-            self.set_trace(state.trace)
+        state.selection_changed.connect(self.set_trace)
+        self.set_trace(state.trace)
 
-    def set_trace(self, trace) -> None:
-        kinds = trace.kinds if trace else []
-        fill_kind_box(self.kind_box, kinds, self.kind_box.currentText(), default_last=False)
-        if trace is not None and kinds:
-            self.layer.setRange(0, trace.shape(kinds[0])[0] - 1)
-            if self.layer.value() == 0:
-                self.layer.setValue(trace.shape(kinds[0])[0] - 1)
+    def set_trace(self, *_args) -> None:
+        trace, kind = self.state.trace, self.state.kind
+        fill_kind_box(self.kind_box, trace.kinds if trace else [], kind)
+        if trace is not None and kind in trace.kinds:
+            self.layer.blockSignals(True)
+            self.layer.setRange(0, trace.shape(kind)[0] - 1)
+            self.layer.setValue(self.state.layer)
+            self.layer.blockSignals(False)
         self.redraw()
 
-    def redraw(self) -> None:
-        trace, kind = self.state.trace, self.kind_box.currentText()
-        if trace is None or not kind:
+    def drawing_job(self):
+        trace, kind = self.state.trace, self.state.kind
+        if trace is None or kind not in trace.kinds:
+            return None
+        return rollout_drawing, trace, kind, self.state.layer, self.mode.currentText()
+
+    def clear_drawing(self) -> None:
+        self.matrix = None
+        self.image.clear()
+        self.note.setText("Nothing to show yet: run a text.")
+
+    def apply_drawing(self, d: dict) -> None:
+        self.note.setText(d["note"])
+        self.matrix = d["matrix"]
+        if self.matrix is None:
+            self.image.clear()
             return
-        w = trace.weights(kind)
-        layer = min(self.layer.value(), w.shape[0] - 1)
-        mode = self.mode.currentText()
-        if mode.startswith("rollout"):
-            if w.shape[-1] != w.shape[-2]:
-                self.note.setText("Rollout follows self-attention; choose an encoder or decoder self kind.")
-                self.image.clear()
-                return
-            self.matrix = rollout(w, residual="with residual" in mode)[layer]
-            self.note.setText("Row i: how much of each input token reaches position i (rows sum to 1).")
-        else:
-            self.matrix = layer_aggregate(w, "mean" if mode.startswith("mean") else "max")[layer]
-            self.note.setText(" ")
-        self.plot.show_matrix(self.matrix, trace.query_tokens(kind), trace.key_tokens(kind),
-                              top=float(max(self.matrix.max(), 1e-9)))
+        self.plot.show_matrix(self.matrix, d["rows"], d["cols"], top=d["top"])

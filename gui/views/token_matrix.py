@@ -30,6 +30,12 @@ class TokenMatrix(pg.PlotWidget):
     def set_colormap(self, name: str) -> None:
         self.image.setColorMap(colormap(name))
 
+    def clear(self) -> None:
+        """Nothing to show: no image, no labels."""
+        self.image.clear()
+        self.key_axis.set_tokens([])
+        self.item.getAxis("left").setTicks([[]])
+
     def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0) -> None:
         """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes."""
         self.image.setImage(matrix, autoLevels=False, levels=(0, top))

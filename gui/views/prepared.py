@@ -1,0 +1,93 @@
+"""Drawing prepared off the GUI thread: the rule every trace view follows.
+
+Why: at 512 tokens, building a view's image (colour codes for 72 heads, line geometry,
+rollout, statistics) takes tens to hundreds of milliseconds; on the GUI thread that is a
+frozen window. So a view splits its redraw in two:
+
+- ``drawing_job()`` (GUI thread, cheap): what to draw, as a module-level function and its
+  arguments, a snapshot of the trace, the selection and the view's options; or None when
+  there is nothing to show.
+- that function runs in the view's own ``Jobs`` (a worker thread) and returns plain arrays
+  and strings, never Qt objects;
+- ``apply_drawing(drawing)`` (GUI thread): hands the finished arrays to the plot items.
+
+A newer redraw supersedes one still waiting (Jobs' rule), so dragging a threshold never
+piles up work. ``DRAWN_OFF_THREAD`` lists the preparing functions, for the test that checks
+none of them runs on the GUI thread.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from PySide6.QtCore import QCoreApplication, QEventLoop
+from PySide6.QtWidgets import QWidget
+
+from gui.worker import Jobs
+
+DRAWN_OFF_THREAD: list[Callable] = []
+
+
+def prepares(func: Callable) -> Callable:
+    """Mark ``func`` as a drawing preparation (runs in a worker, returns plain data)."""
+    DRAWN_OFF_THREAD.append(func)
+    return func
+
+
+class PreparedView:
+    """Mixin for a QWidget view; call ``_init_prepared`` in ``__init__``."""
+
+    draw_jobs: Jobs
+
+    # The trace and the selected kind live in the view's AppState (``self.state``); read them.
+    @property
+    def trace(self):
+        return self.state.trace
+
+    @property
+    def kind(self) -> str | None:
+        return self.state.kind if self.state.trace is not None else None
+
+    def _init_prepared(self, title: str) -> None:
+        self.draw_jobs = Jobs(self, f"{title} could not be drawn")
+        self.drawing: Any = None        # what is on screen now (the last applied drawing)
+
+    def drawing_job(self) -> tuple | None:
+        raise NotImplementedError
+
+    def apply_drawing(self, drawing: Any) -> None:
+        raise NotImplementedError
+
+    def clear_drawing(self) -> None:
+        raise NotImplementedError
+
+    def redraw(self) -> None:
+        job = self.drawing_job()
+        if job is None:
+            self.draw_jobs.cancel()
+            self.drawing = None
+            self.clear_drawing()
+            return
+        func, *args = job
+        self.draw_jobs.start(func, *args, on_returned=self._applied)
+
+    def _applied(self, drawing: Any) -> None:
+        self.drawing = drawing
+        self.apply_drawing(drawing)
+
+    def closeEvent(self, event) -> None:
+        self.draw_jobs.shutdown()
+        super().closeEvent(event)
+
+
+def wait_until_drawn(root: QWidget, timeout_s: float = 60.0) -> bool:
+    """Run the event loop until every prepared view under ``root`` has applied its drawing
+    (for offscreen export and benchmarks, which save or grab right after). True if all did."""
+    views = [w for w in [root, *root.findChildren(QWidget)] if isinstance(w, PreparedView)]
+    deadline = time.monotonic() + timeout_s
+    while any(v.draw_jobs.busy for v in views):
+        if time.monotonic() > deadline:
+            return False
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 50)
+    QCoreApplication.processEvents()
+    return True
