@@ -19,6 +19,7 @@ from engine.device import available_devices
 from engine.loaded import LoadedModel
 from engine.tracing import trace_text
 from gui.colormaps import COLORMAPS
+from gui.elided import ElidedLabel
 from gui.theme import apply_theme, restyle_plots
 from gui.export import export_target, export_widget
 from gui.settings import app_settings, push_recent, recent_files
@@ -129,8 +130,7 @@ class MainWindow(QMainWindow):
         row2 = QHBoxLayout()
         for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit, self.merge_box):
             row2.addWidget(w)
-        self.banner = QLabel()
-        self.banner.setWordWrap(True)
+        self.banner = ElidedLabel()
         self.banner.setStyleSheet("color: #b36b00;")
         self.grid = HeadGrid(self.state)
         central = QWidget()
@@ -216,7 +216,7 @@ class MainWindow(QMainWindow):
         self._fill_recent_menu()
 
     def _build_status(self) -> None:
-        self.model_label, self.device_label = QLabel(), QLabel()
+        self.model_label, self.device_label = ElidedLabel(), QLabel()
         self.params_label, self.time_label, self.busy_label = QLabel(), QLabel(), QLabel()
         for w in (self.busy_label, self.model_label, self.device_label, self.params_label, self.time_label):
             self.statusBar().addPermanentWidget(w)

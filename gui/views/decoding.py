@@ -164,8 +164,8 @@ class DecodingPanel(QWidget):
         self.output.setText("Press Step (→) to decode the text, one token at a time.")
         self.bar_item.setOpts(x=[], height=[])
         self.bars.getPlotItem().getAxis("bottom").setTicks([[]])
-        self.alignment.clear()
-        self.heads.clear()
+        self.alignment.clear_matrix()
+        self.heads.clear_matrix()
         self.layer_box.clear()
         self.beams.clear()
         loaded = self.state.loaded

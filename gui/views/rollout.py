@@ -82,7 +82,7 @@ class RolloutView(PreparedView, QWidget):
 
     def clear_drawing(self) -> None:
         self.matrix = None
-        self.image.clear()
+        self.plot.clear_matrix()
         self.note.setText("Nothing to show yet: run a text.")
 
     def apply_drawing(self, d: dict) -> None:

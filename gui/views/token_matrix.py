@@ -30,8 +30,9 @@ class TokenMatrix(pg.PlotWidget):
     def set_colormap(self, name: str) -> None:
         self.image.setColorMap(colormap(name))
 
-    def clear(self) -> None:
-        """Nothing to show: no image, no labels."""
+    def clear_matrix(self) -> None:
+        """Nothing to show: no image, no labels. (Not ``clear``: PlotWidget forwards that name
+        to PlotItem.clear, which would remove the image item itself.)"""
         self.image.clear()
         self.key_axis.set_tokens([])
         self.item.getAxis("left").setTicks([[]])
