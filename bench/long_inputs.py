@@ -22,6 +22,7 @@ def main() -> None:
     from engine.hf import load_hf_model, minilm_path
     from engine.tracing import trace_text
     from gui.state import AppState
+    from gui.views.prepared import wait_until_drawn
     from gui.views.registry import VIEWS
 
     loaded = load_hf_model(minilm_path())
@@ -42,8 +43,9 @@ def main() -> None:
         widget.show()
         app.processEvents()
         start = time.perf_counter()
-        state.set_trace(trace)         # every view redraws from this signal
-        app.processEvents()            # ... and paints
+        state.set_trace(trace)         # every view redraws from this signal (prepared in a worker)
+        wait_until_drawn(widget)
+        widget.grab()                  # ... and paints
         draw_ms[spec.title] = round((time.perf_counter() - start) * 1e3, 1)
         widget.close()
         widget.deleteLater()

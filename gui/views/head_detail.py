@@ -17,9 +17,9 @@ from gui.colormaps import colormap
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
+from gui.views.token_labels import fitting_ticks, label_step
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
-MAX_LABELLED = 160        # beyond this many tokens, label every n-th one
 
 
 def aggregate(weights: np.ndarray, layer: int, head: int, how: str) -> np.ndarray:
@@ -46,12 +46,9 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown
     shown = display_weights(matrix, threshold, normalise)
-    q_shown, k_shown = [q[i] for i in q_index], [k[i] for i in k_index]
-    step_q = max(1, len(q_shown) // MAX_LABELLED + (len(q_shown) > MAX_LABELLED))
-    step_k = max(1, len(k_shown) // MAX_LABELLED + (len(k_shown) > MAX_LABELLED))
     return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
-                q_index=q_index, k_index=k_index, step_k=step_k, k_labels=[short(t) for t in k_shown],
-                q_ticks=[(i + 0.5, short(t)) for i, t in enumerate(q_shown) if i % step_q == 0])
+                q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
+                k_labels=[short(k[i]) for i in k_index])
 
 
 class HeadDetail(PreparedView, QWidget):
@@ -109,6 +106,7 @@ class HeadDetail(PreparedView, QWidget):
         self.item.setLabel("top", "key")
         self.readout = QLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
+        self.item.vb.sigResized.connect(self._label_axes)
 
         box = QVBoxLayout(self)
         box.setContentsMargins(2, 2, 2, 2)
@@ -165,15 +163,23 @@ class HeadDetail(PreparedView, QWidget):
         self.image.clear()
         self.matrix = None
         self.readout.setText(" ")
+        self._label_axes()
 
     def apply_drawing(self, d: dict) -> None:
         self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
         self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
         self.head_box.setEnabled(d["how"] == "one head")
-        self.item.getAxis("left").setTicks([d["q_ticks"]])
-        self.key_axis.set_tokens(d["k_labels"], d["step_k"])
         tq, tk = self.matrix.shape
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
+        self._label_axes()
+
+    def _label_axes(self, *_args) -> None:
+        """As many token labels as fit the map's size now, on both axes."""
+        d = self.drawing
+        q, k = (d["q_labels"], d["k_labels"]) if d else ([], [])
+        vb, line = self.item.vb, self.fontMetrics().height() + 2
+        self.item.getAxis("left").setTicks([fitting_ticks(q, vb.height(), line)])
+        self.key_axis.set_tokens(k, label_step(len(k), vb.width(), line))
 
     def _on_hover(self, scene_pos) -> None:
         if self.matrix is None:

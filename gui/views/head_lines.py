@@ -9,8 +9,6 @@ and the head shown follow the state's selection; other head buttons add heads be
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
@@ -20,11 +18,12 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 from engine.analysis import display_weights, special_mask
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
+from gui.views.token_labels import fitting_ticks
 
 BUCKETS = 8          # opacity levels per head
-MAX_LABELS = 150     # beyond this many tokens, label every n-th one
 PAIR_FILTERS = ("all", "A -> B", "B -> A")
 HINT = "Hover a token to keep only its lines."
+MAX_PLOT_WIDTH = 620  # px: the token columns and the band of lines between them
 
 
 def head_color(h: int, n: int) -> QColor:
@@ -71,9 +70,6 @@ def keep_masks(q_tokens: list[str], k_tokens: list[str], hide_special: bool, pai
     return q_keep, k_keep
 
 
-def _ticks(tokens: list[str], scale: float) -> list[tuple[float, str]]:
-    every = max(1, math.ceil(len(tokens) / MAX_LABELS))
-    return [((i + 0.5) * scale, tokens[i]) for i in range(0, len(tokens), every)]
 
 
 @prepares
@@ -98,8 +94,7 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
             groups.append((h, min(1.0, 0.1 + 0.9 * alpha), x, y))
             drawn[h] += n
     return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=weights.shape[1],
-                scale_q=scale_q, scale_k=scale_k, height=max(tq, tk),
-                q_ticks=_ticks(q_tokens, scale_q), k_ticks=_ticks(k_tokens, scale_k))
+                scale_q=scale_q, scale_k=scale_k, height=max(tq, tk), q_tokens=q_tokens, k_tokens=k_tokens)
 
 
 class HeadLines(PreparedView, QWidget):
@@ -156,13 +151,21 @@ class HeadLines(PreparedView, QWidget):
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
+        self.item.vb.sigResized.connect(lambda *_: self._label_axes())   # labels that fit the new height
         self.readout = QLabel(HINT)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(controls)
         layout.addLayout(heads)
-        layout.addWidget(self.plot, 1)
+        # As bertviz: the lines run in a band between the two columns of tokens, not across
+        # a wide window (wide lines are no easier to follow, and cost pixels to paint).
+        self.plot.setMaximumWidth(MAX_PLOT_WIDTH)
+        centred = QHBoxLayout()
+        centred.addStretch(1)
+        centred.addWidget(self.plot, 4)
+        centred.addStretch(1)
+        layout.addLayout(centred, 1)
         layout.addWidget(self.readout)
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
@@ -250,9 +253,18 @@ class HeadLines(PreparedView, QWidget):
             curve.setSegmentedLineMode("on")
             self.item.addItem(curve)
             self._curves.append(curve)
-        self.item.getAxis("left").setTicks([d["q_ticks"]])
-        self.item.getAxis("right").setTicks([d["k_ticks"]])
         self.item.setRange(xRange=(0, 1), yRange=(0, d["height"]), padding=0.02)
+        self._label_axes()
+
+    def _label_axes(self) -> None:
+        d = self.drawing
+        if d is None:
+            return
+        room = max(1.0, self.item.vb.height())
+        line = self.fontMetrics().height() + 1
+        self.item.getAxis("left").setTicks([fitting_ticks(d["q_tokens"], room, line, d["scale_q"])])
+        self.item.getAxis("right").setTicks([fitting_ticks(d["k_tokens"], room, line, d["scale_k"])])
+
 
     def _on_hover(self, scene_pos) -> None:
         d = self.drawing

@@ -14,11 +14,15 @@ class VerticalTokenAxis(pg.AxisItem):
         self._labels: list[str] = []
 
     def set_tokens(self, tokens: list[str], every: int = 1) -> None:
+        """Label every ``every``-th token. The axis height follows the widest of *all*
+        tokens, so thinning (which follows the plot's size) never changes the plot's size."""
         self._labels = [t for i, t in enumerate(tokens) if i % every == 0]
         self.setTicks([[(i + 0.5, t) for i, t in enumerate(tokens) if i % every == 0]])
         metrics = QFontMetrics(self.style.get("tickFont") or self.font())
-        widest = max((metrics.horizontalAdvance(t) for t in self._labels), default=0)
-        self.setHeight(min(140, widest + 12))
+        widest = max((metrics.horizontalAdvance(t) for t in set(tokens)), default=0)
+        height = min(140, widest + 12)
+        if height != self.height():
+            self.setHeight(height)
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
         super().drawPicture(p, axisSpec, tickSpecs, [])

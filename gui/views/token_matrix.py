@@ -7,6 +7,7 @@ import pyqtgraph as pg
 
 from gui.colormaps import colormap
 from gui.views.token_axis import VerticalTokenAxis
+from gui.views.token_labels import fitting_ticks, label_step
 
 
 class TokenMatrix(pg.PlotWidget):
@@ -26,6 +27,9 @@ class TokenMatrix(pg.PlotWidget):
         self.item.showAxis("top")
         self.item.hideAxis("bottom")
         state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
+        self._rows: list[str] = []
+        self._cols: list[str] = []
+        self.item.vb.sigResized.connect(self._label)    # as many labels as fit the new size
 
     def set_colormap(self, name: str) -> None:
         self.image.setColorMap(colormap(name))
@@ -34,12 +38,17 @@ class TokenMatrix(pg.PlotWidget):
         """Nothing to show: no image, no labels. (Not ``clear``: PlotWidget forwards that name
         to PlotItem.clear, which would remove the image item itself.)"""
         self.image.clear()
-        self.key_axis.set_tokens([])
-        self.item.getAxis("left").setTicks([[]])
+        self._rows, self._cols = [], []
+        self._label()
 
     def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0) -> None:
         """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes."""
         self.image.setImage(matrix, autoLevels=False, levels=(0, top))
-        self.key_axis.set_tokens(cols)
-        self.item.getAxis("left").setTicks([[(i + 0.5, r) for i, r in enumerate(rows)]])
+        self._rows, self._cols = rows, cols
+        self._label()
         self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
+
+    def _label(self, *_args) -> None:
+        vb, line = self.item.vb, self.fontMetrics().height() + 2
+        self.item.getAxis("left").setTicks([fitting_ticks(self._rows, vb.height(), line)])
+        self.key_axis.set_tokens(self._cols, label_step(len(self._cols), vb.width(), line))
