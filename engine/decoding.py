@@ -128,6 +128,69 @@ class _GPTStepper(_Stepper):
         return out.logits[:, -1], self_rows, None
 
 
+class _HFDecoderStepper(_Stepper):
+    """A Hugging Face causal LM continuing the prompt through its own KV cache."""
+
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
+        from engine.hf import HFTokens, hf_eos_id
+
+        ids = loaded.tokenizer(text)["input_ids"][-(loaded.max_len - 1):]   # the end of a long prompt
+        if not ids:
+            raise InputError("The prompt has no tokens: type some text to continue.")
+        self.model, self.past, self.source_tokens, self.prompt_ids = loaded.model, None, [], ids
+        self.eos_id = hf_eos_id(loaded)
+        self.tokenizer = HFTokens(loaded.tokenizer, self.eos_id)
+        self.limit = min(settings.max_new_tokens, loaded.max_len - len(ids))
+
+    def step(self, new_ids):
+        out = self.model(input_ids=new_ids, past_key_values=self.past, use_cache=True, output_attentions=True)
+        self.past = out.past_key_values
+        self_rows = torch.stack([w[:, :, -1] for w in out.attentions], 1)  # (B, L, H, T)
+        return out.logits[:, -1], self_rows, None
+
+    def reorder(self, index):
+        self.past.reorder_cache(index)
+
+
+class _HFSeq2SeqStepper(_Stepper):
+    """A Hugging Face encoder-decoder: the source encoded once, the decoder stepped with its cache."""
+
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
+        from transformers.modeling_outputs import BaseModelOutput
+        from engine.hf import HFTokens, hf_eos_id, readable_tokens
+
+        model = loaded.model
+        enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=loaded.max_len)
+        enc = {k: v.to(loaded.device) for k, v in enc.items()}
+        self.model, self.past, self.mask = model, None, enc["attention_mask"]
+        self.memory = BaseModelOutput(last_hidden_state=model.get_encoder()(**enc).last_hidden_state)
+        self.source_tokens = readable_tokens(loaded.tokenizer, enc["input_ids"][0].tolist())
+        start = model.config.decoder_start_token_id
+        self.prompt_ids = [start if start is not None else model.config.pad_token_id]
+        self.eos_id = hf_eos_id(loaded)
+        self.tokenizer = HFTokens(loaded.tokenizer, self.eos_id)
+        self.limit = min(settings.max_new_tokens, loaded.max_len - 1)
+
+    def step(self, new_ids):
+        out = self.model(encoder_outputs=self.memory, attention_mask=self.mask, decoder_input_ids=new_ids,
+                         past_key_values=self.past, use_cache=True, output_attentions=True)
+        self.past = out.past_key_values
+        self_rows = torch.stack([w[:, :, -1] for w in out.decoder_attentions], 1)   # (B, L, H, T)
+        cross_rows = torch.stack([w[:, :, -1] for w in out.cross_attentions], 1)    # (B, L, H, S)
+        return out.logits[:, -1], self_rows, cross_rows
+
+    def reorder(self, index):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        self.past.reorder_cache(index)
+        self.memory = BaseModelOutput(last_hidden_state=self.memory.last_hidden_state.index_select(0, index))
+        self.mask = self.mask.index_select(0, index)
+
+
+STEPPERS = {"translator": _TranslatorStepper, "gpt": _GPTStepper, "hf-decoder": _HFDecoderStepper,
+            "hf-seq2seq": _HFSeq2SeqStepper}
+
+
 class DecodeSession:
     """Decoding ``text`` with ``loaded``: ``steps()`` yields one DecodeStep per token."""
 
@@ -139,14 +202,13 @@ class DecodeSession:
         if self.settings.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.settings.strategy!r}; choose one of {', '.join(STRATEGIES)}")
         loaded.model.eval()
-        makers = {"translator": _TranslatorStepper, "gpt": _GPTStepper}
-        if loaded.family not in makers:
-            raise InputError(f"Step-by-step decoding needs a translator or a GPT; a {loaded.family} model "
-                             "does not generate text.")
+        if loaded.family not in STEPPERS:
+            raise InputError(f"Step-by-step decoding needs a model that generates text (a decoder or an "
+                             f"encoder-decoder); {loaded.name} is an encoder.")
         self.loaded = loaded
         self.device = loaded.device
         with torch.no_grad():
-            self.stepper = makers[loaded.family](loaded, text, self.settings)
+            self.stepper = STEPPERS[loaded.family](loaded, text, self.settings)
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
 

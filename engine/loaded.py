@@ -13,18 +13,23 @@ from torch import nn
 
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
 
-KINDS_OF_FAMILY = {
-    "translator": (ENCODER_SELF, DECODER_SELF, CROSS),
-    "gpt": (DECODER_SELF,),
-    "bert": (ENCODER_SELF,),
-    "hf-bert": (ENCODER_SELF,),
+# Every family is one of three roles; tracing, decoding and the views speak roles.
+ROLE_OF_FAMILY = {
+    "translator": "encoder-decoder", "gpt": "decoder", "bert": "encoder",
+    "hf-bert": "encoder", "hf-encoder": "encoder", "hf-decoder": "decoder", "hf-seq2seq": "encoder-decoder",
 }
+KINDS_OF_ROLE = {
+    "encoder": (ENCODER_SELF,),
+    "decoder": (DECODER_SELF,),
+    "encoder-decoder": (ENCODER_SELF, DECODER_SELF, CROSS),
+}
+KINDS_OF_FAMILY = {family: KINDS_OF_ROLE[role] for family, role in ROLE_OF_FAMILY.items()}
 
 
 @dataclass
 class LoadedModel:
     name: str
-    family: str                         # a key of KINDS_OF_FAMILY
+    family: str                         # a key of ROLE_OF_FAMILY
     model: nn.Module
     tokenizer: Any                      # engine.tokenizer.Tokenizer (source side) or a HF tokenizer
     target_tokenizer: Any = None        # translator with separate vocabularies
@@ -33,6 +38,20 @@ class LoadedModel:
     @property
     def kinds(self) -> tuple[str, ...]:
         return KINDS_OF_FAMILY[self.family]
+
+    @property
+    def role(self) -> str:
+        """"encoder", "decoder" or "encoder-decoder": what the model does with text."""
+        return ROLE_OF_FAMILY[self.family]
+
+    @property
+    def is_hf(self) -> bool:
+        return self.family.startswith("hf-")
+
+    @property
+    def generates(self) -> bool:
+        """Decoders continue a prompt and encoder-decoders translate: both can be stepped."""
+        return self.role != "encoder"
 
     @property
     def tgt_tokenizer(self):

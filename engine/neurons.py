@@ -1,14 +1,20 @@
 """The neuron view's numbers: a head's query and key vectors for a text.
 
 Attention weights come back from the forward pass; the q and k vectors behind them are
-recomputed here from the attention module's *input*, which a forward pre-hook copies out
-for the duration of one traced forward and is removed right after. Then
-softmax(q . k / sqrt(d)) with the model's mask reproduces the trace's weights, which the
-tests check for every family.
+taken as the model uses them. For attnscope's own models they are recomputed from the
+attention module's *input*, which a forward pre-hook copies out for the duration of one
+traced forward. For Hugging Face models (any architecture: rotary positions, grouped-query
+attention, T5's relative position bias) they are read where transformers hands them to its
+eager attention function, after rotation and before the key heads are shared out: a thin
+wrapper around that function records them, in this thread only, during one traced forward.
+Then softmax(q . k * scale + bias) reproduces the trace's weights, which the tests check
+for every family and architecture.
 """
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,17 +31,24 @@ class QueryKeys:
     keys: np.ndarray         # (Tk, Dh) this head's key vectors
     causal: bool             # keys after the query are masked (decoder self-attention)
     trace: AttentionTrace    # the trace of the same forward, for labels and checking
+    scale: float | None = None       # scores = q.k * scale (None: 1 / sqrt(Dh))
+    bias: np.ndarray | None = None   # (Tq, Tk) added to the scores: -inf where masked, T5's position bias
+    note: str = ""                   # e.g. which key head a query head shares (grouped-query attention)
 
     def row(self, qi: int) -> dict[str, np.ndarray]:
         """Everything the view draws for query ``qi``: q, k, q*k, q.k, softmax (masked keys 0)."""
         q, k = self.queries[qi], self.keys
         product = k * q[None, :]                               # (Tk, Dh)
-        scores = product.sum(-1) / math.sqrt(q.shape[-1])      # (Tk,)
-        live = np.ones(len(k), dtype=bool)
+        scale = 1 / math.sqrt(q.shape[-1]) if self.scale is None else self.scale
+        scores = product.sum(-1) * scale                       # (Tk,)
+        if self.bias is not None:
+            scores = scores + self.bias[qi]
+        live = np.isfinite(scores)
         if self.causal:
             live[qi + 1:] = False
-        e = np.where(live, np.exp(scores - scores[live].max()), 0.0)
-        return {"query": q, "keys": k, "product": product, "scores": scores, "weights": e / e.sum()}
+        e = np.where(live, np.exp(np.where(live, scores, 0.0) - scores[live].max()), 0.0)
+        return {"query": q, "keys": k, "product": product, "scores": np.where(live, scores, np.nan),
+                "weights": e / e.sum()}
 
 
 def _module(loaded: LoadedModel, kind: str, layer: int):
@@ -47,8 +60,6 @@ def _module(loaded: LoadedModel, kind: str, layer: int):
         return m.transformer.h[layer].attn
     if loaded.family == "bert":
         return m.layers[layer].attention
-    if loaded.family == "hf-bert":
-        return m.encoder.layer[layer].attention.self
     raise ValueError(f"no neuron view for a {loaded.family} model")
 
 
@@ -62,6 +73,8 @@ def query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: int,
                target: str | None = None, pair: str | None = None) -> QueryKeys:
     from engine.tracing import trace_text
 
+    if loaded.is_hf:
+        return _hf_query_keys(loaded, text, kind, layer, head, target, pair)
     module = _module(loaded, kind, layer)
     captured = {}
 
@@ -75,10 +88,7 @@ def query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: int,
     finally:
         handle.remove()
     x = captured["x"][0]                                       # (Tq, D) of example 0
-    if loaded.family == "hf-bert":
-        n = loaded.model.config.num_attention_heads
-        q, k = _heads(module.query(x), n, head), _heads(module.key(x), n, head)
-    elif kind == CROSS:
+    if kind == CROSS:
         d = module.d_model
         q = _heads(module.c_q(x), module.n_head, head)
         k = _heads(module.c_kv(captured["memory"][0]).split(d, dim=-1)[0], module.n_head, head)
@@ -92,3 +102,65 @@ def query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: int,
             q, k = rotary.rotate(q[None], pos)[0], rotary.rotate(k[None], pos)[0]
     tq, tk = trace.shape(kind)[2:]
     return QueryKeys(q[:tq].float().cpu().numpy(), k[:tk].float().cpu().numpy(), kind == DECODER_SELF, trace)
+
+
+# ---- Hugging Face models: q and k where transformers hands them to eager attention -----------
+_RECORDING = threading.local()      # .calls: a list while this thread records, else absent
+
+
+def _recording_attention(original):
+    def eager_attention_forward(module, query, key, value, attention_mask, *args, **kwargs):
+        calls = getattr(_RECORDING, "calls", None)
+        if calls is not None:
+            calls.append((query.detach(), key.detach(), attention_mask, kwargs))
+        return original(module, query, key, value, attention_mask, *args, **kwargs)
+    eager_attention_forward.attnscope_wraps = original
+    return eager_attention_forward
+
+
+def _wrap_eager_attention(model) -> None:
+    """Wrap (once) the eager attention function of every modeling module the model uses.
+    The wrapper only records in a thread that asked for it; everywhere else it is a pass-through."""
+    for sub in model.modules():
+        mod = sys.modules.get(type(sub).__module__)
+        fn = getattr(mod, "eager_attention_forward", None)
+        if fn is not None and not hasattr(fn, "attnscope_wraps"):
+            mod.eager_attention_forward = _recording_attention(fn)
+
+
+def _hf_query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: int, target, pair) -> QueryKeys:
+    from engine.tracing import trace_text
+
+    _wrap_eager_attention(loaded.model)
+    _RECORDING.calls = calls = []
+    try:
+        trace = trace_text(loaded, text, target=target, pair=pair)
+    finally:
+        del _RECORDING.calls
+    n_layers = {k: trace.shape(k)[0] for k in trace.kinds}
+    # The traced forward is the last one: encoder layers in order, then per decoder layer its
+    # self-attention and (encoder-decoders) its cross-attention.
+    order = [(ENCODER_SELF, i) for i in range(n_layers.get(ENCODER_SELF, 0))]
+    for i in range(n_layers.get(DECODER_SELF, 0)):
+        order += [(DECODER_SELF, i)] + ([(CROSS, i)] if CROSS in n_layers else [])
+    if len(calls) < len(order):
+        raise ValueError(f"{loaded.name}: its attention does not go through transformers' eager function, so the "
+                         "neuron view cannot show its queries and keys.")
+    query, key, mask, kwargs = calls[len(calls) - len(order):][order.index((kind, layer))]
+    n_heads, n_kv = query.shape[1], key.shape[1]
+    kv_head = head // (n_heads // n_kv)
+    tq, tk = trace.shape(kind)[2:]
+    scaling = kwargs.get("scaling")
+    scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
+    bias = torch.zeros(query.shape[2], key.shape[2])
+    if kwargs.get("position_bias") is not None:
+        pb = kwargs["position_bias"]
+        bias = bias + pb[0, head if pb.shape[1] > 1 else 0].float().cpu()
+    if mask is not None:
+        m = mask[0, 0 if mask.shape[1] == 1 else head].cpu()
+        bias = bias + (torch.where(m, 0.0, float("-inf")) if m.dtype == torch.bool else m.float().clamp(min=-1e30))
+        bias = torch.where(bias < -1e29, float("-inf"), bias)
+    note = (f"Grouped-query attention: query head {head} uses key/value head {kv_head}, shared by "
+            f"{n_heads // n_kv} query heads." if n_kv < n_heads else "")
+    return QueryKeys(query[0, head, :tq].float().cpu().numpy(), key[0, kv_head, :tk].float().cpu().numpy(),
+                     False, trace, scale=scale, bias=bias[:tq, :tk].numpy(), note=note)

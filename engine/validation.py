@@ -130,6 +130,15 @@ def _valid(rule, value) -> bool:
     return value is None or (type(value) is int and 0 <= value < MAX_VOCAB)
 
 
+def check_values(source: str, values: list[tuple[str, object, object]]) -> None:
+    """Refuse the first (name, value, rule) whose value is out of its sane range; a value of
+    None (the config does not say) passes. For configs read field by field (Hugging Face)."""
+    for key, value, rule in values:
+        if value is not None and not _valid(rule, value):
+            raise ModelLoadError(f"{source}: the config value {key}={_short(value)} cannot be used: {_describe(rule)}. "
+                                 "The file was edited or written by another program.")
+
+
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -54,7 +54,7 @@ def test_loader_messages_name_the_file_and_say_what_would_work(bad_cases):
     from engine.validation import ModelLoadError
 
     picks = {"cfg-gpt-n_head-0.safetensors": "n_head", "mem-gpt-n_layer-1000000000.safetensors": "n_layer",
-             "nan-gpt.safetensors": "NaN", "hf-gpt2": "'gpt2' model", "bomb.pt": "expand"}
+             "nan-gpt.safetensors": "NaN", "hf-gpt2": "no tokenizer", "bomb.pt": "expand"}
     for case in bad_cases:
         name = Path(case.source or "").name
         if name in picks:
