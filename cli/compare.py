@@ -1,5 +1,9 @@
-"""attnscope compare HF_FOLDER_OR_NAME --text "...": Hugging Face's BERT against the same
-weights in attnscope's encoder, as JSON (max absolute difference per layer and overall)."""
+"""attnscope compare MODEL [--with OTHER] --text "...": the attention of two models on the
+same text, as JSON (max absolute difference per kind, per layer and overall).
+
+Without --with, MODEL must be a Hugging Face BERT: it is compared with the same weights in
+attnscope's own encoder (the proof that our BERT is BERT). With --with, any two models
+that tokenize the same way: two checkpoints of one architecture, ours against theirs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +16,7 @@ def register(sub) -> None:
     p.add_argument("model", help="a Hugging Face folder, a hub name (online only), or 'minilm' (bundled)")
     p.add_argument("--text", default="time flies like an arrow", type=text)
     p.add_argument("--pair", default=None, type=text, help="a second sentence (segment B)")
+    p.add_argument("--with", dest="other", default=None, help="a second model (file or folder) to compare with")
     p.set_defaults(func=run)
 
 
@@ -25,8 +30,11 @@ def run(args) -> int:
             hf = open_model(args.model, device)   # the one loader boundary
         else:
             hf = load_hf_model(args.model, device)  # a hub name: downloaded (online only), then checked the same way
+        if args.other is not None:
+            return _compare_two(hf, open_model(args.other, device), args)
         if hf.family != "hf-bert":
-            say(f"{args.model} is a {hf.family} model; 'compare' needs a Hugging Face BERT folder (or 'minilm').")
+            say(f"{args.model} is a {hf.family} model; 'compare' without --with needs a Hugging Face BERT folder "
+                "(or 'minilm'); give --with OTHER to compare two models.")
             return BAD_INPUT
         ours = hf_to_scratch(hf)
         diff = compare(hf, ours, args.text, args.pair)
@@ -35,4 +43,20 @@ def run(args) -> int:
         return BAD_INPUT
     print_json({"model": hf.name, "text": args.text, "pair": args.pair, "tokens": diff["tokens"],
                 "max_abs_diff_per_layer": diff["per_layer"], "max_abs_diff": diff["max"], **model_notes(hf)})
+    return 0
+
+
+def _compare_two(a, b, args) -> int:
+    from engine.analysis import compare_traces
+    from engine.tracing import trace_text
+
+    ta, tb = trace_text(a, args.text, pair=args.pair), trace_text(b, args.text, pair=args.pair)
+    shared = [k for k in ta.kinds if k in tb.kinds]
+    if not shared:
+        say(f"{a.name} and {b.name} have no kind of attention in common.")
+        return BAD_INPUT
+    kinds = {k: compare_traces(ta, tb, k) for k in shared}
+    print_json({"a": a.name, "b": b.name, "text": args.text,
+                "kinds": {k: {"max_abs_diff": c["max"], "max_abs_diff_per_layer": c["per_layer"]} for k, c in kinds.items()},
+                "max_abs_diff": max(c["max"] for c in kinds.values())})
     return 0

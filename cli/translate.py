@@ -1,7 +1,10 @@
-"""attnscope translate CKPT "text" and attnscope generate CKPT "prompt": decode, print JSON.
+"""attnscope translate MODEL "text" and attnscope generate MODEL "prompt": decode, print JSON.
 
 Both run engine.decoding to the end with the strategy asked for, and print the tokens so
-a script can check what the model did.
+a script can check what the model did. MODEL is any model that generates: translate takes
+an encoder-decoder (ours, or a Hugging Face T5/BART/Marian folder); generate takes a decoder
+(our GPT, GPT-2, Llama, ...) to continue a prompt, or an encoder-decoder to translate or
+summarise it.
 """
 from __future__ import annotations
 
@@ -22,16 +25,16 @@ def _strategy_options(p) -> None:
 
 
 def register(sub) -> None:
-    t = sub.add_parser("translate", help="translate a sentence with a translator checkpoint (JSON)")
-    t.add_argument("checkpoint")
+    t = sub.add_parser("translate", help="translate a sentence with an encoder-decoder (ours or Hugging Face; JSON)")
+    t.add_argument("checkpoint", metavar="model")
     t.add_argument("text", type=text)
     _strategy_options(t)
-    t.set_defaults(func=run, family="translator")
-    g = sub.add_parser("generate", help="continue a prompt with a GPT checkpoint (JSON)")
-    g.add_argument("checkpoint")
+    t.set_defaults(func=run, roles=("encoder-decoder",))
+    g = sub.add_parser("generate", help="continue a prompt with a decoder (or run an encoder-decoder on it; JSON)")
+    g.add_argument("checkpoint", metavar="model")
     g.add_argument("text", metavar="prompt", type=text)
     _strategy_options(g)
-    g.set_defaults(func=run, family="gpt")
+    g.set_defaults(func=run, roles=("decoder", "encoder-decoder"))
 
 
 def run(args) -> int:
@@ -41,9 +44,10 @@ def run(args) -> int:
     loaded = open_or_explain(args.checkpoint, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
-    if loaded.family != args.family:
-        say(f"{args.checkpoint} is a {loaded.family} model; "
-            f"'{'translate' if args.family == 'translator' else 'generate'}' needs a {args.family}.")
+    if loaded.role not in args.roles:
+        command = "translate" if args.roles == ("encoder-decoder",) else "generate"
+        say(f"{args.checkpoint} is an {loaded.role} model ({loaded.family}); '{command}' needs "
+            f"{' or '.join('an ' + r if r[0] == 'e' else 'a ' + r for r in args.roles)}.")
         return BAD_INPUT
     settings = DecodeSettings(strategy=args.strategy, beam_width=args.beam_width, temperature=args.temperature,
                               top_k=args.top_k, top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens)
@@ -53,7 +57,7 @@ def run(args) -> int:
         say(exc)
         return BAD_INPUT
     out = {"model": loaded.name, "strategy": args.strategy, **model_notes(loaded)}
-    if args.family == "translator":
+    if loaded.role == "encoder-decoder":
         out |= {"source_tokens": result.source_tokens, "output_tokens": result.output_tokens, "translation": result.text}
     else:
         out |= {"prompt_tokens": result.prompt_tokens, "output_tokens": result.output_tokens,

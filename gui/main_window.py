@@ -30,11 +30,12 @@ from gui.worker import Jobs, error_message, job_failures, shutdown_all
 
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
 LIVE_DELAY_MS = 350
-DEFAULT_TEXT = {
+DEFAULT_TEXT = {   # by family, then by role for the rest (Hugging Face models)
     "translator": "the big dog sees the small cat .",
     "gpt": "the dog plays with the child because",
-    "bert": "time flies like an arrow .",
-    "hf-bert": "time flies like an arrow .",
+    "encoder": "time flies like an arrow .",
+    "decoder": "The quick brown fox jumps over the lazy dog because",
+    "encoder-decoder": "translate English to German: The house is wonderful.",
 }
 SHORTCUTS = [
     ("Ctrl+Return", "Run the model on the text"),
@@ -94,7 +95,7 @@ class MainWindow(QMainWindow):
         self.text_edit = QLineEdit()
         self.text_edit.setPlaceholderText("Type a sentence; the heads update as you type (Ctrl+Enter runs now)")
         self.target_edit = QLineEdit()
-        self.target_edit.setPlaceholderText("optional German prefix (empty: the model translates)")
+        self.target_edit.setPlaceholderText("optional output prefix (empty: the model writes its own output)")
         self.pair_edit = QLineEdit()
         self.pair_edit.setPlaceholderText("optional second sentence (segment B)")
         self.target_label, self.pair_label = QLabel("Target:"), QLabel("Pair:")
@@ -271,14 +272,14 @@ class MainWindow(QMainWindow):
         self.state.set_model(loaded)
 
     def _on_model_changed(self, loaded: LoadedModel) -> None:
-        fam = loaded.family
-        self.target_label.setVisible(fam == "translator")
-        self.target_edit.setVisible(fam == "translator")
-        self.pair_label.setVisible(fam in ("bert", "hf-bert"))
-        self.pair_edit.setVisible(fam in ("bert", "hf-bert"))
-        self.merge_box.setVisible(fam == "hf-bert")
+        fam, role = loaded.family, loaded.role
+        self.target_label.setVisible(role == "encoder-decoder")
+        self.target_edit.setVisible(role == "encoder-decoder")
+        self.pair_label.setVisible(role == "encoder")
+        self.pair_edit.setVisible(role == "encoder")
+        self.merge_box.setVisible(loaded.is_hf)
         if not self.text_edit.text().strip():
-            self.text_edit.setText(DEFAULT_TEXT.get(fam, ""))
+            self.text_edit.setText(DEFAULT_TEXT.get(fam, DEFAULT_TEXT[role]))
         self.model_label.setText(f"{loaded.name} ({fam})")
         self.device_label.setText(str(loaded.device))
         self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
@@ -315,7 +316,7 @@ class MainWindow(QMainWindow):
             self.banner.setText("There is no text to run: type a sentence first.")
             return
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
-                            loaded.family == "hf-bert" and self.merge_box.isChecked(),
+                            loaded.is_hf and self.merge_box.isChecked(),
                             on_returned=self._trace_done)
 
     def _trace_done(self, result) -> None:

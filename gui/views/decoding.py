@@ -169,9 +169,9 @@ class DecodingPanel(QWidget):
         self.layer_box.clear()
         self.beams.clear()
         loaded = self.state.loaded
-        if loaded is not None and loaded.family not in ("translator", "gpt"):
-            self.output.setText("Step-by-step decoding needs a translator or a GPT; this model is an encoder "
-                                "and does not generate text.")
+        if loaded is not None and not loaded.generates:
+            self.output.setText("Step-by-step decoding needs a model that generates text (a decoder or an "
+                                "encoder-decoder); this model is an encoder.")
         self._update_buttons()
 
     def step(self) -> None:
@@ -186,7 +186,7 @@ class DecodingPanel(QWidget):
             self._queued += 1
             return
         loaded = self.state.loaded
-        if loaded is None or loaded.family not in ("translator", "gpt"):
+        if loaded is None or not loaded.generates:
             return
         if self._steps is None:
             self._text = self.state.text or ""
@@ -263,7 +263,10 @@ class DecodingPanel(QWidget):
 
     def _update_buttons(self) -> None:
         self.back_button.setEnabled(self.index > 0)
-        self.step_button.setEnabled(not (self.ended and self.index == len(self.history) - 1))
+        loaded = self.state.loaded
+        can_step = loaded is not None and loaded.generates
+        self.step_button.setEnabled(can_step and not (self.ended and self.index == len(self.history) - 1))
+        self.play_button.setEnabled(can_step)
 
     def keyPressEvent(self, event) -> None:
         if event.key() == Qt.Key.Key_Right:

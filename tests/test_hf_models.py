@@ -1,0 +1,147 @@
+"""Any Hugging Face transformer, tested without the internet on tiny random models of ten
+architectures (tests/hf_tiny.py), opened from their folders as a user would.
+
+For each: its role; traced attention equals transformers' own output_attentions; the
+stepper's greedy tokens equal model.generate(do_sample=False); each step's attention rows
+equal a full recompute; the neuron view's recomputed weights equal the traced ones."""
+import numpy as np
+import pytest
+import torch
+
+from engine.catalog import open_model
+from engine.decoding import DecodeSession, DecodeSettings, decode_all
+from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
+from engine.neurons import query_keys
+from engine.tracing import trace_text
+from tests.hf_tiny import ARCHITECTURES, ROLE, tiny_folder
+
+TEXT = "the big dog sees the small cat"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hf-tiny")
+    return {arch: tiny_folder(root, arch) for arch in ARCHITECTURES}
+
+
+@pytest.fixture(scope="module")
+def models(folders):
+    return {arch: open_model(str(folder), "cpu") for arch, folder in folders.items()}
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_role_and_trace_equal_output_attentions(models, arch):
+    loaded = models[arch]
+    assert loaded.role == ROLE[arch]
+    trace = trace_text(loaded, TEXT)
+    assert tuple(trace.kinds) == loaded.kinds
+    enc = loaded.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        if loaded.role == "encoder-decoder":
+            dec = torch.tensor([[loaded.model.config.decoder_start_token_id or 0]
+                                + [i for i in decode_all(loaded, TEXT, DecodeSettings(max_new_tokens=64)).steps[-1].output_ids
+                                   if i != loaded.model.generation_config.eos_token_id]])
+            assert dec.shape[1] == trace.shape(DECODER_SELF)[2]
+            out = loaded.model(**enc, decoder_input_ids=dec, output_attentions=True)
+            ref = {ENCODER_SELF: out.encoder_attentions, DECODER_SELF: out.decoder_attentions,
+                   CROSS: out.cross_attentions}
+        else:
+            out = loaded.model(**enc, output_attentions=True)
+            ref = {trace.kinds[0]: out.attentions}
+    for kind, layers in ref.items():
+        expected = torch.stack([a[0] for a in layers]).numpy()   # (L, H, Tq, Tk)
+        np.testing.assert_allclose(trace.weights(kind), expected, atol=1e-5)
+        np.testing.assert_allclose(trace.weights(kind).sum(-1), 1.0, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCHITECTURES if ROLE[a] != "encoder"])
+def test_greedy_steps_equal_generate_and_a_full_recompute(models, arch):
+    loaded = models[arch]
+    model, tok = loaded.model, loaded.tokenizer
+    session = DecodeSession(loaded, TEXT, DecodeSettings(max_new_tokens=6))
+    steps = list(session.steps())
+    ours = steps[-1].output_ids
+    enc = tok(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        generated = model.generate(**enc, max_new_tokens=6, do_sample=False, num_beams=1)[0].tolist()
+    start = enc["input_ids"].shape[1] if loaded.role == "decoder" else 1
+    assert ours == generated[start:start + len(ours)]
+    # every step's rows are those of a full forward over everything so far
+    prefix = session.stepper.prompt_ids
+    for i, step in enumerate(steps):
+        seq = torch.tensor([prefix + ours[:i]])
+        with torch.no_grad():
+            if loaded.role == "decoder":
+                out = model(input_ids=seq, output_attentions=True)
+                self_rows = torch.stack([a[0, :, -1] for a in out.attentions]).numpy()
+            else:
+                out = model(**enc, decoder_input_ids=seq, output_attentions=True)
+                self_rows = torch.stack([a[0, :, -1] for a in out.decoder_attentions]).numpy()
+                cross = torch.stack([a[0, :, -1] for a in out.cross_attentions]).numpy()
+                np.testing.assert_allclose(step.cross_rows, cross, atol=1e-5)
+        np.testing.assert_allclose(step.self_rows, self_rows, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "t5", "bart"])
+def test_beam_search_and_sampling_run_through_the_models_cache(models, arch):
+    loaded = models[arch]
+    beam = decode_all(loaded, TEXT, DecodeSettings(strategy="beam", beam_width=3, max_new_tokens=5))
+    assert beam.steps and len(beam.steps[0].beams) >= 1
+    a = decode_all(loaded, TEXT, DecodeSettings(strategy="sample", seed=3, max_new_tokens=5))
+    b = decode_all(loaded, TEXT, DecodeSettings(strategy="sample", seed=3, max_new_tokens=5))
+    assert a.output_tokens == b.output_tokens
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_neuron_view_recomputes_the_traced_weights(models, arch):
+    """q and k as the model uses them (after rotary, before key heads are shared out):
+    softmax(q.k * scale + bias) equals the weights the forward returned."""
+    loaded = models[arch]
+    for kind in loaded.kinds:
+        data = query_keys(loaded, TEXT, kind, 1, 3)
+        traced = data.trace.weights(kind)[1, 3]
+        recomputed = np.stack([data.row(i)["weights"] for i in range(traced.shape[0])])
+        np.testing.assert_allclose(recomputed, traced, atol=1e-5)
+    if arch in ("llama", "qwen2"):
+        assert "key/value head" in data.note
+
+
+def test_tokens_read_as_words_and_merge(models):
+    trace = trace_text(models["gpt2"], "the big dog", merge_subwords=True)
+    assert trace.target_tokens == ["<s>", "the", "big", "dog"]
+    assert not any(t.startswith(("Ġ", "▁")) for t in trace_text(models["llama"], TEXT).target_tokens)
+    merged = trace_text(models["t5"], TEXT, merge_subwords=True)
+    assert "big" in merged.source_tokens
+    for kind in merged.kinds:
+        np.testing.assert_allclose(merged.weights(kind).sum(-1), 1.0, atol=1e-4)
+
+
+def test_an_unknown_architecture_is_named(tmp_path):
+    from engine.validation import ModelLoadError
+    import json
+
+    folder = tmp_path / "mystery"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "mystery-net", "auto_map": {"AutoModel": "x.Y"}}))
+    (folder / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="'mystery-net'"):
+        open_model(str(folder), "cpu")
+
+
+def test_cli_generate_translate_export_and_compare(folders, tmp_path, capsys):
+    import json
+    from main import main
+
+    assert main(["generate", str(folders["llama"]), "the big dog", "--max-new-tokens", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 1 <= len(out["output_tokens"]) <= 4 and "continuation" in out and out["prompt_tokens"][1] == "the"
+    assert main(["generate", str(folders["t5"]), "the big dog", "--max-new-tokens", "3"]) == 0
+    assert "translation" in json.loads(capsys.readouterr().out)
+    assert main(["translate", str(folders["gpt2"]), "the big dog"]) == 2
+    assert "translate' needs an encoder-decoder" in capsys.readouterr().err
+    assert main(["export", str(folders["bart"]), "--text", TEXT, "--out", str(tmp_path / "bart"),
+                 "--format", "npz"]) == 0
+    assert list((tmp_path / "bart").glob("*.npz"))
+    capsys.readouterr()
+    assert main(["compare", str(folders["gpt2"]), "--with", str(folders["gpt2"]), "--text", TEXT]) == 0
+    assert json.loads(capsys.readouterr().out)["max_abs_diff"] == 0.0
