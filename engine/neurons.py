@@ -47,7 +47,7 @@ class QueryKeys:
         if self.causal:
             live[qi + 1:] = False
         e = np.where(live, np.exp(np.where(live, scores, 0.0) - scores[live].max()), 0.0)
-        return {"query": q, "keys": k, "product": product, "scores": np.where(live, scores, np.nan),
+        return {"query": q, "keys": k, "product": product, "scores": scores,   # -inf where the bias masks
                 "weights": e / e.sum()}
 
 

@@ -145,3 +145,33 @@ def test_cli_generate_translate_export_and_compare(folders, tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(folders["gpt2"]), "--with", str(folders["gpt2"]), "--text", TEXT]) == 0
     assert json.loads(capsys.readouterr().out)["max_abs_diff"] == 0.0
+
+
+def test_the_window_opens_and_steps_them_from_the_file_menu(folders, qtbot, monkeypatch, drawn):
+    from PySide6.QtWidgets import QFileDialog
+    from gui.main_window import MainWindow
+
+    w = MainWindow(source="random-bert", device="cpu")
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=30000)
+    for arch, kinds in (("llama", [DECODER_SELF]), ("t5", [ENCODER_SELF, DECODER_SELF, CROSS])):
+        monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, _f=str(folders[arch]), **k: _f)
+        with qtbot.waitSignal(w.state.model_changed, timeout=30000):
+            w.open_hf_action.trigger()
+        qtbot.waitUntil(lambda: w.state.trace is not None and w.state.trace.family == w.state.loaded.family,
+                        timeout=30000)
+        assert w.state.trace.kinds == kinds and w.target_edit.isVisible() == (arch == "t5")
+        drawn(w.grid)
+        assert w.grid.layout_.rows == 2 and w.grid.layout_.cols == 4
+        decoding = w.view("Decoding")
+        decoding.step()
+        qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=30000)
+        assert decoding.history[0].self_rows.shape[:2] == (2, 4)
+        assert (decoding.history[0].cross_rows is not None) == (arch == "t5")
+        neurons = w.view("Neurons")
+        w.state.select_head(kinds[-1], 1, 3)
+        qtbot.waitUntil(lambda: neurons.data is not None and not neurons.jobs.busy, timeout=30000)
+        if arch == "llama":
+            assert "key/value head 1" in neurons.note.text()
+    w.close()

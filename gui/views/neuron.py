@@ -114,7 +114,8 @@ class NeuronView(QWidget):
         keys = self.data.trace.key_tokens(kind)
         lim = float(max(np.abs(row["keys"]).max(), np.abs(row["query"]).max(), 1e-9))
         plim = float(max(np.abs(row["product"]).max(), 1e-9))
-        slim = float(max(np.abs(row["scores"]).max(), 1e-9))
+        finite = np.abs(row["scores"][np.isfinite(row["scores"])])   # masked keys have no score
+        slim = float(max(finite.max(initial=0.0), 1e-9))
         self.images["query q"].setImage(row["query"][None, :], autoLevels=False, levels=(-lim, lim))
         self.images["keys k"].setImage(row["keys"], autoLevels=False, levels=(-lim, lim))
         self.images["q * k"].setImage(row["product"], autoLevels=False, levels=(-plim, plim))
@@ -128,7 +129,8 @@ class NeuronView(QWidget):
         self.plots.getItem(0, 1).getAxis("left").setTicks([[(i + 0.5, t) for i, t in enumerate(keys)]])
         top = int(np.argmax(row["weights"]))
         self.note.setText(f"query {qi} {self.data.trace.query_tokens(kind)[qi]!r}: strongest key {top} {keys[top]!r} "
-                          f"(weight {row['weights'][top]:.3f}, score {row['scores'][top]:.2f})")
+                          f"(weight {row['weights'][top]:.3f}, score {row['scores'][top]:.2f})"
+                          + (f"   {self.data.note}" if self.data.note else ""))
 
     def closeEvent(self, event) -> None:
         self.jobs.shutdown()
