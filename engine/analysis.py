@@ -98,3 +98,78 @@ def compare_traces(a, b, kind: str) -> dict:
     diff = np.abs(wa.astype(np.float64) - wb.astype(np.float64))  # (L, H, Tq, Tk)
     return {"tokens": a.key_tokens(kind), "per_layer": [float(d.max()) for d in diff],
             "per_head": diff.max(axis=(2, 3)), "max": float(diff.max()), "diff": diff}
+
+
+# ---- mechanisms: induction and previous-token heads ------------------------------------
+# Olsson et al. (2022), "In-context learning and induction heads": run the model on a random
+# token sequence repeated twice. An induction head attends from a token in the second copy
+# to the token that followed the same token in the first copy; a previous-token head attends
+# from every token to the one just before it. The sequence is fixed (seeded), so the scores
+# of two models, or of one model at two steps of its training, can be compared.
+MECHANISM_SEED = 0
+MECHANISM_HALF = 40  # random tokens in one copy (fewer when the model's context is shorter)
+
+
+def induction_scores(weights: np.ndarray, start: int, half: int) -> np.ndarray:
+    """(L, H, T, T) self-attention on [prefix] + A + A (A = ``half`` distinct tokens from
+    position ``start``) -> (L, H): the mean weight from position start + half + j (token j of
+    the second copy) to start + j + 1 (the token after its first occurrence)."""
+    j = np.arange(half)
+    return weights[..., start + half + j, start + j + 1].mean(-1)
+
+
+def previous_token_scores(weights: np.ndarray, start: int, length: int) -> np.ndarray:
+    """(L, H, T, T) -> (L, H): mean weight from each of the ``length`` tokens from ``start``
+    (the first excepted) to the token just before it."""
+    q = np.arange(start + 1, start + length)
+    return weights[..., q, q - 1].mean(-1)
+
+
+def repeated_random_tokens(candidates: list[int], half: int, seed: int = MECHANISM_SEED) -> list[int]:
+    """``half`` distinct ids drawn from ``candidates`` by ``seed``, then the same ids again."""
+    rng = np.random.default_rng(seed)
+    first = rng.choice(np.asarray(sorted(candidates)), size=min(half, len(candidates)), replace=False).tolist()
+    return first + first
+
+
+def _plain_token_ids(tokenizer) -> list[int]:
+    """Ids of ordinary tokens: no specials, no byte-fallback pieces like <0xC3>."""
+    specials = set(tokenizer.special_ids)
+    tokens = tokenizer.tokens(range(tokenizer.vocab_size))
+    return [i for i, t in enumerate(tokens) if i not in specials and not (t.startswith("<0x") and t.endswith(">"))]
+
+
+def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
+    """Per self-attention kind, {"induction": (L, H), "previous": (L, H)} on the fixed repeated
+    random sequence; empty for models it cannot drive (Hugging Face BERT, or a model that is
+    training: its dropout would make the numbers noise). The sequence is framed the way the
+    model is used: GPT after [EOS] (what precedes every line in training), the translator's
+    encoder with its [EOS] and its decoder after [BOS], BERT between [CLS] and [SEP]."""
+    import torch
+
+    from engine.models.outputs import DECODER_SELF, ENCODER_SELF
+
+    model = loaded.model
+    if loaded.family not in ("gpt", "translator", "bert") or model.training:
+        return {}
+    tok, dev = loaded.tokenizer, loaded.device
+    ids = repeated_random_tokens(_plain_token_ids(tok), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))
+    half = len(ids) // 2
+    with torch.no_grad():
+        if loaded.family == "gpt":
+            out = model(torch.tensor([[tok.eos_id] + ids], device=dev), need_weights=True)
+            starts = {DECODER_SELF: 1}
+        elif loaded.family == "translator":
+            tgt = loaded.tgt_tokenizer
+            src = torch.tensor([ids + [tok.eos_id]], device=dev)
+            out = model(src, torch.tensor([[tgt.bos_id] + ids], device=dev), need_weights=True)
+            starts = {ENCODER_SELF: 0, DECODER_SELF: 1}
+        else:
+            out = model(torch.tensor([[tok.cls_id] + ids + [tok.sep_id]], device=dev), need_weights=True)
+            starts = {ENCODER_SELF: 1}
+    scores = {}
+    for kind, start in starts.items():
+        w = torch.stack(out.attentions[kind])[:, 0].float().cpu().numpy()  # (L, H, T, T)
+        scores[kind] = {"induction": induction_scores(w, start, half),
+                        "previous": previous_token_scores(w, start, 2 * half)}
+    return scores

@@ -1,7 +1,9 @@
 """The probe traces of a training run, saved beside its checkpoint so the run can be replayed.
 
 ``X.safetensors`` gets ``X.timelapse.npz``: per probe its step, training loss, token lists
-(JSON) and one (L, H, Tq, Tk) array per attention kind. Plain arrays and strings only, read
+(JSON), one (L, H, Tq, Tk) array per attention kind, and the heads' induction and
+previous-token scores then (engine.analysis.mechanism_scores), so the step at which an
+induction head forms can be read off the file. Plain arrays and strings only, read
 back with ``allow_pickle=False``. Saving goes through engine.files.atomic_path; loading
 turns every way a file can be broken (not a zip, truncated, a zip bomb, missing or odd
 arrays, bad JSON) into one ValueError that names the file, which the window shows.
@@ -26,6 +28,32 @@ class Probe:
     step: int
     loss: float
     trace: AttentionTrace
+    scores: dict | None = None  # kind -> {"induction": (L, H), "previous": (L, H)}
+
+    @classmethod
+    def from_progress(cls, record) -> "Probe":
+        """The probe of a training record (engine.training.TrainProgress) that has one."""
+        return cls(record.step, record.loss, record.probe, record.head_scores)
+
+
+def _scores_to_json(scores: dict | None) -> dict | None:
+    if not scores:
+        return None
+    return {kind: {name: np.asarray(a, dtype=float).round(5).tolist() for name, a in by_name.items()}
+            for kind, by_name in scores.items()}
+
+
+def _scores_from_json(i: int, scores) -> dict | None:
+    if scores is None:
+        return None
+    try:
+        out = {str(kind): {str(name): np.asarray(a, dtype=np.float32) for name, a in by_name.items()}
+               for kind, by_name in scores.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"probe {i} has head scores that are not tables of numbers") from None
+    if any(a.ndim != 2 for by_name in out.values() for a in by_name.values()):
+        raise ValueError(f"probe {i} has head scores that are not (layers, heads) tables")
+    return out
 
 
 def timelapse_path(checkpoint: str | Path) -> Path:
@@ -40,7 +68,8 @@ def save_timelapse(path: str | Path, probes: list[Probe]) -> Path:
         for j, kind in enumerate(t.kinds):
             arrays[f"p{i}_k{j}"] = t.weights(kind)
         meta.append({"step": p.step, "loss": p.loss, "kinds": t.kinds, "source_tokens": t.source_tokens,
-                     "target_tokens": t.target_tokens, "model_name": t.model_name, "family": t.family})
+                     "target_tokens": t.target_tokens, "model_name": t.model_name, "family": t.family,
+                     "scores": _scores_to_json(p.scores)})
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
@@ -85,7 +114,8 @@ def _probe(f, i: int, m) -> Probe:
     tokens = [m["source_tokens"], m["target_tokens"]]
     if not all(isinstance(t, list) and all(isinstance(s, str) for s in t) for t in tokens):
         raise ValueError(f"probe {i} has token lists that are not lists of strings")
-    return Probe(int(m["step"]), float(m["loss"]), AttentionTrace(str(m["model_name"]), str(m["family"]), arrays, *tokens))
+    trace = AttentionTrace(str(m["model_name"]), str(m["family"]), arrays, *tokens)
+    return Probe(int(m["step"]), float(m["loss"]), trace, _scores_from_json(i, m.get("scores")))
 
 
 def load_timelapse(path: str | Path) -> list[Probe]:

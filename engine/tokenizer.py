@@ -8,7 +8,9 @@ The special tokens come first, at fixed ids, in every tokenizer this module make
 """
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from typing import Iterable
 
 from tokenizers import Tokenizer as HFTokenizer
@@ -19,6 +21,11 @@ SPECIALS = [PAD, UNK, BOS, EOS, CLS, SEP, MASK]
 
 _SPACE_BEFORE_PUNCT = re.compile(r" ([.,!?;:)\]}'])")
 _SPACE_AFTER_OPEN = re.compile(r"([(\[{]) ")
+
+
+def _byte_token(byte: int) -> str:
+    """The token a byte-fallback BPE uses for one UTF-8 byte (sentencepiece's spelling)."""
+    return f"<0x{byte:02X}>"
 
 
 class Tokenizer:
@@ -33,9 +40,11 @@ class Tokenizer:
 
     # ---- training ------------------------------------------------------------------
     @classmethod
-    def train_word_level(cls, texts: Iterable[str], min_frequency: int = 1) -> "Tokenizer":
+    def train_word_level(cls, texts: Iterable[str], min_frequency: int = 1, lowercase: bool = False) -> "Tokenizer":
+        """``lowercase``: the corpus is written in lower case, so input is read that way too
+        (``corpus_style``), inside the tokenizer: it travels with the checkpoint."""
         hf = HFTokenizer(models.WordLevel(unk_token=UNK))
-        hf.normalizer = normalizers.NFC()
+        hf.normalizer = corpus_style() if lowercase else normalizers.NFC()
         hf.pre_tokenizer = pre_tokenizers.Whitespace()
         trainer = trainers.WordLevelTrainer(special_tokens=SPECIALS, min_frequency=min_frequency)
         hf.train_from_iterator(texts, trainer=trainer)
@@ -43,13 +52,22 @@ class Tokenizer:
 
     @classmethod
     def train_bpe(cls, texts: Iterable[str], vocab_size: int = 2000) -> "Tokenizer":
+        """Cased BPE with byte fallback: a character the training text never had becomes its
+        UTF-8 bytes (``<0xC3>`` ``<0xA9>``), never [UNK], so any typed text runs and decodes
+        back exactly. The 256 byte tokens come after the learned ones."""
         hf = HFTokenizer(models.BPE(unk_token=UNK))
         hf.normalizer = normalizers.NFC()
         hf.pre_tokenizer = pre_tokenizers.Metaspace()
         hf.decoder = decoders.Metaspace()
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, min_frequency=2)
         hf.train_from_iterator(texts, trainer=trainer)
-        return cls(hf)
+        spec = json.loads(hf.to_str())
+        vocab = spec["model"]["vocab"]
+        for byte in range(256):
+            vocab.setdefault(_byte_token(byte), len(vocab))
+        spec["model"]["byte_fallback"] = True
+        spec["decoder"] = {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, spec["decoder"]]}
+        return cls(HFTokenizer.from_str(json.dumps(spec)))
 
     # ---- serialisation -------------------------------------------------------------
     def to_json(self) -> str:
@@ -100,6 +118,32 @@ class Tokenizer:
         """Pieces of ``text`` that map to [UNK] (for a clear note in the GUI)."""
         enc = self.hf.encode(text, add_special_tokens=False)
         return [text[a:b] for (a, b), i in zip(enc.offsets, enc.ids) if i == self.unk_id]
+
+
+    def normalise(self, text: str) -> str:
+        """``text`` as the tokenizer reads it (its normalizer applied)."""
+        return self.hf.normalizer.normalize_str(text) if self.hf.normalizer else text
+
+
+def corpus_style() -> normalizers.Normalizer:
+    """How the synthetic translation corpus is written: lower case, and "n't" spelt out
+    ("doesn't" -> "does not", "can't" -> "cannot"), so "The dog doesn't sleep." reads as the
+    corpus's "the dog does not sleep ." (the pre-tokenizer splits off the punctuation)."""
+    return normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase(), normalizers.Replace("’", "'"),
+                                 normalizers.Replace("can't", "cannot"), normalizers.Replace("can not", "cannot"),
+                                 normalizers.Replace("n't", " not")])
+
+
+def normalisation_note(tokenizer, text: str) -> str | None:
+    """A note for a trace when the tokenizer reads ``text`` differently from how it was typed
+    (for engine.tracing), e.g. "The dog doesn't sleep." read as "the dog does not sleep."."""
+    normalise = getattr(tokenizer, "normalise", None)
+    if normalise is None:
+        return None
+    read = normalise(text)
+    if read == unicodedata.normalize("NFC", text):
+        return None
+    return f"Read as the training corpus is written (lower case, n't spelt out): {read!r}"
 
 
 class ByteTokenizer:

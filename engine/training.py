@@ -69,6 +69,7 @@ class TrainProgress:
     elapsed_s: float
     val_loss: float | None = None
     probe: AttentionTrace | None = None
+    head_scores: dict | None = None  # at evaluations and probes: engine.analysis.mechanism_scores
     done: bool = False
     stopped: bool = False         # stop() was asked before the last step: ``step`` < ``total_steps``
 
@@ -121,6 +122,7 @@ def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, s
     opt = _optimizer(model, config)
     start, tokens_since, since = time.perf_counter(), 0, time.perf_counter()
     loss_value, step, stopped = float("nan"), 0, False
+    history = []  # the best induction and previous-token score at each evaluation: when heads formed
     model.train()
     for step in range(1, config.steps + 1):
         if stop():
@@ -149,12 +151,26 @@ def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, s
                 record.val_loss = val_fn()
             if probe:
                 record.probe = _probe(loaded, config.probe_text)
+            if evaluate or probe:
+                record.head_scores = _head_scores(loaded)
+                history.append({"step": step, **{kind: {name: round(float(a.max()), 4) for name, a in by_name.items()}
+                                                 for kind, by_name in record.head_scores.items()}})
             yield record
     val = val_fn()
     model.eval()
-    loaded.meta.setdefault("training", {}).update(steps=step, final_loss=loss_value, val_loss=val)
+    loaded.meta.setdefault("training", {}).update(steps=step, final_loss=loss_value, val_loss=val, head_history=history)
     yield TrainProgress(step, config.steps, loss_value, learning_rate(max(step - 1, 0), config), 0.0,
                         time.perf_counter() - start, val_loss=val, done=True, stopped=stopped)
+
+
+def _head_scores(loaded: LoadedModel) -> dict:
+    """Induction and previous-token scores of every head now (the model briefly in eval mode)."""
+    from engine.analysis import mechanism_scores
+    loaded.model.eval()
+    try:
+        return mechanism_scores(loaded)
+    finally:
+        loaded.model.train()
 
 
 def _probe(loaded: LoadedModel, text: str) -> AttentionTrace:
@@ -172,7 +188,8 @@ def build_translator(pairs: list[tuple[str, str]], config: TrainConfig) -> Loade
     punctuation are shared, and the output layer is tied to the embeddings)."""
     texts = [t for pair in pairs for t in pair]
     min_frequency = 1 if len(pairs) < 50000 else 2
-    tok = Tokenizer.train_word_level(texts, min_frequency=min_frequency)
+    # A corpus written in lower case (the synthetic one) gets input read the same way.
+    tok = Tokenizer.train_word_level(texts, min_frequency=min_frequency, lowercase=all(t == t.lower() for t in texts))
     sizes = {**SIZES["translator"][config.size], **config.model_overrides}
     model = Translator(TranslatorConfig(tok.vocab_size, tok.vocab_size, share_embeddings=True, **sizes))
     return LoadedModel(f"translator ({config.size})", "translator", model, tok)

@@ -1,5 +1,6 @@
 """Head statistics: one sortable row per head (entropy, distance, self / previous / first /
-[CLS] / [SEP] weight). Clicking a row opens that head in the Head detail view.
+[CLS] / [SEP] weight on the shown text; induction and previous-token scores of the model on
+a fixed repeated random sequence). Clicking a row opens that head in the Head detail view.
 
 The kind follows the state's selection, and the selected head's row is highlighted; the
 statistics are computed in a worker, the table is filled from them."""
@@ -9,11 +10,12 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from engine.analysis import head_statistics
+from engine.analysis import head_statistics, mechanism_scores
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 
-COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep")
+COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep", "induction",
+           "prev-token")
 TIPS = {
     "entropy": "mean entropy of a query's weights (nats): low = focused, high = spread",
     "distance": "mean |query - key| position distance, weighted by attention",
@@ -22,6 +24,10 @@ TIPS = {
     "first": "mean weight on the first token",
     "cls": "mean total weight on [CLS] / [BOS]",
     "sep": "mean total weight on [SEP] / [EOS]",
+    "induction": "on a random sequence repeated twice: mean weight from a token of the second copy to the token "
+                 "after its first occurrence (an induction head scores near 1)",
+    "prev-token": "on the same random sequence: mean weight on the token just before (a previous-token head "
+                  "scores near 1)",
 }
 
 
@@ -38,9 +44,16 @@ class NumberItem(QTableWidgetItem):
 
 
 @prepares
-def stats_drawing(trace, kind: str) -> dict:
-    """Every head's statistics for one kind (a worker)."""
-    return dict(kind=kind, stats=head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind)))
+def stats_drawing(trace, kind: str, loaded=None) -> dict:
+    """Every head's statistics for one kind (a worker); the model's mechanism scores where
+    the engine can measure them, else nan."""
+    stats = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind))
+    mechanisms = mechanism_scores(loaded).get(kind, {}) if loaded is not None else {}
+    none = np.full(stats["entropy"].shape, np.nan)
+    for column, name in (("induction", "induction"), ("prev-token", "previous")):
+        scores = mechanisms.get(name)
+        stats[column] = scores if scores is not None and scores.shape == none.shape else none
+    return dict(kind=kind, stats=stats)
 
 
 class HeadStats(PreparedView, QWidget):
@@ -85,7 +98,7 @@ class HeadStats(PreparedView, QWidget):
     def drawing_job(self):
         if self.state.trace is None or self.kind is None:
             return None
-        return stats_drawing, self.state.trace, self.kind
+        return stats_drawing, self.state.trace, self.kind, self.state.loaded
 
     def clear_drawing(self) -> None:
         self.stats = None

@@ -1,0 +1,103 @@
+"""Induction and previous-token scores: exact on a hand-built model, recorded while training."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from engine.analysis import induction_scores, mechanism_scores, previous_token_scores, repeated_random_tokens
+from engine.demo import random_model
+from engine.loaded import LoadedModel
+from engine.models.outputs import DECODER_SELF, ENCODER_SELF, ModelOutput
+from engine.tokenizer import Tokenizer
+
+
+class HandBuiltGPT(nn.Module):
+    """One layer, three heads, attention set by rule rather than learned: head 0 attends to
+    the previous token, head 1 is an induction head (to the token after the latest earlier
+    occurrence of the current token, else to the first position), head 2 is uniform."""
+
+    family = "gpt"
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.config = type("Config", (), {"block_size": 128, "vocab_size": vocab_size})()
+        self.unused = nn.Parameter(torch.zeros(1))
+
+    def forward(self, idx, need_weights=False, **_):
+        b, t = idx.shape
+        w = torch.zeros(b, 3, t, t)
+        for q in range(t):
+            w[:, 0, q, max(q - 1, 0)] = 1.0
+            earlier = [p for p in range(q) if idx[0, p] == idx[0, q]]
+            w[:, 1, q, earlier[-1] + 1 if earlier else 0] = 1.0
+            w[:, 2, q, : q + 1] = 1.0 / (q + 1)
+        return ModelOutput(torch.zeros(b, t, self.config.vocab_size), torch.zeros(b, t, 1), {DECODER_SELF: [w]})
+
+
+@pytest.fixture(scope="module")
+def words():
+    return Tokenizer.train_word_level([" ".join(f"w{i}" for i in range(200))])
+
+
+def test_hand_built_heads_score_exactly(words):
+    loaded = LoadedModel("hand-built", "gpt", HandBuiltGPT(words.vocab_size).eval(), words)
+    scores = mechanism_scores(loaded)[DECODER_SELF]
+    assert scores["previous"][0, 0] == pytest.approx(1.0)
+    assert scores["induction"][0, 1] == pytest.approx(1.0)
+    assert scores["induction"][0, 0] == pytest.approx(0.0)
+    assert scores["previous"][0, 1] < 0.1
+    assert 0.005 < scores["induction"][0, 2] < 0.03  # a uniform head: about one over the position
+
+
+def test_the_sequence_is_fixed_and_repeats_distinct_tokens():
+    a = repeated_random_tokens(list(range(10, 500)), 40)
+    assert a == repeated_random_tokens(list(range(10, 500)), 40)
+    assert a[:40] == a[40:] and len(set(a[:40])) == 40
+
+
+def test_scores_on_constructed_weights():
+    half, start = 3, 1
+    t = start + 2 * half
+    w = np.zeros((1, 2, t, t))
+    w[0, 0, np.arange(t), np.maximum(np.arange(t) - 1, 0)] = 1   # previous token
+    for j in range(half):                                          # induction, second copy only
+        w[0, 1, start + half + j, start + j + 1] = 1
+    assert induction_scores(w, start, half).tolist() == [[0.0, 1.0]]
+    assert previous_token_scores(w, start, 2 * half).tolist()[0][0] == 1.0
+
+
+@pytest.mark.parametrize("family, kinds", [("gpt", {DECODER_SELF}), ("translator", {ENCODER_SELF, DECODER_SELF}),
+                                           ("bert", {ENCODER_SELF})])
+def test_every_family_of_ours_gets_scores_per_head(family, kinds):
+    loaded = random_model(family, seed=0)
+    loaded.model.eval()
+    scores = mechanism_scores(loaded)
+    assert set(scores) == kinds
+    for by_name in scores.values():
+        for a in by_name.values():
+            assert a.ndim == 2 and np.all((a >= 0) & (a <= 1))
+
+
+def test_a_model_in_training_mode_is_not_scored():
+    loaded = random_model("gpt", seed=0)
+    loaded.model.train()
+    assert mechanism_scores(loaded) == {}
+
+
+def test_training_records_the_scores_with_each_probe_and_the_time_lapse_keeps_them(tmp_path):
+    from engine.corpora.german import make_splits
+    from engine.timelapse import Probe, load_timelapse, save_timelapse
+    from engine.training import TrainConfig, run_training, train_gpt
+
+    lines = [en for en, _ in make_splits(seed=1, n_train=200, n_valid=20, n_test=5)["train"]]
+    cfg = TrainConfig(size="tiny", steps=10, batch_size=8, warmup=2, report_every=5, eval_every=0, vocab_size=200,
+                      probe_every=5, probe_text="the dog sleeps .")
+    records = []
+    run_training(train_gpt(lines[:180], lines[180:], cfg), records.append)
+    probes = [Probe.from_progress(r) for r in records if r.probe is not None]
+    assert [p.step for p in probes] == [5, 10]
+    assert probes[0].scores[DECODER_SELF]["induction"].shape == (1, 2)
+    back = load_timelapse(save_timelapse(tmp_path / "run.timelapse.npz", probes))
+    for before, after in zip(probes, back):
+        for name in ("induction", "previous"):
+            np.testing.assert_allclose(after.scores[DECODER_SELF][name], before.scores[DECODER_SELF][name], atol=1e-5)
