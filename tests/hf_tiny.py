@@ -50,47 +50,50 @@ def _bpe_tokenizer(role: str):
                                    unk_token="<unk>")
 
 
-def _config(arch: str, vocab: int):
+def _config(arch: str, vocab: int, width: int = 32, layers: int = 2, heads: int = 4, positions: int = 64):
     import transformers as tf
     small = dict(vocab_size=vocab)
+    ff, kv = 2 * width, max(1, heads // 2)
     if arch == "bert":
-        return tf.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                             max_position_embeddings=64, **small)
+        return tf.BertConfig(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
+                             intermediate_size=ff, max_position_embeddings=positions, **small)
     if arch == "roberta":
-        return tf.RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                                max_position_embeddings=70, pad_token_id=0, **small)
+        return tf.RobertaConfig(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
+                                intermediate_size=ff, max_position_embeddings=positions + 6, pad_token_id=0, **small)
     if arch == "distilbert":
-        return tf.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64, **small)
+        return tf.DistilBertConfig(dim=width, n_layers=layers, n_heads=heads, hidden_dim=ff,
+                                   max_position_embeddings=positions, **small)
     specials = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
     if arch == "gpt2":
-        return tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=64, **small, **specials)
+        return tf.GPT2Config(n_embd=width, n_layer=layers, n_head=heads, n_positions=positions, **small, **specials)
     if arch == "gpt_neox":
-        return tf.GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                                max_position_embeddings=64, rotary_pct=0.5, **small, **specials)
-    if arch == "llama":   # grouped-query attention: 4 query heads share 2 key/value heads
-        return tf.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                              intermediate_size=64, max_position_embeddings=64, **small, **specials)
-    if arch == "qwen2":
-        return tf.Qwen2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
-                              intermediate_size=64, max_position_embeddings=64, **small, **specials)
+        return tf.GPTNeoXConfig(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
+                                intermediate_size=ff, max_position_embeddings=positions, rotary_pct=0.5,
+                                **small, **specials)
+    if arch == "llama":   # grouped-query attention: query heads share half as many key/value heads
+        return tf.LlamaConfig(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
+                              num_key_value_heads=kv, intermediate_size=ff, max_position_embeddings=positions,
+                              **small, **specials)
+    if arch == "qwen2":   # every query head shares one key/value head
+        return tf.Qwen2Config(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
+                              num_key_value_heads=1, intermediate_size=ff, max_position_embeddings=positions,
+                              **small, **specials)
     if arch == "t5":
-        return tf.T5Config(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
-                           decoder_start_token_id=0, **small, **specials)
+        return tf.T5Config(d_model=width, d_kv=width // heads, d_ff=ff, num_layers=layers, num_decoder_layers=layers,
+                           num_heads=heads, decoder_start_token_id=0, **small, **specials)
+    seq2seq = dict(d_model=width, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
+                   decoder_attention_heads=heads, encoder_ffn_dim=ff, decoder_ffn_dim=ff,
+                   max_position_embeddings=positions, forced_eos_token_id=None, **small, **specials)
     if arch == "bart":
-        return tf.BartConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                             decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                             max_position_embeddings=64, decoder_start_token_id=2, forced_eos_token_id=None,
-                             **small, **specials)
+        return tf.BartConfig(decoder_start_token_id=2, **seq2seq)
     if arch == "marian":
-        return tf.MarianConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                               decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                               max_position_embeddings=64, decoder_start_token_id=0, forced_eos_token_id=None,
-                               **small, **specials)
+        return tf.MarianConfig(decoder_start_token_id=0, **seq2seq)
     raise ValueError(arch)
 
 
-def tiny_folder(root: Path, arch: str, seed: int = 0) -> Path:
-    """Write a tiny random ``arch`` model and its tokenizer to ``root/arch``; return the folder."""
+def tiny_folder(root: Path, arch: str, seed: int = 0, **sizes) -> Path:
+    """Write a tiny random ``arch`` model and its tokenizer to ``root/arch``; return the folder.
+    ``sizes`` (width, layers, heads, positions) make it bigger, for benchmarks."""
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     folder = Path(root) / arch
@@ -98,7 +101,7 @@ def tiny_folder(root: Path, arch: str, seed: int = 0) -> Path:
         return folder
     role = ROLE[arch]
     tokenizer = _wordpiece_tokenizer() if role == "encoder" else _bpe_tokenizer(role)
-    config = _config(arch, max(len(tokenizer), 64))
+    config = _config(arch, max(len(tokenizer), 64), **sizes)
     torch.manual_seed(seed)
     maker = {"encoder": AutoModel, "decoder": AutoModelForCausalLM, "encoder-decoder": AutoModelForSeq2SeqLM}[role]
     model = maker.from_config(config)

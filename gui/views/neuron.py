@@ -119,7 +119,8 @@ class NeuronView(QWidget):
         self.images["query q"].setImage(row["query"][None, :], autoLevels=False, levels=(-lim, lim))
         self.images["keys k"].setImage(row["keys"], autoLevels=False, levels=(-lim, lim))
         self.images["q * k"].setImage(row["product"], autoLevels=False, levels=(-plim, plim))
-        self.images["q . k / sqrt(d)"].setImage(row["scores"][:, None], autoLevels=False, levels=(-slim, slim))
+        shown = np.where(np.isfinite(row["scores"]), row["scores"], np.nan)   # masked keys: left blank
+        self.images["q . k / sqrt(d)"].setImage(shown[:, None], autoLevels=False, levels=(-slim, slim))
         self.images["softmax"].setImage(row["weights"][:, None], autoLevels=False, levels=(0, 1))
         self._left.getAxis("left").setTicks([[(0.5, self.data.trace.query_tokens(kind)[qi])]])
         for name in PANES[1:]:

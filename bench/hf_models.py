@@ -1,0 +1,95 @@
+"""What collecting attention costs on Hugging Face models. Prints one JSON object.
+
+For each architecture, a random model of a realistic small shape (6 layers, 8 heads, 512
+wide; Llama and Qwen2 with grouped-query attention) built from transformers' config class
+and opened from its folder the way the window opens one. At 128 and 512 tokens:
+
+- baseline: the model's own eager forward, no weights asked for;
+- candidate: what a Run does, ``engine.tracing.trace_text`` (tokenise, forward with
+  ``output_attentions``, the AttentionTrace in float32 on the CPU).
+
+Interleaved in one loop, medians over the repetitions; ratio = candidate / baseline
+(goal <= 1.1: the weights are computed by eager attention anyway; returning them must cost
+almost nothing). Encoder-decoders are timed on the encoder and one decoder pass over a fixed
+target, so generation is not in the figure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+ARCHS = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart")
+
+
+def _folder(root: Path, arch: str) -> Path:
+    """A 6-layer, 8-head, 512-wide random model of ``arch`` with the test tokenizers."""
+    from tests.hf_tiny import tiny_folder
+    return tiny_folder(root, arch, width=512, layers=6, heads=8, positions=1024)
+
+
+def _text(tokenizer, n_tokens: int) -> str:
+    words = "the big dog sees the small cat and the cat sees a dog".split()
+    text, i = "", 0
+    while len(tokenizer(text)["input_ids"]) < n_tokens:
+        text += " " + words[i % len(words)]
+        i += 1
+    return text.strip()
+
+
+def bench(loaded, tokens: int, repeats: int = 7) -> dict:
+    from engine.tracing import trace_text
+
+    model, tok = loaded.model, loaded.tokenizer
+    text = _text(tok, tokens)
+    enc = tok(text, return_tensors="pt", truncation=True, max_length=loaded.max_len)
+    seq2seq = loaded.role == "encoder-decoder"
+    target = " ".join(["the dog"] * 8)
+    if seq2seq:
+        start = model.config.decoder_start_token_id or 0
+        dec = torch.tensor([[start] + tok(target, add_special_tokens=False)["input_ids"]])
+
+    def baseline():
+        with torch.no_grad():
+            model(**enc, decoder_input_ids=dec) if seq2seq else model(**enc)
+
+    def candidate():
+        trace_text(loaded, text, target=target if seq2seq else None)
+
+    baseline(), candidate()  # warm up
+    base, cand = [], []
+    for _ in range(repeats):
+        for fn, out in ((baseline, base), (candidate, cand)):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+    b, c = statistics.median(base), statistics.median(cand)
+    return {"tokens": int(enc["input_ids"].shape[1]), "eager_no_weights_ms": round(b * 1e3, 1),
+            "trace_ms": round(c * 1e3, 1), "ratio": round(c / b, 3)}
+
+
+def main() -> None:
+    from engine.catalog import open_model
+
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    root = Path(tempfile.mkdtemp(prefix="attnscope-bench-hf-"))
+    result = {"bench": "hf_models", "cores": os.cpu_count(), "shape": "6 layers, 8 heads, 512 wide", "models": {}}
+    for arch in ARCHS:
+        loaded = open_model(str(_folder(root, arch)), "cpu")
+        result["models"][arch] = {"role": loaded.role, "at_128": bench(loaded, 128), "at_512": bench(loaded, 512)}
+    ratios = [m[k]["ratio"] for m in result["models"].values() for k in ("at_128", "at_512")]
+    result["worst_ratio"] = max(ratios)
+    result["goal"] = "ratio <= 1.1"
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
