@@ -6,6 +6,8 @@ CLI and the tests share them.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 SPECIAL_TOKENS = {"[CLS]", "[SEP]", "[PAD]", "[BOS]", "[EOS]", "[MASK]", "<s>", "</s>", "<pad>"}
@@ -67,9 +69,13 @@ def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: li
             "first": first, "cls": cls, "sep": sep}
 
 
+_SPECIAL_FORM = re.compile(r"^(\[[A-Z_]+\]|<\|?[A-Za-z_/|]+\|?>)$")   # [CLS], <s>, </s>, <|endoftext|>, <unk>
+
+
 def special_mask(tokens: list[str]) -> np.ndarray:
-    """True for tokens to keep when special tokens are hidden."""
-    return np.array([t not in SPECIAL_TOKENS for t in tokens])
+    """True for tokens to keep when special tokens are hidden: ours, BERT's, and every
+    tokenizer's markers written as [NAME], <name>, </name> or <|name|>."""
+    return np.array([t not in SPECIAL_TOKENS and not _SPECIAL_FORM.match(t) for t in tokens])
 
 
 def display_weights(head: np.ndarray, threshold: float = 0.0, normalise: bool = False) -> np.ndarray:
