@@ -3,16 +3,22 @@
 A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
 folder, "minilm" (the packaged all-MiniLM-L6-v2), or "random-<family>" (an untrained toy).
 The GUI's menus and the CLI both go through ``open_model``, so they accept the same things.
+
+Importing this module is cheap (no torch, no transformers): the names of the sources and
+the bundled files are known without them; torch is imported by ``open_model``, the first
+moment a model is really needed (in the window, inside the loading worker).
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from engine.device import pick_device
-from engine.loaded import LoadedModel
 from engine.validation import ModelLoadError
+
+if TYPE_CHECKING:
+    import torch
+
+    from engine.loaded import LoadedModel
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 CHECKPOINTS = RESOURCES / "checkpoints"
@@ -40,6 +46,10 @@ def open_model(source: str, device: str | torch.device | None = "auto") -> Loade
     Every refusal is an ``engine.validation.ModelLoadError`` whose message names the file;
     an unexpected failure inside a loader (a library's own exception, an allocation that
     fails) becomes one too, so callers catch one type and show one sentence."""
+    import torch
+
+    from engine.device import pick_device
+
     dev = device if isinstance(device, torch.device) else pick_device(device)
     try:
         return _open(str(source), dev)
