@@ -227,11 +227,14 @@ class DecodeSession:
     def _single(self):
         s, st, tok = self.settings, self.stepper, self.stepper.tokenizer
         gen = torch.Generator(device="cpu").manual_seed(s.seed)
+        # Sampling never draws a special token other than the end: a [CLS] or [BOS] in the
+        # middle of a sentence is never what a user asks for. Greedy stays the model's argmax.
+        banned = sorted(set(getattr(tok, "special_ids", ())) - {st.eos_id})
         feed = torch.tensor([st.prompt_ids], device=self.device)
         out_ids: list[int] = []
         for i in range(st.limit):
             logits, self_rows, cross_rows = st.step(feed)
-            probs = _distribution(logits[0], s if s.strategy == "sample" else None)  # (V,)
+            probs = _distribution(logits[0], s if s.strategy == "sample" else None, banned)  # (V,)
             if s.strategy == "sample":
                 nxt = int(torch.multinomial(probs.cpu(), 1, generator=gen))
             else:
@@ -297,11 +300,15 @@ class DecodeSession:
             feed = torch.tensor([[h.ids[-1]] for h in live], device=self.device)
 
 
-def _distribution(logits: torch.Tensor, s: DecodeSettings | None) -> torch.Tensor:
-    """Probabilities (V,); for sampling after temperature, top-k and top-p, renormalised."""
+def _distribution(logits: torch.Tensor, s: DecodeSettings | None, banned: list[int] = ()) -> torch.Tensor:
+    """Probabilities (V,); for sampling: ``banned`` ids removed, then temperature, top-k and
+    top-p, renormalised."""
     logits = logits.float()
     if s is None:
         return torch.softmax(logits, -1)
+    if banned:
+        logits = logits.clone()
+        logits[[i for i in banned if 0 <= i < logits.numel()]] = float("-inf")
     logits = logits / max(s.temperature, 1e-6)
     if s.top_k and s.top_k < logits.numel():
         kth = logits.topk(s.top_k).values[-1]
@@ -342,3 +349,12 @@ def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None =
     ids = steps[-1].output_ids if steps else []
     ids = [i for i in ids if i != session.stepper.eos_id]
     return DecodeResult(session.source_tokens, session.prompt_tokens, tok.tokens(ids), tok.decode(ids), steps)
+
+
+def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = None) -> str:
+    """The model's own greedy output for ``text``, as text: a translation for an
+    encoder-decoder, a continuation for a decoder, "" for an encoder (the window shows it)."""
+    if not loaded.generates:
+        return ""
+    n = max_new_tokens or (40 if loaded.role == "encoder-decoder" else 24)
+    return decode_all(loaded, text, DecodeSettings(max_new_tokens=n)).text

@@ -413,6 +413,10 @@ class HFTokens:
     def tokens(self, ids) -> list[str]:
         return readable_tokens(self.hf, ids)
 
+    @property
+    def special_ids(self) -> set[int]:
+        return set(getattr(self.hf, "all_special_ids", []) or [])
+
     def decode(self, ids) -> str:
         return self.hf.decode([int(i) for i in ids], skip_special_tokens=True)
 

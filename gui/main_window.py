@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, 
 from engine import catalog
 from engine.device import available_devices
 from engine.loaded import LoadedModel
+from engine.decoding import model_output
 from engine.tracing import trace_text
 from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
@@ -68,6 +69,7 @@ class MainWindow(QMainWindow):
             self.state.colormap = "viridis"
         self.model_jobs = Jobs(self, "Could not open the model")
         self.run_jobs = Jobs(self, "The model could not run")
+        self.output_jobs = Jobs(self, "The model could not write its output")
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
         self.error_box: QMessageBox | None = None
@@ -86,6 +88,8 @@ class MainWindow(QMainWindow):
         self.state.model_changed.connect(self._on_model_changed)
         self.state.trace_changed.connect(self._on_trace)
         self.state.head_selected.connect(self._show_head_detail)
+        self.state.output_changed.connect(self._on_output)
+        self.state.model_changed.connect(lambda _m: self._on_output(""))
         self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
         self.open_source(source or catalog.default_source())
@@ -131,6 +135,13 @@ class MainWindow(QMainWindow):
         row2 = QHBoxLayout()
         for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit, self.merge_box):
             row2.addWidget(w)
+        self.output_title = QLabel("Output:")
+        self.output_label = QLabel()
+        self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.output_label.setWordWrap(True)
+        self.output_label.setStyleSheet("font-size: 14pt;")
+        self.output_label.setToolTip("What the model itself writes for this text (greedy), or the tokens chosen so "
+                                     "far in the Decoding panel")
         self.banner = ElidedLabel()
         self.banner.setStyleSheet("color: #b36b00;")
         self.grid = HeadGrid(self.state)
@@ -138,6 +149,10 @@ class MainWindow(QMainWindow):
         box = QVBoxLayout(central)
         box.addLayout(row1)
         box.addLayout(row2)
+        out_row = QHBoxLayout()
+        out_row.addWidget(self.output_title)
+        out_row.addWidget(self.output_label, 1)
+        box.addLayout(out_row)
         box.addWidget(self.banner)
         box.addWidget(self.grid, 1)
         self.setCentralWidget(central)
@@ -315,6 +330,7 @@ class MainWindow(QMainWindow):
         if not self.state.text.strip():
             self.banner.setText("There is no text to run: type a sentence first.")
             return
+        self.state.set_output("")   # the old text's output is gone until the new one is written
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
                             loaded.is_hf and self.merge_box.isChecked(),
                             on_returned=self._trace_done)
@@ -324,6 +340,18 @@ class MainWindow(QMainWindow):
         self.last_forward_s = seconds
         self.time_label.setText(f"forward {seconds * 1000:.0f} ms")
         self.state.set_trace(trace)
+        loaded = self.state.loaded
+        if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
+            self.output_jobs.start(model_output, loaded, self.state.text, on_returned=self.state.set_output)
+
+    def _on_output(self, text: str) -> None:
+        loaded = self.state.loaded
+        shown = loaded is not None and loaded.generates
+        self.output_title.setText("Translation:" if loaded is not None and loaded.role == "encoder-decoder"
+                                  else "Continuation:")
+        self.output_title.setVisible(shown)
+        self.output_label.setVisible(shown)
+        self.output_label.setText(text)
 
     def _on_trace(self, trace) -> None:
         notes = list(trace.notes) if trace else []

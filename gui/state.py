@@ -23,6 +23,7 @@ class AppState(QObject):
     head_selected = Signal(str, int, int)    # a head was picked to be looked at (opens Head detail)
     colormap_changed = Signal(str)
     theme_changed = Signal(bool)             # dark
+    output_changed = Signal(str)             # the model's own output for the text (translation, continuation)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -37,12 +38,20 @@ class AppState(QObject):
         self.kind: str | None = None
         self.layer: int = 0
         self.head: int = 0
+        self.output: str = ""
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
         self.trace = None
         self.model_changed.emit(loaded)
         self.trace_changed.emit(None)        # the old model's readouts are gone everywhere
+        self.set_output("")
+
+    def set_output(self, text: str) -> None:
+        """What the model writes for the current text: from a Run, or the decoding steps so far."""
+        if text != self.output:
+            self.output = text
+            self.output_changed.emit(text)
 
     def set_trace(self, trace: AttentionTrace | None) -> None:
         self.trace = trace

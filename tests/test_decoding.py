@@ -102,5 +102,21 @@ def test_sampling_is_seeded_and_top_k_restricts_the_support():
 def test_bad_input_is_refused_clearly():
     with pytest.raises(InputError, match="no text"):
         DecodeSession(random_model("gpt"), "   ")
-    with pytest.raises(InputError, match="translator or a GPT"):
+    with pytest.raises(InputError, match="needs a model that generates text"):
         DecodeSession(random_model("bert"), TEXT)
+
+
+@pytest.mark.parametrize("family", ["translator", "gpt"])
+def test_sampling_never_draws_a_special_token_but_the_end(family):
+    loaded = random_model(family, seed=4)
+    tok = loaded.tgt_tokenizer
+    allowed = {tok.eos_id}
+    drawn = set()
+    for seed in range(8):
+        result = decode_all(loaded, TEXT, DecodeSettings(strategy="sample", temperature=5.0, seed=seed,
+                                                         max_new_tokens=12))
+        for step in result.steps:
+            drawn.add(step.token_id)
+            assert all(t not in ("[PAD]", "[BOS]", "[CLS]", "[SEP]", "[MASK]", "[UNK]") for t, _ in step.candidates)
+    assert not (drawn & (tok.special_ids - allowed))
+    assert len(drawn) > 5

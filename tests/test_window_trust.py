@@ -221,3 +221,19 @@ def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch)
     assert not window.close() and window.isVisible()
     monkeypatch.setattr(QMessageBox, "exec", lambda self: QMessageBox.StandardButton.Discard)
     assert window.close()
+
+
+def test_the_output_line_shows_the_run_and_then_each_decoding_step(window, qtbot):
+    qtbot.waitUntil(lambda: window.output_label.text() != "" and not window.output_jobs.busy, timeout=20000)
+    from engine.decoding import model_output
+    assert window.output_label.text() == model_output(window.state.loaded, window.state.text)
+    assert window.output_title.text() == "Translation:" and window.output_label.isVisible()
+    decoding, = _open(window, "Decoding")
+    for n in (1, 2):
+        decoding.step()
+        qtbot.waitUntil(lambda: len(decoding.history) == n and not decoding.jobs.busy, timeout=20000)
+        tok = decoding.session.stepper.tokenizer
+        assert window.output_label.text() == tok.decode(decoding.history[-1].output_ids)
+    with qtbot.waitSignal(window.state.model_changed, timeout=20000):
+        window.open_source("random-bert")
+    assert not window.output_label.isVisible()

@@ -306,6 +306,8 @@ class DecodingPanel(QWidget):
         shown = " ".join(html.escape(t) for t in tokens[:-1]) + f" <b>{html.escape(tokens[-1])}</b>"
         state = "finished" if rec.finished else f"step {rec.step + 1}"
         self.output.setText(f"{state}: {shown} &nbsp; <i>(p = {rec.probability:.3f})</i>")
+        if session is not None:   # the window's output line follows the steps
+            self.state.set_output(session.stepper.tokenizer.decode(rec.output_ids))
         # candidates
         labels = [t for t, _ in rec.candidates]
         probs = [p for _, p in rec.candidates]
