@@ -69,13 +69,15 @@ def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: li
             "first": first, "cls": cls, "sep": sep}
 
 
+UNKNOWN = {"[unk]", "<unk>"}   # an unknown word stands for a word of the text: never hidden
 _SPECIAL_FORM = re.compile(r"^(\[[A-Z_]+\]|<\|?[A-Za-z_/|]+\|?>)$")   # [CLS], <s>, </s>, <|endoftext|>, <unk>
 
 
 def special_mask(tokens: list[str]) -> np.ndarray:
     """True for tokens to keep when special tokens are hidden: ours, BERT's, and every
-    tokenizer's markers written as [NAME], <name>, </name> or <|name|>."""
-    return np.array([t not in SPECIAL_TOKENS and not _SPECIAL_FORM.match(t) for t in tokens])
+    tokenizer's markers written as [NAME], <name>, </name> or <|name|> (not the unknown-word
+    token, which stands for a word of the text)."""
+    return np.array([t not in SPECIAL_TOKENS and (t.lower() in UNKNOWN or not _SPECIAL_FORM.match(t)) for t in tokens])
 
 
 def display_weights(head: np.ndarray, threshold: float = 0.0, normalise: bool = False) -> np.ndarray:

@@ -20,3 +20,11 @@ def colormap(name: str) -> pg.ColorMap:
 def lookup_table(name: str, n: int = 256) -> np.ndarray:
     """(n, 4) uint8 RGBA, for ImageItem.setLookupTable."""
     return colormap(name).getLookupTable(0.0, 1.0, n, alpha=True)
+
+
+def attach_colorbar(plot_item, image, cmap: pg.ColorMap, values=(0.0, 1.0)) -> pg.ColorBarItem:
+    """A colour bar beside ``image`` in ``plot_item``, stating the range of its colours.
+    The bar drives the image's colours and levels: set levels with ``bar.setLevels``."""
+    bar = pg.ColorBarItem(values=values, colorMap=cmap, interactive=False, width=12)
+    bar.setImageItem(image, insert_in=plot_item)
+    return bar

@@ -22,8 +22,10 @@ def test_same_weights_differ_by_rounding_only(qtbot, tmp_path):
     assert comp["max"] < 1e-5 and view.table.rowCount() == 2 * 3
     view.layer_box.setValue(1)
     view.head_box.setValue(2)
-    np.testing.assert_allclose(view.images[2].image, np.abs(ta.head("encoder self", 1, 2) - tb.head("encoder self", 1, 2)),
+    np.testing.assert_allclose(view.images[2].image, ta.head("encoder self", 1, 2) - tb.head("encoder self", 1, 2),
                                atol=1e-7)
+    top = float(np.abs(view.images[2].image).max())
+    assert view.diff_bar.levels() == (-top, top)           # centred at 0, symmetric, stated
     view.table.sortItems(2)
     assert view.table.item(0, 2).value <= view.table.item(5, 2).value
 

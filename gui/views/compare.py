@@ -13,7 +13,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPus
                                QTableWidget, QVBoxLayout, QWidget)
 
 from engine.analysis import compare_traces
-from gui.colormaps import colormap
+from gui.colormaps import attach_colorbar, colormap
+from gui.views.token_labels import fitting_ticks
 from gui.views.head_stats import NumberItem
 from gui.worker import Jobs, error_message
 
@@ -69,18 +70,23 @@ class CompareView(QWidget):
         top.addStretch(1)
 
         self.plots = pg.GraphicsLayoutWidget()
-        self.images = []
-        for col, title in enumerate(("A", "B", "|A - B|")):
+        self.images, self.panes = [], []
+        for col, title in enumerate(("A", "B", "A - B")):
             vb = self.plots.addPlot(row=0, col=col, title=title)
             vb.invertY(True)
-            vb.hideAxis("bottom")
-            vb.hideAxis("left")
+            vb.showAxis("bottom")
+            if col:
+                vb.hideAxis("left")
             vb.setMouseEnabled(False, False)
             vb.hideButtons()
             img = pg.ImageItem(axisOrder="row-major")
-            img.setColorMap(colormap(state.colormap) if col < 2 else colormap("inferno"))
             vb.addItem(img)
             self.images.append(img)
+            self.panes.append(vb)
+        self.images[0].setColorMap(colormap(state.colormap))   # A and B share B's bar: weights 0..1
+        self.bar = attach_colorbar(self.panes[1], self.images[1], colormap(state.colormap))
+        # The difference is signed, centred at 0, its range stated on its bar and in its title.
+        self.diff_bar = attach_colorbar(self.panes[2], self.images[2], pg.colormap.get("CET-D1"), (-1.0, 1.0))
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["layer", "head", "max |A - B|"])
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -107,8 +113,8 @@ class CompareView(QWidget):
         self._on_model(state.loaded)
 
     def _on_colormap(self, name: str) -> None:
-        for img in self.images[:2]:
-            img.setColorMap(colormap(name))
+        self.images[0].setColorMap(colormap(name))
+        self.bar.setColorMap(colormap(name))
 
     def _on_model(self, loaded) -> None:
         self.jobs.cancel()
@@ -125,6 +131,9 @@ class CompareView(QWidget):
         self.result, self.compared_text = None, None
         for img in self.images:
             img.clear()
+        for pane in self.panes:
+            pane.getAxis("bottom").setTicks([[]])
+        self.panes[0].getAxis("left").setTicks([[]])
         self.table.setRowCount(0)
         self.kind_box.blockSignals(True)
         self.kind_box.clear()
@@ -208,8 +217,16 @@ class CompareView(QWidget):
         l, h = min(self.state.layer, n_layers - 1), min(self.state.head, n_heads - 1)
         self.images[0].setImage(ta.head(kind, l, h), autoLevels=False, levels=(0, 1))
         self.images[1].setImage(tb.head(kind, l, h), autoLevels=False, levels=(0, 1))
-        d = comp["diff"][l, h]
-        self.images[2].setImage(d, autoLevels=False, levels=(0, max(float(d.max()), 1e-12)))
+        d = ta.head(kind, l, h).astype(np.float64) - tb.head(kind, l, h)   # signed: A - B
+        top = max(float(np.abs(d).max()), 1e-12)
+        self.images[2].setImage(d, autoLevels=False, levels=(-top, top))
+        self.diff_bar.setLevels((-top, top))
+        self.panes[2].setTitle(f"A - B (colours span ±{top:.1g})")
+        line = self.fontMetrics().height() + 2
+        q, k = ta.query_tokens(kind), ta.key_tokens(kind)
+        self.panes[0].getAxis("left").setTicks([fitting_ticks(q, self.panes[0].vb.height(), line)])
+        for pane in self.panes:
+            pane.getAxis("bottom").setTicks([fitting_ticks(k, pane.vb.width(), 4 * line)])
         self.table.setSortingEnabled(False)
         self.table.setRowCount(n_layers * n_heads)
         for row, (li, hi) in enumerate((li, hi) for li in range(n_layers) for hi in range(n_heads)):

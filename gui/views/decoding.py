@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderVi
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.decoding import DecodeSession, DecodeSettings, DecodeStep
+from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
 from gui.worker import Jobs
 
@@ -93,14 +94,20 @@ class DecodingPanel(QWidget):
         self.output.setWordWrap(True)
 
         # ---- plots ----
+        # Candidates as horizontal bars, their tokens on the left axis: one row each, so
+        # words never run into each other whatever their length.
         self.bars = pg.PlotWidget()
         self.bars.getPlotItem().setTitle("next-token candidates", size="9pt")
         self.bars.getPlotItem().setMouseEnabled(False, False)
         self.bars.getPlotItem().hideButtons()
-        self.bar_item = pg.BarGraphItem(x=[], height=[], width=0.8)
+        self.bars.getPlotItem().invertY(True)
+        self.bars.getPlotItem().setLabel("bottom", "probability")
+        self.bar_item = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8)
         self.bars.addItem(self.bar_item)
-        self.alignment = TokenMatrix(state, "alignment: one row per output token")
-        self.heads = TokenMatrix(state, "this token's rows, every head")
+        self.alignment = TokenMatrix(state, "alignment: one row per output token",
+                                     "Press Step (→): each output token adds a row here.")
+        self.heads = TokenMatrix(state, "this token's rows, every head",
+                                 "Press Step (→): every head's attention for the chosen token.")
         self.layer_box = QComboBox()
         self.layer_box.currentIndexChanged.connect(lambda i: i >= 0 and self.state.select(layer=i))
         self.beams = QTreeWidget()
@@ -132,7 +139,7 @@ class DecodingPanel(QWidget):
         state.trace_changed.connect(self._on_trace)
         state.selection_changed.connect(self._on_selection)
         self._text: str | None = None  # the text the current session decodes
-        self._update_buttons()
+        self.reset()
 
     @staticmethod
     def _spin(box, lo, hi, value, prefix, step=None):
@@ -162,8 +169,9 @@ class DecodingPanel(QWidget):
         self.history, self.index, self.session, self._steps = [], -1, None, None
         self._queued, self.ended, self._text = 0, False, None
         self.output.setText("Press Step (→) to decode the text, one token at a time.")
-        self.bar_item.setOpts(x=[], height=[])
-        self.bars.getPlotItem().getAxis("bottom").setTicks([[]])
+        self.bar_item.setOpts(x0=[], y=[], width=[])
+        self.bars.getPlotItem().getAxis("left").setTicks([[]])
+        show_empty(self.bars.getPlotItem(), "Candidates for the next token appear after a step.", ("left", "bottom"))
         self.alignment.clear_matrix()
         self.heads.clear_matrix()
         self.layer_box.clear()
@@ -312,8 +320,12 @@ class DecodingPanel(QWidget):
         labels = [t for t, _ in rec.candidates]
         probs = [p for _, p in rec.candidates]
         brushes = [QBrush(QColor("#d62728") if t == rec.token else QColor("#1f77b4")) for t in labels]
-        self.bar_item.setOpts(x=np.arange(len(probs)), height=probs, width=0.8, brushes=brushes)
-        self.bars.getPlotItem().getAxis("bottom").setTicks([[(i, t) for i, t in enumerate(labels)]])
+        hide_empty(self.bars.getPlotItem(), ("left", "bottom"))
+        self.bar_item.setOpts(x0=np.zeros(len(probs)), y=np.arange(len(probs)), width=probs, height=0.8,
+                              brushes=brushes)
+        self.bars.getPlotItem().getAxis("left").setTicks([[(i, t) for i, t in enumerate(labels)]])
+        self.bars.getPlotItem().setRange(xRange=(0, max(probs, default=1.0)), yRange=(-0.5, len(probs) - 0.5),
+                                         padding=0.02)
         # alignment and per-head rows
         if rec.cross_rows is not None:
             keys = session.source_tokens if session else []

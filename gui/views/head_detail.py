@@ -13,13 +13,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QWidget)
 
 from engine.analysis import display_weights, special_mask
-from gui.colormaps import colormap
+from gui.colormaps import attach_colorbar, colormap
+from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
 from gui.views.token_labels import fitting_ticks, label_step
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
+AXES = ("left", "top")
 
 
 def aggregate(weights: np.ndarray, layer: int, head: int, how: str) -> np.ndarray:
@@ -97,9 +99,7 @@ class HeadDetail(PreparedView, QWidget):
         self.item.setMenuEnabled(False)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.item.addItem(self.image)
-        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(state.colormap),
-                                        interactive=False, width=12)
-        self.colorbar.setImageItem(self.image, insert_in=self.item)
+        self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
         self.item.showAxis("top")
         self.item.hideAxis("bottom")
         self.item.setLabel("left", "query")
@@ -164,8 +164,12 @@ class HeadDetail(PreparedView, QWidget):
         self.matrix = None
         self.readout.setText(" ")
         self._label_axes()
+        self.colorbar.setVisible(False)
+        show_empty(self.item, "Run a text, then click a head in the overview: it opens here, large.", AXES)
 
     def apply_drawing(self, d: dict) -> None:
+        hide_empty(self.item, AXES)
+        self.colorbar.setVisible(True)
         self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
         self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
         self.head_box.setEnabled(d["how"] == "one head")

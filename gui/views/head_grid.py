@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gui.views.kinds import fill_kind_box
-from gui.colormaps import lookup_table
+from gui.colormaps import colormap, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 from gui.views.prepared import PreparedView, prepares
 
@@ -61,6 +61,10 @@ class HeadGrid(PreparedView, QWidget):
         self.image.setLookupTable(gap_lookup_table(lookup_table(state.colormap)))
         self.mosaic: np.ndarray | None = None    # uint8 display codes drawn (see mosaic.display_codes)
         self.view.addItem(self.image)
+        # The mosaic's colours come from a lookup table with a transparent gap code, so the bar
+        # beside it is a legend of the same colormap over the weights 0..1, not linked to it.
+        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(state.colormap), interactive=False, width=12)
+        self.plot.addItem(self.colorbar, row=0, col=1)
         self.labels: list[pg.TextItem] = []
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
@@ -77,6 +81,7 @@ class HeadGrid(PreparedView, QWidget):
 
     def _on_colormap(self, name: str) -> None:
         self.image.setLookupTable(gap_lookup_table(lookup_table(name)))
+        self.colorbar.setColorMap(colormap(name))
 
     # ---- data -----------------------------------------------------------------------
     def set_trace(self, trace) -> None:

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 
 from engine.neurons import QueryKeys, query_keys
 from gui.views.kinds import fill_kind_box
-from gui.colormaps import colormap
+from gui.colormaps import attach_colorbar, colormap
 from gui.worker import Jobs
 
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
@@ -42,6 +42,7 @@ class NeuronView(QWidget):
         top.addStretch(1)
         self.plots = pg.GraphicsLayoutWidget()
         self.images: dict[str, pg.ImageItem] = {}
+        self.bars: dict[str, pg.ColorBarItem] = {}
         diverging = pg.colormap.get("CET-D1")  # blue - white - red: sign matters for q, k and q*k
         for col, name in enumerate(PANES):
             plot = self.plots.addPlot(row=0, col=col, title=name)
@@ -52,9 +53,12 @@ class NeuronView(QWidget):
             if col:
                 plot.hideAxis("left")
             img = pg.ImageItem(axisOrder="row-major")
-            img.setColorMap(diverging if col < 4 else colormap(state.colormap))
             plot.addItem(img)
             self.images[name] = img
+            if col:   # q shares the keys' colours (one range for both): its bar is the keys'
+                self.bars[name] = attach_colorbar(plot, img, diverging if col < 4 else colormap(state.colormap))
+            else:
+                img.setColorMap(diverging)
         self._left = self.plots.getItem(0, 0)
         self.note = QLabel("Run a text, then pick a head and a query token.")
         layout = QVBoxLayout(self)
@@ -64,7 +68,11 @@ class NeuronView(QWidget):
         layout.addWidget(self.note)
         state.trace_changed.connect(self._on_selection)
         state.selection_changed.connect(self._on_selection)
+        state.colormap_changed.connect(self._on_colormap)
         self._on_selection()
+
+    def _on_colormap(self, name: str) -> None:
+        self.bars["softmax"].setColorMap(colormap(name))
 
     def _on_selection(self, *_args) -> None:
         """The state's (kind, layer, head), or a plain note when there is no trace."""
@@ -119,6 +127,8 @@ class NeuronView(QWidget):
         self.images["query q"].setImage(row["query"][None, :], autoLevels=False, levels=(-lim, lim))
         self.images["keys k"].setImage(row["keys"], autoLevels=False, levels=(-lim, lim))
         self.images["q * k"].setImage(row["product"], autoLevels=False, levels=(-plim, plim))
+        for name, top in (("keys k", lim), ("q * k", plim), ("q . k / sqrt(d)", slim)):
+            self.bars[name].setLevels((-top, top))       # diverging maps: centred at 0, symmetric
         shown = np.where(np.isfinite(row["scores"]), row["scores"], np.nan)   # masked keys: left blank
         self.images["q . k / sqrt(d)"].setImage(shown[:, None], autoLevels=False, levels=(-slim, slim))
         self.images["softmax"].setImage(row["weights"][:, None], autoLevels=False, levels=(0, 1))

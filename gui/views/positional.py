@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
                                QTabWidget, QVBoxLayout, QWidget)
 
 from engine import positional as P
-from gui.colormaps import colormap
+from gui.colormaps import attach_colorbar, colormap
 from gui.worker import Jobs
 
 TITLE = 'The positions lab could not run'     # the title of this view's error dialogs
@@ -40,8 +40,8 @@ def _image_plot(title: str, state) -> tuple[pg.PlotWidget, pg.ImageItem]:
     w = _plot(title)
     w.getPlotItem().invertY(True)
     img = pg.ImageItem(axisOrder="row-major")
-    img.setColorMap(colormap(state.colormap))
     w.addItem(img)
+    img.colorbar = attach_colorbar(w.getPlotItem(), img, colormap(state.colormap), (-1.0, 1.0))
     return w, img
 
 
@@ -181,7 +181,7 @@ class PositionalLab(QWidget):
 
     def _on_colormap(self, name: str) -> None:
         for img in (self.heat, self.dot_image, self.cos_image):
-            img.setColorMap(colormap(name))
+            img.colorbar.setColorMap(colormap(name))
 
     @staticmethod
     def _spin(box, lo, hi, value, prefix, step=None):
@@ -212,14 +212,16 @@ class PositionalLab(QWidget):
         self.position.setMaximum(self.n_positions.value() - 1)
         kind, table = self.encoding()
         self.pe = table
-        self.heat.setImage(table.numpy(), autoLevels=False, levels=(-1, 1) if kind == "sinusoidal" else
-                           (float(table.min()), float(table.max())))
+        levels = (-1.0, 1.0) if kind == "sinusoidal" else (float(table.min()), float(table.max()))
+        self.heat.setImage(table.numpy(), autoLevels=False, levels=levels)
+        self.heat.colorbar.setLevels(levels)
         self.heat_plot.getPlotItem().setTitle(
             "PE[pos, dim]: columns 2i are sines, 2i+1 cosines" if kind == "sinusoidal"
             else f"{self.state.loaded.name}: learned position table", size="9pt")
         self._build_clocks()
         dots = (self.pe @ self.pe.T).numpy()
-        self.dot_image.setImage(dots, autoLevels=True)
+        self.dot_image.setImage(dots, autoLevels=False, levels=(float(dots.min()), float(dots.max())))
+        self.dot_image.colorbar.setLevels((float(dots.min()), float(dots.max())))
         self._fill_learned()
         self._fill_rope_curve()
         self.redraw_position()

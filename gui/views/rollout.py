@@ -89,6 +89,6 @@ class RolloutView(PreparedView, QWidget):
         self.note.setText(d["note"])
         self.matrix = d["matrix"]
         if self.matrix is None:
-            self.image.clear()
+            self.plot.clear_matrix(d["note"])
             return
         self.plot.show_matrix(self.matrix, d["rows"], d["cols"], top=d["top"])

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from gui.colormaps import colormap
+from gui.colormaps import attach_colorbar, colormap
+from gui.views.empty import hide_empty, show_empty
 from gui.views.token_axis import VerticalTokenAxis
 from gui.views.token_labels import fitting_ticks, label_step
 
 
 class TokenMatrix(pg.PlotWidget):
-    def __init__(self, state, title: str = ""):
+    def __init__(self, state, title: str = "", empty_text: str = "Nothing to show yet: run a text."):
         self.key_axis = VerticalTokenAxis("top")
         super().__init__(axisItems={"top": self.key_axis})
         self.item = self.getPlotItem()
@@ -22,28 +23,36 @@ class TokenMatrix(pg.PlotWidget):
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
         self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setColorMap(colormap(state.colormap))
         self.item.addItem(self.image)
+        self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
         self.item.showAxis("top")
         self.item.hideAxis("bottom")
         state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
         self._rows: list[str] = []
         self._cols: list[str] = []
         self.item.vb.sigResized.connect(self._label)    # as many labels as fit the new size
+        self.empty_text = empty_text
+        self.clear_matrix()
 
     def set_colormap(self, name: str) -> None:
-        self.image.setColorMap(colormap(name))
+        self.colorbar.setColorMap(colormap(name))
 
-    def clear_matrix(self) -> None:
-        """Nothing to show: no image, no labels. (Not ``clear``: PlotWidget forwards that name
-        to PlotItem.clear, which would remove the image item itself.)"""
+    def clear_matrix(self, message: str = "") -> None:
+        """Nothing to show: no image, no labels, and ``message`` where the map will be. (Not
+        ``clear``: PlotWidget forwards that name to PlotItem.clear, which would remove the
+        image item itself.)"""
         self.image.clear()
         self._rows, self._cols = [], []
         self._label()
+        self.colorbar.setVisible(False)
+        show_empty(self.item, message or self.empty_text, ("left", "top"))
 
     def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0) -> None:
         """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes."""
+        hide_empty(self.item, ("left", "top"))
+        self.colorbar.setVisible(True)
         self.image.setImage(matrix, autoLevels=False, levels=(0, top))
+        self.colorbar.setLevels((0.0, float(top)))
         self._rows, self._cols = rows, cols
         self._label()
         self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
