@@ -1,0 +1,83 @@
+"""Readable on any screen: token labels never overlap at any size, and every map says what
+its colours mean (a colorbar with its range)."""
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from gui.state import AppState
+
+TOKENS = [f"w{i}" + "x" * (i % 9) for i in range(150)]
+
+
+def _pixel_centres(axis, vb, horizontal: bool) -> list[float]:
+    levels = axis._tickLevels or [[]]
+    points = [vb.mapViewToScene(pg.Point(v, 0) if horizontal else pg.Point(0, v)) for v, _ in levels[0]]
+    return sorted(p.x() if horizontal else p.y() for p in points)
+
+
+def _assert_apart(centres: list[float], size: float) -> None:
+    gaps = np.diff(centres)
+    assert len(centres) >= 2 and (gaps >= size - 0.5).all(), (len(centres), gaps.min() if len(gaps) else None)
+
+
+@pytest.mark.parametrize("width", [320, 480, 640, 900, 1280, 1920])
+def test_token_matrix_labels_never_overlap(qtbot, width):
+    from gui.views.token_matrix import TokenMatrix
+
+    view = TokenMatrix(AppState())
+    qtbot.addWidget(view)
+    view.resize(width, int(width * 0.6))
+    view.show()
+    view.show_matrix(np.random.default_rng(0).random((150, 150)), TOKENS, TOKENS)
+    QApplication.processEvents()
+    line = view.fontMetrics().height()
+    _assert_apart(_pixel_centres(view.item.getAxis("left"), view.item.vb, horizontal=False), line)
+    _assert_apart(_pixel_centres(view.key_axis, view.item.vb, horizontal=True), line)
+
+
+@pytest.mark.parametrize("height", [300, 500, 800, 1080])
+def test_head_lines_labels_never_overlap(qtbot, drawn, height):
+    from engine.trace import AttentionTrace
+    from gui.views.head_lines import HeadLines
+
+    w = np.random.default_rng(1).random((2, 2, 150, 150)).astype(np.float32)
+    w /= w.sum(-1, keepdims=True)
+    state = AppState()
+    state.set_trace(AttentionTrace("t", "bert", {"encoder self": w}, source_tokens=TOKENS))
+    view = HeadLines(state)
+    qtbot.addWidget(view)
+    view.resize(700, height)
+    view.show()
+    drawn(view)
+    QApplication.processEvents()
+    line = view.fontMetrics().height()
+    for side in ("left", "right"):
+        _assert_apart(_pixel_centres(view.item.getAxis(side), view.item.vb, horizontal=False), line)
+
+
+def test_every_map_has_a_colorbar(qtbot, drawn):
+    from gui.main_window import MainWindow
+
+    window = MainWindow(source="random-translator", device="cpu")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.state.trace is not None, timeout=20000)
+    for title in window.docks:
+        window.view(title)
+    decoding = window.views["Decoding"]
+    decoding.step()
+    qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=20000)
+    window.views["Positions"].show()
+    QApplication.processEvents()
+    without = []
+    for title, view in window.views.items():
+        images = [i for g in view.findChildren(pg.GraphicsView) for i in g.scene().items() if isinstance(i, pg.ImageItem)]
+        if isinstance(view, pg.GraphicsView):
+            images += [i for i in view.scene().items() if isinstance(i, pg.ImageItem)]
+        scenes = {i.scene() for i in images}
+        for scene in scenes:
+            if not any(isinstance(i, pg.ColorBarItem) for i in scene.items()):
+                without.append(title)
+    assert without == []
+    window.close()
