@@ -14,13 +14,15 @@ from PySide6.QtGui import QActionGroup, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QVBoxLayout, QWidget)
 
-from engine import catalog
+from engine import catalog, version
 from engine.device import available_devices
 from engine.loaded import LoadedModel
 from engine.decoding import model_output
 from engine.tracing import trace_text
 from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
+from gui.help import HelpButton, HelpDialog
+from gui.tooltips import apply_tooltips
 from gui.theme import apply_theme, restyle_plots
 from gui.export import export_target, export_widget
 from gui.settings import app_settings, push_recent, recent_files
@@ -45,6 +47,8 @@ SHORTCUTS = [
     ("Ctrl+E", "Export the focused view (PNG or SVG)"),
     ("Ctrl+Shift+E", "Export the trace (NPZ or CSV)"),
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
+    ("F1", "What am I looking at: help for the focused view"),
+    ("Ctrl+/", "This list of shortcuts"),
     ("Right / Left", "In Decoding: one more token / back one step (kept, not recomputed)"),
     ("Ctrl+Q", "Quit"),
 ]
@@ -72,6 +76,7 @@ class MainWindow(QMainWindow):
         self.output_jobs = Jobs(self, "The model could not write its output")
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
+        self.help_dialog: HelpDialog | None = None
         self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
         self.docks: dict[str, QDockWidget] = {}
@@ -98,10 +103,13 @@ class MainWindow(QMainWindow):
     def _build_central(self) -> None:
         self.text_edit = QLineEdit()
         self.text_edit.setPlaceholderText("Type a sentence; the heads update as you type (Ctrl+Enter runs now)")
+        self.text_edit.setToolTip("The text the model reads: the heads update as you type (Ctrl+Enter runs now)")
         self.target_edit = QLineEdit()
         self.target_edit.setPlaceholderText("optional output prefix (empty: the model writes its own output)")
+        self.target_edit.setToolTip("The start of the output to look at; empty: the model's own greedy output")
         self.pair_edit = QLineEdit()
         self.pair_edit.setPlaceholderText("optional second sentence (segment B)")
+        self.pair_edit.setToolTip("A second sentence, read with the first as a pair (BERT's segment B)")
         self.target_label, self.pair_label = QLabel("Target:"), QLabel("Pair:")
         self.merge_box = QCheckBox("merge word pieces")
         self.merge_box.setToolTip("Join ##pieces into words: attention to a word sums over its pieces, "
@@ -149,14 +157,29 @@ class MainWindow(QMainWindow):
         box = QVBoxLayout(central)
         box.addLayout(row1)
         box.addLayout(row2)
+        # First start: one line that says where to begin, until it is dismissed.
+        self.tip_row = QWidget()
+        tip_layout = QHBoxLayout(self.tip_row)
+        tip_layout.setContentsMargins(0, 0, 0, 0)
+        tip = QLabel("Tip: type a sentence above and every head of every layer appears below. Click a head to open "
+                     "it large; F1 (Help > What am I looking at) explains each view.")
+        tip.setWordWrap(True)
+        tip.setStyleSheet("color: #1f5f9f;")
+        close_tip = QPushButton("Got it")
+        close_tip.setToolTip("Hide this tip for good")
+        close_tip.clicked.connect(self.dismiss_tip)
+        tip_layout.addWidget(tip, 1)
+        tip_layout.addWidget(close_tip)
         out_row = QHBoxLayout()
         out_row.addWidget(self.output_title)
         out_row.addWidget(self.output_label, 1)
+        box.addWidget(self.tip_row)
         box.addLayout(out_row)
         box.addWidget(self.banner)
         box.addWidget(self.grid, 1)
         self.setCentralWidget(central)
         self.views["Heads overview"] = self.grid
+        HelpButton(self.grid, "Heads overview", lambda page: self.show_help(page))
         for key in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(key), self, activated=self.run)
 
@@ -189,6 +212,8 @@ class MainWindow(QMainWindow):
                 widget = QLabel(f"This view could not start: {exc}")
             self.views[title] = widget
             self.docks[title].setWidget(widget)
+            HelpButton(widget, title, self.show_help)
+            apply_tooltips(title, widget)
         return self.views[title]
 
     def _build_menus(self) -> None:
@@ -227,7 +252,9 @@ class MainWindow(QMainWindow):
             view.addAction(dock.toggleViewAction())
 
         help_ = bar.addMenu("&Help")
-        help_.addAction("&Keyboard Shortcuts", self.show_shortcuts, QKeySequence("F1"))
+        self.help_action = help_.addAction("&What Am I Looking At?", lambda: self.show_help(self.focused_view()[0]),
+                                           QKeySequence("F1"))
+        help_.addAction("&Keyboard Shortcuts", self.show_shortcuts, QKeySequence("Ctrl+/"))
         help_.addAction("&About attnscope", self.show_about)
         self._fill_recent_menu()
 
@@ -435,8 +462,17 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About attnscope",
-                          "<b>attnscope</b><p>See every head of every layer of a transformer that really runs: "
-                          "from-scratch translator, GPT and BERT, and pretrained BERT for comparison.</p>")
+                          f"<b>attnscope {version()}</b><p>See every head of every layer of a transformer that really "
+                          "runs: from-scratch translator, GPT and BERT trained by the app, and any Hugging Face "
+                          "transformer (BERT, GPT-2, Llama, T5, BART, ...) for comparison.</p>")
+
+    def show_help(self, page: str = "Heads overview") -> None:
+        """Help > What am I looking at, on ``page`` (non-modal: the window stays usable)."""
+        if self.help_dialog is None:
+            self.help_dialog = HelpDialog(self)
+        self.help_dialog.show_page(page)
+        self.help_dialog.show()
+        self.help_dialog.raise_()
 
     # ---- drag and drop, settings, closing ------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -453,14 +489,24 @@ class MainWindow(QMainWindow):
         geometry = self.settings.value("geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 900)
+        else:  # first start: most of the screen, centred
+            screen = self.screen().availableGeometry() if self.screen() else None
+            if screen is not None and screen.width() > 0:
+                self.resize(int(screen.width() * 0.92), int(screen.height() * 0.9))
+                self.move(screen.center() - self.rect().center())
+            else:
+                self.resize(1400, 900)
+        self.tip_row.setVisible(str(self.settings.value("tip_dismissed", "false")) != "true")
         state = self.settings.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
         else:  # first start: the heads overview gets most of the height
             QTimer.singleShot(0, self._default_dock_sizes)
         self.set_dark(self.dark_action.isChecked())
+
+    def dismiss_tip(self) -> None:
+        self.tip_row.setVisible(False)
+        self.settings.setValue("tip_dismissed", "true")
 
     def unsaved_views(self) -> list[QWidget]:
         """Views holding work that exists nowhere else (a trained model not yet saved)."""

@@ -81,3 +81,25 @@ def test_every_map_has_a_colorbar(qtbot, drawn):
                 without.append(title)
     assert without == []
     window.close()
+
+
+def test_the_window_explains_itself(qtbot):
+    from gui.help import HelpButton, PAGES
+    from gui.main_window import MainWindow
+    from gui.tooltips import controls
+
+    window = MainWindow(source="random-translator", device="cpu")
+    qtbot.addWidget(window)
+    for title in window.docks:
+        window.view(title)
+    bare = [(title, type(c).__name__) for title, view in window.views.items() for c in controls(view)
+            if not c.toolTip()]
+    bare += [("main", type(c).__name__) for c in controls(window.centralWidget()) if not c.toolTip()]
+    assert bare == []
+    for title, view in window.views.items():     # each view: a "?" that opens its page
+        button = view.findChild(HelpButton)
+        assert button is not None and title in PAGES
+        button.click()
+        assert window.help_dialog.isVisible() and window.help_dialog.pages.currentItem().text() == title
+    assert "a row is a query" in PAGES["Head detail"] and "cross" in PAGES["Kinds of attention"]
+    window.close()

@@ -1,0 +1,147 @@
+"""Help > What am I looking at: one page per view, reachable from each view's "?" button.
+
+Written for a student who has just read "Attention Is All You Need": what a row, a column
+and a colour mean in each view, and the three kinds of attention.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import (QDialog, QHBoxLayout, QListWidget, QTextBrowser, QToolButton, QWidget)
+
+KINDS = """
+<h3>The three kinds of attention</h3>
+<ul>
+<li><b>encoder self</b>: every token of the input looks at every token of the input (BERT, the
+translator's encoder). Nothing is hidden.</li>
+<li><b>decoder self</b>: every output token looks at itself and the tokens <i>before</i> it
+(GPT, the translator's decoder). The future is masked, so the upper right triangle of
+its maps is exactly 0.</li>
+<li><b>cross</b>: every output token looks at the input tokens (encoder-decoder models: a
+translator, T5, BART). This is where the alignment between the two sentences shows.</li>
+</ul>
+"""
+
+MAPS = """
+<p>In every heatmap, <b>a row is a query</b> (the token that is looking) and <b>a column is
+a key</b> (the token it looks at). The colour is the attention weight, from 0 to 1 as the
+colorbar says; each row sums to 1 because it is a softmax over the keys.</p>
+"""
+
+PAGES: dict[str, str] = {
+    "Heads overview": f"""<h2>Heads overview</h2>
+<p>Every head of every layer at once: rows of tiles are layers (L0 at the top, the first
+layer the text goes through), columns are heads (H0, H1, ...). Each tile is one head's
+attention map for the text.</p>{MAPS}
+<p>Hover a cell to read its layer, head, query, key and weight below the controls; click a
+tile to open that head large in Head detail (every other view follows the same head).
+"Attention" chooses the kind; "hide below" draws weak weights as 0.</p>{KINDS}""",
+    "Head detail": f"""<h2>Head detail</h2>
+<p>One head, large, with its tokens on both axes: queries down the left, keys across the
+top.</p>{MAPS}
+<p>Arrow keys move to the next head (left/right) or layer (up/down). "mean of heads" and
+"max of heads" summarise a layer. Display options (hide below, scale to max, hide
+specials) change the drawing only: the readout under the mouse always gives the true
+weight.</p>""",
+    "Head lines": """<h2>Head lines</h2>
+<p>The same weights as lines, the way bertviz draws them: queries on the left, keys on the
+right, one line per weight, its opacity the weight. Each head has its colour; turn heads on
+and off with the numbered buttons. Hover a token to keep only its lines. For a sentence
+pair, "A -> B" keeps the lines from the first sentence to the second.</p>""",
+    "Rollout": f"""<h2>Rollout</h2>
+<p>Attention rollout (Abnar and Zuidema, 2020): how much of each input token reaches each
+position after a layer, following the attention of every layer before it (with the
+residual connection counted as attention to oneself). Rows are positions, columns the input
+tokens they draw from; rows sum to 1. "mean of heads" and "max of heads" show one layer
+instead.</p>{KINDS}""",
+    "Head statistics": """<h2>Head statistics</h2>
+<p>One row per head, one column per measure: entropy (low: the head looks at few tokens),
+distance (how far back or ahead it looks), self and previous (weight on the token itself and
+the one before), first (weight on the first token, an attention sink), and where the model
+has them, the weight on [CLS] and [SEP]. Induction and previous-token scores, where shown,
+come from a fixed random sequence repeated twice. Click a column to sort; click a row to open
+the head everywhere.</p>""",
+    "Neurons": """<h2>Neurons</h2>
+<p>How one head turns a query and the keys into weights, for one query token: its query
+vector q (one row), every key vector k (one row per key token), their elementwise product,
+the dot products scaled (q.k / sqrt(d), plus the model's position bias or mask where it has
+one), and the softmax of those: the row of the heatmap. Blue is negative, red positive,
+centred at 0. For models with grouped-query attention, several query heads share one key
+head: the line under the plots says which.</p>""",
+    "Decoding": """<h2>Decoding</h2>
+<p>The model writes its output one token per Step (right arrow): greedy takes the most
+likely token, beam keeps the best few hypotheses, sampling draws from the distribution
+(temperature, top-k, top-p). The bars are the candidates for the next token, the chosen one
+in red. The alignment has one row per output token: what it looked at when it was chosen
+(cross attention for a translator, the context for a decoder). The right map shows that row
+for every head. Back and Step replay steps already made.</p>""",
+    "Training": """<h2>Training</h2>
+<p>Train a small translator or GPT here and watch it learn: the loss curves (training and
+validation), and a time-lapse of every head's attention on a probe sentence, recorded as
+training goes; drag the slider to see heads form. Stop ends after the current step and keeps
+the model; Save writes the checkpoint and its time-lapse.</p>""",
+    "Positions": """<h2>Positions</h2>
+<p>Sinusoidal positional encodings as clocks: each pair of dimensions is a point turning on a
+circle at its own frequency, so moving k positions is the same rotation R(k) whatever the
+start: PE(pos + k) = R(k) PE(pos). The heatmap is the encoding table (rows positions, columns
+dimensions), the curves show how similar two positions are as they move apart, and RoPE turns
+the queries and keys themselves. For a model with learned positions, its own table is shown.</p>""",
+    "Compare": """<h2>Compare</h2>
+<p>The same head of two models on the same text: A, B, and their difference A - B, centred at
+0, the range of its colours stated on its bar. The table lists every head's largest
+difference, sortable. For a Hugging Face BERT, B is the same weights in attnscope's own
+encoder: the differences are rounding (~1e-7).</p>""",
+}
+PAGES["Kinds of attention"] = f"<h2>Kinds of attention</h2>{KINDS}{MAPS}"
+
+
+class HelpDialog(QDialog):
+    """The pages, a list on the left; non-modal, so the window stays usable beside it."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("What am I looking at")
+        self.resize(760, 520)
+        self.pages = QListWidget()
+        self.pages.addItems(list(PAGES))
+        self.pages.setMaximumWidth(180)
+        self.text = QTextBrowser()
+        self.pages.currentTextChanged.connect(lambda title: self.text.setHtml(PAGES.get(title, "")))
+        layout = QHBoxLayout(self)
+        layout.addWidget(self.pages)
+        layout.addWidget(self.text, 1)
+        self.show_page("Heads overview")
+
+    def show_page(self, title: str) -> None:
+        items = self.pages.findItems(title, Qt.MatchFlag.MatchExactly)
+        if items:
+            self.pages.setCurrentItem(items[0])
+
+
+class HelpButton(QToolButton):
+    """A small "?" in the top right corner of a view that opens its help page."""
+
+    def __init__(self, view: QWidget, title: str, open_page):
+        super().__init__(view)
+        self.setText("?")
+        self.setToolTip(f"What am I looking at: help for {title}")
+        self.setAutoRaise(True)
+        self.clicked.connect(lambda: open_page(title))
+        self._follower = _Corner(self)
+        view.installEventFilter(self._follower)
+        self._follower.place()
+        self.raise_()
+
+
+class _Corner(QObject):
+    def __init__(self, button: HelpButton):
+        super().__init__(button)
+        self.button = button
+
+    def place(self) -> None:
+        view = self.button.parentWidget()
+        self.button.move(view.width() - self.button.sizeHint().width() - 2, 0)
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.place()
+        return False
