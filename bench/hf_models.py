@@ -8,7 +8,8 @@ and opened from its folder the way the window opens one. At 128 and 512 tokens:
 - candidate: what a Run does, ``engine.tracing.trace_text`` (tokenise, forward with
   ``output_attentions``, the AttentionTrace in float32 on the CPU).
 
-Interleaved in one loop, medians over the repetitions; ratio = candidate / baseline
+Interleaved in one loop (bench/_timing: the order rotates each round, one warm-up round),
+medians over the repetitions with their spread; ratio = candidate / baseline
 (goal <= 1.1: the weights are computed by eager attention anyway; returning them must cost
 almost nothing). Encoder-decoders are timed on the encoder and one decoder pass over a fixed
 target, so generation is not in the figure.
@@ -17,15 +18,15 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+
+from bench._timing import interleaved, machine, ratio, summary  # noqa: E402
 
 ARCHS = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart")
 
@@ -45,7 +46,7 @@ def _text(tokenizer, n_tokens: int) -> str:
     return text.strip()
 
 
-def bench(loaded, tokens: int, repeats: int = 7) -> dict:
+def bench(loaded, tokens: int, repeats: int = 15) -> dict:
     from engine.tracing import trace_text
 
     model, tok = loaded.model, loaded.tokenizer
@@ -64,16 +65,11 @@ def bench(loaded, tokens: int, repeats: int = 7) -> dict:
     def candidate():
         trace_text(loaded, text, target=target if seq2seq else None)
 
-    baseline(), candidate()  # warm up
-    base, cand = [], []
-    for _ in range(repeats):
-        for fn, out in ((baseline, base), (candidate, cand)):
-            t = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t)
-    b, c = statistics.median(base), statistics.median(cand)
-    return {"tokens": int(enc["input_ids"].shape[1]), "eager_no_weights_ms": round(b * 1e3, 1),
-            "trace_ms": round(c * 1e3, 1), "ratio": round(c / b, 3)}
+    times = interleaved({"baseline": baseline, "candidate": candidate}, repeats)
+    base, cand = summary(times["baseline"]), summary(times["candidate"])
+    return {"tokens": int(enc["input_ids"].shape[1]), "eager_no_weights_ms": base["median"],
+            "trace_ms": cand["median"], "ratio": ratio(times["candidate"], times["baseline"]),
+            "spread": {"eager_no_weights_ms": base, "trace_ms": cand}}
 
 
 def main() -> None:
@@ -81,12 +77,15 @@ def main() -> None:
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     root = Path(tempfile.mkdtemp(prefix="attnscope-bench-hf-"))
-    result = {"bench": "hf_models", "cores": os.cpu_count(), "shape": "6 layers, 8 heads, 512 wide", "models": {}}
+    result = {"bench": "hf_models", "cores": os.cpu_count(), "threads": torch.get_num_threads(),
+              "shape": "6 layers, 8 heads, 512 wide", "models": {}}
     for arch in ARCHS:
         loaded = open_model(str(_folder(root, arch)), "cpu")
         result["models"][arch] = {"role": loaded.role, "at_128": bench(loaded, 128), "at_512": bench(loaded, 512)}
     ratios = [m[k]["ratio"] for m in result["models"].values() for k in ("at_128", "at_512")]
     result["worst_ratio"] = max(ratios)
+    result["median_ratio"] = sorted(ratios)[len(ratios) // 2]
+    result["machine"] = machine()
     result["goal"] = "ratio <= 1.1"
     print(json.dumps(result, indent=2))
 
