@@ -23,7 +23,7 @@ from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
 from gui.help import HelpButton, HelpDialog
 from gui.tooltips import apply_tooltips
-from gui.theme import apply_theme, restyle_plots
+from gui.theme import apply_font, apply_theme, restyle_plots
 from gui.export import export_target, export_widget
 from gui.settings import app_settings, push_recent, recent_files
 from gui.state import AppState
@@ -49,6 +49,7 @@ SHORTCUTS = [
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
     ("F1", "What am I looking at: help for the focused view"),
     ("Ctrl+/", "This list of shortcuts"),
+    ("F5", "Presentation mode: large fonts and thick lines, for a projector"),
     ("Right / Left", "In Decoding: one more token / back one step (kept, not recomputed)"),
     ("Ctrl+Q", "Quit"),
 ]
@@ -214,6 +215,7 @@ class MainWindow(QMainWindow):
             self.docks[title].setWidget(widget)
             HelpButton(widget, title, self.show_help)
             apply_tooltips(title, widget)
+            restyle_plots(widget, self.state.dark, self.state.presentation)
         return self.views[title]
 
     def _build_menus(self) -> None:
@@ -246,6 +248,12 @@ class MainWindow(QMainWindow):
         self.dark_action.setCheckable(True)
         self.dark_action.setChecked(str(self.settings.value("dark", "false")) == "true")
         self.dark_action.toggled.connect(self.set_dark)
+        self.presentation_action = view.addAction("&Presentation Mode")
+        self.presentation_action.setShortcut(QKeySequence("F5"))
+        self.presentation_action.setToolTip("Large fonts and thick lines, for a projector")
+        self.presentation_action.setCheckable(True)
+        self.presentation_action.setChecked(str(self.settings.value("presentation", "false")) == "true")
+        self.presentation_action.toggled.connect(self.set_presentation)
         view.addAction("&Reset Layout", self.reset_layout)
         view.addSeparator()
         for title, dock in self.docks.items():
@@ -441,8 +449,16 @@ class MainWindow(QMainWindow):
     def set_dark(self, dark: bool) -> None:
         self.settings.setValue("dark", "true" if dark else "false")
         apply_theme(dark)
-        restyle_plots(self, dark)      # every plot already built, docked, tabbed or floating
         self.state.set_dark(dark)
+        restyle_plots(self, dark, self.state.presentation)  # every plot built, docked, tabbed or floating
+
+    def set_presentation(self, on: bool) -> None:
+        """Presentation mode: fonts and marks PRESENTATION_SCALE times larger everywhere, kept
+        across starts; views built later take it on when they are built."""
+        self.settings.setValue("presentation", "true" if on else "false")
+        apply_font(on)
+        self.state.set_presentation(on)
+        restyle_plots(self, self.state.dark, on)
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
@@ -503,6 +519,7 @@ class MainWindow(QMainWindow):
         else:  # first start: the heads overview gets most of the height
             QTimer.singleShot(0, self._default_dock_sizes)
         self.set_dark(self.dark_action.isChecked())
+        self.set_presentation(self.presentation_action.isChecked())
 
     def dismiss_tip(self) -> None:
         self.tip_row.setVisible(False)

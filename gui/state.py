@@ -23,7 +23,8 @@ class AppState(QObject):
     head_selected = Signal(str, int, int)    # a head was picked to be looked at (opens Head detail)
     colormap_changed = Signal(str)
     theme_changed = Signal(bool)             # dark
-    output_changed = Signal(str)             # the model's own output for the text (translation, continuation)
+    output_changed = Signal(str)
+    presentation_changed = Signal(bool)      # large fonts and thick marks, for a projector             # the model's own output for the text (translation, continuation)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -39,6 +40,7 @@ class AppState(QObject):
         self.layer: int = 0
         self.head: int = 0
         self.output: str = ""
+        self.presentation: bool = False
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
@@ -92,6 +94,11 @@ class AppState(QObject):
         if name != self.colormap:
             self.colormap = name
             self.colormap_changed.emit(name)
+
+    def set_presentation(self, on: bool) -> None:
+        if on != self.presentation:
+            self.presentation = on
+            self.presentation_changed.emit(on)
 
     def set_dark(self, dark: bool) -> None:
         if dark != self.dark:

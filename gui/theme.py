@@ -36,16 +36,50 @@ def apply_theme(dark: bool) -> None:
     app.setPalette(pal)
 
 
-def restyle_plots(root: QWidget, dark: bool) -> None:
-    """Recolour every pyqtgraph plot under ``root`` for the theme."""
+PRESENTATION_SCALE = 1.5     # fonts and marks in presentation mode, for a projector at 1280x720
+_BASE_POINT_SIZE: list[float] = []
+
+
+def apply_font(large: bool) -> None:
+    """The application font: the platform's size, or PRESENTATION_SCALE times it."""
+    app = QApplication.instance()
+    font = app.font()
+    if not _BASE_POINT_SIZE:
+        _BASE_POINT_SIZE.append(font.pointSizeF() if font.pointSizeF() > 0 else 9.0)
+    font.setPointSizeF(_BASE_POINT_SIZE[0] * (PRESENTATION_SCALE if large else 1.0))
+    app.setFont(font)
+
+
+def restyle_plots(root: QWidget, dark: bool, large: bool = False) -> None:
+    """Recolour every pyqtgraph plot under ``root`` for the theme; in presentation mode
+    (``large``) its axis labels, titles and lines grow too."""
     fg = pg.mkColor(FOREGROUND[dark])
-    for view in root.findChildren(pg.GraphicsView):
+    scale = PRESENTATION_SCALE if large else 1.0
+    tick_font = QApplication.instance().font()
+    views = root.findChildren(pg.GraphicsView) + ([root] if isinstance(root, pg.GraphicsView) else [])
+    for view in views:
         view.setBackground(BACKGROUND[dark])
         for item in view.scene().items():
             if isinstance(item, pg.AxisItem):
-                item.setPen(fg)
+                item.setPen(pg.mkPen(fg, width=scale))
                 item.setTextPen(fg)
+                item.setStyle(tickFont=tick_font)
             elif isinstance(item, pg.LabelItem):
-                item.setText(item.text, color=fg.name())
+                item.setText(item.text, color=fg.name(), size=f"{tick_font.pointSizeF():.0f}pt")
             elif isinstance(item, pg.LegendItem):
                 item.setLabelTextColor(fg)
+            elif isinstance(item, (pg.PlotCurveItem, pg.ScatterPlotItem)) and not getattr(item, "fixed_width", False):
+                _scale_pen(item, scale)
+
+
+def _scale_pen(item, scale: float) -> None:
+    """Lines drawn thicker in presentation mode; their own width is remembered."""
+    pen = item.opts.get("pen") if isinstance(item, pg.PlotCurveItem) else None
+    if pen is None:
+        return
+    pen = pg.mkPen(pen)
+    base = getattr(item, "_base_width", None)
+    if base is None:
+        base = item._base_width = pen.widthF() or 1.0
+    pen.setWidthF(base * scale)
+    item.setPen(pen)

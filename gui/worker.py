@@ -29,6 +29,8 @@ from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Si
 import shiboken6
 
 _LIVE: "weakref.WeakSet[Jobs]" = weakref.WeakSet()
+_RUNNING: set = set()   # tasks the pool runs: alive until their run() returns, whoever drops them
+MIN_THREADS = 4   # a long job (training, a big forward) never leaves the views' drawing jobs waiting
 
 
 class _JobFailures(QObject):
@@ -101,22 +103,30 @@ class _Task(QRunnable):
             kwargs["stop"] = self.stop_event.is_set
 
     def run(self) -> None:
-        relay = self.relay
         try:
             if inspect.isgeneratorfunction(self.func):
                 result = self._drive(self.func(*self.args, **self.kwargs))
             else:
                 result = self.func(*self.args, **self.kwargs)
             if not self.cancel_event.is_set():
-                relay.returned.emit(result)
+                self._emit("returned", result)
         except Exception as exc:  # every error is delivered, whatever its type
             if not self.cancel_event.is_set():
                 if not isinstance(exc, ValueError):
                     traceback.print_exc(file=sys.stderr)
-                relay.errored.emit(exc)
+                self._emit("errored", exc)
         finally:
-            relay.finished.emit()
+            self._emit("finished")
             self.done.set()
+            _RUNNING.discard(self)   # this frame still holds self until run() returns
+
+    def _emit(self, signal: str, *value) -> None:
+        """Deliver to the GUI thread; if the receiving Jobs is gone (its view was closed and
+        deleted), there is no one to tell: stop quietly."""
+        try:
+            getattr(self.relay, signal).emit(*value)
+        except RuntimeError:   # "Signal source has been deleted"
+            self.cancel_event.set()
 
     def _drive(self, gen) -> Any:
         """Run a generator to its end, delivering each value; cancelled: close it."""
@@ -129,7 +139,7 @@ class _Task(QRunnable):
             except StopIteration as end:
                 return end.value
             if not self.cancel_event.is_set():
-                self.relay.yielded.emit(value)
+                self._emit("yielded", value)
 
 
 def _parameters(func: Callable) -> set[str]:
@@ -184,7 +194,11 @@ class Jobs(QObject):
         relay = _Relay(self, ticket, callbacks)
         task = relay.task = _Task(func, args, kwargs, relay)
         self._task = task
-        QThreadPool.globalInstance().start(task)
+        pool = QThreadPool.globalInstance()
+        if pool.maxThreadCount() < MIN_THREADS:
+            pool.setMaxThreadCount(MIN_THREADS)
+        _RUNNING.add(task)
+        pool.start(task)
 
     def _deliver(self, ticket: int, callback, value) -> None:
         if ticket == self._ticket and callback is not None:
@@ -217,6 +231,7 @@ class Jobs(QObject):
         task.cancel_event.set()
         task.stop_event.set()
         if QThreadPool.globalInstance().tryTake(task):   # never started: it never will
+            _RUNNING.discard(task)
             self._task = None
             task.relay.deleteLater()
             task.done.set()
@@ -241,6 +256,8 @@ class Jobs(QObject):
         # Drop results still queued for us: delivered during interpreter teardown they crash.
         for relay in self.findChildren(_Relay):
             QCoreApplication.removePostedEvents(relay)
+        if stopped and task is self._task:   # its "finished" was just dropped: let go of it here
+            self._task = None
         return stopped
 
 

@@ -169,6 +169,7 @@ class HeadLines(PreparedView, QWidget):
         layout.addWidget(self.readout)
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
+        state.presentation_changed.connect(lambda _on: self.redraw())
         self.set_trace(state.trace)
 
     # ---- data ---------------------------------------------------------------------------------
@@ -248,8 +249,10 @@ class HeadLines(PreparedView, QWidget):
         for h, alpha, x, y in d["groups"]:
             c = QColor(head_color(h, d["n_heads"]))
             c.setAlphaF(alpha)
-            curve = pg.PlotCurveItem(x, y, connect="pairs", pen=pg.mkPen(c, width=1), antialias=False,
+            width = 2.0 if self.state.presentation else 1.0
+            curve = pg.PlotCurveItem(x, y, connect="pairs", pen=pg.mkPen(c, width=width), antialias=False,
                                      skipFiniteCheck=True)
+            curve.fixed_width = True    # drawn at the presentation width already
             curve.setSegmentedLineMode("on")
             self.item.addItem(curve)
             self._curves.append(curve)
