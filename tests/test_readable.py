@@ -103,3 +103,30 @@ def test_the_window_explains_itself(qtbot):
         assert window.help_dialog.isVisible() and window.help_dialog.pages.currentItem().text() == title
     assert "a row is a query" in PAGES["Head detail"] and "cross" in PAGES["Kinds of attention"]
     window.close()
+
+
+def test_presentation_mode_is_larger_everywhere_and_kept(qtbot, tmp_path, monkeypatch):
+    from gui.main_window import MainWindow
+    from gui.theme import PRESENTATION_SCALE
+
+    monkeypatch.setenv("ATTNSCOPE_SETTINGS", str(tmp_path / "s.ini"))
+    w = MainWindow(source="random-translator", device="cpu")
+    qtbot.addWidget(w)
+    detail = w.view("Head detail")
+    before = QApplication.font().pointSizeF()
+    w.presentation_action.setChecked(True)
+    try:
+        assert QApplication.font().pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
+        assert detail.item.getAxis("left").style["tickFont"].pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
+        lines = w.view("Head lines")                       # built after the switch: large too
+        assert lines.item.getAxis("left").style["tickFont"].pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
+        w.close()
+        w2 = MainWindow(source="random-translator", device="cpu")
+        qtbot.addWidget(w2)
+        assert w2.presentation_action.isChecked()
+        w2.presentation_action.setChecked(False)
+        assert QApplication.font().pointSizeF() == pytest.approx(before)
+        w2.close()
+    finally:
+        from gui.theme import apply_font
+        apply_font(False)
