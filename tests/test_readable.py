@@ -130,3 +130,24 @@ def test_presentation_mode_is_larger_everywhere_and_kept(qtbot, tmp_path, monkey
     finally:
         from gui.theme import apply_font
         apply_font(False)
+
+
+def test_zooming_in_labels_more_tokens_without_overlap(qtbot):
+    from gui.views.token_matrix import TokenMatrix
+
+    view = TokenMatrix(AppState())
+    qtbot.addWidget(view)
+    view.resize(640, 400)
+    view.show()
+    view.show_matrix(np.random.default_rng(0).random((150, 150)), TOKENS, TOKENS)
+    QApplication.processEvents()
+    whole = len(view.item.getAxis("left")._tickLevels[0])
+    view.item.vb.setRange(xRange=(0, 20), yRange=(0, 20), padding=0)      # what the mouse wheel does
+    QApplication.processEvents()
+    ticks = view.item.getAxis("left")._tickLevels[0]
+    step = ticks[1][0] - ticks[0][0]
+    assert step < 150 / whole and step == int(step)
+    line = view.fontMetrics().height()
+    centres = [c for c in _pixel_centres(view.item.getAxis("left"), view.item.vb, horizontal=False)
+               if view.item.vb.sceneBoundingRect().top() <= c <= view.item.vb.sceneBoundingRect().bottom()]
+    _assert_apart(centres, line)

@@ -18,7 +18,7 @@ from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
-from gui.views.token_labels import fitting_ticks, label_step
+from gui.views.token_labels import view_ticks, zoomable
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")
@@ -94,7 +94,6 @@ class HeadDetail(PreparedView, QWidget):
         self.plot = pg.PlotWidget(axisItems={"top": self.key_axis})
         self.item = self.plot.getPlotItem()
         self.item.invertY(True)
-        self.item.setMouseEnabled(False, False)
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
         self.image = pg.ImageItem(axisOrder="row-major")
@@ -107,6 +106,7 @@ class HeadDetail(PreparedView, QWidget):
         self.readout = QLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.item.vb.sigResized.connect(self._label_axes)
+        zoomable(self.item, self._label_axes)       # wheel zooms, drag pans, double-click resets
 
         box = QVBoxLayout(self)
         box.setContentsMargins(2, 2, 2, 2)
@@ -174,6 +174,7 @@ class HeadDetail(PreparedView, QWidget):
         self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
         self.head_box.setEnabled(d["how"] == "one head")
         tq, tk = self.matrix.shape
+        self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
         self._label_axes()
 
@@ -182,8 +183,8 @@ class HeadDetail(PreparedView, QWidget):
         d = self.drawing
         q, k = (d["q_labels"], d["k_labels"]) if d else ([], [])
         vb, line = self.item.vb, self.fontMetrics().height() + 2
-        self.item.getAxis("left").setTicks([fitting_ticks(q, vb.height(), line)])
-        self.key_axis.set_tokens(k, label_step(len(k), vb.width(), line))
+        self.item.getAxis("left").setTicks([view_ticks(q, vb, False, line)])
+        self.key_axis.set_ticks(k, view_ticks(k, vb, True, line))
 
     def _on_hover(self, scene_pos) -> None:
         if self.matrix is None:

@@ -14,10 +14,15 @@ class VerticalTokenAxis(pg.AxisItem):
         self._labels: list[str] = []
 
     def set_tokens(self, tokens: list[str], every: int = 1) -> None:
-        """Label every ``every``-th token. The axis height follows the widest of *all*
-        tokens, so thinning (which follows the plot's size) never changes the plot's size."""
-        self._labels = [t for i, t in enumerate(tokens) if i % every == 0]
-        self.setTicks([[(i + 0.5, t) for i, t in enumerate(tokens) if i % every == 0]])
+        """Label every ``every``-th token."""
+        self.set_ticks(tokens, [(i + 0.5, t) for i, t in enumerate(tokens) if i % every == 0])
+
+    def set_ticks(self, tokens: list[str], ticks: list[tuple[float, str]]) -> None:
+        """Label ``ticks`` (position, text), a thinned choice of ``tokens``. The axis height
+        follows the widest of *all* tokens, so thinning (which follows the plot's size and
+        zoom) never changes the plot's size."""
+        self._labels = [t for _, t in ticks]
+        self.setTicks([ticks])
         metrics = QFontMetrics(self.style.get("tickFont") or self.font())
         widest = max((metrics.horizontalAdvance(t) for t in set(tokens)), default=0)
         height = min(140, widest + 12)

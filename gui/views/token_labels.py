@@ -21,3 +21,26 @@ def fitting_ticks(tokens: list[str], room_px: float, label_px: float, scale: flo
     """(position, text) ticks at the centres of every shown token's cell."""
     step = label_step(len(tokens), room_px, label_px)
     return [((i + 0.5) * scale, tokens[i]) for i in range(0, len(tokens), step)]
+
+
+def view_ticks(tokens: list[str], vb, horizontal: bool, label_px: float, scale: float = 1.0) -> list[tuple[float, str]]:
+    """Ticks for the part of ``tokens`` a ViewBox shows now: zoomed in, more labels fit.
+    ``horizontal``: tokens run along x (a top or bottom axis), else along y."""
+    (x0, x1), (y0, y1) = vb.viewRange()
+    lo, hi = (x0, x1) if horizontal else (y0, y1)
+    visible = max(1.0, min(len(tokens) * scale, hi) - max(0.0, lo)) / scale
+    room = vb.width() if horizontal else vb.height()
+    step = label_step(int(round(visible)), room, label_px)
+    return [((i + 0.5) * scale, tokens[i]) for i in range(0, len(tokens), step)]
+
+
+def zoomable(plot_item, on_change) -> None:
+    """Mouse zoom (wheel) and pan (drag) on ``plot_item``, labels re-fitted on every change
+    (``on_change``), and a double-click back to the whole map."""
+    plot_item.setMouseEnabled(True, True)
+    plot_item.vb.sigRangeChanged.connect(lambda *_: on_change())
+
+    def reset(event):
+        if event.double() and plot_item.vb.sceneBoundingRect().contains(event.scenePos()):
+            plot_item.vb.autoRange(padding=0)
+    plot_item.scene().sigMouseClicked.connect(reset)

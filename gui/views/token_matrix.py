@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_axis import VerticalTokenAxis
-from gui.views.token_labels import fitting_ticks, label_step
+from gui.views.token_labels import view_ticks, zoomable
 
 
 class TokenMatrix(pg.PlotWidget):
@@ -19,7 +19,6 @@ class TokenMatrix(pg.PlotWidget):
         if title:
             self.item.setTitle(title, size="9pt")
         self.item.invertY(True)
-        self.item.setMouseEnabled(False, False)
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
         self.image = pg.ImageItem(axisOrder="row-major")
@@ -31,6 +30,7 @@ class TokenMatrix(pg.PlotWidget):
         self._rows: list[str] = []
         self._cols: list[str] = []
         self.item.vb.sigResized.connect(self._label)    # as many labels as fit the new size
+        zoomable(self.item, self._label)                 # wheel zooms, drag pans, double-click resets
         self.empty_text = empty_text
         self.clear_matrix()
 
@@ -55,9 +55,11 @@ class TokenMatrix(pg.PlotWidget):
         self.colorbar.setLevels((0.0, float(top)))
         self._rows, self._cols = rows, cols
         self._label()
-        self.item.setRange(xRange=(0, max(1, matrix.shape[1])), yRange=(0, max(1, matrix.shape[0])), padding=0)
+        h, w = max(1, matrix.shape[0]), max(1, matrix.shape[1])
+        self.item.vb.setLimits(xMin=0, xMax=w, yMin=0, yMax=h)
+        self.item.setRange(xRange=(0, w), yRange=(0, h), padding=0)
 
     def _label(self, *_args) -> None:
         vb, line = self.item.vb, self.fontMetrics().height() + 2
-        self.item.getAxis("left").setTicks([fitting_ticks(self._rows, vb.height(), line)])
-        self.key_axis.set_tokens(self._cols, label_step(len(self._cols), vb.width(), line))
+        self.item.getAxis("left").setTicks([view_ticks(self._rows, vb, False, line)])
+        self.key_axis.set_ticks(self._cols, view_ticks(self._cols, vb, True, line))
