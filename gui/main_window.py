@@ -78,6 +78,7 @@ class MainWindow(QMainWindow):
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
         self.help_dialog: HelpDialog | None = None
+        self.current_source: str | None = None     # what the loaded model was opened from
         self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
         self.docks: dict[str, QDockWidget] = {}
@@ -274,19 +275,25 @@ class MainWindow(QMainWindow):
 
     # ---- models ------------------------------------------------------------------------
     def _fill_model_menu(self) -> None:
+        """The models to open, the loaded one checked."""
         menu = self.model_menu
         menu.clear()
+
+        def add(label: str, source: str) -> None:
+            act = menu.addAction(label, lambda: self.open_source(source))
+            act.setCheckable(True)
+            act.setChecked(_same_source(source, self.current_source))
         for path in catalog.bundled_checkpoints():
-            menu.addAction(f"{path.stem} (bundled)", lambda p=str(path): self.open_source(p))
-        menu.addAction("all-MiniLM-L6-v2 (bundled, pretrained BERT)", lambda: self.open_source(catalog.MINILM))
+            add(f"{path.stem} (bundled)", str(path))
+        add("all-MiniLM-L6-v2 (bundled, pretrained BERT)", catalog.MINILM)
         menu.addSeparator()
         for src in catalog.RANDOM_SOURCES:
-            menu.addAction(f"Untrained {src.split('-', 1)[1]} (random weights)", lambda s=src: self.open_source(s))
+            add(f"Untrained {src.split('-', 1)[1]} (random weights)", src)
         recent = recent_files(self.settings)
         if recent:
             menu.addSeparator()
             for path in recent[:5]:
-                menu.addAction(Path(path).name, lambda p=path: self.open_source(p))
+                add(Path(path).name, path)
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -314,6 +321,8 @@ class MainWindow(QMainWindow):
                               on_returned=lambda loaded: self._model_loaded(source, loaded))
 
     def _model_loaded(self, source: str, loaded: LoadedModel) -> None:
+        self.current_source = source
+        self._fill_model_menu()
         if Path(source).exists():
             push_recent(self.settings, str(Path(source).resolve()))
             self.settings.setValue("last_dir", str(Path(source).resolve().parent))
@@ -556,6 +565,18 @@ class MainWindow(QMainWindow):
         self.settings.sync()
         shutdown_all()
         super().closeEvent(event)
+
+
+def _same_source(a: str | None, b: str | None) -> bool:
+    """Two ways of naming one model source (a path given relative or absolute, or a name)."""
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    try:
+        return Path(a).exists() and Path(b).exists() and Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
 
 
 def _move_model(loaded: LoadedModel, device: str) -> LoadedModel:

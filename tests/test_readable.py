@@ -151,3 +151,21 @@ def test_zooming_in_labels_more_tokens_without_overlap(qtbot):
     centres = [c for c in _pixel_centres(view.item.getAxis("left"), view.item.vb, horizontal=False)
                if view.item.vb.sceneBoundingRect().top() <= c <= view.item.vb.sceneBoundingRect().bottom()]
     _assert_apart(centres, line)
+
+
+def test_menus_and_tables_say_what_is_there(qtbot, drawn):
+    from gui.main_window import MainWindow
+
+    w = MainWindow(source="random-gpt", device="cpu")
+    qtbot.addWidget(w)
+    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
+    checked = [a.text() for a in w.model_menu.actions() if a.isChecked()]
+    assert checked == ["Untrained gpt (random weights)"]
+    stats = w.view("Head statistics")
+    drawn(stats)
+    columns = [stats.table.horizontalHeaderItem(c).text() for c in range(stats.table.columnCount())
+               if not stats.table.isColumnHidden(c)]
+    assert "cls" not in columns and "sep" not in columns and "entropy" in columns   # a GPT has neither
+    assert [stats.row_head(r)[0] for r in range(stats.table.rowCount())] == sorted(
+        stats.row_head(r)[0] for r in range(stats.table.rowCount()))                 # layer 0 first
+    w.close()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from engine.analysis import head_statistics, mechanism_scores
 from gui.views.kinds import fill_kind_box
@@ -53,7 +54,13 @@ def stats_drawing(trace, kind: str, loaded=None) -> dict:
     for column, name in (("induction", "induction"), ("prev-token", "previous")):
         scores = mechanisms.get(name)
         stats[column] = scores if scores is not None and scores.shape == none.shape else none
-    return dict(kind=kind, stats=stats)
+    keys = trace.key_tokens(kind)
+    # Columns a model has nothing for are hidden, not shown as rows of 0.000 or "–".
+    absent = {"cls": not any(t in ("[CLS]", "[BOS]", "<s>") for t in keys),
+              "sep": not any(t in ("[SEP]", "[EOS]", "</s>") for t in keys),
+              "induction": bool(np.isnan(stats["induction"]).all()),
+              "prev-token": bool(np.isnan(stats["prev-token"]).all())}
+    return dict(kind=kind, stats=stats, hidden=[c for c, gone in absent.items() if gone])
 
 
 class HeadStats(PreparedView, QWidget):
@@ -76,6 +83,8 @@ class HeadStats(PreparedView, QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)   # the whole width
+        self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.AscendingOrder)       # layer 0 first
         self.table.cellClicked.connect(self._open_row)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -115,7 +124,8 @@ class HeadStats(PreparedView, QWidget):
             for c, name in enumerate(COLUMNS[2:], start=2):
                 self.table.setItem(row, c, NumberItem(self.stats[name][l, h]))
         self.table.setSortingEnabled(True)
-        self.table.resizeColumnsToContents()
+        for c, name in enumerate(COLUMNS):
+            self.table.setColumnHidden(c, name in d.get("hidden", ()))
         self._mark_selected()
 
     def _mark_selected(self) -> None:

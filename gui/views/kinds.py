@@ -8,6 +8,9 @@ def fill_kind_box(box: QComboBox, kinds: list[str], keep: str | None, default_la
     """Put ``kinds`` in ``box`` without emitting signals, keeping ``keep`` when the new trace
     has it (else the last kind, or the first); returns the kind now selected."""
     chosen = keep if keep in kinds else ((kinds[-1] if default_last else kinds[0]) if kinds else None)
+    # Wide enough for the longest name ("decoder self"): one name for each kind, never cut.
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    box.setMinimumContentsLength(len("decoder self"))
     box.blockSignals(True)
     box.clear()
     box.addItems(kinds)
