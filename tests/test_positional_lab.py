@@ -76,3 +76,21 @@ def test_rope_curve_uses_a_rope_gpts_own_query_and_key(lab, qtbot):
     qtbot.waitUntil(lambda: lab.rope_source.startswith("rope gpt"), timeout=10000)
     assert "'the'" in lab.rope_source and lab.rope_spread < 1e-9
     assert "Open a GPT or BERT" in lab.learned_label.text() and "rotary" in lab.learned_label.text()
+
+
+def test_the_lab_shows_the_sizes_it_draws(qtbot):
+    from engine.demo import random_model
+    from gui.state import AppState
+    from gui.views.positional import PositionalLab
+
+    state = AppState()
+    state.set_model(random_model("gpt", width=48))
+    lab = PositionalLab(state)
+    qtbot.addWidget(lab)
+    lab.show()
+    lab.d_model.setValue(33)                     # an odd width has no sine/cosine pairs
+    assert lab.d_model.value() % 2 == 0
+    lab.use_model.setChecked(True)               # the GPT's learned table: its sizes, its knobs only
+    assert lab.d_model.value() == 48 and not lab.d_model.isEnabled() and not lab.base.isEnabled()
+    lab.use_model.setChecked(False)
+    assert lab.d_model.isEnabled()

@@ -20,6 +20,7 @@ from gui.worker import Jobs
 TITLE = 'The positions lab could not run'     # the title of this view's error dialogs
 
 N_CLOCKS = 8
+MAX_POSITIONS = 2048
 TRAIL = 24
 
 
@@ -64,7 +65,7 @@ class PositionalLab(QWidget):
 
         # ---- controls ----
         self.d_model = self._spin(QSpinBox(), 4, 1024, 64, "d_model ", 2)
-        self.n_positions = self._spin(QSpinBox(), 2, 2048, 100, "positions ")
+        self.n_positions = self._spin(QSpinBox(), 2, MAX_POSITIONS, 100, "positions ")
         self.base = self._spin(QDoubleSpinBox(), 2.0, 1e6, 10000.0, "base ")
         self.base.setDecimals(0)
         self.position = QSlider(Qt.Orientation.Horizontal)
@@ -102,8 +103,8 @@ class PositionalLab(QWidget):
         ol = QVBoxLayout(offsets)
         self.matrix_label = QLabel()
         self.matrix_label.setTextFormat(Qt.TextFormat.RichText)
-        self.offset_plot = _plot("R(k) PE(pos) (circles) on PE(pos + k) (line), every dimension")
-        self.offset_plot.addLegend()
+        # The title names the two marks: a legend box would sit on the curve.
+        self.offset_plot = _plot("R(k) PE(pos) (red circles) on PE(pos + k) (blue line), every dimension")
         self.offset_target = self.offset_plot.plot([], [], pen=pg.mkPen("#1f77b4", width=2), name="PE(pos + k)")
         self.offset_rotated = self.offset_plot.plot([], [], pen=None, symbol="o", symbolSize=7, symbolBrush=None,
                                                     symbolPen=pg.mkPen("#d62728", width=1.5), name="R(k) PE(pos)")
@@ -193,6 +194,22 @@ class PositionalLab(QWidget):
         return box
 
     # ---- settings -> tables --------------------------------------------------------------------
+    def _follow_model_sizes(self) -> None:
+        """With the model's encoding shown, the size boxes show the model's sizes (and the
+        formula's own knobs are off); without it, they are the formula's and editable."""
+        loaded = self.state.loaded
+        table = P.position_table(loaded.model)[1] if self.use_model.isChecked() and loaded is not None else None
+        for box in (self.d_model, self.base):
+            box.setEnabled(table is None)
+        if table is not None:
+            for box, value in ((self.d_model, table.shape[1] + table.shape[1] % 2),):
+                box.blockSignals(True)
+                box.setValue(value)
+                box.blockSignals(False)
+            self.n_positions.setMaximum(table.shape[0])
+        else:
+            self.n_positions.setMaximum(MAX_POSITIONS)
+
     def encoding(self) -> tuple[str, torch.Tensor]:
         """The table drawn: the loaded model's (when asked and it has one) or the formula's."""
         loaded = self.state.loaded
@@ -207,6 +224,10 @@ class PositionalLab(QWidget):
         if not self._clock_plots:
             self._make_clock_plots()
         self._built = True
+        if self.d_model.value() % 2:   # sines and cosines come in pairs: an odd width has no R(k)
+            self.d_model.setValue(self.d_model.value() + 1)
+            return                     # setValue rebuilt with the even width
+        self._follow_model_sizes()
         d = self.d_model.value()
         self.depth.setMaximum(max(0, d // 2 - 1))
         self.position.setMaximum(self.n_positions.value() - 1)
