@@ -103,7 +103,26 @@ class Tokenizer:
         return self.hf.encode(text, add_special_tokens=False).ids
 
     def tokens(self, ids: Iterable[int]) -> list[str]:
-        return [self.hf.id_to_token(int(i)) or UNK for i in ids]
+        """The tokens of ``ids`` as people read them: word-level tokens are words; BPE pieces
+        are written as BERT writes word pieces (a piece starting a word, "▁the", is "the";
+        a piece inside a word is "##piece"), so axes never show tokenizer markers and word
+        merging works the same for every model (engine.hf.word_groups)."""
+        pieces = [self.hf.id_to_token(int(i)) or UNK for i in ids]
+        if self.kind != "bpe":
+            return pieces
+        specials = set(SPECIALS)
+        out, after_special = [], True
+        for piece in pieces:
+            if piece in specials:
+                out.append(piece)
+                after_special = True
+                continue
+            if piece.startswith("▁"):
+                out.append(piece[1:] or "␣")
+            else:
+                out.append(piece if after_special else "##" + piece)
+            after_special = False
+        return out
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of ``ids``, special tokens dropped."""
