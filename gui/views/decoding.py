@@ -102,6 +102,7 @@ class DecodingPanel(QWidget):
         self.bars.getPlotItem().hideButtons()
         self.bars.getPlotItem().invertY(True)
         self.bars.getPlotItem().setLabel("bottom", "probability")
+        self.bars.getPlotItem().getAxis("bottom").enableAutoSIPrefix(False)
         self.bar_item = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8)
         self.bars.addItem(self.bar_item)
         self.alignment = TokenMatrix(state, "alignment: one row per output token",
@@ -316,9 +317,11 @@ class DecodingPanel(QWidget):
         self.output.setText(f"{state}: {shown} &nbsp; <i>(p = {rec.probability:.3f})</i>")
         if session is not None:   # the window's output line follows the steps
             self.state.set_output(session.stepper.tokenizer.decode(rec.output_ids))
-        # candidates
-        labels = [t for t, _ in rec.candidates]
-        probs = [p for _, p in rec.candidates]
+        # candidates: as many as have a row of text each in the chart's height
+        room = self.bars.getPlotItem().vb.height()
+        fit = len(rec.candidates) if room <= 0 else max(1, int(room // (self.fontMetrics().height() + 2)))
+        labels = [t for t, _ in rec.candidates][:fit]
+        probs = [p for _, p in rec.candidates][:fit]
         brushes = [QBrush(QColor("#d62728") if t == rec.token else QColor("#1f77b4")) for t in labels]
         hide_empty(self.bars.getPlotItem(), ("left", "bottom"))
         self.bar_item.setOpts(x0=np.zeros(len(probs)), y=np.arange(len(probs)), width=probs, height=0.8,

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 from engine.neurons import QueryKeys, query_keys
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import attach_colorbar, colormap
+from gui.views.token_labels import fitting_ticks
 from gui.worker import Jobs
 
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
@@ -137,7 +138,8 @@ class NeuronView(QWidget):
             plot = self.images[name].getViewBox()
             plot.setYRange(0, len(keys), padding=0)
         self.plots.getItem(0, 1).showAxis("left")
-        self.plots.getItem(0, 1).getAxis("left").setTicks([[(i + 0.5, t) for i, t in enumerate(keys)]])
+        keys_plot = self.plots.getItem(0, 1)
+        keys_plot.getAxis("left").setTicks([fitting_ticks(keys, keys_plot.vb.height(), self.fontMetrics().height() + 2)])
         top = int(np.argmax(row["weights"]))
         self.note.setText(f"query {qi} {self.data.trace.query_tokens(kind)[qi]!r}: strongest key {top} {keys[top]!r} "
                           f"(weight {row['weights'][top]:.3f}, score {row['scores'][top]:.2f})"
