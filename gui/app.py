@@ -6,6 +6,7 @@ import sys
 
 def run_app(args) -> int:
     import pyqtgraph as pg
+    from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
     from gui.main_window import MainWindow
@@ -17,4 +18,10 @@ def run_app(args) -> int:
     pg.setConfigOptions(antialias=True)
     window = MainWindow(source=getattr(args, "model", None), device=getattr(args, "device", None))
     window.show()
-    return app.exec()
+    code = app.exec()
+    # Tear the window down while Qt and Python are both whole: left to the interpreter's exit,
+    # wrappers are collected in no particular order and Qt can crash on the way out.
+    window.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    del window
+    return code
