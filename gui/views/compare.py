@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPus
 
 from engine.analysis import compare_traces
 from gui.colormaps import attach_colorbar, colormap
+from gui.views.empty import hide_empty, show_empty
 from gui.views.token_labels import fitting_ticks
 from gui.views.head_stats import NumberItem
 from gui.worker import Jobs, error_message
@@ -131,8 +132,9 @@ class CompareView(QWidget):
         self.result, self.compared_text = None, None
         for img in self.images:
             img.clear()
-        for pane in self.panes:
+        for pane, text in zip(self.panes, ("Model A's head", "Model B's head", "their difference")):
             pane.getAxis("bottom").setTicks([[]])
+            show_empty(pane, f"{text} appears here after Compare.", ("left", "bottom"))
         self.panes[0].getAxis("left").setTicks([[]])
         self.table.setRowCount(0)
         self.kind_box.blockSignals(True)
@@ -215,6 +217,9 @@ class CompareView(QWidget):
             box.setMaximum(top)
             box.blockSignals(False)
         l, h = min(self.state.layer, n_layers - 1), min(self.state.head, n_heads - 1)
+        for pane in self.panes:
+            hide_empty(pane, ("bottom",))
+        hide_empty(self.panes[0], ("left",))
         self.images[0].setImage(ta.head(kind, l, h), autoLevels=False, levels=(0, 1))
         self.images[1].setImage(tb.head(kind, l, h), autoLevels=False, levels=(0, 1))
         d = ta.head(kind, l, h).astype(np.float64) - tb.head(kind, l, h)   # signed: A - B
