@@ -175,3 +175,21 @@ def test_the_window_opens_and_steps_them_from_the_file_menu(folders, qtbot, monk
         if arch == "llama":
             assert "key/value head 1" in neurons.note.text()
     w.close()
+
+
+def test_compare_view_takes_two_folders_of_one_architecture(folders, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+    from gui.state import AppState
+    from gui.views.compare import CompareView
+
+    other = tiny_folder(tmp_path, "llama", seed=5)          # same architecture and tokenizer, other weights
+    state = AppState()
+    state.text = TEXT
+    view = CompareView(state)
+    qtbot.addWidget(view)
+    state.set_model(open_model(str(folders["llama"]), "cpu"))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(other))
+    view.open_folder_button.click()
+    qtbot.waitUntil(lambda: view.result is not None and not view.jobs.busy, timeout=30000)
+    _, ta, tb, comparisons = view.result
+    assert list(comparisons) == [DECODER_SELF] and comparisons[DECODER_SELF]["max"] > 1e-3

@@ -56,6 +56,9 @@ class CompareView(QWidget):
         self.same_button.clicked.connect(lambda: self.set_b(SAME_WEIGHTS))
         self.open_button = QPushButton("B = open another model…")
         self.open_button.clicked.connect(self._open_b)
+        self.open_folder_button = QPushButton("B = open a Hugging Face folder…")
+        self.open_folder_button.setToolTip("B is a Hugging Face model folder (same tokenizer as A)")
+        self.open_folder_button.clicked.connect(self._open_b_folder)
         self.run_button = QPushButton("Compare")
         self.run_button.clicked.connect(self.run)
         self.kind_box = QComboBox()
@@ -66,7 +69,8 @@ class CompareView(QWidget):
         self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v) or self.redraw())
         self.head_box.valueChanged.connect(lambda v: self.state.select(head=v) or self.redraw())
         top = QHBoxLayout()
-        for w in (self.same_button, self.open_button, self.run_button, self.kind_box, self.layer_box, self.head_box):
+        for w in (self.same_button, self.open_button, self.open_folder_button, self.run_button, self.kind_box,
+                  self.layer_box, self.head_box):
             top.addWidget(w)
         top.addStretch(1)
 
@@ -171,6 +175,12 @@ class CompareView(QWidget):
         """B is SAME_WEIGHTS, a model source (path), or a LoadedModel."""
         self.b_source = source
         self._show_b()
+
+    def _open_b_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Model B: a Hugging Face folder", "")
+        if path:
+            self.set_b(path)
+            self.run()
 
     def _open_b(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Model B", "", "Checkpoints (*.safetensors *.pt *.pth);;All files (*)")
