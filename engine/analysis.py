@@ -140,11 +140,17 @@ def repeated_random_tokens(candidates: list[int], half: int, seed: int = MECHANI
     return first + first
 
 
+def raw_pieces(tokenizer, ids) -> list[str]:
+    """The vocabulary's own spelling of ``ids`` ("▁the", "<0xC3>"), not the display form."""
+    hf = getattr(tokenizer, "hf", None)
+    return [hf.id_to_token(int(i)) or "" for i in ids] if hf is not None else tokenizer.tokens(ids)
+
+
 def _plain_token_ids(tokenizer) -> list[int]:
     """Ids of ordinary tokens: no specials, no byte-fallback pieces like <0xC3>."""
     specials = set(tokenizer.special_ids)
-    tokens = tokenizer.tokens(range(tokenizer.vocab_size))
-    return [i for i, t in enumerate(tokens) if i not in specials and not (t.startswith("<0x") and t.endswith(">"))]
+    pieces = raw_pieces(tokenizer, range(tokenizer.vocab_size))
+    return [i for i, t in enumerate(pieces) if i not in specials and not (t.startswith("<0x") and t.endswith(">"))]
 
 
 def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
@@ -165,8 +171,9 @@ def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
     half = len(ids) // 2
     with torch.no_grad():
         if loaded.family == "gpt":
-            out = model(torch.tensor([[tok.eos_id] + ids], device=dev), need_weights=True)
-            starts = {DECODER_SELF: 1}
+            prefix = [] if tok.eos_id is None else [tok.eos_id]  # a nanoGPT byte tokenizer has no [EOS]
+            out = model(torch.tensor([prefix + ids], device=dev), need_weights=True)
+            starts = {DECODER_SELF: len(prefix)}
         elif loaded.family == "translator":
             tgt = loaded.tgt_tokenizer
             src = torch.tensor([ids + [tok.eos_id]], device=dev)

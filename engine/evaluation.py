@@ -47,21 +47,43 @@ def greedy_translate(loaded: LoadedModel, sentences: list[str], batch_size: int 
     return out
 
 
-def translation_scores(loaded: LoadedModel, pairs: list[tuple[str, str]], limit: int | None = None) -> dict:
-    """BLEU and chrF (sacrebleu) of greedy translations against the references."""
+def translation_scores(loaded: LoadedModel, pairs: list[tuple[str, str]], limit: int | None = None,
+                       constructions: list[str] | None = None) -> dict:
+    """BLEU and chrF (sacrebleu) of greedy translations against the references; with
+    ``constructions`` (a label per pair), also BLEU per construction."""
     import sacrebleu
 
     pairs = pairs[:limit] if limit else pairs
     hyps = [loaded.tgt_tokenizer.decode(ids) for ids in greedy_translate(loaded, [s for s, _ in pairs])]
     refs = [t for _, t in pairs]
     exact = sum(h.split() == loaded.tgt_tokenizer.decode(loaded.tgt_tokenizer.encode(r)).split() for h, r in zip(hyps, refs))
-    return {
+    scores = {
         "bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
         "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
         "exact_match": round(exact / max(1, len(pairs)), 4),
         "sentences": len(pairs),
         "examples": [{"source": s, "reference": r, "output": h} for (s, r), h in list(zip(pairs, hyps))[:3]],
     }
+    if constructions is not None:
+        groups: dict[str, list[int]] = {}
+        for i, label in enumerate(constructions[: len(pairs)]):
+            groups.setdefault(label, []).append(i)
+        scores["by_construction"] = {
+            label: {"bleu": round(sacrebleu.corpus_bleu([hyps[i] for i in idx], [[refs[i] for i in idx]]).score, 2),
+                    "sentences": len(idx)} for label, idx in groups.items()}
+    return scores
+
+
+def translator_report(loaded: LoadedModel, splits: dict, limit: int | None = None, corpus: str | None = None) -> dict:
+    """What ``attnscope train`` records and ``attnscope eval`` prints for a translator: the
+    test split (per held-out construction where the split has them) and, for the synthetic
+    corpus, the hand-written sentences."""
+    scores = translation_scores(loaded, splits["test"], limit, splits.get("constructions"))
+    if corpus is None:
+        from engine.corpora.german import handwritten_pairs
+        hand = translation_scores(loaded, handwritten_pairs())
+        scores["handwritten"] = {k: hand[k] for k in ("bleu", "chrf", "exact_match", "sentences")}
+    return scores
 
 
 def unigram_loss(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: int) -> float:
@@ -81,6 +103,39 @@ def language_model_scores(loaded: LoadedModel, lines_train: list[str], lines_val
     block, starts = scored_windows(len(valid), loaded.model.config.block_size, 256)
     used = valid[1: len(starts) * block + 1]  # exactly the targets gpt_loss_on scored
     base = unigram_loss(train, used, loaded.model.config.vocab_size)
+    chars = characters(loaded.tokenizer, used.tolist())
     return {"val_loss": round(loss, 4), "perplexity": round(math.exp(loss), 2),
             "unigram_loss": round(base, 4), "unigram_perplexity": round(math.exp(base), 2),
-            "val_tokens": int(len(used))}
+            "val_tokens": int(len(used)), "val_chars": chars,
+            "val_loss_per_char": round(loss * len(used) / max(1, chars), 4), **best_heads(loaded)}
+
+
+def best_heads(loaded: LoadedModel) -> dict:
+    """The strongest induction and previous-token head of a GPT (engine.analysis), as
+    {"induction_head": {"layer", "head", "score"}, "previous_token_head": {...}}."""
+    from engine.analysis import mechanism_scores
+    from engine.models.outputs import DECODER_SELF
+
+    was_training = loaded.model.training
+    loaded.model.eval()
+    scores = mechanism_scores(loaded).get(DECODER_SELF, {})
+    loaded.model.train(was_training)
+    out = {}
+    for name, key in (("induction", "induction_head"), ("previous", "previous_token_head")):
+        if name in scores:
+            layer, head = (int(i) for i in divmod(int(scores[name].argmax()), scores[name].shape[1]))
+            out[key] = {"layer": layer, "head": head, "score": round(float(scores[name][layer, head]), 4)}
+    return out
+
+
+def characters(tokenizer, ids: list[int]) -> int:
+    """How many characters of text ``ids`` stand for, spaces included and a line end for
+    each [EOS]: the denominator of a per-character loss, comparable with a character-level
+    model's (nanoGPT's shakespeare_char)."""
+    from engine.analysis import raw_pieces
+
+    eos = getattr(tokenizer, "eos_id", None)
+    unique = sorted(set(ids))
+    counts = {i: 1 if i == eos or (t.startswith("<0x") and t.endswith(">")) else len(t)
+              for i, t in zip(unique, raw_pieces(tokenizer, unique))}
+    return sum(counts[i] for i in ids)

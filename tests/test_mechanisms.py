@@ -101,3 +101,21 @@ def test_training_records_the_scores_with_each_probe_and_the_time_lapse_keeps_th
     for before, after in zip(probes, back):
         for name in ("induction", "previous"):
             np.testing.assert_allclose(after.scores[DECODER_SELF][name], before.scores[DECODER_SELF][name], atol=1e-5)
+
+
+def test_a_gpt_with_a_byte_tokenizer_and_no_eos_is_scored_too():
+    from engine.models import GPT, GPTConfig
+    from engine.tokenizer import ByteTokenizer
+
+    model = GPT(GPTConfig(256, n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
+    scores = mechanism_scores(LoadedModel("nanoGPT-like", "gpt", model, ByteTokenizer(256)))
+    assert scores[DECODER_SELF]["induction"].shape == (1, 2)
+
+
+def test_a_byte_fallback_bpe_counts_characters_of_its_pieces():
+    from engine.evaluation import characters
+
+    tok = Tokenizer.train_bpe(["the king is dead, long live the king"] * 20, vocab_size=60)
+    ids = tok.encode("the king é")
+    assert characters(tok, ids) == len(" the king ") + len("é".encode())  # each piece's "▁" is a space; é is 2 bytes
+    assert characters(tok, ids + [tok.eos_id]) == characters(tok, ids) + 1
