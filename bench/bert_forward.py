@@ -1,7 +1,8 @@
 """all-MiniLM-L6-v2 forward passes, the app's path first. Prints one JSON object.
 
-At 16, 128 and 512 tokens of the same text, five calls in one interleaved loop (bench/_timing:
-rotating order, one warm-up round, medians and spread):
+At 16, 128 and 512 tokens of the same text, five calls in one interleaved loop, each on a
+worker thread as the app runs a forward (bench/_timing: rotating order, one warm-up round,
+medians and spread):
 
 - ``app_trace``: what a Run in the window computes for MiniLM, ``engine.tracing.trace_text``
   -> ``engine.hf.trace_hf``: tokenise, transformers' eager forward with
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import interleaved, machine, ratio, summary  # noqa: E402
+from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
 
 
 def text_of(tokenizer, n: int) -> str:
@@ -60,7 +61,8 @@ def main() -> None:
             "ours_fused": lambda: ours(ids, types, mask, need_weights=False),
             "hf_sdpa": lambda: sdpa(input_ids=ids, token_type_ids=types, attention_mask=mask),
         }
-        t = interleaved(fns, repeats=21 if n < 512 else 11)
+        t = interleaved({name: on_worker(torch.no_grad()(fn)) for name, fn in fns.items()},
+                        repeats=21 if n < 512 else 11)
         results[str(n)] = {
             "tokens": int(ids.shape[1]),
             "ms": {name: summary(v, 2) for name, v in t.items()},

@@ -12,7 +12,7 @@ prompt at block_size - 24), decoded greedily, the two alternating in one loop
 token on the KV cache, the attention rows it returns, the candidates. The first step also
 feeds the prompt (prefill) and is reported apart. Goal: a step after the long input within
 1.5x of one after the short input (the cache keeps a step's cost from growing with the
-prefix).
+prefix). Sessions run on a worker thread, as the Decoding panel runs them.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import machine, summary  # noqa: E402
+from bench._timing import machine, on_worker, summary  # noqa: E402
 
 STEPS = 24
 
@@ -67,7 +67,7 @@ def bench(loaded, texts: dict[str, str], repeats: int = 7) -> dict:
     names = list(texts)
     for r in range(repeats):
         for name in (names if r % 2 == 0 else names[::-1]):
-            f, rest = _session_times(loaded, texts[name])
+            f, rest = on_worker(lambda: _session_times(loaded, texts[name]))()
             first[name].append(f)
             later[name].append(rest)
     k = min(len(rest) for rows in later.values() for rest in rows)   # the same step indices for both

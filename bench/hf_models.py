@@ -8,8 +8,9 @@ and opened from its folder the way the window opens one. At 128 and 512 tokens:
 - candidate: what a Run does, ``engine.tracing.trace_text`` (tokenise, forward with
   ``output_attentions``, the AttentionTrace in float32 on the CPU).
 
-Interleaved in one loop (bench/_timing: the order rotates each round, one warm-up round),
-medians over the repetitions with their spread; ratio = candidate / baseline
+Both on a worker thread, as a Run's forward runs; interleaved in one loop (bench/_timing:
+the order rotates each round, one warm-up round), medians over the repetitions with their
+spread; ratio = candidate / baseline
 (goal <= 1.1: the weights are computed by eager attention anyway; returning them must cost
 almost nothing). Encoder-decoders are timed on the encoder and one decoder pass over a fixed
 target, so generation is not in the figure.
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import interleaved, machine, ratio, summary  # noqa: E402
+from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
 
 ARCHS = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart")
 
@@ -65,7 +66,7 @@ def bench(loaded, tokens: int, repeats: int = 15) -> dict:
     def candidate():
         trace_text(loaded, text, target=target if seq2seq else None)
 
-    times = interleaved({"baseline": baseline, "candidate": candidate}, repeats)
+    times = interleaved({"baseline": on_worker(baseline), "candidate": on_worker(candidate)}, repeats)
     base, cand = summary(times["baseline"]), summary(times["candidate"])
     return {"tokens": int(enc["input_ids"].shape[1]), "eager_no_weights_ms": base["median"],
             "trace_ms": cand["median"], "ratio": ratio(times["candidate"], times["baseline"]),

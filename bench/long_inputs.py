@@ -2,8 +2,8 @@
 the time each view takes to draw that trace, offscreen. Prints one JSON object.
 
 - forward: what a Run computes (``trace_text``: transformers' eager forward with the
-  weights, the AttentionTrace) against the same eager forward asking for no weights; warmed
-  up, interleaved, medians and spread.
+  weights, the AttentionTrace) against the same eager forward asking for no weights; on a
+  worker thread as in the app, warmed up, interleaved, medians and spread.
 - per view: a new 512-token trace set on the view's AppState (the signal every view redraws
   on), prepared in the view's worker, applied, then the view grabbed (painted). Head lines
   shows all 12 heads of the layer (its "all heads" button clicked once before), the heaviest
@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._app import application  # noqa: E402
-from bench._timing import interleaved, machine, ratio, summary  # noqa: E402
+from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
 
 TEXT = " ".join(["attention lets every token look at every other token in the sentence ."] * 60)
 
@@ -43,7 +43,7 @@ def forward(loaded, repeats: int = 9) -> tuple[dict, list]:
     def run_trace():
         traces.append(trace_text(loaded, TEXT + (" again" if len(traces) % 2 else "")))
 
-    times = interleaved({"eager_no_weights": eager_no_weights, "trace_text": run_trace}, repeats)
+    times = interleaved({"eager_no_weights": on_worker(eager_no_weights), "trace_text": on_worker(run_trace)}, repeats)
     return ({"trace_text_ms": summary(times["trace_text"]), "eager_no_weights_ms": summary(times["eager_no_weights"]),
              "ratio": ratio(times["trace_text"], times["eager_no_weights"])}, traces[-2:])
 
