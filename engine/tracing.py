@@ -66,24 +66,21 @@ def _trace_translator(loaded, text, target, pair, max_new_tokens):
     if target is not None and target.strip():
         tgt_ids = [tgt_tok.bos_id] + _truncate(tgt_tok.encode(target), model.config.max_len - 1, notes, "target prefix")
     else:
-        tgt_ids = _greedy_translation(model, src, tgt_tok, min(max_new_tokens, model.config.max_len - 1))
+        tgt_ids = _greedy_translation(loaded, text, tgt_tok, min(max_new_tokens, model.config.max_len - 1))
     out = model(src, torch.tensor([tgt_ids], device=dev), need_weights=True)
     return AttentionTrace.from_output(out, model_name=loaded.name, family=loaded.family,
                                       source_tokens=src_tok.tokens(src_ids), target_tokens=tgt_tok.tokens(tgt_ids),
                                       notes=notes)
 
 
-def _greedy_translation(model, src, tgt_tok, max_new_tokens: int) -> list[int]:
-    """[BOS] + greedy tokens, stopping before EOS (the simple loop; engine.decoding steps with a cache)."""
-    memory, src_mask, _ = model.encode(src)
-    ids = [tgt_tok.bos_id]
-    for _ in range(max_new_tokens):
-        logits = model.decode(torch.tensor([ids], device=src.device), memory, src_mask).logits[0, -1]
-        nxt = int(logits.argmax())
-        if nxt == tgt_tok.eos_id:
-            break
-        ids.append(nxt)
-    return ids
+def _greedy_translation(loaded, text: str, tgt_tok, max_new_tokens: int) -> list[int]:
+    """[BOS] + the model's greedy tokens, stopping before EOS (stepped with the KV cache by
+    engine.decoding: each token costs one step, not a forward over the whole prefix)."""
+    from engine.decoding import DecodeSettings, decode_all
+
+    steps = decode_all(loaded, text, DecodeSettings(max_new_tokens=max_new_tokens)).steps
+    ids = steps[-1].output_ids if steps else []
+    return [tgt_tok.bos_id] + [i for i in ids if i != tgt_tok.eos_id]
 
 
 def _trace_gpt(loaded, text, target, pair, max_new_tokens):

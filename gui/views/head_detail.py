@@ -18,6 +18,7 @@ from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
+from gui.elided import ElidedLabel
 from gui.views.token_labels import view_ticks, zoomable
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
@@ -103,7 +104,7 @@ class HeadDetail(PreparedView, QWidget):
         self.item.hideAxis("bottom")
         self.item.setLabel("left", "query")
         self.item.setLabel("top", "key")
-        self.readout = QLabel(" ")
+        self.readout = ElidedLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.item.vb.sigResized.connect(self._label_axes)
         zoomable(self.item, self._label_axes)       # wheel zooms, drag pans, double-click resets

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QV
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
+from gui.elided import ElidedLabel
 from gui.views.prepared import PreparedView, prepares
 
 HINT = "Hover a cell to read it; click to open that head."
@@ -39,7 +40,7 @@ class HeadGrid(PreparedView, QWidget):
         self.kind_box = QComboBox()
         self.kind_box.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
         self.kind_box.currentTextChanged.connect(self._on_kind)
-        self.readout = QLabel(HINT)
+        self.readout = ElidedLabel(HINT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.threshold = QDoubleSpinBox()
         self.threshold.setRange(0.0, 1.0)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 from engine.analysis import display_weights, special_mask
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
+from gui.elided import ElidedLabel
 from gui.views.token_labels import fitting_ticks
 
 BUCKETS = 8          # opacity levels per head
@@ -152,7 +153,7 @@ class HeadLines(PreparedView, QWidget):
         self.item.setMenuEnabled(False)
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.item.vb.sigResized.connect(lambda *_: self._label_axes())   # labels that fit the new height
-        self.readout = QLabel(HINT)
+        self.readout = ElidedLabel(HINT)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)

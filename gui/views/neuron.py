@@ -14,6 +14,7 @@ from engine.neurons import QueryKeys, query_keys
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.token_labels import fitting_ticks
+from gui.elided import ElidedLabel
 from gui.worker import Jobs
 
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
@@ -61,7 +62,7 @@ class NeuronView(QWidget):
             else:
                 img.setColorMap(diverging)
         self._left = self.plots.getItem(0, 0)
-        self.note = QLabel("Run a text, then pick a head and a query token.")
+        self.note = ElidedLabel("Run a text, then pick a head and a query token.")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(top)

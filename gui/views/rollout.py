@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 from engine.analysis import layer_aggregate, rollout
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
+from gui.elided import ElidedLabel
 from gui.views.token_matrix import TokenMatrix
 
 MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
@@ -54,7 +55,7 @@ class RolloutView(PreparedView, QWidget):
         top.addStretch(1)
         self.plot = TokenMatrix(state)
         self.image = self.plot.image
-        self.note = QLabel(" ")
+        self.note = ElidedLabel(" ")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(top)
