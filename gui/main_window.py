@@ -11,8 +11,9 @@ from pathlib import Path
 import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QVBoxLayout,
+                               QWidget)
 
 from engine import catalog, version
 from engine.device import available_devices
@@ -213,7 +214,13 @@ class MainWindow(QMainWindow):
             except Exception as exc:  # a broken view must not take the window down
                 widget = QLabel(f"This view could not start: {exc}")
             self.views[title] = widget
-            self.docks[title].setWidget(widget)
+            # In a scroll area: a view whose controls are wider than its dock (large fonts on a
+            # small screen) scrolls sideways instead of widening the window past the screen.
+            scroll = QScrollArea()
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(widget)
+            self.docks[title].setWidget(scroll)
             HelpButton(widget, title, self.show_help)
             apply_tooltips(title, widget)
             restyle_plots(widget, self.state.dark, self.state.presentation)
