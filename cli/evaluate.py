@@ -38,7 +38,7 @@ def evaluate(loaded, limit: int | None = 1000, corpus: str | None = None) -> dic
     """Scores of ``loaded`` on its held-out split. ``corpus``: the file the user named, if any;
     a corpus file named only in the checkpoint is never opened."""
     from engine.corpora.sources import text_splits, translation_splits
-    from engine.evaluation import language_model_scores, translation_scores
+    from engine.evaluation import language_model_scores, translator_report
 
     if loaded.family not in ("translator", "gpt"):
         raise ValueError(f"there is nothing to evaluate for a {loaded.family} model")
@@ -52,7 +52,7 @@ def evaluate(loaded, limit: int | None = 1000, corpus: str | None = None) -> dic
     if loaded.family == "translator":
         pairs = _whole(training, "train_pairs", 1, MAX_TRAIN_PAIRS, 20000)
         splits = translation_splits(corpus, seed, pairs)
-        return translation_scores(loaded, splits["test"], limit=limit)
+        return translator_report(loaded, splits, limit, corpus)
     return language_model_scores(loaded, *text_splits(corpus, seed))
 
 
