@@ -42,7 +42,7 @@ def run(args) -> int:
     from engine.checkpoint import CheckpointError, check_checkpoint_path, save_checkpoint
     from engine.corpora.sources import corpus_label, text_splits, translation_splits
     from engine.device import pick_device
-    from engine.evaluation import language_model_scores, translation_scores
+    from engine.evaluation import language_model_scores, translator_report
     from engine.training import TrainConfig, run_training, train_gpt, train_translator
 
     try:
@@ -78,13 +78,15 @@ def run(args) -> int:
             post["tok/s"] = f"{p.tokens_per_s:,.0f}"
         if p.val_loss is not None:
             post["val"] = f"{p.val_loss:.3f}"
+        for kind, scores in (p.head_scores or {}).items():  # the best induction / previous-token head
+            post[kind.split()[0][:3] + " ind/prev"] = f"{scores['induction'].max():.2f}/{scores['previous'].max():.2f}"
         bar.set_postfix(post, refresh=True)
 
     loaded = run_training(gen, show)
     bar.close()
     train_s = time.perf_counter() - started
     if args.family == "translator":
-        metrics = translation_scores(loaded, splits["test"], limit=args.eval_limit)
+        metrics = translator_report(loaded, splits, args.eval_limit, args.corpus)
         metrics.pop("examples")
     else:
         metrics = language_model_scores(loaded, lines_train, lines_valid)

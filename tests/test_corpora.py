@@ -1,10 +1,11 @@
 """The synthetic corpus: correct German for each construction, deterministic, honest splits."""
 import pytest
 
-from engine.corpora.german import Clause, NounPhrase, Pronoun, make_splits, generate_pairs
+from engine.corpora.german import (CONSTRUCTIONS, HELD_OUT_LENGTHS, Clause, Gap, NounPhrase, PrepPhrase, Pronoun,
+                                   Relative, generate_pairs, handwritten_pairs, make_splits, tidy)
 from engine.corpora.german_lexicon import (ADJECTIVES, FREQUENCY_ADVERBS, NAMES, NOUNS, SAY_VERBS, TIME_ADVERBS,
                                            VERBS)
-from engine.corpora.english_text import python_docs_text, read_text_file
+from engine.corpora.english_text import read_text_file
 from engine.corpora.pairs_file import read_pairs_tsv
 
 N = {n.en: n for n in NOUNS}
@@ -12,8 +13,15 @@ A = {a.en: a for a in ADJECTIVES}
 V = {v.en: v for v in VERBS}
 
 
-def np_(noun, det="def", adj=None, plural=False):
-    return NounPhrase(N[noun], det, A[adj] if adj else None, plural)
+def np_(noun, det="def", adj=None, plural=False, rel=None):
+    adjs = tuple(A[a] for a in adj.split()) if adj else ()
+    return NounPhrase(N[noun], det, adjs, plural, rel=rel)
+
+
+def pp(en, phrase):
+    from engine.corpora.german import PREPOSITIONS
+    de, case, _, _ = PREPOSITIONS[en]
+    return PrepPhrase(en, de, case, phrase)
 
 
 def clause(subject, verb, **kw):
@@ -33,7 +41,7 @@ HAND_CHECKED = [
      "the woman gives the man a book", "die frau gibt dem mann ein buch"),
     (clause(np_("child"), "help", dat=np_("woman", adj="old")), "main",
      "the child helps the old woman", "das kind hilft der alten frau"),
-    (clause(np_("dog", "none", "small", plural=True), "play", pp=("with the children", "mit den kindern")), "main",
+    (clause(np_("dog", "none", "small", plural=True), "play", pps=(pp("with", np_("child", plural=True)),)), "main",
      "small dogs play with the children", "kleine hunde spielen mit den kindern"),
     (clause(np_("man"), "call", acc=np_("woman")), "main", "the man calls the woman", "der mann ruft die frau an"),
     (clause(I, "sleep", modal="can"), "main", "i can sleep", "ich kann schlafen"),
@@ -51,7 +59,24 @@ HAND_CHECKED = [
      "dass der mann die junge frau anruft"),
     (clause(WE, "clean up", modal="must", acc=np_("room")), "wenn", "we must clean up the room",
      "wenn wir das zimmer aufräumen müssen"),
-    (clause(YOU_ALL, "go", pp=("to the school", "zur schule")), "main", "you all go to the school", "ihr geht zur schule"),
+    (clause(YOU_ALL, "go", pps=(pp("to", np_("school")),)), "main", "you all go to the school", "ihr geht zur schule"),
+    # stacked adjectives take one ending
+    (clause(np_("dog", adj="big old"), "sleep"), "main", "the big old dog sleeps", "der große alte hund schläft"),
+    (clause(np_("man"), "buy", acc=np_("tomato", "none", "fresh red", plural=True)), "main",
+     "the man buys fresh red tomatoes", "der mann kauft frische rote tomaten"),
+    (clause(np_("woman"), "see", acc=np_("car", "ein", "beautiful big new")), "main",
+     "the woman sees a beautiful big new car", "die frau sieht ein schönes großes neues auto"),
+    (clause(np_("child"), "help", dat=np_("woman", "mein", "tired old")), "main",
+     "the child helps my tired old woman", "das kind hilft meiner müden alten frau"),
+    # chains of prepositional phrases, dative and accusative
+    (clause(np_("dog"), "play", pps=(pp("with", np_("cat", adj="small")), pp("in", np_("garden", adj="big old")))),
+     "main", "the dog plays with the small cat in the big old garden",
+     "der hund spielt mit der kleinen katze im großen alten garten"),
+    (clause(np_("woman"), "read", acc=np_("book", "ein"), pps=(pp("for", np_("child")), pp("without", np_("man")))),
+     "main", "the woman reads a book for the child without the man",
+     "die frau liest ein buch für das kind ohne den mann"),
+    (clause(np_("man"), "go", pps=(pp("with", np_("dog", "mein")), pp("to", np_("station")))), "weil",
+     "the man goes with my dog to the station", "weil der mann mit meinem hund zum bahnhof geht"),
     (clause(np_("teacher", plural=True), "thank", dat=np_("cook", "none", "friendly", plural=True)), "main",
      "the teachers thank friendly cooks", "die lehrer danken freundlichen köchen"),
     (clause(YOU, "dance", negated=True), "main", "you do not dance", "du tanzt nicht"),
@@ -93,17 +118,22 @@ def test_splits_are_deterministic_and_disjoint():
     a = make_splits(seed=1, n_train=800, n_valid=100, n_test=100)
     b = make_splits(seed=1, n_train=800, n_valid=100, n_test=100)
     assert a == b
-    assert {k: len(v) for k, v in a.items()} == {"train": 800, "valid": 100, "test": 100}
+    assert {k: len(v) for k, v in a.items()} == {"train": 800, "valid": 100, "test": 100, "constructions": 100}
     english = [{en for en, _ in a[k]} for k in ("train", "valid", "test")]
     assert not (english[0] & english[1]) and not (english[0] & english[2]) and not (english[1] & english[2])
     assert make_splits(seed=2, n_train=800, n_valid=100, n_test=100) != a
+    assert make_splits(seed=1, n_train=0, n_valid=0, n_test=100)["test"] == a["test"]  # eval needs no training split
 
 
-def test_test_split_holds_combinations_never_seen_in_training():
+@pytest.fixture(scope="module")
+def splits():
+    return make_splits(seed=1, n_train=3000, n_valid=100, n_test=250)
+
+
+def test_test_split_holds_combinations_never_seen_in_training(splits):
     from engine.corpora import german
     import random
     held = german._held_out_pairs(random.Random(1))
-    splits = make_splits(seed=1, n_train=800, n_valid=100, n_test=100)
     adj_noun = {(a, n) for a, n in held if a in A}
     def uses(sentence):
         words = sentence.split()
@@ -113,11 +143,61 @@ def test_test_split_holds_combinations_never_seen_in_training():
     assert sum(uses(en) for en, _ in splits["test"]) > 10
 
 
+def test_test_split_holds_constructions_and_lengths_never_seen_in_training(splits):
+    assert set(splits["constructions"]) == set(CONSTRUCTIONS)
+    assert all(splits["constructions"].count(c) == 50 for c in CONSTRUCTIONS)
+    train_lengths = {len(en.split()) for en, _ in splits["train"]}
+    assert not train_lengths & set(HELD_OUT_LENGTHS) and max(train_lengths) == 30
+    for (en, _), c in zip(splits["test"], splits["constructions"]):
+        if c == "held-out length":
+            assert len(en.split()) in HELD_OUT_LENGTHS
+    # what training does have: three-adjective stacks, relative clauses, long chains of clauses
+    stacks = [en for en, de in splits["train"] if " , der " in de or " , die " in de or " , das " in de]
+    assert len(stacks) > 100
+    assert sum(de.count(",") >= 3 for _, de in splits["train"]) > 100
+
+
+def test_relative_clauses_agree_and_take_the_case_of_their_role():
+    sleeps = Relative("nom", clause(Gap(2), "sleep"), "that")
+    assert np_("dog", rel=sleeps).de("acc") == "den hund , der schläft ,"
+    assert np_("cat", rel=sleeps).en() == "the cat that sleeps"
+    reads = Relative("acc", clause(np_("man"), "read", acc=Gap(2)), "that")
+    assert np_("book", rel=reads).en() == "the book that the man reads"
+    assert np_("book", rel=reads).de() == "das buch , das der mann liest ,"
+    helps = Relative("dat", clause(np_("child"), "help", dat=Gap(5)), "whom")
+    assert np_("woman", plural=True, rel=helps).de() == "die frauen , denen das kind hilft ,"
+    calls = Relative("nom", clause(Gap(2), "call", acc=np_("woman"), negated=True), "who")
+    main = clause(np_("man", rel=calls), "sleep")
+    assert main.en() == "the man who does not call the woman sleeps"
+    assert tidy(main.de_main() + " .") == "der mann , der die frau nicht anruft , schläft ."
+    sees = clause(np_("girl"), "see", acc=np_("dog", "ein", rel=sleeps), negated=True)
+    assert tidy(sees.de_main() + " .") == "das mädchen sieht keinen hund , der schläft ."
+
+
+def test_a_relative_clause_only_follows_the_noun_a_main_clause_ends_on():
+    assert clause(np_("man"), "see", acc=np_("dog")).last_slot() == "acc"
+    assert clause(np_("man"), "see", acc=np_("dog"), negated=True).last_slot() is None  # nicht comes last
+    assert clause(np_("man"), "call", acc=np_("woman")).last_slot() is None             # the particle does
+    assert clause(np_("man"), "play", pps=(pp("with", np_("dog")), pp("in", np_("garden")))).last_slot() == 1
+
+
+def test_handwritten_sentences_are_in_the_vocabulary_and_many():
+    pairs = handwritten_pairs()
+    assert len(pairs) >= 60
+    words = {w for en, de in generate_pairs(3000, seed=0) for w in (en + " " + de).split()}
+    for en, de in pairs:
+        assert en[0].isupper() and en[-1] in ".?"          # as people type them
+        assert de == de.lower() and de.split()[-1] in (".", "?")
+        typed = en.lower().replace("n't", " not").replace("can not", "cannot").replace("ca not", "cannot")
+        for w in typed.replace(",", " , ").replace(".", " .").replace("?", " ?").split() + de.split():
+            assert w in words, (w, en)
+
+
 def test_generated_sentences_are_lower_case_with_spaced_punctuation():
     for en, de in generate_pairs(200, seed=4):
         assert en == en.lower() and de == de.lower()
         assert en.split()[-1] in (".", "?") and de.split()[-1] in (".", "?")
-        assert 4 <= len(en.split()) <= 20
+        assert 4 <= len(en.split()) <= 30
 
 
 def test_pairs_tsv(tmp_path):
@@ -136,9 +216,20 @@ def test_pairs_tsv(tmp_path):
         read_pairs_tsv(tmp_path / "missing.txt")
 
 
-def test_english_text_sources(tmp_path):
-    docs = python_docs_text()
-    assert len(docs.split()) > 10000 and " the " in docs
+def test_shakespeare_is_cased_prose_split_in_contiguous_runs():
+    from engine.corpora.shakespeare import RUN, contiguous_split, shakespeare_lines
+    from engine.corpora.sources import text_splits
+    lines = shakespeare_lines()
+    assert len(lines) > 30000 and any(line.startswith("Ham. To be, or not to be") for line in lines)
+    train, valid = text_splits(None, 0)
+    assert (train, valid) == contiguous_split(lines, 0)
+    assert len(valid) * 20 == pytest.approx(len(lines), rel=0.01)
+    start = lines.index(valid[0])
+    assert valid[:RUN] == lines[start:start + RUN]  # a run of speeches, in order
+    assert not set(valid[:RUN]) <= set(train)
+
+
+def test_text_files(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n", encoding="utf-8")
     with pytest.raises(ValueError, match="empty"):

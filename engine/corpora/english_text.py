@@ -1,31 +1,10 @@
-"""English prose for the GPT that needs no download.
+"""A user's own text files (a GPT corpus, a pairs file), read with clear messages.
 
-``pydoc_data.topics`` ships with every CPython: about a megabyte of the Python reference
-written in plain English. Code samples and tables are dropped so the model learns prose.
+The GPT's default prose is Shakespeare's plays (shakespeare.py).
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
-
-_PROSE_CHARS = re.compile(r"[A-Za-z ,.;:'\-]")
-
-
-def python_docs_text() -> str:
-    """Prose paragraphs of the Python reference, one line each, lower-cased."""
-    from pydoc_data.topics import topics
-
-    lines = []
-    for name in sorted(topics):
-        for raw in re.split(r"\n\s*\n", topics[name]):
-            if raw.startswith("   ") or ">>>" in raw:  # indented blocks are code or grammar
-                continue
-            para = " ".join(raw.split())
-            # Keep paragraphs that read as sentences: long enough, almost only letters.
-            prose = len(_PROSE_CHARS.findall(para)) / max(1, len(para))
-            if len(para) > 60 and prose > 0.92:
-                lines.append(para.lower())
-    return "\n".join(lines)
 
 
 MAX_CORPUS_BYTES = 512 << 20  # training reads the whole corpus into memory, several times over
@@ -54,9 +33,3 @@ def read_text_file(path: str | Path) -> str:
         raise ValueError(f"{Path(path).name} is empty.")
     return text
 
-
-def synthetic_english(seed: int = 0, n: int = 20000) -> str:
-    """The English side of the synthetic corpus, one sentence a line."""
-    from engine.corpora.german import generate_pairs
-
-    return "\n".join(en for en, _ in generate_pairs(n, seed))

