@@ -57,6 +57,9 @@ def run(args) -> int:
         say(exc)
         return BAD_INPUT
     out = {"model": loaded.name, "strategy": args.strategy, **model_notes(loaded)}
+    unknown = getattr(loaded.tokenizer, "unknown_words", None)
+    if callable(unknown):   # words the model has no token for: it never saw them, say so
+        out["unknown_words"] = unknown(args.text)
     if loaded.role == "encoder-decoder":
         out |= {"source_tokens": result.source_tokens, "output_tokens": result.output_tokens, "translation": result.text}
     else:

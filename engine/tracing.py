@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from engine.loaded import LoadedModel
+from engine.tokenizer import normalisation_note
 from engine.trace import AttentionTrace
 
 
@@ -60,6 +61,9 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
 def _trace_translator(loaded, text, target, pair, max_new_tokens):
     model, src_tok, tgt_tok = loaded.model, loaded.tokenizer, loaded.tgt_tokenizer
     dev, notes = loaded.device, []
+    normalised = normalisation_note(src_tok, text)   # "The dog doesn't" read as "the dog does not"
+    if normalised:
+        notes.append(normalised)
     _unknown_note(src_tok, text, notes)
     src_ids = _truncate(src_tok.encode(text), model.config.max_len - 1, notes) + [src_tok.eos_id]
     src = torch.tensor([src_ids], device=dev)

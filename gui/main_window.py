@@ -36,7 +36,7 @@ CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All fi
 LIVE_DELAY_MS = 350
 DEFAULT_TEXT = {   # by family, then by role for the rest (Hugging Face models)
     "translator": "the big dog sees the small cat .",
-    "gpt": "the dog plays with the child because",
+    "gpt": "HAMLET. To be, or not to be, that is the question:",
     "encoder": "time flies like an arrow .",
     "decoder": "The quick brown fox jumps over the lazy dog because",
     "encoder-decoder": "translate English to German: The house is wonderful.",

@@ -22,7 +22,7 @@ from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.worker import Jobs, error_message, job_failures
 
-DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "the dog plays with the child because"}
+DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "HAMLET. To be, or not to be, that is"}
 
 
 def training_run(family: str, corpus: str | None, config: TrainConfig, device: str, stop=lambda: False,
@@ -211,7 +211,7 @@ class TrainingPanel(QWidget):
             self.val_losses.append(p.val_loss)
             self.val_curve.setData(self.val_steps, self.val_losses)
         if p.probe is not None:
-            self.probes.append(Probe(p.step, p.loss, p.probe))
+            self.probes.append(Probe.from_progress(p))   # with its induction / previous-token scores
             follow = self.slider.value() == self.slider.maximum()
             self.slider.setRange(0, len(self.probes) - 1)
             if follow:
