@@ -39,3 +39,17 @@ def drawn(qtbot):
         for view in views:
             qtbot.waitUntil(lambda: not view.draw_jobs.busy, timeout=timeout)
     return wait
+
+
+@pytest.fixture
+def window(qtbot):
+    """The main window on an untrained translator, shown, with its first trace in."""
+    from gui.main_window import MainWindow
+
+    w = MainWindow(source="random-translator", device="cpu")
+    qtbot.addWidget(w)
+    w.resize(1300, 850)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
+    yield w
+    w.close()

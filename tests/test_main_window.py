@@ -7,17 +7,6 @@ from PySide6.QtCore import QThreadPool
 from gui.main_window import MainWindow
 
 
-@pytest.fixture
-def window(qtbot):
-    w = MainWindow(source="random-translator", device="cpu")
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
-    yield w
-    w.close()
-
-
 def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
     window.text_edit.setText("the big dog sees the cat .")
     window.target_edit.setText("der große hund")

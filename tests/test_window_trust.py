@@ -14,17 +14,6 @@ from gui.theme import FOREGROUND
 ALL_VIEWS = ("Head detail", "Head lines", "Rollout", "Head statistics", "Neurons", "Decoding", "Compare")
 
 
-@pytest.fixture
-def window(qtbot):
-    w = MainWindow(source="random-translator", device="cpu")
-    qtbot.addWidget(w)
-    w.resize(1300, 850)
-    w.show()
-    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
-    yield w
-    w.close()
-
-
 def _open(window, *titles):
     for title in titles:
         window.docks[title].show()
