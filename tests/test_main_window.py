@@ -1,7 +1,6 @@
 """The main window, offscreen: it runs a text, its grid holds the trace's numbers, hover reads a
 cell, a click opens the head, and closing it mid-run leaves nothing running."""
 import numpy as np
-import pytest
 from PySide6.QtCore import QThreadPool
 
 from gui.main_window import MainWindow

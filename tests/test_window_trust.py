@@ -4,7 +4,6 @@ import threading
 
 import numpy as np
 import pyqtgraph as pg
-import pytest
 from PySide6.QtWidgets import QFileDialog
 
 import gui.main_window
