@@ -38,35 +38,30 @@ def test_short_run_gives_curve_probes_and_a_checkpoint(panel, qtbot, tmp_path):
     assert panel.save_button.isEnabled() and not panel.stop_button.isEnabled()
 
 
-def test_stop_ends_the_worker_and_keeps_the_model(panel, qtbot):
+def _start_long_run(panel, qtbot) -> None:
+    """A run far longer than any test, under way (at least one progress record in)."""
     panel.steps_box.setValue(100000)
     panel.start()
     qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+
+
+def test_stop_keeps_the_model_and_says_stopped_not_done(panel, qtbot):
+    _start_long_run(panel, qtbot)
     panel.stop()
     qtbot.waitUntil(lambda: panel.trained is not None and not panel.jobs.busy, timeout=30000)
-    assert panel.trained.meta["training"]["steps"] < 100000
+    steps = panel.trained.meta["training"]["steps"]
+    assert steps < 100000
+    assert panel.status.text().startswith(f"Stopped at step {steps} of 100000")
+    assert panel.progress.value() == steps and panel.unsaved
+    assert panel.start_button.isEnabled() and panel.save_button.isEnabled()
 
 
 def test_closing_during_training_leaves_nothing_running(panel, qtbot):
-    panel.steps_box.setValue(100000)
-    panel.start()
-    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    _start_long_run(panel, qtbot)
     panel.close()
     assert not panel.jobs.busy
     QThreadPool.globalInstance().waitForDone(10000)
     assert QThreadPool.globalInstance().activeThreadCount() == 0
-
-
-def test_stop_says_stopped_not_done(panel, qtbot):
-    panel.steps_box.setValue(100000)
-    panel.start()
-    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
-    panel.stop()
-    qtbot.waitUntil(lambda: panel.trained is not None and not panel.jobs.busy, timeout=30000)
-    steps = panel.trained.meta["training"]["steps"]
-    assert panel.status.text().startswith(f"Stopped at step {steps} of 100000")
-    assert panel.progress.value() == steps and panel.unsaved
-    assert panel.start_button.isEnabled() and panel.save_button.isEnabled()
 
 
 def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, monkeypatch):
@@ -101,10 +96,8 @@ def test_closing_mid_run_ends_within_one_step(panel, qtbot, monkeypatch):
         return real_loss(*args, **kwargs)
 
     monkeypatch.setattr(engine.training, "translator_loss", counting_loss)
-    panel.steps_box.setValue(100000)
     panel.probe_every.setValue(10000)
-    panel.start()
-    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    _start_long_run(panel, qtbot)
     at_close = calls["losses"]
     panel.close()
     assert not panel.jobs.running            # close() waited for the thread to let go
