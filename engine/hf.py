@@ -309,10 +309,13 @@ def _load_hf(path_or_name: str, device) -> LoadedModel:
 
 
 def _encode(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]):
+    """Tokenised once; only a text longer than the model takes is tokenised again, truncated."""
     pair = pair if pair and pair.strip() else None
-    full = tokenizer(text, pair, add_special_tokens=True)["input_ids"]
-    if len(full) > max_len:
-        notes.append(f"The input has {len(full)} tokens; the model takes {max_len}, so it was truncated.")
+    enc = tokenizer(text, pair, return_tensors="pt")
+    n = enc["input_ids"].shape[1]
+    if n <= max_len:
+        return enc
+    notes.append(f"The input has {n} tokens; the model takes {max_len}, so it was truncated.")
     return tokenizer(text, pair, return_tensors="pt", truncation=True, max_length=max_len)
 
 
