@@ -62,7 +62,7 @@ def main() -> None:
             "hf_sdpa": lambda: sdpa(input_ids=ids, token_type_ids=types, attention_mask=mask),
         }
         t = interleaved({name: on_worker(torch.no_grad()(fn)) for name, fn in fns.items()},
-                        repeats=21 if n < 512 else 11)
+                        repeats=21)
         results[str(n)] = {
             "tokens": int(ids.shape[1]),
             "ms": {name: summary(v, 2) for name, v in t.items()},

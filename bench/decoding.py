@@ -59,7 +59,7 @@ def _text(loaded, n_tokens: int, words: str) -> tuple[str, int]:
         n, text = n_now, f"{text} {words}"
 
 
-def bench(loaded, texts: dict[str, str], repeats: int = 7) -> dict:
+def bench(loaded, texts: dict[str, str], repeats: int = 15) -> dict:
     for text in texts.values():     # warm-up
         _session_times(loaded, text)
     first = {name: [] for name in texts}

@@ -130,7 +130,7 @@ def _text_of(loaded, tokens: int) -> tuple[str, int]:
         text += " " + sentence
 
 
-def run_to_all_heads_drawn(source: str, tokens: int, repeats: int = 15) -> dict:
+def run_to_all_heads_drawn(source: str, tokens: int, repeats: int = 31) -> dict:
     """Run clicked in the real window; phases until every visible view is drawn and painted.
     The baseline, the bare trace_text the worker calls, runs in the same loop."""
     from engine.tracing import trace_text
@@ -221,7 +221,7 @@ def _run_and_wait(w, text: str) -> float:
     return time.perf_counter() - start
 
 
-def longest_gap(w, repeats: int = 7) -> dict:
+def longest_gap(w, repeats: int = 15) -> dict:
     gaps, totals = [], []
     for i in range(repeats):
         ticks: list[float] = []
@@ -298,7 +298,7 @@ def head_lines_paint(app, repeats: int = 11) -> dict:
             "until_applied_ms": summary(apply_), "paint_grab_ms": summary(grab)}
 
 
-def grid_redraws(app, tokens: int, n: int = 41) -> tuple[float, dict]:
+def grid_redraws(app, tokens: int, n: int = 81) -> tuple[float, dict]:
     """Redraws per second (from the median redraw) and the redraw times in ms."""
     from engine.trace import AttentionTrace
     from gui.state import AppState

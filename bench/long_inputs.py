@@ -48,7 +48,7 @@ def forward(loaded, repeats: int = 9) -> tuple[dict, list]:
              "ratio": ratio(times["trace_text"], times["eager_no_weights"])}, traces[-2:])
 
 
-def view_draws(app, loaded, traces, repeats: int = 7) -> dict:
+def view_draws(app, loaded, traces, repeats: int = 15) -> dict:
     from gui.state import AppState
     from gui.views.head_grid import HeadGrid
     from gui.views.prepared import wait_until_drawn
