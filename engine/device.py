@@ -1,13 +1,22 @@
-"""Device choice, in one place: cuda, then mps, then cpu, unless the user says otherwise."""
+"""Device choice, in one place: cuda, then mps, then cpu, unless the user says otherwise.
+
+torch is imported by the functions, not by the module: the command line checks a --device
+against CHOICES, and the window imports this module, both before any model is loaded.
+"""
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
 def available_devices() -> list[str]:
     """The device names this machine can run on, best first (for a device chooser)."""
+    import torch
+
     names = []
     if torch.cuda.is_available():
         names.append("cuda")
@@ -24,6 +33,8 @@ def pick_device(preference: str | None = "auto") -> torch.device:
     'auto' takes the best available. Asking for a device this machine lacks raises a
     ValueError with a message a user can act on, rather than failing later inside torch.
     """
+    import torch
+
     pref = (preference or "auto").strip().lower()
     if pref == "auto":
         return torch.device(available_devices()[0])

@@ -2,16 +2,18 @@
 
 Whatever the source (a checkpoint of ours, a nanoGPT file, a Hugging Face folder, a fresh
 random model), the GUI and the CLI hold one of these and ask engine.tracing for traces.
+Importing this module does not import torch (the window does, before any model is loaded).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
+from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 
-from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 # Every family is one of three roles; tracing, decoding and the views speak roles.
 ROLE_OF_FAMILY = {

@@ -4,15 +4,20 @@ A trace is a CPU snapshot of one forward pass on one example: for each attention
 array (layers, heads, T_query, T_key), and the token strings that label its axes. It is
 built in one call from a model output (``AttentionTrace.from_output``) and holds numpy
 arrays in a compact dtype, so it can cross from a worker thread to the GUI cheaply.
+Only ``from_output`` needs torch (in the worker that ran the model): the window holds and
+draws traces without it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from engine.models.outputs import KEY_SIDE, KINDS, QUERY_SIDE, ModelOutput
+from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+
+if TYPE_CHECKING:
+    from engine.models.outputs import ModelOutput
 
 
 @dataclass
@@ -43,6 +48,8 @@ class AttentionTrace:
         Padding positions are cut off using the token lists' lengths, so a trace never
         shows pad rows or columns.
         """
+        import torch
+
         source_tokens = list(source_tokens or [])
         target_tokens = list(target_tokens or [])
         lengths = {"source": len(source_tokens), "target": len(target_tokens)}

@@ -8,15 +8,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-# The kinds of attention a transformer can have. A trace and the GUI key everything by them.
-ENCODER_SELF = "encoder self"   # source x source (translator encoder, BERT)
-DECODER_SELF = "decoder self"   # target x target, causal (translator decoder, GPT)
-CROSS = "cross"                 # target x source (translator decoder looking at the encoder)
-KINDS = (ENCODER_SELF, DECODER_SELF, CROSS)
-
-# Which token sequence labels the query and key axes of each kind.
-QUERY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "target"}
-KEY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "source"}
+# The attention kinds live in engine.kinds (no torch: the window imports them at start-up);
+# the models name their outputs by them, so they are importable from here as well.
+from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE  # noqa: F401
 
 
 @dataclass
