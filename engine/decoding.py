@@ -8,59 +8,20 @@ beam search every hypothesis with its score and parent.
 Each step feeds only the new token(s): the translator encodes the source once and reuses
 the cross-attention keys/values; the GPT feeds the prompt once, then one token a step.
 The attention rows of a step are those of the query that *produced* the distribution the
-token was chosen from: "what the model looked at to choose it".
+token was chosen from: "what the model looked at to choose it". The records themselves
+(settings, steps, results) are in engine.decoding_records, which needs no torch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Generator
 
 import numpy as np
 import torch
 
+from engine.decoding_records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis
 from engine.loaded import LoadedModel
 from engine.models.outputs import CROSS, DECODER_SELF
 from engine.tracing import InputError
-
-STRATEGIES = ("greedy", "beam", "sample")
-
-
-@dataclass
-class DecodeSettings:
-    strategy: str = "greedy"       # greedy | beam | sample
-    max_new_tokens: int = 40
-    beam_width: int = 4
-    length_penalty: float = 1.0    # beam score = sum log p / length ** length_penalty
-    temperature: float = 1.0
-    top_k: int = 0                 # 0: no top-k cut
-    top_p: float = 1.0             # 1.0: no nucleus cut
-    seed: int = 0
-    n_candidates: int = 8          # candidates reported per step
-
-
-@dataclass
-class Hypothesis:
-    ids: list[int]
-    tokens: list[str]
-    score: float                   # normalised log-probability (see length_penalty)
-    parent: int                    # index of the hypothesis it grew from at the previous step
-    finished: bool = False         # ended with EOS
-    pruned: bool = False           # fell out of the beam at this step
-
-
-@dataclass
-class DecodeStep:
-    step: int
-    token_id: int
-    token: str
-    probability: float
-    candidates: list[tuple[str, float]]      # the top candidates, most likely first
-    self_rows: np.ndarray                    # (L, H, T_so_far): decoder self-attention of the query
-    cross_rows: np.ndarray | None            # (L, H, S): cross-attention (translator only)
-    output_tokens: list[str]                 # the best hypothesis so far
-    output_ids: list[int]
-    beams: list[Hypothesis] = field(default_factory=list)
-    finished: bool = False                   # no more steps will come
 
 
 def _select(cache, index: torch.Tensor):
@@ -330,15 +291,6 @@ def _top(probs: torch.Tensor, tok, n: int) -> list[tuple[str, float]]:
 
 def _rows(rows: torch.Tensor | None, b: int) -> np.ndarray | None:
     return None if rows is None else rows[b].float().cpu().numpy()
-
-
-@dataclass
-class DecodeResult:
-    source_tokens: list[str]
-    prompt_tokens: list[str]
-    output_tokens: list[str]
-    text: str
-    steps: list[DecodeStep]
 
 
 def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None) -> DecodeResult:

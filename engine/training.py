@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Generator, Iterable
 
 import torch
@@ -26,6 +25,7 @@ from engine.loaded import LoadedModel
 from engine.models import GPT, GPTConfig, Translator, TranslatorConfig
 from engine.tokenizer import Tokenizer
 from engine.trace import AttentionTrace
+from engine.training_records import TrainConfig, TrainProgress
 
 # Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.
 SIZES = {
@@ -39,40 +39,6 @@ SIZES = {
         "small": dict(n_layer=3, n_head=4, n_embd=128, block_size=128, dropout=0.0),
     },
 }
-
-
-@dataclass
-class TrainConfig:
-    size: str = "small"
-    steps: int = 3000
-    batch_size: int = 64          # sentence pairs (translator) or windows (gpt) per step
-    lr: float = 1e-3
-    warmup: int = 300
-    weight_decay: float = 0.01
-    label_smoothing: float = 0.1  # translator only
-    clip: float = 1.0
-    seed: int = 0
-    report_every: int = 10
-    eval_every: int = 250
-    probe_every: int = 0          # 0: no probe traces
-    probe_text: str | None = None
-    vocab_size: int = 2000        # BPE vocabulary of the GPT
-    model_overrides: dict = field(default_factory=dict)
-
-
-@dataclass
-class TrainProgress:
-    step: int
-    total_steps: int
-    loss: float
-    lr: float
-    tokens_per_s: float
-    elapsed_s: float
-    val_loss: float | None = None
-    probe: AttentionTrace | None = None
-    head_scores: dict | None = None  # at evaluations and probes: engine.analysis.mechanism_scores
-    done: bool = False
-    stopped: bool = False         # stop() was asked before the last step: ``step`` < ``total_steps``
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:

@@ -1,0 +1,59 @@
+"""What decoding is asked for and what it hands back: plain records, no torch.
+
+engine.decoding makes them; the window's Decoding panel builds its settings and draws the
+steps from here, so it imports neither torch nor the decoder until a step is asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STRATEGIES = ("greedy", "beam", "sample")
+
+
+@dataclass
+class DecodeSettings:
+    strategy: str = "greedy"       # greedy | beam | sample
+    max_new_tokens: int = 40
+    beam_width: int = 4
+    length_penalty: float = 1.0    # beam score = sum log p / length ** length_penalty
+    temperature: float = 1.0
+    top_k: int = 0                 # 0: no top-k cut
+    top_p: float = 1.0             # 1.0: no nucleus cut
+    seed: int = 0
+    n_candidates: int = 8          # candidates reported per step
+
+
+@dataclass
+class Hypothesis:
+    ids: list[int]
+    tokens: list[str]
+    score: float                   # normalised log-probability (see length_penalty)
+    parent: int                    # index of the hypothesis it grew from at the previous step
+    finished: bool = False         # ended with EOS
+    pruned: bool = False           # fell out of the beam at this step
+
+
+@dataclass
+class DecodeStep:
+    step: int
+    token_id: int
+    token: str
+    probability: float
+    candidates: list[tuple[str, float]]      # the top candidates, most likely first
+    self_rows: np.ndarray                    # (L, H, T_so_far): decoder self-attention of the query
+    cross_rows: np.ndarray | None            # (L, H, S): cross-attention (translator only)
+    output_tokens: list[str]                 # the best hypothesis so far
+    output_ids: list[int]
+    beams: list[Hypothesis] = field(default_factory=list)
+    finished: bool = False                   # no more steps will come
+
+
+@dataclass
+class DecodeResult:
+    source_tokens: list[str]
+    prompt_tokens: list[str]
+    output_tokens: list[str]
+    text: str
+    steps: list[DecodeStep]

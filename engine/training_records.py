@@ -1,0 +1,47 @@
+"""What a training run is asked for and what it reports: plain records, no torch.
+
+engine.training runs the loops (and re-exports these, so ``from engine.training import
+TrainConfig`` works); the window's Training panel fills its boxes from a TrainConfig and
+draws TrainProgress records without importing torch until a run starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.trace import AttentionTrace
+
+
+@dataclass
+class TrainConfig:
+    size: str = "small"
+    steps: int = 3000
+    batch_size: int = 64          # sentence pairs (translator) or windows (gpt) per step
+    lr: float = 1e-3
+    warmup: int = 300
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1  # translator only
+    clip: float = 1.0
+    seed: int = 0
+    report_every: int = 10
+    eval_every: int = 250
+    probe_every: int = 0          # 0: no probe traces
+    probe_text: str | None = None
+    vocab_size: int = 2000        # BPE vocabulary of the GPT
+    model_overrides: dict = field(default_factory=dict)
+
+
+@dataclass
+class TrainProgress:
+    step: int
+    total_steps: int
+    loss: float
+    lr: float
+    tokens_per_s: float
+    elapsed_s: float
+    val_loss: float | None = None
+    probe: AttentionTrace | None = None
+    head_scores: dict | None = None  # at evaluations and probes: engine.analysis.mechanism_scores
+    done: bool = False
+    stopped: bool = False         # stop() was asked before the last step: ``step`` < ``total_steps``
