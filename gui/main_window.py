@@ -2,6 +2,9 @@
 
 Every forward pass and model load runs in a worker (gui.worker.Jobs); the window only
 draws what comes back. A failed load leaves the previous model loaded and usable.
+torch is first imported by the worker that opens the model, never to build or show the
+window (tests/test_startup.py): the engine functions that need it are imported in the
+worker functions below.
 """
 from __future__ import annotations
 
@@ -16,10 +19,8 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, 
                                QWidget)
 
 from engine import catalog, version
-from engine.device import available_devices
+from engine.device import available_devices, pick_device
 from engine.loaded import LoadedModel
-from engine.decoding import model_output
-from engine.tracing import trace_text
 from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
 from gui.help import HelpButton, HelpDialog
@@ -56,10 +57,31 @@ SHORTCUTS = [
 ]
 
 
+def _usable_device(device: str, devices: list[str]) -> str:
+    """``device`` where this machine has it, else auto (a setting saved on another machine)."""
+    return device if device in ("auto", *devices) else "auto"
+
+
+def _open_model(source: str, device: str):
+    """The worker's part of opening a model: first the devices this machine has (asking
+    torch, which the model needs anyway), then the model on ``device`` if it is one of them."""
+    devices = available_devices()
+    yield devices
+    return catalog.open_model(source, _usable_device(device, devices))
+
+
 def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False):
+    from engine.tracing import trace_text
+
     start = time.perf_counter()
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords)
     return trace, time.perf_counter() - start
+
+
+def _model_output(loaded: LoadedModel, text: str) -> str:
+    from engine.decoding import model_output
+
+    return model_output(loaded, text)
 
 
 class MainWindow(QMainWindow):
@@ -126,10 +148,10 @@ class MainWindow(QMainWindow):
         self.live_box.setToolTip("Run again shortly after each edit")
         self.live_box.setChecked(str(self.settings.value("live", "true")) == "true")
         self.device_box = QComboBox()
-        self.device_box.addItems(["auto"] + available_devices())
+        # Until the model's worker has asked torch which devices there are (_show_devices):
+        # the two every machine has, and the chosen one.
+        self.device_box.addItems(list(dict.fromkeys(["auto", "cpu", self.state.device])))
         self.device_box.setToolTip("Where the model runs")
-        if self.device_box.findText(self.state.device) < 0:
-            self.state.device = "auto"
         self.device_box.setCurrentText(self.state.device)
         self.device_box.currentTextChanged.connect(self._on_device)
         for edit in (self.text_edit, self.target_edit, self.pair_edit):
@@ -324,8 +346,17 @@ class MainWindow(QMainWindow):
     def open_source(self, source: str) -> None:
         """Load a model in the worker; on failure keep the current one and say why."""
         self.statusBar().showMessage(f"Loading {Path(source).name}…")
-        self.model_jobs.start(catalog.open_model, source, self.state.device,
+        self.model_jobs.start(_open_model, source, self.state.device, on_yielded=self._show_devices,
                               on_returned=lambda loaded: self._model_loaded(source, loaded))
+
+    def _show_devices(self, devices: list[str]) -> None:
+        """The device chooser lists this machine's devices; a chosen one it lacks becomes auto."""
+        self.state.device = _usable_device(self.state.device, devices)
+        self.device_box.blockSignals(True)
+        self.device_box.clear()
+        self.device_box.addItems(["auto", *devices])
+        self.device_box.setCurrentText(self.state.device)
+        self.device_box.blockSignals(False)
 
     def _model_loaded(self, source: str, loaded: LoadedModel) -> None:
         self.current_source = source
@@ -393,7 +424,7 @@ class MainWindow(QMainWindow):
         self.state.set_trace(trace)
         loaded = self.state.loaded
         if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
-            self.output_jobs.start(model_output, loaded, self.state.text, on_returned=self.state.set_output)
+            self.output_jobs.start(_model_output, loaded, self.state.text, on_returned=self.state.set_output)
 
     def _on_output(self, text: str) -> None:
         loaded = self.state.loaded
@@ -587,5 +618,4 @@ def _same_source(a: str | None, b: str | None) -> bool:
 
 
 def _move_model(loaded: LoadedModel, device: str) -> LoadedModel:
-    from engine.device import pick_device
     return loaded.to(pick_device(device))

@@ -108,6 +108,19 @@ def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatc
     assert app_settings().value("colormap") == "inferno"
 
 
+def test_a_device_this_machine_lacks_becomes_auto_once_the_worker_lists_the_devices(qtbot):
+    from engine.device import available_devices, pick_device
+
+    w = MainWindow(source="random-gpt", device="cuda:7")    # e.g. saved on another machine
+    qtbot.addWidget(w)
+    assert w.device_box.currentText() == "cuda:7"            # shown until the worker has asked torch
+    qtbot.waitUntil(lambda: w.state.loaded is not None, timeout=20000)
+    assert w.state.device == "auto" and w.device_box.currentText() == "auto"
+    assert [w.device_box.itemText(i) for i in range(w.device_box.count())] == ["auto", *available_devices()]
+    assert w.state.loaded.device.type == pick_device("auto").type
+    w.close()
+
+
 def test_open_checkpoint_from_the_file_menu_and_refuse_a_corrupt_one(window, qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 

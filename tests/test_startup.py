@@ -3,6 +3,7 @@
 Each check runs in a fresh interpreter, since this test process has long imported torch.
 """
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,80 @@ def test_opening_a_model_imports_torch_then():
     assert found["transformers"] is False
 
 
-def test_main_window_imports_transformers_only_for_a_hugging_face_model():
-    found = imported_after("import gui.main_window")
-    assert found["transformers"] is False
+def test_importing_the_window_imports_neither_torch_nor_transformers():
+    found = imported_after("import gui.app\nimport gui.main_window")
+    assert found == {"torch": False, "transformers": False}
+
+
+# `attnscope --device cpu` as a user starts it (main.main -> run_app), with the model's worker
+# held at its start until the window is on screen: whatever torch the window needed by then,
+# the GUI thread imported it. Then the worker goes on, and the first import of torch is seen.
+WINDOW_PROBE = """
+import json, sys, threading
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+import gui.main_window
+import main
+from gui.worker import job_failures
+
+HEAVY = {heavy!r}
+found = {{}}
+opening = threading.Event()
+
+
+class FirstImport:
+    def find_spec(self, name, path=None, target=None):  # asked only while torch is not imported
+        if name == "torch":
+            found.setdefault("torch_imported_by", threading.current_thread().name)
+        return None
+
+
+sys.meta_path.insert(0, FirstImport())
+real_open = gui.main_window._open_model
+
+
+def held_open(*args):
+    opening.wait()
+    return (yield from real_open(*args))
+
+
+gui.main_window._open_model = held_open
+app = QApplication(sys.argv[:1])   # run_app takes this instance
+
+
+def imported():
+    return {{m: m in sys.modules for m in HEAVY}}
+
+
+def when_shown():
+    window = next(w for w in app.topLevelWidgets() if isinstance(w, gui.main_window.MainWindow))
+    found["shown"] = window.isVisible()
+    found["at_show"] = imported()
+
+    def end(key, value):
+        found[key] = value
+        QTimer.singleShot(0, window.close)
+    window.state.model_changed.connect(lambda loaded: end("loaded", loaded.name))
+    job_failures().failed.connect(lambda title, message: end("error", message))
+    opening.set()
+
+
+QTimer.singleShot(0, when_shown)
+main.main(["--device", "cpu"])
+found["at_end"] = imported()
+print(json.dumps(found))
+"""
+
+
+def test_the_window_is_on_screen_before_torch_is_imported_by_the_model_worker(tmp_path):
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ATTNSCOPE_SETTINGS": str(tmp_path / "settings.ini")}
+    out = subprocess.run([sys.executable, "-c", WINDOW_PROBE.format(heavy=HEAVY)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True, timeout=600)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["shown"] is True
+    assert found["at_show"] == {"torch": False, "transformers": False}
+    assert "error" not in found and found["loaded"]
+    assert found["torch_imported_by"] != "MainThread"      # the worker that opened the model
+    assert found["at_end"] == {"torch": True, "transformers": False}

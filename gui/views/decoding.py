@@ -8,6 +8,7 @@ must be advanced by one thread at a time. Play steps on a timer that waits for e
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -16,15 +17,20 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine.decoding import DecodeSession, DecodeSettings, DecodeStep
+from engine.decoding_records import STRATEGIES, DecodeSettings, DecodeStep
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
 from gui.worker import Jobs
+
+if TYPE_CHECKING:
+    from engine.decoding import DecodeSession
 
 TITLE = 'Decoding failed'     # the title of this view's error dialogs
 
 
 def _start_session(loaded, text: str, settings: DecodeSettings):
+    from engine.decoding import DecodeSession   # torch, in the worker: the panel is drawn without it
+
     session = DecodeSession(loaded, text, settings)
     return session, session.steps()
 
@@ -49,7 +55,7 @@ class DecodingPanel(QWidget):
 
         # ---- controls ----
         self.strategy = QComboBox()
-        self.strategy.addItems(["greedy", "beam", "sample"])
+        self.strategy.addItems(STRATEGIES)
         self.beam_width = self._spin(QSpinBox(), 1, 8, 4, "beam ")
         self.length_penalty = self._spin(QDoubleSpinBox(), 0.0, 2.0, 1.0, "len pen ", 0.1)
         self.temperature = self._spin(QDoubleSpinBox(), 0.05, 5.0, 1.0, "temp ", 0.1)

@@ -6,20 +6,31 @@ heatmaps show. The vectors are recomputed in the view's worker (engine.neurons).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from engine.neurons import QueryKeys, query_keys
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.token_labels import fitting_ticks
 from gui.elided import ElidedLabel
 from gui.worker import Jobs
 
+if TYPE_CHECKING:
+    from engine.neurons import QueryKeys
+
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
 
 PANES = ("query q", "keys k", "q * k", "q . k / sqrt(d)", "softmax")
+
+
+def _query_keys(*args, **kwargs) -> QueryKeys:
+    """engine.neurons.query_keys, in the worker: torch is imported there, never to draw the view."""
+    from engine.neurons import query_keys
+
+    return query_keys(*args, **kwargs)
 
 
 class NeuronView(QWidget):
@@ -100,7 +111,7 @@ class NeuronView(QWidget):
         loaded, trace, kind = self.state.loaded, self.state.trace, self.state.kind
         if loaded is None or trace is None or kind not in trace.kinds:
             return
-        self.jobs.start(query_keys, loaded, self.state.text, kind, self.state.layer, self.state.head,
+        self.jobs.start(_query_keys, loaded, self.state.text, kind, self.state.layer, self.state.head,
                         target=self.state.target or None, pair=self.state.pair or None,
                         on_returned=lambda data, k=kind: self._computed(data, k), on_error=lambda exc: self.note.setText(f"Cannot compute: {exc}"))
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QWidget)
 
 from engine.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
-from engine.training import TrainConfig, TrainProgress
+from engine.training_records import TrainConfig, TrainProgress
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.worker import Jobs, error_message, job_failures
