@@ -20,13 +20,18 @@ def register(sub) -> None:
     p.add_argument("family", choices=["translator", "gpt"])
     p.add_argument("--corpus", default=None,
                    help="a TSV pairs file (translator) or a UTF-8 .txt file (gpt); default: the synthetic "
-                        "English->German corpus / Python's docs plus synthetic English")
+                        "English->German corpus / Shakespeare's plays")
     p.add_argument("--steps", type=int_in(1, 10_000_000), default=3000)
     p.add_argument("--size", choices=["tiny", "small"], default="small")
     p.add_argument("--batch-size", type=int_in(1, 4096), default=64)
     p.add_argument("--lr", type=float_in(0, 10, lo_open=True), default=1e-3, help="learning rate, in (0, 10]")
     p.add_argument("--position", choices=["learned", "rope"], default="learned",
                    help="gpt only: learned positions (GPT-2) or rotary (RoPE)")
+    p.add_argument("--vocab-size", type=int_in(300, 50_000), default=2000,
+                   help="gpt only: BPE vocabulary (256 byte pieces and 7 specials included)")
+    p.add_argument("--repeat-passages", type=float_in(0, 1), default=0.0,
+                   help="gpt only: share of training windows that open with a passage of the text repeated, "
+                        "so copying (induction heads) pays; 0 to 1")
     p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
     p.add_argument("--train-pairs", type=int_in(10, 1_000_000), default=20000, help="size of the synthetic training split")
     p.add_argument("--eval-limit", type=int_in(1, 1_000_000), default=1000, help="test sentences scored at the end")
@@ -57,6 +62,7 @@ def run(args) -> int:
         return BAD_INPUT
     config = TrainConfig(size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          warmup=min(300, max(1, args.steps // 10)),
+                         vocab_size=args.vocab_size, repeat_fraction=args.repeat_passages,
                          model_overrides={"position": args.position} if args.family == "gpt" else {})
     try:
         if args.family == "translator":

@@ -29,6 +29,7 @@ class TrainConfig:
     probe_every: int = 0          # 0: no probe traces
     probe_text: str | None = None
     vocab_size: int = 2000        # BPE vocabulary of the GPT
+    repeat_fraction: float = 0.0  # GPT only: share of windows that open with a passage of the text repeated
     model_overrides: dict = field(default_factory=dict)
 
 

@@ -73,3 +73,19 @@ def test_translation_scores_keys(pairs):
     scores = translation_scores(loaded, pairs["test"], limit=10)
     assert set(scores) >= {"bleu", "chrf", "exact_match", "sentences", "examples"}
     assert scores["sentences"] == 10 and 0 <= scores["bleu"] <= 100
+
+
+def test_repeated_passages_open_the_chosen_share_of_windows_and_keep_targets_shifted():
+    from engine.training import gpt_windows, repeat_passages
+
+    stream = torch.arange(1000)  # every id distinct: a repeat can only come from repeat_passages
+    x, y = gpt_windows(stream, 64, torch.tensor([0, 100, 200, 300]))
+    rx, ry = repeat_passages(x.clone(), y.clone(), 0.5, torch.Generator().manual_seed(0))
+    assert torch.equal(rx[:, 1:], ry[:, :-1])             # still next-token targets
+    assert torch.equal(rx[2:], x[2:]) and torch.equal(ry[2:], y[2:])  # half the windows untouched
+    for row, start in zip(rx[:2], (0, 100)):
+        n = int((row == start).nonzero()[1])                 # where the passage starts again
+        assert 8 <= n <= 32
+        assert torch.equal(row[:n], torch.arange(start, start + n))
+        assert torch.equal(row[n:2 * n], row[:n])            # said again
+    assert torch.equal(repeat_passages(x, y, 0.0, torch.Generator())[0], x)
