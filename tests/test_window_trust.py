@@ -122,12 +122,13 @@ def test_no_view_prepares_its_drawing_on_the_gui_thread(window, qtbot, drawn, mo
     import gui.views.head_grid
     import gui.views.head_lines
     import gui.views.head_stats
+    import gui.views.positional
     import gui.views.rollout
     from gui.views.prepared import DRAWN_OFF_THREAD
 
     calls = []
     modules = [gui.views.head_grid, gui.views.head_detail, gui.views.head_lines, gui.views.head_stats,
-               gui.views.rollout]
+               gui.views.rollout, gui.views.positional]
     for func in list(DRAWN_OFF_THREAD):
         module = next(m for m in modules if getattr(m, func.__name__, None) is func)
 
@@ -136,11 +137,12 @@ def test_no_view_prepares_its_drawing_on_the_gui_thread(window, qtbot, drawn, mo
             return _func(*args, **kwargs)
 
         monkeypatch.setattr(module, func.__name__, spy)
-    views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics")
+    views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Positions")
     _run(window, qtbot, "the small cat sees the big dog .")
     drawn(window.grid, *views)
     names = {name for name, _ in calls}
-    assert names == {"grid_drawing", "detail_drawing", "lines_drawing", "rollout_drawing", "stats_drawing"}
+    assert names == {"grid_drawing", "detail_drawing", "lines_drawing", "rollout_drawing", "stats_drawing",
+                     "lab_drawing"}
     assert not any(on_gui for _, on_gui in calls)
 
 

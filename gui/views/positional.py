@@ -3,25 +3,33 @@
 Every number drawn comes from engine.positional, so the pictures are the maths the models
 run. The controls on top (d_model, positions, base, position, offset k, depth) drive all
 tabs; Play moves the position and every clock turns together, leaving a faint trail.
+
+The maths is torch, so it runs in the view's worker (gui/views/prepared.py): ``lab_drawing``
+turns a snapshot of the controls into numpy arrays and strings, and the GUI thread only hands
+them to the plots. This module imports no torch: the window starts without it.
 """
 from __future__ import annotations
 
+import sys
+import traceback
+from dataclasses import dataclass, replace
+
 import numpy as np
 import pyqtgraph as pg
-import torch
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSlider, QSpinBox,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from engine import positional as P
 from gui.colormaps import attach_colorbar, colormap
-from gui.worker import Jobs
+from gui.views.prepared import PreparedView, prepares
+from gui.worker import error_message, job_failures
 
 TITLE = 'The positions lab could not run'     # the title of this view's error dialogs
 
 N_CLOCKS = 8
 MAX_POSITIONS = 2048
 TRAIL = 24
+SINUSOIDAL_TITLE = "PE[pos, dim]: columns 2i are sines, 2i+1 cosines"
 
 
 def clock_depths(d_model: int, n: int = N_CLOCKS) -> list[int]:
@@ -30,6 +38,226 @@ def clock_depths(d_model: int, n: int = N_CLOCKS) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, pairs - 1, min(n, pairs))})
 
 
+# ---- what the worker is asked (plain snapshots of the controls) -----------------------------------
+@dataclass(frozen=True)
+class PositionSettings:
+    """What follows the position slider: the clocks, the offsets, the similarity, RoPE's hands."""
+    pos: int
+    k: int
+    depth: int
+    d_model: int
+    n_positions: int
+    base: float
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """What the whole tables follow: the sizes, the base and the loaded model (or None)."""
+    d_model: int
+    n_positions: int
+    base: float
+    use_model: bool
+    loaded: object      # engine.loaded.LoadedModel or None
+    text: str           # the window's text: a RoPE GPT's real query and key come from its first token
+
+
+# ---- what the worker hands back (numpy arrays and strings, never Qt or torch) ---------------------
+@dataclass
+class RopeDrawing:
+    """q_m . k_n against m - n, or the error that kept the model's own q and k from coming."""
+    offsets: np.ndarray | None = None     # (n * n,) m - n
+    scores: np.ndarray | None = None      # (n * n,) q_m . k_n
+    spread: float = 0.0                   # the largest spread of the scores at one m - n
+    source: str = ""
+    error: Exception | None = None
+
+
+@dataclass
+class TablesDrawing:
+    """The heatmap, the dot products of every pair of positions, the learned table and RoPE."""
+    title: str
+    heat: np.ndarray                      # (P, D) the encoding drawn
+    levels: tuple[float, float]
+    dots: np.ndarray                      # (P, P) PE(p) . PE(q)
+    d_model: int                          # the sizes drawn: the model's when its table is shown
+    n_positions: int
+    model_sizes: bool                     # the model's table is shown: the formula's knobs are off
+    max_positions: int
+    learned: np.ndarray | None            # (P, 2) learned positions in 2-D PCA, or None
+    cosines: np.ndarray | None            # (P, P) their cosine similarity
+    learned_text: str
+    rope: RopeDrawing
+
+
+@dataclass
+class PositionDrawing:
+    """Everything that moves with the slider, for one position, offset and depth."""
+    pos: int
+    k: int
+    depths: list[int]                     # the clocks' pairs i
+    clock_titles: list[str]
+    points: np.ndarray                    # (C, 2) each clock's (sin, cos) at pos
+    trail_x: np.ndarray                   # (T, C) the positions before pos, T <= TRAIL
+    trail_y: np.ndarray                   # (T, C)
+    matrix_text: str
+    target: np.ndarray                    # (2 * (D // 2),) PE(pos + k)
+    rotated: np.ndarray                   # (2 * (D // 2),) R(k) PE(pos)
+    offset_error: float
+    similarity: np.ndarray                # (max_k + 1,) PE(pos) . PE(pos + k) over k
+    query_hand: np.ndarray                # (2, 2) x and y of RoPE's query line
+    key_hand: np.ndarray                  # (2, 2) x and y of RoPE's key line
+
+
+@dataclass
+class LabDrawing:
+    tables: TablesDrawing | None          # None: only the position moved, the tables on screen stay
+    position: PositionDrawing
+
+
+# ---- the worker's part: engine.positional (torch) -> numpy ------------------------------------------
+@prepares
+def lab_drawing(position: PositionSettings, tables: TableSettings | None) -> LabDrawing:
+    """What the lab draws, in a worker. With ``tables`` the tables are redrawn too, and their
+    sizes (the model's, when its table is shown) are the ones the position part uses."""
+    if tables is None:
+        return LabDrawing(None, position_drawing(position))
+    drawn = tables_drawing(tables)
+    return LabDrawing(drawn, position_drawing(replace(position, d_model=drawn.d_model,
+                                                      n_positions=drawn.n_positions)))
+
+
+def _encoding(s: TableSettings, kind: str, model_table) -> tuple[str, object]:
+    """The table drawn, (P, D) float64: the loaded model's (when asked and it has one) or the formula's."""
+    import torch
+    from engine import positional as P
+
+    if s.use_model and model_table is not None:
+        return kind, model_table[: s.n_positions].double()
+    return "sinusoidal", P.sinusoidal_encoding(s.n_positions, s.d_model, s.base, dtype=torch.float64)
+
+
+def tables_drawing(s: TableSettings) -> TablesDrawing:
+    """The tables for the current sizes: one look at the model's position table serves the
+    heatmap, the sizes shown, the learned tab and the RoPE curve."""
+    from engine import positional as P
+
+    kind, model_table = P.position_table(s.loaded.model) if s.loaded is not None else ("none", None)
+    shown, table = _encoding(s, kind, model_table)
+    table_np = table.numpy()  # (P, D)
+    levels = (-1.0, 1.0) if shown == "sinusoidal" else (float(table_np.min()), float(table_np.max()))
+    title = SINUSOIDAL_TITLE if shown == "sinusoidal" else f"{s.loaded.name}: learned position table"
+    model_sizes = s.use_model and model_table is not None
+    d = model_table.shape[1] + model_table.shape[1] % 2 if model_sizes else s.d_model
+    n = table_np.shape[0]
+    xy, cosines, learned_text = learned_drawing(s.loaded, kind, model_table, n)
+    return TablesDrawing(title, table_np, levels, (table @ table.T).numpy(), d, n, model_sizes,
+                         model_table.shape[0] if model_sizes else MAX_POSITIONS, xy, cosines, learned_text,
+                         rope_drawing(s, kind, d, n))
+
+
+def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    """A learned table's first ``n`` positions as (P, 2) PCA points and (P, P) cosines, with the
+    line above them; or none of it, and why, for a model without one."""
+    from engine import positional as P
+
+    if kind != "learned":
+        why = {"sinusoidal": "uses the sinusoidal formula", "rope": "uses rotary positions",
+               "none": "has no position table"}[kind]
+        return None, None, ("Open a GPT or BERT checkpoint to see learned positions"
+                            + (f": the loaded model {why}." if loaded is not None else "."))
+    table = table[:n]  # (P, D)
+    return (P.pca_2d(table).numpy(), P.cosine_matrix(table).numpy(),
+            f"{loaded.name}: {table.shape[0]} learned position vectors of {table.shape[1]} "
+            "dimensions (colour runs from the first position to the last).")
+
+
+def _rope_vectors(loaded, text: str):
+    """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
+    import torch
+    from engine.neurons import query_keys
+    from engine.models.outputs import DECODER_SELF
+
+    qk = query_keys(loaded, text, DECODER_SELF, 0, 0)
+    return (torch.from_numpy(qk.queries[0]).double(), torch.from_numpy(qk.keys[0]).double(),
+            loaded.model.rotary.base, f"{loaded.name}: layer 0, head 0, token {qk.trace.target_tokens[0]!r}")
+
+
+def _random_vectors(d_model: int, base: float):
+    """(q, k, base, label): a seeded random query and key of the even width <= d_model."""
+    import torch
+
+    d = d_model - d_model % 2
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64)
+    return q, k, base, f"random q, k; d = {d}"
+
+
+def rope_drawing(s: TableSettings, kind: str, d_model: int, n_positions: int) -> RopeDrawing:
+    """q_m . k_n over m - n: random q and k, or, for a GPT with RoPE, the real query and key of
+    layer 0, head 0 for the first token of the text (at position 0 RoPE has not turned them
+    yet). A failed forward is handed back, not raised: the other tabs still draw."""
+    from engine import positional as P
+
+    if kind == "rope" and s.text.strip():
+        try:
+            q, k, base, source = _rope_vectors(s.loaded, s.text)
+        except Exception as exc:  # every error reaches the window, as Jobs would deliver it
+            if not isinstance(exc, ValueError):
+                traceback.print_exc(file=sys.stderr)
+            return RopeDrawing(error=exc)
+    else:
+        q, k, base, source = _random_vectors(d_model, s.base)
+    n = min(n_positions, 128)
+    scores = P.rope_scores(q, k, n, base).numpy()  # (n, n)
+    m, nn = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    spread = max(float(np.ptp(np.diagonal(scores, off))) for off in range(-n + 1, n))
+    return RopeDrawing((m - nn).ravel(), scores.ravel(), spread, source)
+
+
+def position_drawing(s: PositionSettings) -> PositionDrawing:
+    """Everything that follows the position slider. One table up to pos + k serves the
+    clocks, their trails and the offsets."""
+    import torch
+    from engine import positional as P
+
+    d, pos, k = s.d_model, s.pos, s.k
+    i = min(s.depth, max(0, d // 2 - 1))        # a depth the width (perhaps just narrowed) still has
+    pe = P.sinusoidal_encoding(pos + k + 1, d, s.base, dtype=torch.float64)  # (pos + k + 1, D)
+    w = P.angular_frequencies(d, s.base).numpy()  # (ceil(D/2),)
+    target, rotated, matrix_text = _offsets(pe, pos, k, i, s.base)
+    return PositionDrawing(
+        pos, k, *_clocks(pe.numpy(), pos, w), matrix_text, target, rotated,
+        float(np.abs(rotated - target).max()) if len(target) else 0.0,
+        P.offset_similarity(pos, max(1, s.n_positions - 1), d, s.base).numpy(),
+        np.array([[0, np.cos(pos * w[i])], [0, np.sin(pos * w[i])]]),
+        np.array([[0, 0.8 * np.cos((pos - k) * w[i])], [0, 0.8 * np.sin((pos - k) * w[i])]]))
+
+
+def _clocks(rows: np.ndarray, pos: int, w: np.ndarray) -> tuple:
+    """(depths, titles, points (C, 2), trail x (T, C), trail y (T, C)): each drawn pair's point
+    (sin(pos w_i), cos(pos w_i)) and the TRAIL positions before it, from rows (>= pos + 1, D)."""
+    depths = clock_depths(rows.shape[1])
+    titles = [f"i = {j}: w = {w[j]:.3g} rad/pos, turn every {2 * np.pi / w[j]:.3g}" for j in depths]
+    sines = 2 * np.array(depths)
+    trail = rows[max(0, pos - TRAIL):pos]  # (T, D)
+    points = np.stack([rows[pos, sines], rows[pos, sines + 1]], axis=1)
+    return depths, titles, points, trail[:, sines], trail[:, sines + 1]
+
+
+def _offsets(pe, pos: int, k: int, i: int, base: float) -> tuple[np.ndarray, np.ndarray, str]:
+    """PE(pos + k) and R(k) PE(pos) over every paired dimension, and R_i(k) written out."""
+    from engine import positional as P
+
+    d = pe.shape[1]
+    r = P.rotation_matrix(k, i, d, base).numpy()  # (2, 2)
+    text = (f"R<sub>{i}</sub>({k}) = [[{r[0, 0]:+.4f}, {r[0, 1]:+.4f}], [{r[1, 0]:+.4f}, {r[1, 1]:+.4f}]]"
+            f" &nbsp; (a turn by k w<sub>i</sub> = {k * P.angular_frequencies(d, base)[i].item():.4f} rad, "
+            "the same at every pos)")
+    rotated = P.shift_encoding(pe[pos], k, base).numpy()[: 2 * (d // 2)]
+    return pe[pos + k].numpy()[: 2 * (d // 2)], rotated, text
+
+
+# ---- the view -------------------------------------------------------------------------------------
 def _plot(title: str = "") -> pg.PlotWidget:
     w = pg.PlotWidget()
     w.getPlotItem().setTitle(title, size="9pt")
@@ -46,21 +274,14 @@ def _image_plot(title: str, state) -> tuple[pg.PlotWidget, pg.ImageItem]:
     return w, img
 
 
-def _rope_vectors(loaded, text: str):
-    """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
-    from engine.neurons import query_keys
-    from engine.models.outputs import DECODER_SELF
-
-    qk = query_keys(loaded, text, DECODER_SELF, 0, 0)
-    return (torch.from_numpy(qk.queries[0]).double(), torch.from_numpy(qk.keys[0]).double(),
-            loaded.model.rotary.base, f"{loaded.name}: layer 0, head 0, token {qk.trace.target_tokens[0]!r}")
-
-
-class PositionalLab(QWidget):
+class PositionalLab(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self, TITLE)
+        self._init_prepared("The positions lab")
+        self.draw_jobs.title = TITLE          # its dialogs keep the lab's own title
+        self._tables_stale = True             # the next drawing redraws the tables too
+        self._clock_titles: list[str] = []
         self.rope_source = ""
 
         # ---- controls ----
@@ -193,59 +414,70 @@ class PositionalLab(QWidget):
             box.setSingleStep(step)
         return box
 
-    # ---- settings -> tables --------------------------------------------------------------------
-    def _follow_model_sizes(self) -> None:
-        """With the model's encoding shown, the size boxes show the model's sizes (and the
-        formula's own knobs are off); without it, they are the formula's and editable."""
-        loaded = self.state.loaded
-        table = P.position_table(loaded.model)[1] if self.use_model.isChecked() and loaded is not None else None
-        for box in (self.d_model, self.base):
-            box.setEnabled(table is None)
-        if table is not None:
-            for box, value in ((self.d_model, table.shape[1] + table.shape[1] % 2),):
-                box.blockSignals(True)
-                box.setValue(value)
-                box.blockSignals(False)
-            self.n_positions.setMaximum(table.shape[0])
-        else:
-            self.n_positions.setMaximum(MAX_POSITIONS)
-
-    def encoding(self) -> tuple[str, torch.Tensor]:
-        """The table drawn: the loaded model's (when asked and it has one) or the formula's."""
-        loaded = self.state.loaded
-        if self.use_model.isChecked() and loaded is not None:
-            kind, table = P.position_table(loaded.model)
-            if table is not None:
-                return kind, table[: self.n_positions.value()].double()
-        return "sinusoidal", P.sinusoidal_encoding(self.n_positions.value(), self.d_model.value(), self.base.value(),
-                                                   dtype=torch.float64)
-
+    # ---- controls -> the worker's job ---------------------------------------------------------
     def rebuild(self) -> None:
+        """Redraw everything: the sizes, the base or the model changed."""
         if not self._clock_plots:
             self._make_clock_plots()
         self._built = True
         if self.d_model.value() % 2:   # sines and cosines come in pairs: an odd width has no R(k)
             self.d_model.setValue(self.d_model.value() + 1)
             return                     # setValue rebuilt with the even width
-        self._follow_model_sizes()
-        d = self.d_model.value()
-        self.depth.setMaximum(max(0, d // 2 - 1))
-        self.position.setMaximum(self.n_positions.value() - 1)
-        kind, table = self.encoding()
-        self.pe = table
-        levels = (-1.0, 1.0) if kind == "sinusoidal" else (float(table.min()), float(table.max()))
-        self.heat.setImage(table.numpy(), autoLevels=False, levels=levels)
-        self.heat.colorbar.setLevels(levels)
-        self.heat_plot.getPlotItem().setTitle(
-            "PE[pos, dim]: columns 2i are sines, 2i+1 cosines" if kind == "sinusoidal"
-            else f"{self.state.loaded.name}: learned position table", size="9pt")
-        self._build_clocks()
-        dots = (self.pe @ self.pe.T).numpy()
-        self.dot_image.setImage(dots, autoLevels=False, levels=(float(dots.min()), float(dots.max())))
-        self.dot_image.colorbar.setLevels((float(dots.min()), float(dots.max())))
-        self._fill_learned()
-        self._fill_rope_curve()
-        self.redraw_position()
+        self._tables_stale = True      # until a drawing with the tables is on screen
+        self.redraw()
+
+    def redraw_position(self) -> None:
+        """Redraw what follows the slider; the tables on screen stay."""
+        self.position_label.setText(f"pos {self.position.value()}")
+        self.redraw()
+
+    def drawing_job(self) -> tuple:
+        """The worker's job, always one (the formula needs no model): the position part, and the
+        tables while the ones on screen are stale. A newer job supersedes one still waiting."""
+        position = PositionSettings(self.position.value(), self.k.value(), self.depth.value(), self.d_model.value(),
+                                    self.n_positions.value(), self.base.value())
+        tables = None
+        if self._tables_stale:
+            tables = TableSettings(self.d_model.value(), self.n_positions.value(), self.base.value(),
+                                   self.use_model.isChecked(), self.state.loaded, self.state.text or "")
+        return lab_drawing, position, tables
+
+    def apply_drawing(self, drawing: LabDrawing) -> None:
+        """The newest drawing only (Jobs drops superseded ones): the tables when it has them."""
+        if drawing.tables is not None:
+            self._tables_stale = False   # before the boxes move: a rebuild they start stales it again
+            self._show_tables(drawing.tables)
+        self._show_position(drawing.position)
+
+    # ---- drawings -> plots (GUI thread: arrays handed to pyqtgraph) ------------------------------
+    def _follow_sizes(self, t: TablesDrawing) -> None:
+        """With the model's encoding shown, the size boxes show the model's sizes (and the
+        formula's own knobs are off); without it, they are the formula's and editable."""
+        for box in (self.d_model, self.base):
+            box.setEnabled(not t.model_sizes)
+        # The drawing already has these sizes: set them quietly, with no second rebuild.
+        self.d_model.blockSignals(True)
+        if t.model_sizes:
+            self.d_model.setValue(t.d_model)
+        self.d_model.blockSignals(False)
+        self.n_positions.blockSignals(True)
+        self.n_positions.setMaximum(t.max_positions)
+        self.n_positions.blockSignals(False)
+        self.depth.setMaximum(max(0, t.d_model // 2 - 1))
+        self.position.setMaximum(t.n_positions - 1)
+
+    def _show_tables(self, t: TablesDrawing) -> None:
+        """The sizes, then the heatmap, the dot products, the learned tab and the RoPE curve."""
+        self._follow_sizes(t)
+        self.heat.setImage(t.heat, autoLevels=False, levels=t.levels)
+        self.heat.colorbar.setLevels(t.levels)
+        if t.title != self.heat_plot.getPlotItem().titleLabel.text:
+            self.heat_plot.getPlotItem().setTitle(t.title)   # keeps its size: 9pt, or the theme's
+        dot_levels = (float(t.dots.min()), float(t.dots.max()))
+        self.dot_image.setImage(t.dots, autoLevels=False, levels=dot_levels)
+        self.dot_image.colorbar.setLevels(dot_levels)
+        self._show_learned(t)
+        self._show_rope(t.rope)
 
     def _make_clock_plots(self) -> None:
         """N_CLOCKS unit circles, made once (re-made plots would leave pyqtgraph events behind)."""
@@ -258,6 +490,7 @@ class PositionalLab(QWidget):
             plot.hideAxis("bottom")
             plot.setMouseEnabled(False, False)
             plot.hideButtons()
+            plot.setTitle(" ", size="8pt")   # its size; the text comes with the first drawing
             plot.setRange(xRange=(-1.3, 1.3), yRange=(-1.3, 1.3), padding=0)
             plot.plot(np.sin(circle), np.cos(circle), pen=pg.mkPen((150, 150, 150), width=1))
             trail = pg.ScatterPlotItem(size=5, pen=None, brush=pg.mkBrush(31, 119, 180, 60))
@@ -266,102 +499,65 @@ class PositionalLab(QWidget):
             plot.addItem(point)
             self._clock_plots.append((plot, point, trail))
 
-    def _build_clocks(self) -> None:
-        """Give each circle its depth for the current d_model and base."""
-        d, base = self.d_model.value(), self.base.value()
-        w = P.angular_frequencies(d, base).numpy()
-        depths = clock_depths(d)
+    def _build_clocks(self, depths: list[int], titles: list[str]) -> None:
+        """Give each circle its depth for the current d_model and base (only when they change:
+        a new title lays the plots out again). A title keeps the size it has: 8pt, or the
+        theme's (restyle_plots) when the plots were made before the window styled them."""
+        if titles == self._clock_titles:
+            return
+        self._clock_titles = titles
         self.clocks = []
         for n, (plot, point, trail) in enumerate(self._clock_plots):
             plot.setVisible(n < len(depths))
             if n < len(depths):
-                i = depths[n]
-                plot.setTitle(f"i = {i}: w = {w[i]:.3g} rad/pos, turn every {2 * np.pi / w[i]:.3g}", size="8pt")
-                self.clocks.append((plot, point, trail, i))
+                plot.setTitle(titles[n])
+                self.clocks.append((plot, point, trail, depths[n]))
 
-    # ---- everything that follows the position slider --------------------------------------------
-    def redraw_position(self) -> None:
-        pos, k, i = self.position.value(), self.k.value(), self.depth.value()
-        d, base = self.d_model.value(), self.base.value()
-        self.position_label.setText(f"pos {pos}")
-        # One table up to pos + k serves the clocks, their trails and the offsets.
-        pe = P.sinusoidal_encoding(pos + k + 1, d, base, dtype=torch.float64)  # (pos + k + 1, d)
-        # clocks: the point (sin(pos w_i), cos(pos w_i)) of each drawn depth, with a trail
-        trail_rows = pe[max(0, pos - TRAIL):pos].numpy()
-        row = pe[pos].numpy()
-        for plot, point, trail, depth in self.clocks:
-            point.setData([row[2 * depth]], [row[2 * depth + 1]])
-            trail.setData(trail_rows[:, 2 * depth], trail_rows[:, 2 * depth + 1])
-        # offsets: R_i(k) and the overlay for every depth
-        r = P.rotation_matrix(k, i, d, base).numpy()
-        self.matrix_label.setText(
-            f"R<sub>{i}</sub>({k}) = [[{r[0, 0]:+.4f}, {r[0, 1]:+.4f}], [{r[1, 0]:+.4f}, {r[1, 1]:+.4f}]]"
-            f" &nbsp; (a turn by k w<sub>i</sub> = {k * P.angular_frequencies(d, base)[i].item():.4f} rad, the same at every pos)")
-        rotated = P.shift_encoding(pe[pos], k, base).numpy()[: 2 * (d // 2)]
-        target = pe[pos + k].numpy()[: 2 * (d // 2)]
-        self.offset_target.setData(np.arange(len(target)), target)
-        self.offset_rotated.setData(np.arange(len(rotated)), rotated)
-        self.offset_error = float(np.abs(rotated - target).max()) if len(target) else 0.0
-        self.error_label.setText(f"max |R(k) PE({pos}) - PE({pos + k})| over all dimensions = {self.offset_error:.2e}")
-        # similarity over k from this position
-        max_k = max(1, self.n_positions.value() - 1)
-        self.sim_curve.setData(np.arange(max_k + 1), P.offset_similarity(pos, max_k, d, base).numpy())
-        # RoPE: the query at pos and the key at pos - k, pair i
-        w = P.angular_frequencies(d, base)[i].item()
-        self.rope_q.setData([0, np.cos(pos * w)], [0, np.sin(pos * w)])
-        self.rope_k.setData([0, 0.8 * np.cos((pos - k) * w)], [0, 0.8 * np.sin((pos - k) * w)])
+    def _show_position(self, p: PositionDrawing) -> None:
+        """The clocks and their trails, the offsets, the similarity curve and RoPE's two hands."""
+        self._build_clocks(p.depths, p.clock_titles)
+        for n, (plot, point, trail, depth) in enumerate(self.clocks):
+            point.setData([p.points[n, 0]], [p.points[n, 1]])
+            trail.setData(p.trail_x[:, n], p.trail_y[:, n])
+        self.matrix_label.setText(p.matrix_text)
+        self.offset_target.setData(np.arange(len(p.target)), p.target)
+        self.offset_rotated.setData(np.arange(len(p.rotated)), p.rotated)
+        self.offset_error = p.offset_error
+        self.error_label.setText(f"max |R(k) PE({p.pos}) - PE({p.pos + p.k})| over all dimensions = "
+                                 f"{self.offset_error:.2e}")
+        self.sim_curve.setData(np.arange(len(p.similarity)), p.similarity)
+        self.rope_q.setData(*p.query_hand)
+        self.rope_k.setData(*p.key_hand)
 
-    def _fill_rope_curve(self) -> None:
-        """q_m . k_n over m - n: random q and k, or, for a GPT with RoPE, the real query and
-        key of layer 0, head 0 for the first token of the text (at position 0 RoPE has not
-        turned them yet), computed in the worker."""
-        loaded = self.state.loaded
-        if loaded is not None and P.position_table(loaded.model)[0] == "rope" and (self.state.text or "").strip():
-            self.jobs.start(_rope_vectors, loaded, self.state.text, on_returned=self._show_rope,
-                            on_error=lambda exc: self.rope_label.setText(f"RoPE vectors unavailable: {exc}"))
+    def _show_rope(self, rope: RopeDrawing) -> None:
+        """The RoPE curve; a failed forward leaves the curve as it was and says why (line and dialog)."""
+        if rope.error is not None:
+            self.rope_label.setText(f"RoPE vectors unavailable: {rope.error}")
+            job_failures().failed.emit(self.draw_jobs.title, error_message(rope.error))
             return
-        d = self.d_model.value() - self.d_model.value() % 2
-        g = torch.Generator().manual_seed(0)
-        q, k = torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64)
-        self._show_rope((q, k, self.base.value(), f"random q, k; d = {d}"))
+        self.rope_scatter.setData(rope.offsets, rope.scores)
+        self.rope_spread = rope.spread
+        self.rope_source = rope.source
+        self.rope_label.setText(f"largest spread of q_m . k_n at one m - n: {self.rope_spread:.1e} ({rope.source})")
 
-    def _show_rope(self, result) -> None:
-        q, k, base, source = result
-        n = min(self.n_positions.value(), 128)
-        scores = P.rope_scores(q, k, n, base).numpy()
-        m, nn = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-        self.rope_scatter.setData((m - nn).ravel(), scores.ravel())
-        self.rope_spread = max(float(np.ptp(np.diagonal(scores, off))) for off in range(-n + 1, n))
-        self.rope_source = source
-        self.rope_label.setText(f"largest spread of q_m . k_n at one m - n: {self.rope_spread:.1e} ({source})")
-
-    def _fill_learned(self) -> None:
-        loaded = self.state.loaded
-        kind, table = P.position_table(loaded.model) if loaded is not None else ("none", None)
-        if kind != "learned":
-            why = {"sinusoidal": "uses the sinusoidal formula", "rope": "uses rotary positions",
-                   "none": "has no position table"}[kind]
-            self.learned_label.setText("Open a GPT or BERT checkpoint to see learned positions"
-                                       + (f": the loaded model {why}." if loaded is not None else "."))
+    def _show_learned(self, t: TablesDrawing) -> None:
+        """The learned table as a coloured path (first position to last) and its cosines, or why not."""
+        self.learned = t.learned
+        self.learned_label.setText(t.learned_text)
+        if t.learned is None:
             self.pca_line.setData([], [])
             self.pca_points.setData([], [])
             self.cos_image.clear()
-            self.learned = None
             return
-        table = table[: self.n_positions.value()]
-        xy = P.pca_2d(table).numpy()
-        self.learned = xy
+        xy = t.learned  # (P, 2)
         colors = [pg.intColor(int(200 * j / max(1, len(xy) - 1)), hues=240, values=1, maxValue=220) for j in range(len(xy))]
         self.pca_line.setData(xy[:, 0], xy[:, 1])
         self.pca_points.setData(xy[:, 0], xy[:, 1], brush=colors)
-        self.cos_image.setImage(P.cosine_matrix(table).numpy(), autoLevels=False, levels=(-1, 1))
-        self.learned_label.setText(f"{loaded.name}: {table.shape[0]} learned position vectors of {table.shape[1]} "
-                                   "dimensions (colour runs from the first position to the last).")
+        self.cos_image.setImage(t.cosines, autoLevels=False, levels=(-1, 1))
 
     def export_target(self) -> QWidget:
         return self.tabs.currentWidget()
 
     def closeEvent(self, event) -> None:
         self.timer.stop()
-        self.jobs.shutdown()
-        super().closeEvent(event)
+        super().closeEvent(event)      # PreparedView: the worker lets go
