@@ -39,22 +39,12 @@ def test_importing_the_window_imports_neither_torch_nor_transformers():
     assert found == {"torch": False, "transformers": False}
 
 
-# `attnscope --device cpu` as a user starts it (main.main -> run_app), with the model's worker
-# held at its start until the window is on screen: whatever torch the window needed by then,
-# the GUI thread imported it. Then the worker goes on, and the first import of torch is seen.
-WINDOW_PROBE = """
+# The start of every probe: it notes which thread imports torch first.
+FIRST_IMPORT = """
 import json, sys, threading
-
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication
-
-import gui.main_window
-import main
-from gui.worker import job_failures
 
 HEAVY = {heavy!r}
 found = {{}}
-opening = threading.Event()
 
 
 class FirstImport:
@@ -65,6 +55,19 @@ class FirstImport:
 
 
 sys.meta_path.insert(0, FirstImport())
+"""
+# `attnscope --device cpu` as a user starts it (main.main -> run_app), with the model's worker
+# held at its start until the window is on screen: whatever torch the window needed by then,
+# the GUI thread imported it. Then the worker goes on, and the first import of torch is seen.
+WINDOW_PROBE = FIRST_IMPORT + """
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+import gui.main_window
+import main
+from gui.worker import job_failures
+
+opening = threading.Event()
 real_open = gui.main_window._open_model
 
 
@@ -110,4 +113,56 @@ def test_the_window_is_on_screen_before_torch_is_imported_by_the_model_worker(tm
     assert found["at_show"] == {"torch": False, "transformers": False}
     assert "error" not in found and found["loaded"]
     assert found["torch_imported_by"] != "MainThread"      # the worker that opened the model
+    assert found["at_end"] == {"torch": True, "transformers": False}
+
+
+def test_importing_the_positions_lab_imports_no_torch():
+    found = imported_after("import gui.views.positional")
+    assert found == {"torch": False, "transformers": False}
+
+
+# The Positions lab alone, no model (a saved layout with its tab in front): its worker is held
+# until the lab is on screen, so whatever torch the GUI thread needed to build and show it is
+# imported by then. Then the worker goes on and draws, importing torch itself.
+LAB_PROBE = FIRST_IMPORT + """
+from PySide6.QtWidgets import QApplication
+
+import gui.views.positional as lab_module
+from gui.state import AppState
+from gui.views.prepared import wait_until_drawn
+
+drawing = threading.Event()
+real_drawing = lab_module.lab_drawing
+
+
+def held_drawing(*args):
+    drawing.wait()
+    return real_drawing(*args)
+
+
+lab_module.lab_drawing = held_drawing
+app = QApplication(sys.argv[:1])
+lab = lab_module.PositionalLab(AppState())
+lab.resize(1000, 600)
+lab.show()
+app.processEvents()
+found["shown"] = lab.isVisible()
+found["at_show"] = {{m: m in sys.modules for m in HEAVY}}
+drawing.set()
+found["drawn"] = wait_until_drawn(lab)
+found["heat"] = list(lab.heat.image.shape)
+found["at_end"] = {{m: m in sys.modules for m in HEAVY}}
+lab.close()
+print(json.dumps(found))
+"""
+
+
+def test_the_positions_lab_is_on_screen_before_its_worker_imports_torch():
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, "-c", LAB_PROBE.format(heavy=HEAVY)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True, timeout=600)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["shown"] is True and found["at_show"] == {"torch": False, "transformers": False}
+    assert found["drawn"] is True and found["heat"] == [100, 64]      # the formula's table, drawn
+    assert found["torch_imported_by"] != "MainThread"                 # the lab's worker
     assert found["at_end"] == {"torch": True, "transformers": False}
