@@ -23,15 +23,16 @@ def register(sub) -> None:
                         "English->German corpus / Shakespeare's plays")
     p.add_argument("--steps", type=int_in(1, 10_000_000), default=3000)
     p.add_argument("--size", choices=["tiny", "small"], default="small")
-    p.add_argument("--batch-size", type=int_in(1, 4096), default=64)
-    p.add_argument("--lr", type=float_in(0, 10, lo_open=True), default=1e-3, help="learning rate, in (0, 10]")
+    p.add_argument("--batch-size", type=int_in(1, 4096), default=None, help="default: 64 (translator), 16 (gpt)")
+    p.add_argument("--lr", type=float_in(0, 10, lo_open=True), default=None,
+                   help="learning rate, in (0, 10]; default: 1e-3 (translator), 2e-3 (gpt)")
     p.add_argument("--position", choices=["learned", "rope"], default="learned",
                    help="gpt only: learned positions (GPT-2) or rotary (RoPE)")
-    p.add_argument("--vocab-size", type=int_in(300, 50_000), default=2000,
-                   help="gpt only: BPE vocabulary (256 byte pieces and 7 specials included)")
-    p.add_argument("--repeat-passages", type=float_in(0, 1), default=0.0,
+    p.add_argument("--vocab-size", type=int_in(300, 50_000), default=None,
+                   help="gpt only: BPE vocabulary, 256 byte pieces and 7 specials included (default 1024)")
+    p.add_argument("--repeat-passages", type=float_in(0, 1), default=None,
                    help="gpt only: share of training windows that open with a passage of the text repeated, "
-                        "so copying (induction heads) pays; 0 to 1")
+                        "so copying (induction heads) pays; 0 to 1 (default 0.5)")
     p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
     p.add_argument("--train-pairs", type=int_in(10, 1_000_000), default=20000, help="size of the synthetic training split")
     p.add_argument("--eval-limit", type=int_in(1, 1_000_000), default=1000, help="test sentences scored at the end")
@@ -49,6 +50,7 @@ def run(args) -> int:
     from engine.device import pick_device
     from engine.evaluation import language_model_scores, translator_report
     from engine.training import TrainConfig, run_training, train_gpt, train_translator
+    from engine.training_records import GPT_RECIPE
 
     try:
         device = pick_device(args.device or "auto")
@@ -60,9 +62,13 @@ def run(args) -> int:
     if problem:
         say(problem)
         return BAD_INPUT
-    config = TrainConfig(size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                         warmup=min(300, max(1, args.steps // 10)),
-                         vocab_size=args.vocab_size, repeat_fraction=args.repeat_passages,
+    # A GPT learns the bundled GPT's way unless told otherwise (engine.training_records.GPT_RECIPE).
+    recipe = GPT_RECIPE if args.family == "gpt" else {"batch_size": 64, "lr": 1e-3}
+    chosen = {"batch_size": args.batch_size, "lr": args.lr}
+    if args.family == "gpt":
+        chosen.update(vocab_size=args.vocab_size, repeat_fraction=args.repeat_passages)
+    config = TrainConfig(size=args.size, steps=args.steps, seed=args.seed, warmup=min(300, max(1, args.steps // 10)),
+                         **{k: recipe[k] if v is None else v for k, v in chosen.items()},
                          model_overrides={"position": args.position} if args.family == "gpt" else {})
     try:
         if args.family == "translator":

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QWidget)
 
 from engine.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
-from engine.training_records import TrainConfig, TrainProgress
+from engine.training_records import GPT_RECIPE, TrainConfig, TrainProgress
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.worker import Jobs, error_message, job_failures
@@ -76,9 +76,9 @@ class TrainingPanel(QWidget):
         # ---- controls ----
         self.family = QComboBox()
         self.family.addItems(["translator", "gpt"])
-        self.family.currentTextChanged.connect(lambda f: self.probe_text.setText(DEFAULT_PROBES[f]))
+        self.family.currentTextChanged.connect(self._on_family)
         self.corpus = QLineEdit()
-        self.corpus.setPlaceholderText("default: synthetic English->German / Python docs + English")
+        self.corpus.setPlaceholderText("default: synthetic English->German / Shakespeare's plays")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         corpus_row = QHBoxLayout()
@@ -164,14 +164,21 @@ class TrainingPanel(QWidget):
         layout.addWidget(split)
         self._update_buttons()
 
+    def _on_family(self, family: str) -> None:
+        self.probe_text.setText(DEFAULT_PROBES[family])
+        self.lr.setValue(GPT_RECIPE["lr"] if family == "gpt" else 1e-3)
+
     # ---- running --------------------------------------------------------------------------
     def config(self) -> TrainConfig:
         steps = self.steps_box.value()
-        return TrainConfig(size=self.size.currentText(), steps=steps, lr=self.lr.value(),
-                           warmup=min(300, max(1, steps // 10)), report_every=5 if steps < 2000 else 10,
-                           eval_every=max(10, steps // 10), probe_every=self.probe_every.value(),
-                           probe_text=self.probe_text.text().strip() or None,
-                           batch_size=32 if self.size.currentText() == "tiny" else 64)
+        recipe = {}
+        if self.family.currentText() == "gpt":   # the bundled GPT's way, so induction heads can form
+            recipe = {k: GPT_RECIPE[k] for k in ("vocab_size", "repeat_fraction", "batch_size")}
+        return TrainConfig(**{"size": self.size.currentText(), "steps": steps, "lr": self.lr.value(),
+                              "warmup": min(300, max(1, steps // 10)), "report_every": 5 if steps < 2000 else 10,
+                              "eval_every": max(10, steps // 10), "probe_every": self.probe_every.value(),
+                              "probe_text": self.probe_text.text().strip() or None,
+                              "batch_size": 32 if self.size.currentText() == "tiny" else 64, **recipe})
 
     def start(self) -> None:
         if self.jobs.busy:
