@@ -221,7 +221,7 @@ def _run_and_wait(w, text: str) -> float:
     return time.perf_counter() - start
 
 
-def longest_gap(w, repeats: int = 15) -> dict:
+def longest_gap(w, repeats: int = 25) -> dict:
     gaps, totals = [], []
     for i in range(repeats):
         ticks: list[float] = []
