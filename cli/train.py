@@ -62,13 +62,14 @@ def run(args) -> int:
     if problem:
         say(problem)
         return BAD_INPUT
-    # A GPT learns the bundled GPT's way unless told otherwise (engine.training_records.GPT_RECIPE).
-    recipe = GPT_RECIPE if args.family == "gpt" else {"batch_size": 64, "lr": 1e-3}
+    # A GPT learns the bundled GPT's way (GPT_RECIPE) unless told otherwise; a translator from
+    # TrainConfig's defaults. Options left out (None) keep those.
     chosen = {"batch_size": args.batch_size, "lr": args.lr}
     if args.family == "gpt":
         chosen.update(vocab_size=args.vocab_size, repeat_fraction=args.repeat_passages)
+    base = GPT_RECIPE if args.family == "gpt" else {}
     config = TrainConfig(size=args.size, steps=args.steps, seed=args.seed, warmup=min(300, max(1, args.steps // 10)),
-                         **{k: recipe[k] if v is None else v for k, v in chosen.items()},
+                         **{**base, **{k: v for k, v in chosen.items() if v is not None}},
                          model_overrides={"position": args.position} if args.family == "gpt" else {})
     try:
         if args.family == "translator":

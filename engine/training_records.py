@@ -13,9 +13,10 @@ if TYPE_CHECKING:
     from engine.trace import AttentionTrace
 
 
-# How the bundled GPT learns (see the README), which the Training panel follows for a GPT
-# too, so a student's own run shows its induction head form (near step 1,000 of "small"):
-# word pieces, a third of each copied passage a chance to copy, small batches of many steps.
+# How the bundled GPT learns (see the README); `attnscope train gpt` and the Training panel
+# start from it too, so a student's own run can show its induction head form (near step
+# 1,250 of the bundled run): 1024 word pieces, half the windows opening with a passage
+# said three times, small batches of many steps.
 GPT_RECIPE = {"vocab_size": 1024, "repeat_fraction": 0.5, "batch_size": 16, "lr": 2e-3}
 
 

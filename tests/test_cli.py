@@ -26,6 +26,7 @@ def test_train_eval_translate_generate(tmp_path, capsys):
     training = load_checkpoint(ckpt).meta["training"]
     assert training["command"].startswith("attnscope train translator --size tiny")
     assert training["metrics"]["bleu"] == summary["metrics"]["bleu"]
+    assert (training["config"]["batch_size"], training["config"]["lr"], training["config"]["repeat_fraction"]) == (64, 1e-3, 0)
 
     code, out, _ = run(capsys, "eval", str(ckpt), "--limit", "20")
     scores = json.loads(out)
@@ -45,10 +46,13 @@ def test_train_gpt_on_a_text_file(tmp_path, capsys):
     corpus.write_text("\n".join(f"the dog number {i} sleeps in the garden ." for i in range(200)), encoding="utf-8")
     ckpt = tmp_path / "g.safetensors"
     code, out, _ = run(capsys, "train", "gpt", "--corpus", str(corpus), "--size", "tiny", "--steps", "15",
-                       "--position", "rope", "--out", str(ckpt), "--quiet")
+                       "--position", "rope", "--lr", "3e-3", "--out", str(ckpt), "--quiet")
     assert code == 0 and json.loads(out)["metrics"]["val_loss"] > 0
     from engine.checkpoint import load_checkpoint
+    from engine.training_records import GPT_RECIPE
     assert load_checkpoint(ckpt).model.config.position == "rope"
+    config = load_checkpoint(ckpt).meta["training"]["config"]   # the recipe, but the option given wins
+    assert {k: config[k] for k in GPT_RECIPE} == {**GPT_RECIPE, "lr": 3e-3}
     code, out, _ = run(capsys, "generate", str(ckpt), "the dog", "--max-new-tokens", "5")
     assert code == 0 and len(json.loads(out)["output_tokens"]) <= 5
 

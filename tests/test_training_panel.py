@@ -102,3 +102,15 @@ def test_closing_mid_run_ends_within_one_step(panel, qtbot, monkeypatch):
     panel.close()
     assert not panel.jobs.running            # close() waited for the thread to let go
     assert calls["losses"] <= at_close + 1   # at most the step under way; no evaluation
+
+
+def test_a_gpt_trains_the_bundled_gpts_way_and_a_translator_does_not(panel):
+    from engine.training_records import GPT_RECIPE, TrainConfig
+
+    panel.family.setCurrentText("gpt")
+    gpt = panel.config()
+    assert (gpt.vocab_size, gpt.repeat_fraction, gpt.batch_size, gpt.lr) == (
+        GPT_RECIPE["vocab_size"], GPT_RECIPE["repeat_fraction"], GPT_RECIPE["batch_size"], GPT_RECIPE["lr"])
+    panel.family.setCurrentText("translator")
+    translator = panel.config()
+    assert translator.repeat_fraction == 0.0 and translator.lr == TrainConfig.lr

@@ -9,6 +9,7 @@ time-lapse that the slider scrubs; Save writes the checkpoint and the time-lapse
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -166,19 +167,20 @@ class TrainingPanel(QWidget):
 
     def _on_family(self, family: str) -> None:
         self.probe_text.setText(DEFAULT_PROBES[family])
-        self.lr.setValue(GPT_RECIPE["lr"] if family == "gpt" else 1e-3)
+        self.lr.setValue(GPT_RECIPE["lr"] if family == "gpt" else TrainConfig.lr)
 
     # ---- running --------------------------------------------------------------------------
     def config(self) -> TrainConfig:
         steps = self.steps_box.value()
-        recipe = {}
+        config = TrainConfig(size=self.size.currentText(), steps=steps, lr=self.lr.value(),
+                             warmup=min(300, max(1, steps // 10)), report_every=5 if steps < 2000 else 10,
+                             eval_every=max(10, steps // 10), probe_every=self.probe_every.value(),
+                             probe_text=self.probe_text.text().strip() or None,
+                             batch_size=32 if self.size.currentText() == "tiny" else 64)
         if self.family.currentText() == "gpt":   # the bundled GPT's way, so induction heads can form
-            recipe = {k: GPT_RECIPE[k] for k in ("vocab_size", "repeat_fraction", "batch_size")}
-        return TrainConfig(**{"size": self.size.currentText(), "steps": steps, "lr": self.lr.value(),
-                              "warmup": min(300, max(1, steps // 10)), "report_every": 5 if steps < 2000 else 10,
-                              "eval_every": max(10, steps // 10), "probe_every": self.probe_every.value(),
-                              "probe_text": self.probe_text.text().strip() or None,
-                              "batch_size": 32 if self.size.currentText() == "tiny" else 64, **recipe})
+            config = replace(config, vocab_size=GPT_RECIPE["vocab_size"], batch_size=GPT_RECIPE["batch_size"],
+                             repeat_fraction=GPT_RECIPE["repeat_fraction"])
+        return config
 
     def start(self) -> None:
         if self.jobs.busy:
