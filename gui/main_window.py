@@ -31,7 +31,7 @@ from gui.settings import app_settings, push_recent, recent_files
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.views.registry import VIEWS
-from gui.worker import Jobs, error_message, job_failures, shutdown_all
+from gui.worker import MODEL, Jobs, error_message, job_failures, shutdown_all
 
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
 LIVE_DELAY_MS = 350
@@ -95,9 +95,9 @@ class MainWindow(QMainWindow):
         self.state.colormap = str(self.settings.value("colormap", "viridis"))
         if self.state.colormap not in COLORMAPS:
             self.state.colormap = "viridis"
-        self.model_jobs = Jobs(self, "Could not open the model")
-        self.run_jobs = Jobs(self, "The model could not run")
-        self.output_jobs = Jobs(self, "The model could not write its output")
+        self.model_jobs = Jobs(self, "Could not open the model", lane=MODEL)
+        self.run_jobs = Jobs(self, "The model could not run", lane=MODEL)
+        self.output_jobs = Jobs(self, "The model could not write its output", lane=MODEL)
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
         self.help_dialog: HelpDialog | None = None

@@ -15,6 +15,22 @@ inside a step, not only between yields.
   stopped or cancelled, so a long step can end within itself.
 - Every error goes to ``on_error`` (to put the view back in order) and to ``job_failures``,
   whose ``failed(title, message)`` signal the main window shows as a dialog.
+
+Each Jobs runs on a lane (``MODEL``, ``TRAINING`` or ``SHARED``), because of how torch uses
+the CPU. torch's CPU kernels run on OpenMP (libgomp), which gives every thread that runs
+torch a team of helper threads of its own. While the process has no more of those threads
+than cores, a helper spins between two operations and picks up the next at once; with more,
+every helper sleeps, and waking it costs tens of microseconds per operation. Measured on 2
+cores: the bundled translator's 64-token Run took 20 ms when a second thread had ever run
+torch, against 10 ms when one thread ran all of it (MiniLM at 128 tokens: 27-32 against
+21 ms); so the forward's time depended on which pool thread happened to run it. Hence:
+
+- ``MODEL``: every job that runs a model or other torch maths (open, Run, decode, compare,
+  the Positions lab) queues on one thread that never exits, so its team lives as long as
+  the process. Jobs of different views take turns there.
+- ``TRAINING``: a run takes minutes, and Runs must not wait for it: a thread of its own,
+  which exits a few seconds after the run (taking its team with it).
+- ``SHARED``: numpy-only work (drawing) on Qt's global pool, several threads at once.
 """
 from __future__ import annotations
 
@@ -30,7 +46,34 @@ import shiboken6
 
 _LIVE: "weakref.WeakSet[Jobs]" = weakref.WeakSet()
 _RUNNING: set = set()   # tasks the pool runs: alive until their run() returns, whoever drops them
-MIN_THREADS = 4   # a long job (training, a big forward) never leaves the views' drawing jobs waiting
+MIN_THREADS = 4   # the shared pool: one slow drawing never leaves the other views' drawings waiting
+
+MODEL, TRAINING, SHARED = "model", "training", "shared"   # lanes (see the module's docstring)
+_EXPIRY_MS = {MODEL: -1, TRAINING: 3000}                    # -1: the thread never exits
+_LANES: dict[str, QThreadPool] = {}
+
+
+def lane_pool(lane: str) -> QThreadPool:
+    """The thread pool behind ``lane``: Qt's global pool for SHARED, else a pool of one thread."""
+    if lane == SHARED:
+        pool = QThreadPool.globalInstance()
+        if pool.maxThreadCount() < MIN_THREADS:
+            pool.setMaxThreadCount(MIN_THREADS)
+        return pool
+    pool = _LANES.get(lane)
+    if pool is None:
+        if lane not in _EXPIRY_MS:
+            raise ValueError(f"no lane named {lane!r}: use MODEL, TRAINING or SHARED")
+        pool = _LANES[lane] = QThreadPool()
+        pool.setMaxThreadCount(1)
+        pool.setExpiryTimeout(_EXPIRY_MS[lane])
+        pool.setObjectName(f"attnscope-{lane}")
+    return pool
+
+
+def active_threads() -> int:
+    """How many threads of every lane are running a job now (0 once all work has ended)."""
+    return QThreadPool.globalInstance().activeThreadCount() + sum(p.activeThreadCount() for p in _LANES.values())
 
 
 class _JobFailures(QObject):
@@ -152,9 +195,11 @@ def _parameters(func: Callable) -> set[str]:
 class Jobs(QObject):
     busy_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None, title: str = "The work could not finish"):
+    def __init__(self, parent: QObject | None = None, title: str = "The work could not finish",
+                 lane: str = SHARED):
         super().__init__(parent)
         self.title = title                 # the error dialog's title
+        self.pool = lane_pool(lane)        # where our jobs run (see the lanes above)
         self._ticket = 0
         self._task: _Task | None = None    # the job whose thread runs (or is about to)
         self._pending: tuple | None = None # the newest request, waiting for that thread
@@ -194,11 +239,8 @@ class Jobs(QObject):
         relay = _Relay(self, ticket, callbacks)
         task = relay.task = _Task(func, args, kwargs, relay)
         self._task = task
-        pool = QThreadPool.globalInstance()
-        if pool.maxThreadCount() < MIN_THREADS:
-            pool.setMaxThreadCount(MIN_THREADS)
         _RUNNING.add(task)
-        pool.start(task)
+        self.pool.start(task)
 
     def _deliver(self, ticket: int, callback, value) -> None:
         if ticket == self._ticket and callback is not None:
@@ -230,7 +272,7 @@ class Jobs(QObject):
             return
         task.cancel_event.set()
         task.stop_event.set()
-        if QThreadPool.globalInstance().tryTake(task):   # never started: it never will
+        if self.pool.tryTake(task):   # never started: it never will
             _RUNNING.discard(task)
             self._task = None
             task.relay.deleteLater()
@@ -267,4 +309,5 @@ def shutdown_all(timeout_s: float = 10.0) -> bool:
     for jobs in live:          # ask every job to stop first, so they end in parallel
         jobs.cancel()
     ok = all([jobs.shutdown(timeout_s) for jobs in live])
-    return QThreadPool.globalInstance().waitForDone(int(timeout_s * 1000)) and ok
+    pools = [QThreadPool.globalInstance(), *_LANES.values()]
+    return all([pool.waitForDone(int(timeout_s * 1000)) for pool in pools]) and ok

@@ -87,13 +87,13 @@ def test_gpt_and_bert(qtbot):
 
 
 def test_closing_during_play_leaves_no_running_worker(panel, qtbot):
-    from PySide6.QtCore import QThreadPool
+    from gui.worker import active_threads
     panel.play_button.setChecked(True)
     qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=10000)
     panel.close()
     assert not panel.timer.isActive() and not panel.jobs.busy
-    QThreadPool.globalInstance().waitForDone(5000)
-    assert QThreadPool.globalInstance().activeThreadCount() == 0
+    panel.jobs.pool.waitForDone(5000)
+    assert active_threads() == 0
 
 
 def test_arrow_keys_step_and_go_back(panel, qtbot):

@@ -1,7 +1,7 @@
 """The main window, offscreen: it runs a text, its grid holds the trace's numbers, hover reads a
 cell, a click opens the head, and closing it mid-run leaves nothing running."""
 import numpy as np
-from PySide6.QtCore import QThreadPool
+from gui.worker import active_threads
 
 from gui.main_window import MainWindow
 
@@ -70,7 +70,7 @@ def test_close_during_long_run_leaves_nothing_running(qtbot):
     qtbot.waitUntil(lambda: len(seen) > 0)
     w.close()
     assert not w.run_jobs.busy
-    assert QThreadPool.globalInstance().activeThreadCount() == 0
+    assert active_threads() == 0
 
 
 def test_head_detail_keys_move_between_heads_and_layers(window, qtbot, drawn):
@@ -168,3 +168,47 @@ def test_model_menu_opens_the_bundled_minilm(window, qtbot):
     window.merge_box.setChecked(True)   # runs again
     qtbot.waitUntil(lambda: "tokenization" in window.state.trace.source_tokens, timeout=30000)
     assert not any(t.startswith("##") for t in window.state.trace.source_tokens)
+
+
+def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
+    """Open, Run, the model's output and a decoding step: one thread, so torch keeps one team
+    of helper threads in the process (gui.worker's lanes say why that halves a small forward)."""
+    import inspect
+    import threading
+
+    import gui.main_window as mw
+    import gui.views.decoding as dec
+
+    threads = {}
+
+    def recording(name, real):
+        def note():
+            threads.setdefault(name, set()).add(threading.get_ident())
+
+        def wrapper(*args, **kwargs):
+            note()
+            return real(*args, **kwargs)
+
+        def generator(*args, **kwargs):   # Jobs drives generator functions step by step
+            note()
+            return (yield from real(*args, **kwargs))
+        return generator if inspect.isgeneratorfunction(real) else wrapper
+
+    for module, name in ((mw, "_open_model"), (mw, "_timed_trace"), (mw, "_model_output"), (dec, "_start_session")):
+        monkeypatch.setattr(module, name, recording(name, getattr(module, name)))
+    w = MainWindow(source="random-gpt", device="cpu")
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.state.trace is not None and not w.run_jobs.busy and not w.output_jobs.busy,
+                    timeout=20000)
+    w.text_edit.setText("the dog sees the cat")
+    w.run()
+    qtbot.waitUntil(lambda: w.state.text == "the dog sees the cat" and not w.run_jobs.busy
+                    and not w.output_jobs.busy, timeout=20000)
+    panel = w.view("Decoding")
+    panel.step()
+    qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=20000)
+    w.close()
+    assert set(threads) == {"_open_model", "_timed_trace", "_model_output", "_start_session"}
+    ids = set().union(*threads.values())
+    assert len(ids) == 1 and threading.get_ident() not in ids

@@ -1,6 +1,6 @@
 """The Training panel runs a short training, draws its loss, keeps probe traces, saves, stops."""
 import pytest
-from PySide6.QtCore import QThreadPool
+from gui.worker import active_threads
 
 from engine.checkpoint import load_checkpoint
 from engine.timelapse import load_timelapse, timelapse_path
@@ -60,8 +60,8 @@ def test_closing_during_training_leaves_nothing_running(panel, qtbot):
     _start_long_run(panel, qtbot)
     panel.close()
     assert not panel.jobs.busy
-    QThreadPool.globalInstance().waitForDone(10000)
-    assert QThreadPool.globalInstance().activeThreadCount() == 0
+    panel.jobs.pool.waitForDone(10000)
+    assert active_threads() == 0
 
 
 def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, monkeypatch):

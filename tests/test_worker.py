@@ -1,7 +1,7 @@
 """Jobs: results arrive on the GUI thread, a new job drops the old one's results, errors surface."""
 from PySide6.QtCore import QThread, QThreadPool
 
-from gui.worker import Jobs, shutdown_all
+from gui.worker import Jobs, active_threads, shutdown_all
 
 
 def _count(n):
@@ -59,7 +59,7 @@ def test_shutdown_all_stops_endless_generator(qtbot):
     jobs.start(_endless, on_yielded=seen.append)
     qtbot.waitUntil(lambda: len(seen) > 2)
     assert shutdown_all(timeout_s=10)
-    assert QThreadPool.globalInstance().activeThreadCount() == 0
+    assert active_threads() == 0
     assert not jobs.busy
 
 
@@ -118,3 +118,61 @@ def test_stop_keeps_the_result_and_reaches_the_job(qtbot):
     qtbot.waitUntil(lambda: len(seen) > 2)
     jobs.stop()
     qtbot.waitUntil(lambda: returned == ["kept"])
+
+
+# ---- lanes: one thread for all model work, its own thread for training ----------------------
+import threading  # noqa: E402
+
+import pytest  # noqa: E402
+
+from gui.worker import MODEL, TRAINING, lane_pool  # noqa: E402
+
+
+def _thread_id():
+    return threading.get_ident()
+
+
+def test_model_jobs_of_different_owners_share_one_thread(qtbot):
+    """torch gives each thread that runs it a team of helpers; one model thread keeps one team."""
+    a, b = Jobs(lane=MODEL), Jobs(lane=MODEL)
+    seen = []
+    for jobs in (a, b, a, b):
+        jobs.start(_thread_id, on_returned=seen.append)
+        qtbot.waitUntil(lambda: not jobs.busy)
+    assert len(seen) == 4 and len(set(seen)) == 1
+    assert seen[0] != threading.get_ident()          # not the GUI thread
+    assert lane_pool(MODEL).maxThreadCount() == 1 and lane_pool(MODEL).expiryTimeout() == -1
+
+
+def test_a_model_job_waits_its_turn_and_a_waiting_one_can_be_cancelled(qtbot):
+    gate = threading.Event()
+    holder, waiter, late = Jobs(lane=MODEL), Jobs(lane=MODEL), Jobs(lane=MODEL)
+    held, got, dropped = [], [], []
+    holder.start(lambda: (held.append(1), gate.wait(10)), on_returned=lambda _v: None)
+    qtbot.waitUntil(lambda: held == [1])
+    waiter.start(_count, 2, on_returned=got.append)
+    late.start(_count, 2, on_returned=dropped.append)
+    late.cancel()                                     # still queued: taken off the lane
+    assert not late.busy and not late.running
+    gate.set()
+    qtbot.waitUntil(lambda: got == ["done"] and not holder.busy and not waiter.busy)
+    assert dropped == []
+
+
+def test_training_does_not_hold_up_model_work(qtbot):
+    gate = threading.Event()
+    training, model = Jobs(lane=TRAINING), Jobs(lane=MODEL)
+    started, got = [], []
+    training.start(lambda: (started.append(_thread_id()), gate.wait(10)))
+    qtbot.waitUntil(lambda: len(started) == 1)
+    model.start(_thread_id, on_returned=got.append)
+    qtbot.waitUntil(lambda: len(got) == 1)             # while training still runs
+    assert training.running and got[0] != started[0]
+    gate.set()
+    qtbot.waitUntil(lambda: not training.busy)
+    assert training.shutdown()
+
+
+def test_an_unknown_lane_is_refused():
+    with pytest.raises(ValueError, match="no lane"):
+        Jobs(lane="fast")

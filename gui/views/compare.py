@@ -17,7 +17,7 @@ from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_labels import fitting_ticks
 from gui.views.head_stats import NumberItem
-from gui.worker import Jobs, error_message
+from gui.worker import MODEL, Jobs, error_message
 
 TITLE = 'Could not compare'     # the title of this view's error dialogs
 
@@ -47,7 +47,7 @@ class CompareView(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self, TITLE)
+        self.jobs = Jobs(self, TITLE, lane=MODEL)
         self.b_source = SAME_WEIGHTS
         self.result = None            # (model B, trace A, trace B, {kind: comparison})
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderVi
 from engine.decoding_records import STRATEGIES, DecodeSettings, DecodeStep
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
-from gui.worker import Jobs
+from gui.worker import MODEL, Jobs
 
 if TYPE_CHECKING:
     from engine.decoding import DecodeSession
@@ -44,7 +44,7 @@ class DecodingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self, TITLE)
+        self.jobs = Jobs(self, TITLE, lane=MODEL)
         self.history: list[DecodeStep] = []
         self.index = -1               # the step on screen
         self.session: DecodeSession | None = None

@@ -16,7 +16,7 @@ from gui.views.kinds import fill_kind_box
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.token_labels import fitting_ticks
 from gui.elided import ElidedLabel
-from gui.worker import Jobs
+from gui.worker import MODEL, Jobs
 
 if TYPE_CHECKING:
     from engine.neurons import QueryKeys
@@ -37,7 +37,7 @@ class NeuronView(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self, TITLE)
+        self.jobs = Jobs(self, TITLE, lane=MODEL)
         self.data: QueryKeys | None = None
         self.row: dict | None = None
         self.kind_box = QComboBox()

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
 
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.prepared import PreparedView, prepares
-from gui.worker import error_message, job_failures
+from gui.worker import MODEL, error_message, job_failures
 
 TITLE = 'The positions lab could not run'     # the title of this view's error dialogs
 
@@ -278,7 +278,7 @@ class PositionalLab(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self._init_prepared("The positions lab")
+        self._init_prepared("The positions lab", lane=MODEL)   # its maths is torch
         self.draw_jobs.title = TITLE          # its dialogs keep the lab's own title
         self._tables_stale = True             # the next drawing redraws the tables too
         self._clock_titles: list[str] = []

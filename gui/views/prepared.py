@@ -23,7 +23,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QCoreApplication, QEventLoop
 from PySide6.QtWidgets import QWidget
 
-from gui.worker import Jobs
+from gui.worker import SHARED, Jobs
 
 DRAWN_OFF_THREAD: list[Callable] = []
 
@@ -48,8 +48,9 @@ class PreparedView:
     def kind(self) -> str | None:
         return self.state.kind if self.state.trace is not None else None
 
-    def _init_prepared(self, title: str) -> None:
-        self.draw_jobs = Jobs(self, f"{title} could not be drawn")
+    def _init_prepared(self, title: str, lane: str = SHARED) -> None:
+        """``lane``: SHARED for numpy drawing; MODEL when the preparation runs torch (see gui.worker)."""
+        self.draw_jobs = Jobs(self, f"{title} could not be drawn", lane=lane)
         self.drawing: Any = None        # what is on screen now (the last applied drawing)
 
     def drawing_job(self) -> tuple | None:

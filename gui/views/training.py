@@ -21,7 +21,7 @@ from engine.timelapse import Probe, load_timelapse, save_timelapse, timelapse_pa
 from engine.training_records import GPT_RECIPE, TrainConfig, TrainProgress
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
-from gui.worker import Jobs, error_message, job_failures
+from gui.worker import TRAINING, Jobs, error_message, job_failures
 
 DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "HAMLET. To be, or not to be, that is"}
 
@@ -64,7 +64,7 @@ class TrainingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self, "Training failed")
+        self.jobs = Jobs(self, "Training failed", lane=TRAINING)
         self.trained = None                     # the LoadedModel of the last run
         self.unsaved = False                    # trained and not saved since
         self.steps: list[int] = []
