@@ -7,23 +7,52 @@
   the one a user rarely gets, and it hides how noisy the figure is.
 - One untimed warm-up round first (first-call costs: lazy imports, allocator, caches),
   unless the first call is what is measured (cold start, timed in child processes).
-- Model work runs on a worker thread (``on_worker``), as the app runs it (gui/worker.py):
-  with the CPU shared, torch on the main thread ran MiniLM's 137-token forward in 1.7 s
-  against 0.07 s on a worker thread of the same process (2 cores, two nice-10 trainings).
+- Model work runs where the app runs it: on the app's one model thread (gui.worker's MODEL
+  lane), through ``on_worker``, loading included. torch gives each thread that runs it a
+  team of helper threads; a second such thread in the process (a bench's own worker, or the
+  main thread loading a model) makes every helper sleep between operations, and the small
+  models' forward took twice as long (gui/worker.py's docstring has the figures). A bench's
+  ``main`` that needs no window runs whole on that thread (``run_main``).
 """
 from __future__ import annotations
 
 import statistics
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-worker")
+_MODEL_THREAD: set[int] = set()   # the ident of the app's model thread, once it has run a call
 
 
 def on_worker(fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` made to run on the one long-lived worker thread; the caller waits for it."""
-    return lambda: _WORKER.submit(fn).result()
+    """``fn`` made to run on the app's model thread; the caller waits for it (a call made on
+    that thread itself runs at once)."""
+    from gui.worker import MODEL, lane_pool
+
+    def call():
+        if threading.get_ident() in _MODEL_THREAD:
+            return fn()
+        done, box = threading.Event(), {}
+
+        def run() -> None:
+            _MODEL_THREAD.add(threading.get_ident())
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+        lane_pool(MODEL).start(run)
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+    return call
+
+
+def run_main(main: Callable[[], None]) -> None:
+    """A bench without a window: its whole ``main`` on the model thread (see above)."""
+    on_worker(main)()
 
 
 def summary(values: list[float], digits: int = 1) -> dict:

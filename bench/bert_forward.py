@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
+from bench._timing import interleaved, machine, on_worker, ratio, run_main, summary  # noqa: E402
 
 
 def text_of(tokenizer, n: int) -> str:
@@ -77,4 +77,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

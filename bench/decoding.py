@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import machine, on_worker, summary  # noqa: E402
+from bench._timing import machine, on_worker, run_main, summary  # noqa: E402
 
 STEPS = 24
 
@@ -113,4 +113,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -7,7 +7,7 @@
 - ``run_to_all_heads_drawn``: the real window in its first-start layout (the heads grid and
   the docks in front: Head detail, Head statistics), Run clicked: worker forward, the
   signal, every visible view prepared, applied and the window grabbed (painted). The
-  baseline is the bare ``trace_text`` call the worker makes (on a worker thread, no Qt),
+  baseline is the bare ``trace_text`` call the worker makes (on the app's model thread, no Qt),
   timed in the same loop.
   MiniLM at 128 tokens, and the default model at its longest input (max_len tokens).
 - ``longest_event_loop_gap_ms_512_tokens``: the real window on all-MiniLM-L6-v2 with every
@@ -138,7 +138,7 @@ def run_to_all_heads_drawn(source: str, tokens: int, repeats: int = 31) -> dict:
 
     w = open_window(source)
     loaded = w.state.loaded
-    text, n_tokens = _text_of(loaded, tokens)
+    text, n_tokens = on_worker(lambda: _text_of(loaded, tokens))()
     w.text_edit.setText(text)
     visible = [t for t, v in w.views.items() if v.isVisible() and isinstance(v, PreparedView)]
     phases = {"click_to_trace_ms": [], "of_which_forward_in_worker_ms": [], "trace_to_grid_applied_ms": [],
@@ -262,8 +262,8 @@ def head_lines_paint(app, repeats: int = 11) -> dict:
     from gui.state import AppState
     from gui.views.head_lines import HeadLines
 
-    loaded = load_hf_model(minilm_path())
-    trace = trace_text(loaded, MEDIUM)
+    loaded = on_worker(lambda: load_hf_model(minilm_path()))()
+    trace = on_worker(lambda: trace_text(loaded, MEDIUM))()
     state = AppState()
     state.set_model(loaded)
     state.set_trace(trace)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
+from bench._timing import interleaved, machine, on_worker, ratio, run_main, summary  # noqa: E402
 
 ARCHS = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart")
 
@@ -92,4 +92,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -91,7 +91,7 @@ def main() -> None:
     app = application()
     from engine.hf import load_hf_model, minilm_path
 
-    loaded = load_hf_model(minilm_path())
+    loaded = on_worker(lambda: load_hf_model(minilm_path()))()
     fwd, traces = forward(loaded)
     draw_ms = view_draws(app, loaded, traces)
     slowest = max(draw_ms, key=lambda t: draw_ms[t]["median"])

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from bench._timing import machine, on_worker, summary  # noqa: E402
+from bench._timing import machine, on_worker, run_main, summary  # noqa: E402
 from engine.corpora.german import make_splits  # noqa: E402
 from engine.positional import SinusoidalPositionalEncoding  # noqa: E402
 from engine.training import SIZES, TrainConfig, build_translator, encode_pairs, _pad  # noqa: E402
@@ -106,4 +106,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
