@@ -45,3 +45,10 @@ def spin(until, timeout_s: float = 120.0) -> None:
                                            | QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
     finally:
         heartbeat.stop()
+
+
+def idle(seconds: float) -> None:
+    """Let ``seconds`` pass with the event loop running (a window's pause between two
+    actions); the GUI benches' Pacers idle with this."""
+    deadline = time.monotonic() + seconds
+    spin(lambda: time.monotonic() >= deadline, timeout_s=seconds + 60)

@@ -110,6 +110,11 @@ def _agree(a, b) -> str:
     return f"{'yes' if worst <= 0.10 else 'NO'} ({100 * worst:.0f} %)"
 
 
+def _machine_figure(machine: dict, key: str) -> str:
+    value = machine.get(key, "-")
+    return str(value[0] if isinstance(value, list) else value)
+
+
 def table(runs: list[dict]) -> str:
     head = "| what | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " | agree | goal |"
     lines = [head, "|---" * (len(runs) + 3) + "|"]
@@ -124,11 +129,14 @@ def table(runs: list[dict]) -> str:
         unit = "" if unit == "x" else f" {unit}"
         lines.append(f"| {what} | " + " | ".join(f"{v}{unit if v != '-' else ''}" for v in values)
                      + f" | {agree} | {goal} |")
-    loads = [[run[b]["machine"]["loadavg_1m_5m"][0] for b in sorted(run) if "machine" in run[b]] for run in runs]
     lines.append("")
-    lines.append("Load average (1 min) as each bench ended, in `make bench` order: "
-                 + "; ".join(f"run {i + 1}: " + ", ".join(str(x) for x in load) for i, load in enumerate(loads)))
-    return "\n".join(lines)
+    for label, key in (("Load average (1 min)", "loadavg_1m_5m"), ("Host probe (ms, bench/_timing.host_probe_ms)",
+                                                                  "host_probe_small_torch_ops_ms")):
+        per_run = [[_machine_figure(run[b]["machine"], key) for b in sorted(run) if "machine" in run[b]] for run in runs]
+        lines.append(f"{label} as each bench ended, in `make bench` order: "
+                     + "; ".join(f"run {i + 1}: " + ", ".join(per_run[i]) for i in range(len(runs))))
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@
 - A figure is the median of the repetitions, with its spread (min, max, and the
   interquartile range as a percentage of the median), never the best run: the best run is
   the one a user rarely gets, and it hides how noisy the figure is.
+- A figure in milliseconds spreads its repetitions over at least ``SPREAD_S`` seconds (the
+  figure's ``Pacer`` idles between them): the machines this project runs on share their
+  cores with other tenants, and a small forward's median taken within 5-15 s moved by
+  20-40 % from one window to the next (MiniLM-sized and translator forwards, measured
+  here), while over a minute it moved by about 5 %. Ratios need no spreading: both sides
+  of the ratio see the same windows.
 - One untimed warm-up round first (first-call costs: lazy imports, allocator, caches),
   unless the first call is what is measured (cold start, timed in child processes).
 - Model work runs where the app runs it: on the app's one model thread (gui.worker's MODEL
@@ -16,10 +22,13 @@
 """
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
 from typing import Callable
+
+SPREAD_S = float(os.environ.get("ATTNSCOPE_BENCH_SPREAD_S", "40"))   # see the module's docstring
 
 _MODEL_THREAD: set[int] = set()   # the ident of the app's model thread, once it has run a call
 
@@ -66,16 +75,39 @@ def summary(values: list[float], digits: int = 1) -> dict:
             "iqr_pct": round(100 * (q3 - q1) / med, 1) if med else 0.0, "n": len(values)}
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, list[float]]:
+class Pacer:
+    """Spreads ``repeats`` repetitions over at least ``spread_s`` seconds: ``wait()`` before
+    each one idles until its turn (``idle(seconds)``: a sleep, or for a window an event loop
+    that keeps running). A repetition that takes longer than its share is never cut short."""
+
+    def __init__(self, repeats: int, spread_s: float | None = None,
+                 idle: Callable[[float], None] = time.sleep):
+        self.step = (SPREAD_S if spread_s is None else spread_s) / max(1, repeats)
+        self.idle = idle
+        self.due: float | None = None
+
+    def wait(self) -> None:
+        now = time.monotonic()
+        if self.due is not None and now < self.due:
+            self.idle(self.due - now)
+            now = time.monotonic()
+        self.due = now + self.step
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                pacer: Pacer | None = None) -> dict[str, list[float]]:
     """Milliseconds of each call of each of ``fns``: ``repeats`` rounds, each calling every
     function once, the order rotating from round to round; ``warmup`` untimed rounds first.
-    Wrap a function in ``on_worker`` to run it where the app runs model work."""
+    Wrap a function in ``on_worker`` to run it where the app runs model work. With a
+    ``pacer`` (figures in ms), the rounds are spread in time; a ratio needs none."""
     names = list(fns)
     for _ in range(warmup):
         for name in names:
             fns[name]()
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
+        if pacer is not None:
+            pacer.wait()
         k = r % len(names)
         for name in names[k:] + names[:k]:
             start = time.perf_counter()
@@ -89,11 +121,30 @@ def ratio(candidate: list[float], baseline: list[float], digits: int = 3) -> flo
     return round(statistics.median(candidate) / statistics.median(baseline), digits)
 
 
+def host_probe_ms(repeats: int = 15) -> float:
+    """Median ms of a fixed piece of small torch work (300 softmaxes of 64 x 64 products),
+    on the model thread: how fast this host ran torch's small operations when a bench
+    ended. Two runs whose probes differ by more than ~10 % ran on a host in another mood
+    (other tenants on the same cores), and their millisecond figures differ with it."""
+    import torch
+
+    a, b = torch.randn(64, 64, generator=torch.Generator().manual_seed(0)), torch.randn(64, 64)
+
+    def work() -> None:
+        for _ in range(300):
+            torch.softmax(a @ b, -1)
+
+    with torch.no_grad():
+        work()
+        return round(statistics.median(interleaved({"probe": on_worker(work)}, repeats, warmup=0)["probe"]), 2)
+
+
 def machine() -> dict:
-    """The machine a figure was taken on: cores, and the load average when it was printed
-    (above ~0.5 per core, something else was running: the figures are noisier)."""
-    import os
+    """The machine a figure was taken on: cores, the load average when it was printed
+    (above ~0.5 per core, something else was running: the figures are noisier), and the
+    host probe (``host_probe_ms``)."""
     import platform
 
     return {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
-            "loadavg_1m_5m": [round(x, 2) for x in os.getloadavg()[:2]]}
+            "loadavg_1m_5m": [round(x, 2) for x in os.getloadavg()[:2]],
+            "host_probe_small_torch_ops_ms": host_probe_ms()}

@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from PySide6.QtCore import QCoreApplication, QTimer  # noqa: E402
 
-from bench._app import application, spin as _spin  # noqa: E402
-from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
+from bench._app import application, idle, spin as _spin  # noqa: E402
+from bench._timing import Pacer, interleaved, machine, on_worker, ratio, summary  # noqa: E402
 
 SETTINGS_DIR = Path(tempfile.mkdtemp(prefix="attnscope-bench-settings-"))
 
@@ -99,7 +99,9 @@ def cold_start(repeats: int = 7) -> dict:
     args = {"default": [], "minilm": ["--model", catalog.MINILM]}
     for name in runs:               # warm-up: the page cache holds the files afterwards
         _cold_start_once(args[name])
+    pacer = Pacer(repeats)
     for r in range(repeats):
+        pacer.wait()
         for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
             runs[name].append(_cold_start_once(args[name]))
     result = {}
@@ -171,7 +173,8 @@ def run_to_all_heads_drawn(source: str, tokens: int, repeats: int = 31) -> dict:
     def bare_trace() -> None:
         trace_text(loaded, text)
 
-    times = interleaved({"bare_trace_text": on_worker(bare_trace), "window_run": window_run}, repeats)
+    times = interleaved({"bare_trace_text": on_worker(bare_trace), "window_run": window_run}, repeats,
+                        pacer=Pacer(repeats, idle=idle))
     for values in phases.values():
         del values[0]   # the warm-up round
     w.close()
@@ -223,7 +226,9 @@ def _run_and_wait(w, text: str) -> float:
 
 def longest_gap(w, repeats: int = 25) -> dict:
     gaps, totals = [], []
+    pacer = Pacer(repeats, idle=idle)
     for i in range(repeats):
+        pacer.wait()
         ticks: list[float] = []
         timer = QTimer()
         timer.setInterval(10)
@@ -241,7 +246,9 @@ def longest_gap(w, repeats: int = 25) -> dict:
 
 def quick_runs(w, repeats: int = 7) -> dict:
     singles, tenths = [], []
+    pacer = Pacer(repeats, idle=idle)
     for i in range(repeats):       # interleaved: one single run, then ten quick ones
+        pacer.wait()
         singles.append(_run_and_wait(w, MEDIUM + f" {i}") * 1000)
         old = w.state.trace
         for j in range(10):
@@ -273,7 +280,9 @@ def head_lines_paint(app, repeats: int = 11) -> dict:
     _spin(lambda: not view.draw_jobs.busy)
     totals, prepare, apply_, grab = [], [], [], []
     n_heads = trace.shape("encoder self")[1]
+    pacer = Pacer(repeats, idle=idle)
     for i in range(repeats):
+        pacer.wait()
         view.set_heads([0])
         _spin(lambda: not view.draw_jobs.busy)
         app.processEvents()
@@ -315,7 +324,9 @@ def grid_redraws(app, tokens: int, n: int = 81) -> tuple[float, dict]:
     grid.resize(1000, 800)
     grid.show()
     times = []
+    pacer = Pacer(n + 1, idle=idle)
     for i in range(n + 1):
+        pacer.wait()
         start = time.perf_counter()
         state.set_trace(traces[i % len(traces)])
         _spin(lambda: not grid.draw_jobs.busy)

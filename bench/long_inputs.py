@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._app import application  # noqa: E402
-from bench._timing import interleaved, machine, on_worker, ratio, summary  # noqa: E402
+from bench._app import application, idle  # noqa: E402
+from bench._timing import Pacer, interleaved, machine, on_worker, ratio, summary  # noqa: E402
 
 TEXT = " ".join(["attention lets every token look at every other token in the sentence ."] * 60)
 
@@ -47,18 +47,22 @@ def forward(loaded, repeats: int = 21) -> tuple[dict, list]:
         traces.append(trace_text(loaded, TEXT + (" again" if len(traces) % 2 else "")))
         del traces[:-2]
 
-    times = interleaved({"eager_no_weights": on_worker(eager_no_weights), "trace_text": on_worker(run_trace)}, repeats)
+    times = interleaved({"eager_no_weights": on_worker(eager_no_weights), "trace_text": on_worker(run_trace)}, repeats,
+                        pacer=Pacer(repeats))
     return ({"trace_text_ms": summary(times["trace_text"]), "eager_no_weights_ms": summary(times["eager_no_weights"]),
              "ratio": ratio(times["trace_text"], times["eager_no_weights"])}, traces[-2:])
 
 
 def view_draws(app, loaded, traces, repeats: int = 21) -> dict:
+    """Each view's new-trace-to-painted time. The views take turns within each round (every
+    view has its own AppState), and the rounds are paced, so each view's repetitions are
+    spread over the whole loop, not packed into a few seconds of one host mood."""
     from gui.state import AppState
     from gui.views.head_grid import HeadGrid
     from gui.views.prepared import wait_until_drawn
     from gui.views.registry import VIEWS, ViewSpec
 
-    draw_ms = {}
+    views = {}
     for spec in [ViewSpec("Heads grid", HeadGrid)] + VIEWS:
         state = AppState()
         state.set_model(loaded)
@@ -70,20 +74,26 @@ def view_draws(app, loaded, traces, repeats: int = 21) -> dict:
         if hasattr(widget, "all_button"):      # Head lines: every head of the layer
             widget.all_button.click()
             wait_until_drawn(widget)
-        times = []
-        for i in range(repeats + 1):
+        views[spec.title] = (state, widget)
+    times = {title: [] for title in views}
+    pacer = Pacer(repeats + 1, idle=idle)
+    for i in range(repeats + 1):
+        pacer.wait()
+        for title, (state, widget) in views.items():
             app.processEvents()
             start = time.perf_counter()
             state.set_trace(traces[i % 2])     # every view redraws from this signal (prepared in a worker)
             wait_until_drawn(widget)
             widget.grab()                      # ... and paints
-            times.append((time.perf_counter() - start) * 1e3)
+            times[title].append((time.perf_counter() - start) * 1e3)
+    draw_ms = {}
+    for title, (state, widget) in views.items():
         if hasattr(widget, "all_button"):
             assert len(widget.heads()) == state.trace.shape(state.kind)[1], "Head lines lost its all-heads choice"
-        draw_ms[spec.title] = summary(times[1:])   # the first builds the items
+        draw_ms[title] = summary(times[title][1:])   # the first builds the items
         widget.close()
         widget.deleteLater()
-        app.processEvents()
+    app.processEvents()
     return draw_ms
 
 
