@@ -5,11 +5,17 @@ Why: a kill, a full disk or an exception half-way through a write must never lea
 So the writer gets a temporary name in the same folder (same file system, so the final
 rename is atomic), the temporary is removed on any failure, and the finished file gets
 the permissions the user's umask gives a new file (a temporary from ``mkstemp`` is 0600).
+
+A process killed outright (SIGKILL, a power cut) cannot remove its temporary. The
+temporary's name carries the writer's process id (``.NAME.PID.XXXX.partEXT``), so the next
+write of the same file removes those whose writer no longer runs; a writer that still runs,
+in this process or another, keeps its own.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -19,6 +25,31 @@ def _umask_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)          # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:      # it exists, under another user
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove the temporaries that killed writers of ``path`` left beside it; return them."""
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^.]+\.part")
+    removed = []
+    with contextlib.suppress(OSError):
+        for candidate in path.parent.iterdir():
+            match = pattern.match(candidate.name)
+            if match and candidate.is_file() and not _running(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    candidate.unlink()
+                    removed.append(candidate)
+    return removed
 
 
 @contextlib.contextmanager
@@ -33,7 +64,8 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
         raise IsADirectoryError(f"{path} is a folder; give a file name.")
     path.parent.mkdir(parents=True, exist_ok=True)
     ext = path.suffix if suffix is None else suffix
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".part{ext}", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=f".part{ext}", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:

@@ -147,3 +147,31 @@ def test_every_broken_trace_export_is_one_value_error(tmp_path, trace):
         with pytest.raises(ValueError) as err:
             load_npz(path)
         assert path.name in str(err.value), name
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path, trace):
+    """SIGKILL leaves no chance to clean up: the next write of the same file removes the
+    temporaries of writers that no longer run, and keeps a running writer's."""
+    import subprocess
+    import sys
+
+    from engine.files import atomic_path
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale = tmp_path / f".trace.npz.{gone.pid}.abc123.part.npz"
+        running = tmp_path / f".trace.npz.{alive.pid}.def456.part.npz"
+        other = tmp_path / f".other.npz.{gone.pid}.ghi789.part.npz"   # another file's: not ours to judge
+        for p in (stale, running, other):
+            p.write_bytes(b"half")
+        save_npz(trace, tmp_path / "trace.npz")
+        assert not stale.exists() and running.exists() and other.exists()
+        assert load_npz(tmp_path / "trace.npz").source_tokens == trace.source_tokens
+        with atomic_path(tmp_path / "x.bin") as tmp:        # a temporary names its own writer
+            assert f".x.bin.{os.getpid()}." in tmp.name
+            tmp.write_bytes(b"done")
+    finally:
+        alive.kill()
+        alive.wait()
