@@ -86,6 +86,14 @@ def test_rope_curve_uses_a_rope_gpts_own_query_and_key(lab, qtbot):
     qtbot.waitUntil(lambda: lab.rope_source.startswith("rope gpt"), timeout=10000)
     assert "'the'" in lab.rope_source and lab.rope_spread < 1e-9
     assert "Open a GPT or BERT" in lab.learned_label.text() and "rotary" in lab.learned_label.text()
+    first = lab.rope_scatter.getData()[1].copy()
+    # A Run with another text: the curve follows the new first token, with no other change.
+    from engine.tracing import trace_text
+    lab.state.text = "cat sees the dog"
+    lab.state.set_trace(trace_text(lab.state.loaded, lab.state.text))
+    qtbot.waitUntil(lambda: "'cat'" in lab.rope_source, timeout=10000)
+    assert not np.allclose(lab.rope_scatter.getData()[1], first)
+    assert lab.rope_spread < 1e-9
 
 
 def test_the_lab_shows_the_sizes_it_draws(qtbot, drawn):

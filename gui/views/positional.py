@@ -70,6 +70,7 @@ class RopeDrawing:
     spread: float = 0.0                   # the largest spread of the scores at one m - n
     source: str = ""
     error: Exception | None = None
+    text: str | None = None               # the text whose query and key were drawn (None: random ones)
 
 
 @dataclass
@@ -198,20 +199,21 @@ def rope_drawing(s: TableSettings, kind: str, d_model: int, n_positions: int) ->
     yet). A failed forward is handed back, not raised: the other tabs still draw."""
     from engine import positional as P
 
-    if kind == "rope" and s.text.strip():
+    text = s.text if kind == "rope" and s.text.strip() else None
+    if text is not None:
         try:
-            q, k, base, source = _rope_vectors(s.loaded, s.text)
+            q, k, base, source = _rope_vectors(s.loaded, text)
         except Exception as exc:  # every error reaches the window, as Jobs would deliver it
             if not isinstance(exc, ValueError):
                 traceback.print_exc(file=sys.stderr)
-            return RopeDrawing(error=exc)
+            return RopeDrawing(error=exc, text=text)
     else:
         q, k, base, source = _random_vectors(d_model, s.base)
     n = min(n_positions, 128)
     scores = P.rope_scores(q, k, n, base).numpy()  # (n, n)
     m, nn = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     spread = max(float(np.ptp(np.diagonal(scores, off))) for off in range(-n + 1, n))
-    return RopeDrawing((m - nn).ravel(), scores.ravel(), spread, source)
+    return RopeDrawing((m - nn).ravel(), scores.ravel(), spread, source, text=text)
 
 
 def position_drawing(s: PositionSettings) -> PositionDrawing:
@@ -283,6 +285,7 @@ class PositionalLab(PreparedView, QWidget):
         self._tables_stale = True             # the next drawing redraws the tables too
         self._clock_titles: list[str] = []
         self.rope_source = ""
+        self._rope_text: str | None = None     # the text the RoPE curve on screen was drawn from
 
         # ---- controls ----
         self.d_model = self._spin(QSpinBox(), 4, 1024, 64, "d_model ", 2)
@@ -389,6 +392,7 @@ class PositionalLab(PreparedView, QWidget):
             box.valueChanged.connect(lambda *_: self.redraw_position())
         self.position.valueChanged.connect(lambda *_: self.redraw_position())
         state.model_changed.connect(self._on_model)
+        state.trace_changed.connect(self._on_trace)
         state.colormap_changed.connect(self._on_colormap)
         self._built = False  # the plots are filled when the panel is first shown: a fast start
 
@@ -399,6 +403,13 @@ class PositionalLab(PreparedView, QWidget):
 
     def _on_model(self, _loaded) -> None:
         if self._built:
+            self.rebuild()
+
+    def _on_trace(self, trace) -> None:
+        """A Run with a new text: a RoPE GPT's curve is drawn from the text's query and key,
+        so it is drawn again; every other drawing of the lab ignores the text."""
+        if self._built and trace is not None and self._rope_text is not None \
+                and (self.state.text or "") != self._rope_text:
             self.rebuild()
 
     def _on_colormap(self, name: str) -> None:
@@ -531,6 +542,7 @@ class PositionalLab(PreparedView, QWidget):
 
     def _show_rope(self, rope: RopeDrawing) -> None:
         """The RoPE curve; a failed forward leaves the curve as it was and says why (line and dialog)."""
+        self._rope_text = rope.text
         if rope.error is not None:
             self.rope_label.setText(f"RoPE vectors unavailable: {rope.error}")
             job_failures().failed.emit(self.draw_jobs.title, error_message(rope.error))
