@@ -24,39 +24,17 @@ from __future__ import annotations
 
 import os
 import statistics
-import threading
 import time
 from typing import Callable
 
 SPREAD_S = float(os.environ.get("ATTNSCOPE_BENCH_SPREAD_S", "40"))   # see the module's docstring
 
-_MODEL_THREAD: set[int] = set()   # the ident of the app's model thread, once it has run a call
-
-
 def on_worker(fn: Callable[[], object]) -> Callable[[], object]:
-    """``fn`` made to run on the app's model thread; the caller waits for it (a call made on
-    that thread itself runs at once)."""
-    from gui.worker import MODEL, lane_pool
+    """``fn`` made to run on the app's model thread (gui.worker.call_on_lane); the caller
+    waits for it (a call made on that thread itself runs at once)."""
+    from gui.worker import MODEL, call_on_lane
 
-    def call():
-        if threading.get_ident() in _MODEL_THREAD:
-            return fn()
-        done, box = threading.Event(), {}
-
-        def run() -> None:
-            _MODEL_THREAD.add(threading.get_ident())
-            try:
-                box["value"] = fn()
-            except BaseException as exc:  # handed to the caller
-                box["error"] = exc
-            finally:
-                done.set()
-        lane_pool(MODEL).start(run)
-        done.wait()
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
-    return call
+    return lambda: call_on_lane(MODEL, fn)
 
 
 def run_main(main: Callable[[], None]) -> None:

@@ -7,6 +7,7 @@ CLI and the tests share them.
 from __future__ import annotations
 
 import re
+import weakref
 
 import numpy as np
 
@@ -158,14 +159,32 @@ def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
     random sequence; empty for models it cannot drive (Hugging Face BERT, or a model that is
     training: its dropout would make the numbers noise). The sequence is framed the way the
     model is used: GPT after [EOS] (what precedes every line in training), the translator's
-    encoder with its [EOS] and its decoder after [BOS], BERT between [CLS] and [SEP]."""
+    encoder with its [EOS] and its decoder after [BOS], BERT between [CLS] and [SEP].
+
+    The scores depend on the weights only, not on the text shown, so they are computed once
+    per model and kept until a weight changes (a training step bumps the tensors' version
+    counters): Head statistics redraws on every Run, and the text does not change them."""
+    model = loaded.model
+    if loaded.family not in ("gpt", "translator", "bert") or model.training:
+        return {}
+    version = tuple(p._version for p in model.parameters())
+    kept = _MECHANISMS.get(model)
+    if kept is not None and kept[0] == version:
+        return kept[1]
+    scores = _mechanism_forward(loaded)
+    _MECHANISMS[model] = (version, scores)
+    return scores
+
+
+_MECHANISMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> (weight versions, scores)
+
+
+def _mechanism_forward(loaded) -> dict[str, dict[str, np.ndarray]]:
     import torch
 
     from engine.models.outputs import DECODER_SELF, ENCODER_SELF
 
     model = loaded.model
-    if loaded.family not in ("gpt", "translator", "bert") or model.training:
-        return {}
     tok, dev = loaded.tokenizer, loaded.device
     ids = repeated_random_tokens(_plain_token_ids(tok), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))
     half = len(ids) // 2

@@ -30,7 +30,9 @@ torch, against 10 ms when one thread ran all of it (MiniLM at 128 tokens: 27-32 
   the process. Jobs of different views take turns there.
 - ``TRAINING``: a run takes minutes, and Runs must not wait for it: a thread of its own,
   which exits a few seconds after the run (taking its team with it).
-- ``SHARED``: numpy-only work (drawing) on Qt's global pool, several threads at once.
+- ``SHARED``: numpy-only work (drawing) on Qt's global pool, several threads at once. A
+  drawing that needs a model's forward hands that part to the model thread and waits
+  (``call_on_lane``), so no second thread ever runs torch for it.
 """
 from __future__ import annotations
 
@@ -69,6 +71,34 @@ def lane_pool(lane: str) -> QThreadPool:
         pool.setExpiryTimeout(_EXPIRY_MS[lane])
         pool.setObjectName(f"attnscope-{lane}")
     return pool
+
+
+_CURRENT = threading.local()   # .lane: the lane whose job this thread is running now
+
+
+def call_on_lane(lane: str, fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on ``lane``'s thread; the caller waits for its value (or its
+    error, raised here). Called from that lane's own thread it runs at once. For worker
+    threads only: the GUI thread must never wait."""
+    if getattr(_CURRENT, "lane", None) == lane:
+        return fn(*args, **kwargs)
+    done, box = threading.Event(), {}
+
+    def run() -> None:
+        _CURRENT.lane = lane
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            _CURRENT.lane = None
+            done.set()
+
+    lane_pool(lane).start(run)
+    done.wait()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def active_threads() -> int:
@@ -135,8 +165,9 @@ class _Relay(QObject):
 
 
 class _Task(QRunnable):
-    def __init__(self, func: Callable, args: tuple, kwargs: dict, relay: _Relay):
+    def __init__(self, func: Callable, args: tuple, kwargs: dict, relay: _Relay, lane: str = SHARED):
         super().__init__()
+        self.lane = lane
         self.setAutoDelete(False)          # Python keeps it alive until Jobs lets go
         self.func, self.args, self.kwargs, self.relay = func, args, kwargs, relay
         self.stop_event = threading.Event()     # stop or cancel: the job may end early
@@ -146,6 +177,7 @@ class _Task(QRunnable):
             kwargs["stop"] = self.stop_event.is_set
 
     def run(self) -> None:
+        _CURRENT.lane = self.lane
         try:
             if inspect.isgeneratorfunction(self.func):
                 result = self._drive(self.func(*self.args, **self.kwargs))
@@ -159,6 +191,7 @@ class _Task(QRunnable):
                     traceback.print_exc(file=sys.stderr)
                 self._emit("errored", exc)
         finally:
+            _CURRENT.lane = None
             self._emit("finished")
             self.done.set()
             _RUNNING.discard(self)   # this frame still holds self until run() returns
@@ -199,6 +232,7 @@ class Jobs(QObject):
                  lane: str = SHARED):
         super().__init__(parent)
         self.title = title                 # the error dialog's title
+        self.lane = lane
         self.pool = lane_pool(lane)        # where our jobs run (see the lanes above)
         self._ticket = 0
         self._task: _Task | None = None    # the job whose thread runs (or is about to)
@@ -237,7 +271,7 @@ class Jobs(QObject):
         ticket, func, args, kwargs, callbacks = self._pending
         self._pending = None
         relay = _Relay(self, ticket, callbacks)
-        task = relay.task = _Task(func, args, kwargs, relay)
+        task = relay.task = _Task(func, args, kwargs, relay, self.lane)
         self._task = task
         _RUNNING.add(task)
         self.pool.start(task)

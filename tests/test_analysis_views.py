@@ -132,3 +132,26 @@ def test_grid_threshold_hides_weak_cells_but_hover_reads_true_weights(state, qtb
     assert ((drawn == 1) == (head < 0.3)).all()   # code 1 is weight 0
     grid._on_hover(grid.scene_pos_of(1, 2, 0, 0))
     assert f"{head[0, 0]:.4f}" in grid.last_tooltip
+
+
+def test_stats_run_the_models_forward_on_the_model_thread_once(qtbot, drawn, monkeypatch):
+    """The induction / previous-token columns need a forward: on the model thread (no second
+    thread runs torch), and once per model however many Runs redraw the table."""
+    import threading
+
+    import engine.analysis as analysis
+    from gui.worker import MODEL, call_on_lane
+
+    threads = []
+    real = analysis._mechanism_forward
+    monkeypatch.setattr(analysis, "_mechanism_forward", lambda lm: threads.append(threading.get_ident()) or real(lm))
+    s = AppState()
+    s.set_model(random_model("gpt", seed=3))
+    s.set_trace(trace_text(s.loaded, "the big dog"))
+    view = HeadStats(s)
+    qtbot.addWidget(view)
+    drawn(view)
+    assert not np.isnan(view.stats["induction"]).any()
+    s.set_trace(trace_text(s.loaded, "the small cat sees the dog"))
+    drawn(view)
+    assert threads == [call_on_lane(MODEL, threading.get_ident)]

@@ -119,3 +119,20 @@ def test_a_byte_fallback_bpe_counts_characters_of_its_pieces():
     ids = tok.encode("the king é")
     assert characters(tok, ids) == len(" the king ") + len("é".encode())  # each piece's "▁" is a space; é is 2 bytes
     assert characters(tok, ids + [tok.eos_id]) == characters(tok, ids) + 1
+
+
+def test_scores_are_computed_once_per_model_until_a_weight_changes(monkeypatch):
+    """Head statistics asks on every Run; the answer depends on the weights alone."""
+    import engine.analysis as analysis
+
+    loaded = random_model("gpt")
+    calls = []
+    real = analysis._mechanism_forward
+    monkeypatch.setattr(analysis, "_mechanism_forward", lambda lm: calls.append(1) or real(lm))
+    first = mechanism_scores(loaded)
+    assert mechanism_scores(loaded) is first and len(calls) == 1
+    with torch.no_grad():                        # a training step changes weights in place
+        next(loaded.model.parameters()).add_(0.5)
+    again = mechanism_scores(loaded)
+    assert len(calls) == 2 and not np.array_equal(again[DECODER_SELF]["previous"], first[DECODER_SELF]["previous"])
+    assert mechanism_scores(random_model("gpt")) is not again and len(calls) == 3   # another model: its own

@@ -176,3 +176,26 @@ def test_training_does_not_hold_up_model_work(qtbot):
 def test_an_unknown_lane_is_refused():
     with pytest.raises(ValueError, match="no lane"):
         Jobs(lane="fast")
+
+
+def test_call_on_lane_runs_there_and_hands_back_value_and_error(qtbot):
+    """A drawing worker that needs a forward hands it to the model thread and waits."""
+    from gui.worker import SHARED, call_on_lane
+
+    model_thread = call_on_lane(MODEL, _thread_id)
+    seen = []
+
+    def drawing():
+        inner = call_on_lane(MODEL, lambda: call_on_lane(MODEL, _thread_id))   # nested: runs at once
+        return threading.get_ident(), call_on_lane(MODEL, _thread_id), inner
+
+    def failing():
+        raise ValueError("no forward for you")
+
+    jobs = Jobs(lane=SHARED)
+    jobs.start(drawing, on_returned=seen.append)
+    qtbot.waitUntil(lambda: len(seen) == 1)
+    drawer, ran_on, nested = seen[0]
+    assert ran_on == nested == model_thread != drawer and model_thread != threading.get_ident()
+    with pytest.raises(ValueError, match="no forward"):
+        call_on_lane(MODEL, failing)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTab
 from engine.analysis import head_statistics, mechanism_scores
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
+from gui.worker import MODEL, call_on_lane
 
 COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep", "induction",
            "prev-token")
@@ -47,9 +48,10 @@ class NumberItem(QTableWidgetItem):
 @prepares
 def stats_drawing(trace, kind: str, loaded=None) -> dict:
     """Every head's statistics for one kind (a worker); the model's mechanism scores where
-    the engine can measure them, else nan."""
+    the engine can measure them, else nan. The scores need a forward (once per model, then
+    kept): it runs on the model thread, where every forward runs (gui.worker's lanes)."""
     stats = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind))
-    mechanisms = mechanism_scores(loaded).get(kind, {}) if loaded is not None else {}
+    mechanisms = call_on_lane(MODEL, mechanism_scores, loaded).get(kind, {}) if loaded is not None else {}
     none = np.full(stats["entropy"].shape, np.nan)
     for column, name in (("induction", "induction"), ("prev-token", "previous")):
         scores = mechanisms.get(name)
