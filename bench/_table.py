@@ -110,6 +110,40 @@ def _agree(a, b) -> str:
     return f"{'yes' if worst <= 0.10 else 'NO'} ({100 * worst:.0f} %)"
 
 
+class _BenchOf(Exception):
+    pass
+
+
+class _FirstKey(dict):
+    """Handed to a row's figure: the first key it reads names the bench the row comes from."""
+
+    def __getitem__(self, key):
+        raise _BenchOf(key)
+
+
+def bench_of(figure) -> str:
+    try:
+        figure(_FirstKey())
+    except _BenchOf as found:
+        return str(found.args[0])
+    raise ValueError("a row's figure reads no bench")
+
+
+def _probe(run: dict, bench: str) -> float | None:
+    value = run.get(bench, {}).get("machine", {}).get("host_probe_small_torch_ops_ms")
+    return float(value) if value is not None else None
+
+
+def _probe_note(runs: list[dict], bench: str) -> str:
+    """When the host ran the probe at different speeds in the two runs, the row says so: a
+    millisecond figure cannot agree better than the host it ran on."""
+    a, b = _probe(runs[0], bench), _probe(runs[1], bench)
+    if a is None or b is None or not a + b:
+        return ""
+    diff = abs(a - b) / ((a + b) / 2)
+    return f"; host probe {100 * diff:.0f} % apart" if diff > 0.10 else ""
+
+
 def _machine_figure(machine: dict, key: str) -> str:
     value = machine.get(key, "-")
     return str(value[0] if isinstance(value, list) else value)
@@ -126,6 +160,8 @@ def table(runs: list[dict]) -> str:
             except KeyError:
                 values.append("-")
         agree = _agree(*values[:2]) if len(values) >= 2 and "-" not in values else ""
+        if agree.startswith("NO") and unit != "x":     # a ratio's two sides shared the host
+            agree = agree[:-1] + _probe_note(runs, bench_of(figure)) + ")"
         unit = "" if unit == "x" else f" {unit}"
         lines.append(f"| {what} | " + " | ".join(f"{v}{unit if v != '-' else ''}" for v in values)
                      + f" | {agree} | {goal} |")
