@@ -29,6 +29,7 @@ from typing import Callable
 
 SPREAD_S = float(os.environ.get("ATTNSCOPE_BENCH_SPREAD_S", "40"))   # see the module's docstring
 
+
 def on_worker(fn: Callable[[], object]) -> Callable[[], object]:
     """``fn`` made to run on the app's model thread (gui.worker.call_on_lane); the caller
     waits for it (a call made on that thread itself runs at once)."""
@@ -54,13 +55,12 @@ def summary(values: list[float], digits: int = 1) -> dict:
 
 
 class Pacer:
-    """Spreads ``repeats`` repetitions over at least ``spread_s`` seconds: ``wait()`` before
+    """Spreads ``repeats`` repetitions over at least ``SPREAD_S`` seconds: ``wait()`` before
     each one idles until its turn (``idle(seconds)``: a sleep, or for a window an event loop
     that keeps running). A repetition that takes longer than its share is never cut short."""
 
-    def __init__(self, repeats: int, spread_s: float | None = None,
-                 idle: Callable[[float], None] = time.sleep):
-        self.step = (SPREAD_S if spread_s is None else spread_s) / max(1, repeats)
+    def __init__(self, repeats: int, idle: Callable[[float], None] = time.sleep):
+        self.step = SPREAD_S / max(1, repeats)
         self.idle = idle
         self.due: float | None = None
 

@@ -1,7 +1,10 @@
 """Jobs: results arrive on the GUI thread, a new job drops the old one's results, errors surface."""
-from PySide6.QtCore import QThread, QThreadPool
+import threading
 
-from gui.worker import Jobs, active_threads, shutdown_all
+import pytest
+from PySide6.QtCore import QThread
+
+from gui.worker import MODEL, TRAINING, Jobs, active_threads, lane_pool, shutdown_all
 
 
 def _count(n):
@@ -121,13 +124,6 @@ def test_stop_keeps_the_result_and_reaches_the_job(qtbot):
 
 
 # ---- lanes: one thread for all model work, its own thread for training ----------------------
-import threading  # noqa: E402
-
-import pytest  # noqa: E402
-
-from gui.worker import MODEL, TRAINING, lane_pool  # noqa: E402
-
-
 def _thread_id():
     return threading.get_ident()
 
