@@ -227,3 +227,37 @@ def test_the_output_line_shows_the_run_and_then_each_decoding_step(window, qtbot
     with qtbot.waitSignal(window.state.model_changed, timeout=20000):
         window.open_source("random-bert")
     assert not window.output_label.isVisible()
+
+
+def test_the_gui_thread_runs_no_torch_work_in_a_session(window, qtbot, drawn):
+    """torch gives every thread that computes a team of helper threads, and with two teams
+    small operations ran 4x slower for the rest of the process: model work belongs on the
+    model thread. A session tried in sequence (views, Runs, a head, decoding steps, another
+    model, the dark theme) calls torch on the GUI thread only to read metadata.
+    TorchFunctionMode is per thread, so it sees the GUI thread's calls and nothing else."""
+    from torch.overrides import TorchFunctionMode
+
+    called = set()
+
+    class Spy(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            called.add(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    with Spy():
+        views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Positions", "Decoding")
+        _run(window, qtbot, "the small cat sees the big dog .")
+        window.state.select_head(window.state.trace.kinds[0], 1, 2)
+        drawn(window.grid, *views[:-1])
+        decoding = views[-1]
+        for n in (1, 2):
+            decoding.step()
+            qtbot.waitUntil(lambda: len(decoding.history) == n and not decoding.jobs.busy, timeout=20000)
+        with qtbot.waitSignal(window.state.model_changed, timeout=20000):
+            window.open_source("random-gpt")
+        qtbot.waitUntil(lambda: window.state.trace is not None and window.state.trace.family == "gpt"
+                        and not window.run_jobs.busy and not window.output_jobs.busy, timeout=20000)
+        window.set_dark(True)
+        drawn(window.grid, *views[:-1])
+    assert called, "the spy saw nothing: it did not watch the GUI thread"
+    assert called <= {"numel", "__get__"}, f"torch work on the GUI thread: {sorted(called)}"
