@@ -33,6 +33,21 @@ def _select(cache, index: torch.Tensor):
     return cache
 
 
+def _last_rows(attentions, width: int | None = None) -> torch.Tensor:
+    """Each layer's attention row of the newest token, one tensor (B, L, H, width).
+
+    Why not a plain stack: a sliding-window layer's KV cache holds only its last few keys, so
+    its row is narrower than the sequence (Mistral, Gemma 2 mixes both kinds). Its row covers
+    the newest keys, so it is right-aligned and the keys out of its window read 0, as they
+    do in a full forward."""
+    rows = [w[:, :, -1] for w in attentions]                    # each (B, H, Tk_layer)
+    width = width or max(r.shape[-1] for r in rows)
+    out = rows[0].new_zeros(rows[0].shape[0], len(rows), rows[0].shape[1], width)   # (B, L, H, width)
+    for i, r in enumerate(rows):
+        out[:, i, :, width - r.shape[-1]:] = r
+    return out
+
+
 class _Stepper:
     """Feeds new tokens to a model, keeping the cache; one subclass per family."""
 
@@ -61,8 +76,8 @@ class _TranslatorStepper(_Stepper):
     def step(self, new_ids):
         out = self.model.decode(new_ids, self.memory, self.src_mask, need_weights=True, past=self.past, use_cache=True)
         self.past = out.present
-        self_rows = torch.stack([w[:, :, -1] for w in out.attentions[DECODER_SELF]], 1)  # (B, L, H, T)
-        cross_rows = torch.stack([w[:, :, -1] for w in out.attentions[CROSS]], 1)        # (B, L, H, S)
+        self_rows = _last_rows(out.attentions[DECODER_SELF])   # (B, L, H, T)
+        cross_rows = _last_rows(out.attentions[CROSS])         # (B, L, H, S)
         return out.logits[:, -1], self_rows, cross_rows
 
     def reorder(self, index):
@@ -85,29 +100,30 @@ class _GPTStepper(_Stepper):
     def step(self, new_ids):
         out = self.model(new_ids, need_weights=True, past=self.past, use_cache=True)
         self.past = out.present
-        self_rows = torch.stack([w[:, :, -1] for w in out.attentions[DECODER_SELF]], 1)  # (B, L, H, T)
-        return out.logits[:, -1], self_rows, None
+        return out.logits[:, -1], _last_rows(out.attentions[DECODER_SELF]), None   # rows (B, L, H, T)
 
 
 class _HFDecoderStepper(_Stepper):
     """A Hugging Face causal LM continuing the prompt through its own KV cache."""
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        from engine.hf import HFTokens, hf_eos_id
+        from engine.hf import HFTokens, cache_field, hf_eos_id
 
         ids = loaded.tokenizer(text)["input_ids"][-(loaded.max_len - 1):]   # the end of a long prompt
         if not ids:
             raise InputError("The prompt has no tokens: type some text to continue.")
         self.model, self.past, self.source_tokens, self.prompt_ids = loaded.model, None, [], ids
+        self.cache_field = cache_field(loaded.model)
         self.eos_id = hf_eos_id(loaded)
         self.tokenizer = HFTokens(loaded.tokenizer, self.eos_id)
         self.limit = min(settings.max_new_tokens, loaded.max_len - len(ids))
+        self.length = 0      # tokens fed so far: the width of a row when every layer slides
 
     def step(self, new_ids):
-        out = self.model(input_ids=new_ids, past_key_values=self.past, use_cache=True, output_attentions=True)
-        self.past = out.past_key_values
-        self_rows = torch.stack([w[:, :, -1] for w in out.attentions], 1)  # (B, L, H, T)
-        return out.logits[:, -1], self_rows, None
+        out = self.model(input_ids=new_ids, **{self.cache_field: self.past}, use_cache=True, output_attentions=True)
+        self.past = getattr(out, self.cache_field)
+        self.length += new_ids.shape[1]
+        return out.logits[:, -1], _last_rows(out.attentions, self.length), None   # rows (B, L, H, T)
 
     def reorder(self, index):
         self.past.reorder_cache(index)
@@ -118,9 +134,10 @@ class _HFSeq2SeqStepper(_Stepper):
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         from transformers.modeling_outputs import BaseModelOutput
-        from engine.hf import HFTokens, hf_eos_id, readable_tokens
+        from engine.hf import HFTokens, cache_field, hf_eos_id, readable_tokens
 
         model = loaded.model
+        self.cache_field = cache_field(model)
         enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=loaded.max_len)
         enc = {k: v.to(loaded.device) for k, v in enc.items()}
         self.model, self.past, self.mask = model, None, enc["attention_mask"]
@@ -131,14 +148,15 @@ class _HFSeq2SeqStepper(_Stepper):
         self.eos_id = hf_eos_id(loaded)
         self.tokenizer = HFTokens(loaded.tokenizer, self.eos_id)
         self.limit = min(settings.max_new_tokens, loaded.max_len - 1)
+        self.length = 0      # decoder tokens fed so far
 
     def step(self, new_ids):
         out = self.model(encoder_outputs=self.memory, attention_mask=self.mask, decoder_input_ids=new_ids,
-                         past_key_values=self.past, use_cache=True, output_attentions=True)
-        self.past = out.past_key_values
-        self_rows = torch.stack([w[:, :, -1] for w in out.decoder_attentions], 1)   # (B, L, H, T)
-        cross_rows = torch.stack([w[:, :, -1] for w in out.cross_attentions], 1)    # (B, L, H, S)
-        return out.logits[:, -1], self_rows, cross_rows
+                         **{self.cache_field: self.past}, use_cache=True, output_attentions=True)
+        self.past = getattr(out, self.cache_field)
+        self.length += new_ids.shape[1]
+        return (out.logits[:, -1], _last_rows(out.decoder_attentions, self.length),   # (B, L, H, T)
+                _last_rows(out.cross_attentions))                                      # (B, L, H, S)
 
     def reorder(self, index):
         from transformers.modeling_outputs import BaseModelOutput

@@ -19,6 +19,7 @@ that computes the weights (the fused kernels return none).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import socket
@@ -405,6 +406,13 @@ def seq2seq_prefix(loaded: LoadedModel, text: str, target: str | None, max_new_t
     ids = steps[-1].output_ids if steps else []
     eos = hf_eos_id(loaded)
     return [start] + [i for i in ids if i != eos]
+
+
+def cache_field(model) -> str:
+    """The name of the KV cache in a Hugging Face model's call and output: ``cache`` in recent
+    transformers, ``past_key_values`` before (the old name still works there, with a
+    deprecation warning, until transformers 5.40)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def hf_eos_id(loaded: LoadedModel) -> int | None:

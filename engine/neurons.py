@@ -34,6 +34,7 @@ class QueryKeys:
     scale: float | None = None       # scores = q.k * scale (None: 1 / sqrt(Dh))
     bias: np.ndarray | None = None   # (Tq, Tk) added to the scores: -inf where masked, T5's position bias
     note: str = ""                   # e.g. which key head a query head shares (grouped-query attention)
+    softcap: float | None = None     # Gemma 2: scores = cap * tanh(scores / cap), before the bias
 
     def row(self, qi: int) -> dict[str, np.ndarray]:
         """Everything the view draws for query ``qi``: q, k, q*k, q.k, softmax (masked keys 0)."""
@@ -41,6 +42,8 @@ class QueryKeys:
         product = k * q[None, :]                               # (Tk, Dh)
         scale = 1 / math.sqrt(q.shape[-1]) if self.scale is None else self.scale
         scores = product.sum(-1) * scale                       # (Tk,)
+        if self.softcap:
+            scores = self.softcap * np.tanh(scores / self.softcap)
         if self.bias is not None:
             scores = scores + self.bias[qi]
         live = np.isfinite(scores)
@@ -160,7 +163,15 @@ def _hf_query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: 
         m = mask[0, 0 if mask.shape[1] == 1 else head].cpu()
         bias = bias + (torch.where(m, 0.0, float("-inf")) if m.dtype == torch.bool else m.float().clamp(min=-1e30))
         bias = torch.where(bias < -1e29, float("-inf"), bias)
-    note = (f"Grouped-query attention: query head {head} uses key/value head {kv_head}, shared by "
-            f"{n_heads // n_kv} query heads." if n_kv < n_heads else "")
+    notes = [f"Grouped-query attention: query head {head} uses key/value head {kv_head}, shared by "
+             f"{n_heads // n_kv} query heads."] if n_kv < n_heads else []
+    softcap = kwargs.get("softcap")
+    if softcap:
+        notes.append(f"Scores are soft-capped: {float(softcap):g} x tanh(q.k x scale / {float(softcap):g}), "
+                     "so none exceeds the cap.")
+    window = kwargs.get("sliding_window")
+    if window:
+        notes.append(f"Sliding window: each query sees only the last {int(window)} tokens.")
     return QueryKeys(query[0, head, :tq].float().cpu().numpy(), key[0, kv_head, :tk].float().cpu().numpy(),
-                     False, trace, scale=scale, bias=bias[:tq, :tk].numpy(), note=note)
+                     False, trace, scale=scale, bias=bias[:tq, :tk].numpy(), note=" ".join(notes),
+                     softcap=float(softcap) if softcap else None)

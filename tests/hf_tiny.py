@@ -18,10 +18,15 @@ CORPUS = ["the big dog sees the small cat .", "time flies like an arrow ; fruit 
           "the cat plays with the dog because it is small ."] * 4
 
 # name -> (role, config maker); every one small: 2-3 layers, 4 heads, 32-48 wide.
-ARCHITECTURES = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart", "marian")
-ROLE = {"bert": "encoder", "roberta": "encoder", "distilbert": "encoder", "gpt2": "decoder", "gpt_neox": "decoder",
-        "llama": "decoder", "qwen2": "decoder", "t5": "encoder-decoder", "bart": "encoder-decoder",
+ARCHITECTURES = ("bert", "roberta", "distilbert", "electra", "gpt2", "gpt_neox", "llama", "qwen2", "qwen3", "mistral",
+                 "gemma2", "phi3", "t5", "bart", "marian")
+ROLE = {"bert": "encoder", "roberta": "encoder", "distilbert": "encoder", "electra": "encoder", "gpt2": "decoder",
+        "gpt_neox": "decoder", "llama": "decoder", "qwen2": "decoder", "qwen3": "decoder", "mistral": "decoder",
+        "gemma2": "decoder", "phi3": "decoder", "t5": "encoder-decoder", "bart": "encoder-decoder",
         "marian": "encoder-decoder"}
+# A window shorter than the test sentences, so the sliding-window layers (and their narrower
+# KV cache while decoding) really differ from full attention.
+SLIDING_WINDOW = 4
 
 
 def _wordpiece_tokenizer():
@@ -63,6 +68,10 @@ def _config(arch: str, vocab: int, width: int = 32, layers: int = 2, heads: int 
     if arch == "distilbert":
         return tf.DistilBertConfig(dim=width, n_layers=layers, n_heads=heads, hidden_dim=ff,
                                    max_position_embeddings=positions, **small)
+    if arch == "electra":   # embeddings narrower than the hidden width, projected up
+        return tf.ElectraConfig(embedding_size=width // 2, hidden_size=width, num_hidden_layers=layers,
+                                num_attention_heads=heads, intermediate_size=ff, max_position_embeddings=positions,
+                                **small)
     specials = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
     if arch == "gpt2":
         return tf.GPT2Config(n_embd=width, n_layer=layers, n_head=heads, n_positions=positions, **small, **specials)
@@ -78,6 +87,19 @@ def _config(arch: str, vocab: int, width: int = 32, layers: int = 2, heads: int 
         return tf.Qwen2Config(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
                               num_key_value_heads=1, intermediate_size=ff, max_position_embeddings=positions,
                               **small, **specials)
+    decoder = dict(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=ff,
+                   max_position_embeddings=positions, **small, **specials)
+    if arch == "qwen3":   # queries and keys RMS-normed per head before rotary
+        return tf.Qwen3Config(num_key_value_heads=kv, head_dim=width // heads, **decoder)
+    if arch == "mistral":  # every layer attends to the last SLIDING_WINDOW tokens only
+        return tf.MistralConfig(num_key_value_heads=kv, head_dim=width // heads, sliding_window=SLIDING_WINDOW,
+                                **decoder)
+    if arch == "gemma2":  # scores soft-capped by tanh; sliding-window and full layers alternate
+        return tf.Gemma2Config(num_key_value_heads=kv, head_dim=width // heads, query_pre_attn_scalar=width // heads,
+                               sliding_window=SLIDING_WINDOW, attn_logit_softcapping=2.0,
+                               initializer_range=0.3, **decoder)   # scores large enough for the cap to bite
+    if arch == "phi3":    # one fused qkv projection
+        return tf.Phi3Config(num_key_value_heads=kv, **decoder)
     if arch == "t5":
         return tf.T5Config(d_model=width, d_kv=width // heads, d_ff=ff, num_layers=layers, num_decoder_layers=layers,
                            num_heads=heads, decoder_start_token_id=0, **small, **specials)

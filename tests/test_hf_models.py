@@ -1,9 +1,11 @@
-"""Any Hugging Face transformer, tested without the internet on tiny random models of ten
+"""Any Hugging Face transformer, tested without the internet on tiny random models of fifteen
 architectures (tests/hf_tiny.py), opened from their folders as a user would.
 
 For each: its role; traced attention equals transformers' own output_attentions; the
 stepper's greedy tokens equal model.generate(do_sample=False); each step's attention rows
 equal a full recompute; the neuron view's recomputed weights equal the traced ones."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -80,6 +82,13 @@ def test_greedy_steps_equal_generate_and_a_full_recompute(models, arch):
                 cross = torch.stack([a[0, :, -1] for a in out.cross_attentions]).numpy()
                 np.testing.assert_allclose(step.cross_rows, cross, atol=1e-5)
         np.testing.assert_allclose(step.self_rows, self_rows, atol=1e-5)
+    if arch in ("mistral", "gemma2"):   # the window bites: the newest token ignores the oldest keys
+        window = model.config.sliding_window
+        last = steps[-1].self_rows                                     # (L, H, T)
+        assert last.shape[-1] > window
+        assert np.all(last[0, :, :-window] == 0) and np.all(last[0, :, -window:].sum(-1) > 0.99)
+        if arch == "gemma2":                                           # its second layer attends to everything
+            assert np.all(last[1, :, :-window].sum(-1) > 0)
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama", "t5", "bart"])
@@ -102,8 +111,15 @@ def test_neuron_view_recomputes_the_traced_weights(models, arch):
         traced = data.trace.weights(kind)[1, 3]
         recomputed = np.stack([data.row(i)["weights"] for i in range(traced.shape[0])])
         np.testing.assert_allclose(recomputed, traced, atol=1e-5)
-    if arch in ("llama", "qwen2"):
+    if arch in ("llama", "qwen2", "qwen3", "mistral", "gemma2", "phi3"):
         assert "key/value head" in data.note
+    if arch == "mistral":
+        assert "only the last 4 tokens" in data.note
+    if arch == "gemma2":     # the cap bites on these weights: without it the softmax differs
+        assert data.softcap == 2.0 and "soft-capped" in data.note
+        uncapped = dataclasses.replace(data, softcap=None)
+        assert max(np.abs(uncapped.row(i)["weights"] - data.row(i)["weights"]).max()
+                   for i in range(traced.shape[0])) > 1e-3
 
 
 def test_tokens_read_as_words_and_merge(models):
