@@ -55,12 +55,12 @@ def summary(values: list[float], digits: int = 1) -> dict:
 
 
 class Pacer:
-    """Spreads ``repeats`` repetitions over at least ``SPREAD_S`` seconds: ``wait()`` before
+    """Spreads ``repeats`` repetitions over at least ``span_s`` seconds (``SPREAD_S``): ``wait()`` before
     each one idles until its turn (``idle(seconds)``: a sleep, or for a window an event loop
     that keeps running). A repetition that takes longer than its share is never cut short."""
 
-    def __init__(self, repeats: int, idle: Callable[[float], None] = time.sleep):
-        self.step = SPREAD_S / max(1, repeats)
+    def __init__(self, repeats: int, idle: Callable[[float], None] = time.sleep, span_s: float | None = None):
+        self.step = (SPREAD_S if span_s is None else span_s) / max(1, repeats)
         self.idle = idle
         self.due: float | None = None
 
@@ -92,6 +92,27 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int 
             fns[name]()
             times[name].append((time.perf_counter() - start) * 1e3)
     return times
+
+
+def round_robin(tasks: dict[str, Callable[[bool], None]], rounds: int, idle: Callable[[float], None] = time.sleep,
+                span_s: float | None = None) -> None:
+    """Call every task once per round, the order rotating from round to round, the rounds
+    paced over ``span_s`` seconds (default: ``SPREAD_S`` per task). Each task takes
+    ``timed``: one round with ``timed=False`` comes first (first-call costs), and the task
+    records its repetitions only when timed.
+
+    Why: figures taken one after another each see their own minute of the host, and on a
+    shared host the minutes differ (the host probe read 3.4 to 8.3 ms within one run);
+    taken in turns, every figure sees every part of the run."""
+    names = list(tasks)
+    for name in names:
+        tasks[name](False)
+    pacer = Pacer(rounds, idle=idle, span_s=SPREAD_S * len(names) if span_s is None else span_s)
+    for r in range(rounds):
+        pacer.wait()
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            tasks[name](True)
 
 
 def ratio(candidate: list[float], baseline: list[float], digits: int = 3) -> float:
