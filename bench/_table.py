@@ -132,7 +132,7 @@ def bench_of(figure) -> str:
 
 
 def _probe(run: dict, bench: str) -> float | None:
-    value = run.get(bench, {}).get("machine", {}).get("host_probe_small_torch_ops_ms")
+    value = run.get(bench, {}).get("machine", {}).get("host_probe_ms")
     return float(value) if value is not None else None
 
 
@@ -169,9 +169,10 @@ def table(runs: list[dict]) -> str:
                      + f" | {agree} | {goal} |")
     lines.append("")
     for label, key in (("Load average (1 min)", "loadavg_1m_5m"), ("Host probe (ms, bench/_timing.host_probe_ms)",
-                                                                  "host_probe_small_torch_ops_ms")):
+                                                                  "host_probe_ms")):
         per_run = [[_machine_figure(run[b]["machine"], key) for b in sorted(run) if "machine" in run[b]] for run in runs]
-        lines.append(f"{label} as each bench ended, in `make bench` order: "
+        when = "as each bench ended" if key.startswith("load") else "(median of one per round in gui and long_inputs, at the end in the others)"
+        lines.append(f"{label} {when}, in `make bench` order: "
                      + "; ".join(f"run {i + 1}: " + ", ".join(per_run[i]) for i in range(len(runs))))
         lines.append("")
     return "\n".join(lines).rstrip()

@@ -95,7 +95,7 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int 
 
 
 def round_robin(tasks: dict[str, Callable[[bool], None]], rounds: int, idle: Callable[[float], None] = time.sleep,
-                span_s: float | None = None) -> None:
+                span_s: float | None = None) -> list[float]:
     """Call every task once per round, the order rotating from round to round, the rounds
     paced over ``span_s`` seconds (default: ``SPREAD_S`` per task). Each task takes
     ``timed``: one round with ``timed=False`` comes first (first-call costs), and the task
@@ -103,16 +103,20 @@ def round_robin(tasks: dict[str, Callable[[bool], None]], rounds: int, idle: Cal
 
     Why: figures taken one after another each see their own minute of the host, and on a
     shared host the minutes differ (the host probe read 3.4 to 8.3 ms within one run);
-    taken in turns, every figure sees every part of the run."""
+    taken in turns, every figure sees every part of the run. Returns the host probe taken
+    at the end of each round (for ``machine``)."""
     names = list(tasks)
     for name in names:
         tasks[name](False)
     pacer = Pacer(rounds, idle=idle, span_s=SPREAD_S * len(names) if span_s is None else span_s)
+    probes: list[float] = []
     for r in range(rounds):
         pacer.wait()
         k = r % len(names)
         for name in names[k:] + names[:k]:
             tasks[name](True)
+        probes.append(host_probe_ms())
+    return probes
 
 
 def ratio(candidate: list[float], baseline: list[float], digits: int = 3) -> float:
@@ -120,32 +124,41 @@ def ratio(candidate: list[float], baseline: list[float], digits: int = 3) -> flo
     return round(statistics.median(candidate) / statistics.median(baseline), digits)
 
 
-def host_probe_ms(repeats: int = 15) -> float:
-    """Median ms of a fixed piece of small torch work (300 softmaxes of 64 x 64 products),
-    on the model thread: how fast this host ran torch's small operations when a bench
-    ended. Two runs whose probes differ by more than ~10 % ran on a host in another mood
-    (other tenants on the same cores), and their millisecond figures differ with it."""
+def host_probe_ms(repeats: int = 5) -> float:
+    """Median ms of a fixed piece of torch work shaped like a small model's feed-forward (20
+    products of 512 x 384 by 384 x 1536), on the model thread with torch's threads: how fast
+    this host ran a forward's kind of work at that moment. Two runs whose probes differ by
+    more than ~10 % ran on a host in another mood (other tenants on the same cores), and
+    their millisecond figures differ with it.
+
+    Why this work: sampled every few seconds for 150 s beside MiniLM's forward at 128
+    tokens, it read 64-67 ms while the forward took 28 ms, and 78-91 ms while it took 32-39
+    ms; a probe of 300 small 64 x 64 products read 3.5-8.4 ms with no relation to either."""
     import torch
 
-    a, b = torch.randn(64, 64, generator=torch.Generator().manual_seed(0)), torch.randn(64, 64)
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(512, 384, generator=g), torch.randn(384, 1536, generator=g)
 
     def work() -> None:
-        for _ in range(300):
-            torch.softmax(a @ b, -1)
+        for _ in range(20):
+            a @ b
 
-    # Everything on the model thread, the warm-up included: one 64 x 64 product on another
-    # thread (the GUI bench's main thread, say) makes torch keep a second team of helpers,
-    # and the probe then reads 16 ms instead of 4 for the rest of the process.
+    # Everything on the model thread, the warm-up included: torch on a second thread (the
+    # GUI bench's main thread, say) makes torch keep a second team of helpers for the rest
+    # of the process, and every small operation slows.
     probe = on_worker(torch.no_grad()(work))
     return round(statistics.median(interleaved({"probe": probe}, repeats, warmup=1)["probe"]), 2)
 
 
-def machine() -> dict:
+def machine(probes: list[float] | None = None) -> dict:
     """The machine a figure was taken on: cores, the load average when it was printed
     (above ~0.5 per core, something else was running: the figures are noisier), and the
-    host probe (``host_probe_ms``)."""
+    host probe (``host_probe_ms``): the median of ``probes`` taken during the bench (one per
+    round of ``round_robin``), else one taken now."""
     import platform
 
+    probes = probes or [host_probe_ms()]
     return {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
             "loadavg_1m_5m": [round(x, 2) for x in os.getloadavg()[:2]],
-            "host_probe_small_torch_ops_ms": host_probe_ms()}
+            "host_probe_ms": round(statistics.median(probes), 2),
+            "host_probe_range_ms": [min(probes), max(probes)], "host_probe_samples": len(probes)}

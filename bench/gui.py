@@ -428,7 +428,7 @@ def main() -> None:
     w = window_with_every_view()
     gap, quick = LongestGap(w), QuickRuns(w)
     head_lines = HeadLinesPaint(app)
-    round_robin({"cold_start": cold, "run_default": runs["default"], "run_minilm": runs["minilm"],
+    probes = round_robin({"cold_start": cold, "run_default": runs["default"], "run_minilm": runs["minilm"],
                  "grid_64": grids[64], "grid_128": grids[128], "gap": gap, "quick": quick,
                  "head_lines": head_lines}, ROUNDS, idle=idle)
     (grid64, grid64_ms), (grid128, grid128_ms) = grids[64].result(), grids[128].result()
@@ -449,7 +449,7 @@ def main() -> None:
                   "run_to_all_heads_drawn_ms": "<= 100 at 128 tokens"},
     }
     w.close()
-    result["machine"] = machine()
+    result["machine"] = machine(probes)
     print(json.dumps(result, indent=2))
 
 

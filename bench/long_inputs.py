@@ -9,6 +9,9 @@ the time each view takes to draw that trace, offscreen. Prints one JSON object.
   shows all 12 heads of the layer (its "all heads" button clicked once before), the heaviest
   thing it draws. Two traces alternate, so every redraw is of a new trace.
 
+The forward and the views take turns (bench/_timing's ``round_robin``, ROUNDS rounds paced
+over 80 s), so both figures come from every part of the run.
+
 The application has the window's own options (bench/_app.py: Fusion, pyqtgraph antialiasing
 on, as gui.app.run_app sets them). The window never waits on the model (the forward runs in
 a worker); what it waits on is drawing, measured here per view.
@@ -23,78 +26,107 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._app import application, idle  # noqa: E402
-from bench._timing import Pacer, interleaved, machine, on_worker, ratio, summary  # noqa: E402
+from bench._timing import machine, on_worker, ratio, round_robin, summary  # noqa: E402
 
 TEXT = " ".join(["attention lets every token look at every other token in the sentence ."] * 60)
 
 
-def forward(loaded, repeats: int = 21) -> tuple[dict, list]:
-    import torch
+class Forward:
+    """What a Run computes (``trace_text``) against the same eager forward asking for no
+    weights, on the model thread, alternating; ``per_call`` pairs a call."""
 
-    from engine.tracing import trace_text
+    def __init__(self, loaded, per_call: int = 2):
+        import torch
 
-    enc = loaded.tokenizer(TEXT, return_tensors="pt", truncation=True, max_length=loaded.max_len)
-    traces = []
+        from engine.tracing import trace_text
 
-    def eager_no_weights():
-        with torch.no_grad():
-            loaded.model(**enc)
+        enc = loaded.tokenizer(TEXT, return_tensors="pt", truncation=True, max_length=loaded.max_len)
+        self.traces: list = []
 
-    def run_trace():
-        # The window holds the newest trace (and a view may still hold the one before), so
-        # the bench keeps two: keeping every one (75 MB each at 512 tokens) made each new
-        # trace fault in fresh memory, and the figure swung from 125 to 242 ms between runs.
-        traces.append(trace_text(loaded, TEXT + (" again" if len(traces) % 2 else "")))
-        del traces[:-2]
+        def eager_no_weights():
+            with torch.no_grad():
+                loaded.model(**enc)
 
-    times = interleaved({"eager_no_weights": on_worker(eager_no_weights), "trace_text": on_worker(run_trace)}, repeats,
-                        pacer=Pacer(repeats))
-    return ({"trace_text_ms": summary(times["trace_text"]), "eager_no_weights_ms": summary(times["eager_no_weights"]),
-             "ratio": ratio(times["trace_text"], times["eager_no_weights"])}, traces[-2:])
+        def run_trace():
+            # The window holds the newest trace (and a view may still hold the one before), so
+            # the bench keeps two: keeping every one (75 MB each at 512 tokens) made each new
+            # trace fault in fresh memory, and the figure swung from 125 to 242 ms between runs.
+            self.traces.append(trace_text(loaded, TEXT + (" again" if len(self.traces) % 2 else "")))
+            del self.traces[:-2]
+
+        self.fns = {"eager_no_weights": on_worker(eager_no_weights), "trace_text": on_worker(run_trace)}
+        self.times = {name: [] for name in self.fns}
+        self.per_call, self.calls = per_call, 0
+
+    def __call__(self, timed: bool) -> None:
+        for _ in range(self.per_call):
+            names = list(self.fns) if self.calls % 2 == 0 else list(self.fns)[::-1]
+            self.calls += 1
+            for name in names:
+                start = time.perf_counter()
+                self.fns[name]()
+                if timed:
+                    self.times[name].append((time.perf_counter() - start) * 1e3)
+
+    def result(self) -> dict:
+        t = self.times
+        return {"trace_text_ms": summary(t["trace_text"]), "eager_no_weights_ms": summary(t["eager_no_weights"]),
+                "ratio": ratio(t["trace_text"], t["eager_no_weights"])}
 
 
-def view_draws(app, loaded, traces, repeats: int = 21) -> dict:
-    """Each view's new-trace-to-painted time. The views take turns within each round (every
-    view has its own AppState), and the rounds are paced, so each view's repetitions are
-    spread over the whole loop, not packed into a few seconds of one host mood."""
-    from gui.state import AppState
-    from gui.views.head_grid import HeadGrid
-    from gui.views.prepared import wait_until_drawn
-    from gui.views.registry import VIEWS, ViewSpec
+class ViewDraws:
+    """Each view's new-trace-to-painted time; the views take turns within each call (every
+    view has its own AppState), ``per_call`` times."""
 
-    views = {}
-    for spec in [ViewSpec("Heads grid", HeadGrid)] + VIEWS:
-        state = AppState()
-        state.set_model(loaded)
-        widget = spec.factory(state)
-        widget.resize(1200, 800)
-        widget.show()
-        state.set_trace(traces[1])
-        wait_until_drawn(widget)
-        if hasattr(widget, "all_button"):      # Head lines: every head of the layer
-            widget.all_button.click()
+    def __init__(self, app, loaded, traces, per_call: int = 2):
+        from gui.state import AppState
+        from gui.views.head_grid import HeadGrid
+        from gui.views.prepared import wait_until_drawn
+        from gui.views.registry import VIEWS, ViewSpec
+
+        self.views = {}
+        for spec in [ViewSpec("Heads grid", HeadGrid)] + VIEWS:
+            state = AppState()
+            state.set_model(loaded)
+            widget = spec.factory(state)
+            widget.resize(1200, 800)
+            widget.show()
+            state.set_trace(traces[1])
             wait_until_drawn(widget)
-        views[spec.title] = (state, widget)
-    times = {title: [] for title in views}
-    pacer = Pacer(repeats + 1, idle=idle)
-    for i in range(repeats + 1):
-        pacer.wait()
-        for title, (state, widget) in views.items():
-            app.processEvents()
-            start = time.perf_counter()
-            state.set_trace(traces[i % 2])     # every view redraws from this signal (prepared in a worker)
-            wait_until_drawn(widget)
-            widget.grab()                      # ... and paints
-            times[title].append((time.perf_counter() - start) * 1e3)
-    draw_ms = {}
-    for title, (state, widget) in views.items():
-        if hasattr(widget, "all_button"):
-            assert len(widget.heads()) == state.trace.shape(state.kind)[1], "Head lines lost its all-heads choice"
-        draw_ms[title] = summary(times[title][1:])   # the first builds the items
-        widget.close()
-        widget.deleteLater()
-    app.processEvents()
-    return draw_ms
+            if hasattr(widget, "all_button"):      # Head lines: every head of the layer
+                widget.all_button.click()
+                wait_until_drawn(widget)
+            self.views[spec.title] = (state, widget)
+        self.app, self.traces, self.per_call, self.calls = app, traces, per_call, 0
+        self.times = {title: [] for title in self.views}
+
+    def __call__(self, timed: bool) -> None:
+        from gui.views.prepared import wait_until_drawn
+
+        for _ in range(self.per_call):   # the untimed first call builds the items
+            self.calls += 1
+            for title, (state, widget) in self.views.items():
+                self.app.processEvents()
+                start = time.perf_counter()
+                state.set_trace(self.traces[self.calls % 2])   # every view redraws from this signal
+                wait_until_drawn(widget)
+                widget.grab()                                  # ... and paints
+                if timed:
+                    self.times[title].append((time.perf_counter() - start) * 1e3)
+
+    def result(self) -> dict:
+        draw_ms = {}
+        for title, (state, widget) in self.views.items():
+            if hasattr(widget, "all_button"):
+                assert len(widget.heads()) == state.trace.shape(state.kind)[1], "Head lines lost its all-heads choice"
+            draw_ms[title] = summary(self.times[title])
+            widget.close()
+            widget.deleteLater()
+        self.app.processEvents()
+        return draw_ms
+
+
+ROUNDS = 11   # the forward's and the views' repetitions come in this many turns
 
 
 def main() -> None:
@@ -102,13 +134,18 @@ def main() -> None:
     from engine.hf import load_hf_model, minilm_path
 
     loaded = on_worker(lambda: load_hf_model(minilm_path()))()
-    fwd, traces = forward(loaded)
-    draw_ms = view_draws(app, loaded, traces)
+    forward = Forward(loaded)
+    forward(False)                       # two traces for the views to alternate
+    forward(False)
+    views = ViewDraws(app, loaded, forward.traces)
+    probes = round_robin({"forward": forward, "views": views}, ROUNDS, idle=idle)
+    fwd, draw_ms = forward.result(), views.result()
     slowest = max(draw_ms, key=lambda t: draw_ms[t]["median"])
-    print(json.dumps({"bench": "long_inputs", "model": "all-MiniLM-L6-v2 (6x12)", "tokens": len(traces[0].source_tokens),
+    print(json.dumps({"bench": "long_inputs", "model": "all-MiniLM-L6-v2 (6x12)",
+                      "tokens": len(forward.traces[0].source_tokens), "rounds": ROUNDS,
                       "forward": fwd, "forward_with_weights_ms": fwd["trace_text_ms"]["median"],
                       "view_draw_ms": draw_ms, "slowest_view": slowest,
-                      "slowest_view_ms": draw_ms[slowest]["median"], "machine": machine(),
+                      "slowest_view_ms": draw_ms[slowest]["median"], "machine": machine(probes),
                       "note": "views that ignore traces (decoding, training, positions) draw nothing here"}))
 
 
