@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine.memory import keep_freed_memory
+
+    keep_freed_memory()  # before any thread starts; a 512-token Run no longer faults its weights in anew
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # the exact command, recorded in what it makes (e.g. a checkpoint)

@@ -19,6 +19,8 @@
   main thread loading a model) makes every helper sleep between operations, and the small
   models' forward took twice as long (gui/worker.py's docstring has the figures). A bench's
   ``main`` that needs no window runs whole on that thread (``run_main``).
+- malloc keeps freed memory as the app's ``main`` makes it (engine.memory), set here, when a
+  bench imports this module, before it starts a thread.
 """
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ import os
 import statistics
 import time
 from typing import Callable
+
+from engine.memory import keep_freed_memory
+
+keep_freed_memory()
 
 SPREAD_S = float(os.environ.get("ATTNSCOPE_BENCH_SPREAD_S", "40"))   # see the module's docstring
 
