@@ -7,7 +7,6 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 
@@ -28,23 +27,12 @@ def application() -> QApplication:
 
 
 def spin(until, timeout_s: float = 120.0) -> None:
-    """Process events until ``until()`` is true (TimeoutError after ``timeout_s``).
+    """Process events until ``until()`` is true (TimeoutError after ``timeout_s``), sleeping
+    between events as the app's own loop does (gui.worker.process_events_until)."""
+    from gui.worker import process_events_until
 
-    The loop sleeps between events, as the app's own event loop does: a loop that polls
-    takes a core from the worker it waits for (on 2 cores, the forward ran ~1.8x slower).
-    A 5 ms heartbeat wakes it to look at ``until`` even when nothing else happens."""
-    deadline = time.monotonic() + timeout_s
-    heartbeat = QTimer()
-    heartbeat.setInterval(5)
-    heartbeat.start()
-    try:
-        while not until():
-            if time.monotonic() > deadline:
-                raise TimeoutError("the window did not finish in time")
-            QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents
-                                           | QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
-    finally:
-        heartbeat.stop()
+    if not process_events_until(until, timeout_s):
+        raise TimeoutError("the window did not finish in time")
 
 
 def idle(seconds: float) -> None:

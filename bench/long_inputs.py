@@ -5,7 +5,8 @@ the time each view takes to draw that trace, offscreen. Prints one JSON object.
   weights, the AttentionTrace) against the same eager forward asking for no weights; on a
   worker thread as in the app, warmed up, interleaved, medians and spread.
 - per view: a new 512-token trace set on the view's AppState (the signal every view redraws
-  on), prepared in the view's worker, applied, then the view grabbed (painted). Head lines
+  on), prepared in the view's worker (the Neurons view: its forward on the model thread),
+  applied, then the view grabbed (painted). Head lines
   shows all 12 heads of the layer (its "all heads" button clicked once before), the heaviest
   thing it draws. Two traces alternate, so every redraw is of a new trace.
 
@@ -88,6 +89,7 @@ class ViewDraws:
         for spec in [ViewSpec("Heads grid", HeadGrid)] + VIEWS:
             state = AppState()
             state.set_model(loaded)
+            state.text = TEXT              # as a Run sets it: the Neurons view recomputes q and k from it
             widget = spec.factory(state)
             widget.resize(1200, 800)
             widget.show()

@@ -26,18 +26,36 @@ def test_hf_bert_neurons(tmp_path):
     np.testing.assert_allclose(qk.row(2)["weights"], qk.trace.head("encoder self", 1, 1)[2], atol=1e-5)
 
 
-def test_neuron_view_draws_the_softmax_of_the_chosen_query(qtbot):
+def run_into_a_neuron_view(qtbot, family: str, seed: int):
+    """A Neurons view on a random ``family`` model, right after a Run set its trace."""
     from engine.tracing import trace_text
     from gui.state import AppState
     from gui.views.neuron import NeuronView
     state = AppState()
-    state.set_model(random_model("gpt", seed=1))
+    state.set_model(random_model(family, seed=seed))
     state.text = "the big dog sees the small cat"
     view = NeuronView(state)
     qtbot.addWidget(view)
     state.set_trace(trace_text(state.loaded, state.text))
+    return state, view
+
+
+def test_neuron_view_draws_the_softmax_of_the_chosen_query(qtbot):
+    state, view = run_into_a_neuron_view(qtbot, "gpt", seed=1)
     state.select_head("decoder self", 1, 3)
     qtbot.waitUntil(lambda: view.data is not None and view.head_box.value() == 3 and not view.jobs.busy, timeout=10000)
     view.query_box.setCurrentIndex(4)
     np.testing.assert_allclose(view.images["softmax"].image[:, 0], state.trace.head("decoder self", 1, 3)[4], atol=1e-5)
     assert view.images["q * k"].image.shape == (7, 16)
+
+
+def test_waiting_for_a_view_to_be_drawn_waits_for_its_forward(qtbot):
+    """Export and the benches grab a view right after wait_until_drawn: for the Neurons view,
+    whose q and k come from a forward on the model thread, that is after the forward."""
+    from gui.views.prepared import wait_until_drawn
+    state, view = run_into_a_neuron_view(qtbot, "bert", seed=2)
+    assert view.jobs.busy                       # the forward is queued, nothing is drawn yet
+    assert wait_until_drawn(view)
+    assert view.data is not None and not view.jobs.busy
+    np.testing.assert_allclose(view.images["softmax"].image[:, 0],
+                               state.trace.head("encoder self", state.layer, state.head)[0], atol=1e-5)

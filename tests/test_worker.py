@@ -1,10 +1,11 @@
 """Jobs: results arrive on the GUI thread, a new job drops the old one's results, errors surface."""
 import threading
+import time
 
 import pytest
 from PySide6.QtCore import QThread
 
-from gui.worker import MODEL, TRAINING, Jobs, active_threads, lane_pool, shutdown_all
+from gui.worker import MODEL, TRAINING, Jobs, active_threads, lane_pool, process_events_until, shutdown_all
 
 
 def _count(n):
@@ -195,3 +196,20 @@ def test_call_on_lane_runs_there_and_hands_back_value_and_error(qtbot):
     assert ran_on == nested == model_thread != drawer and model_thread != threading.get_ident()
     with pytest.raises(ValueError, match="no forward"):
         call_on_lane(MODEL, failing)
+
+
+def test_waiting_in_place_leaves_the_cores_to_the_workers(qtbot):
+    """Export and the benches wait on the GUI thread for a worker: that wait must sleep, not
+    poll, or it takes a core from the worker (a 512-token forward ran 3-5x slower on 2 cores)."""
+    released = threading.Event()
+    jobs = Jobs()
+    jobs.start(lambda: released.wait(5.0))
+    threading.Timer(0.4, released.set).start()     # the job ends in 0.4 s
+    cpu, wall = time.thread_time(), time.monotonic()
+    assert process_events_until(lambda: not jobs.busy, timeout_s=10)
+    cpu, wall = time.thread_time() - cpu, time.monotonic() - wall
+    assert wall >= 0.3 and cpu < wall / 4          # a polling loop burns about all of the wall time
+
+
+def test_waiting_in_place_gives_up_after_its_timeout(qtbot):
+    assert process_events_until(lambda: False, timeout_s=0.05) is False

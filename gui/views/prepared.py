@@ -17,13 +17,12 @@ none of them runs on the GUI thread.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QEventLoop
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QWidget
 
-from gui.worker import SHARED, Jobs
+from gui.worker import SHARED, Jobs, process_events_until
 
 DRAWN_OFF_THREAD: list[Callable] = []
 
@@ -82,13 +81,12 @@ class PreparedView:
 
 
 def wait_until_drawn(root: QWidget, timeout_s: float = 60.0) -> bool:
-    """Run the event loop until every prepared view under ``root`` has applied its drawing
-    (for offscreen export and benchmarks, which save or grab right after). True if all did."""
-    views = [w for w in [root, *root.findChildren(QWidget)] if isinstance(w, PreparedView)]
-    deadline = time.monotonic() + timeout_s
-    while any(v.draw_jobs.busy for v in views):
-        if time.monotonic() > deadline:
-            return False
-        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 50)
-    QCoreApplication.processEvents()
+    """Run the event loop until every job under ``root`` has finished and applied its result
+    (for offscreen export and benchmarks, which save or grab right after): a prepared view's
+    drawing, and the work a view starts on the model thread before it can draw (the Neurons
+    view's forward). True if all did."""
+    jobs = root.findChildren(Jobs)
+    if not process_events_until(lambda: not any(j.busy for j in jobs), timeout_s):
+        return False
+    QCoreApplication.processEvents()   # the paint events the last result posted
     return True
