@@ -15,8 +15,9 @@ without, none with.
 
 The price: the process keeps what it freed (that replay: 195 MB resident against 109 MB,
 steady over 30 Runs), and gives back only what exceeds ``TRIM_THRESHOLD`` at the heap's
-top; a desktop tool that will run the next text can afford it. A trace still needs fresh
-memory when the freed blocks around are too small for it (the heap is fragmented). Only glibc (Linux)
+top; a desktop tool that will run the next text can afford it. In bench/long_inputs (every
+view open, MiniLM at 512 tokens) the process held 1.39 GB against 1.27 GB without, and a
+Run took 103 ms (2 page faults) against 134 ms (18,000-35,000). Only glibc (Linux)
 has these switches; elsewhere this does nothing.
 """
 from __future__ import annotations
@@ -58,3 +59,4 @@ def keep_freed_memory() -> bool:
     _applied = all(mallopt(param, value) == 1 for param, value in (
         (M_ARENA_MAX, 1), (M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, TRIM_THRESHOLD)))
     return _applied
+

@@ -193,6 +193,10 @@ class _Task(QRunnable):
                 self._emit("errored", exc)
         finally:
             _CURRENT.lane = None
+            # Let go of the job's inputs: PySide's QThreadPool keeps every runnable it started
+            # without auto-delete, and through ``args`` each drawing held its trace (75 MB at
+            # 512 tokens) for the rest of the process.
+            self.func = self.args = self.kwargs = None
             self._emit("finished")
             self.done.set()
             _RUNNING.discard(self)   # this frame still holds self until run() returns

@@ -1,6 +1,8 @@
 """Jobs: results arrive on the GUI thread, a new job drops the old one's results, errors surface."""
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 from PySide6.QtCore import QThread
@@ -213,3 +215,19 @@ def test_waiting_in_place_leaves_the_cores_to_the_workers(qtbot):
 
 def test_waiting_in_place_gives_up_after_its_timeout(qtbot):
     assert process_events_until(lambda: False, timeout_s=0.05) is False
+
+
+def test_a_finished_job_lets_go_of_its_inputs(qtbot):
+    """Qt's pool keeps every job it ran; a job's inputs (a drawing's trace, 75 MB at 512
+    tokens) must not stay alive with it, or every Run's trace lives until the app exits."""
+    class Trace:
+        pass
+
+    trace = Trace()
+    alive = weakref.ref(trace)
+    jobs, finished = Jobs(), []
+    jobs.start(lambda t: None, trace, on_finished=lambda: finished.append(True))
+    del trace
+    qtbot.waitUntil(lambda: bool(finished))
+    gc.collect()
+    assert alive() is None

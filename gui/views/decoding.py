@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderVi
 from engine.decoding_records import STRATEGIES, DecodeSettings, DecodeStep
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
-from gui.worker import MODEL, Jobs
+from gui.worker import MODEL, Jobs, lane_pool
 
 if TYPE_CHECKING:
     from engine.decoding import DecodeSession
@@ -38,6 +38,13 @@ def _start_session(loaded, text: str, settings: DecodeSettings):
 def _advance(steps):
     """One more step, or None when the session has ended."""
     return next(steps, None)
+
+
+def _close_on_model_thread(steps) -> None:
+    """Close a session's generator where it runs: closing runs torch.no_grad's exit (torch
+    work, which belongs on the model thread), and only after a step still running there."""
+    if steps is not None:
+        lane_pool(MODEL).start(steps.close)
 
 
 class DecodingPanel(QWidget):
@@ -172,6 +179,7 @@ class DecodingPanel(QWidget):
     # ---- stepping ---------------------------------------------------------------------------
     def reset(self) -> None:
         self.jobs.cancel()
+        _close_on_model_thread(self._steps)
         self.play_button.setChecked(False)
         self.history, self.index, self.session, self._steps = [], -1, None, None
         self._queued, self.ended, self._text = 0, False, None
