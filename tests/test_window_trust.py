@@ -261,3 +261,21 @@ def test_the_gui_thread_runs_no_torch_work_in_a_session(window, qtbot, drawn):
         drawn(window.grid, *views[:-1])
     assert called, "the spy saw nothing: it did not watch the GUI thread"
     assert called <= {"numel", "__get__"}, f"torch work on the GUI thread: {sorted(called)}"
+
+
+def test_a_runs_trace_is_let_go_once_the_next_is_drawn(window, qtbot, drawn):
+    """Nothing keeps an old trace once every view shows the next one: before, Qt's pool kept
+    each drawing job's arguments, and with them every trace of the session (at 512 tokens the
+    window grew by ~90 MB a Run)."""
+    import gc
+    import weakref
+
+    views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Neurons")
+    _run(window, qtbot, "the small cat sees the big dog .")
+    drawn(window.grid, *views[:-1])
+    old = weakref.ref(window.state.trace)
+    _run(window, qtbot, "the big dog sees the small cat .")
+    drawn(window.grid, *views[:-1])
+    qtbot.waitUntil(lambda: not views[-1].jobs.busy and not window.output_jobs.busy, timeout=20000)
+    gc.collect()
+    assert old() is None
