@@ -23,7 +23,6 @@ has these switches; elsewhere this does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 # mallopt's parameter numbers, from glibc's <malloc.h>
@@ -51,8 +50,9 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        # the process's own symbols, libc's among them: no library search (find_library runs
+        # a subprocess) on the way to the window
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):   # not glibc (musl has no mallopt)
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
