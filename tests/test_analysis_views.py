@@ -134,6 +134,36 @@ def test_grid_threshold_hides_weak_cells_but_hover_reads_true_weights(state, qtb
     assert f"{head[0, 0]:.4f}" in grid.last_tooltip
 
 
+def test_grid_labels_name_every_layer_and_head_at_its_tiles_across_texts_and_models(state, qtbot, drawn):
+    """The labels follow the layout: a longer text moves them, another model's shape changes
+    which there are (the items are kept between layouts, so none may be left behind)."""
+    from gui.views.head_grid import HeadGrid
+
+    grid = HeadGrid(state)
+    qtbot.addWidget(grid)
+
+    def labels():
+        return {item.toPlainText(): (item.pos().x(), item.pos().y()) for item in grid.labels}
+
+    def expected():
+        lay = grid.layout_
+        want = {f"L{r}": (-1, lay.tile_origin(r, 0)[0] + lay.tile_h / 2) for r in range(lay.rows)}
+        return want | {f"H{c}": (lay.tile_origin(0, c)[1] + lay.tile_w / 2, -1) for c in range(lay.cols)}
+
+    drawn(grid)
+    first = labels()
+    assert first == expected() and len(first) == 2 + 4
+    state.set_trace(trace_text(state.loaded, "the big dog sees the small cat . " * 6))
+    drawn(grid)
+    assert labels() == expected() and labels() != first
+    state.set_model(random_model("bert", seed=2, layers=3, heads=2))
+    state.set_trace(trace_text(state.loaded, "the big dog"))
+    drawn(grid)
+    assert labels() == expected() and set(labels()) == {"L0", "L1", "L2", "H0", "H1"}
+    on_scene = [item for item in grid.view.addedItems if isinstance(item, type(grid.labels[0]))]
+    assert len(on_scene) == 5
+
+
 def test_stats_run_the_models_forward_on_the_model_thread_once(qtbot, drawn, monkeypatch):
     """The induction / previous-token columns need a forward: on the model thread (no second
     thread runs torch), and once per model however many Runs redraw the table."""
