@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable
 
 from engine.memory import keep_freed_memory
@@ -34,6 +36,17 @@ from engine.memory import keep_freed_memory
 keep_freed_memory()
 
 SPREAD_S = float(os.environ.get("ATTNSCOPE_BENCH_SPREAD_S", "40"))   # see the module's docstring
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A temporary folder for a bench's files (settings, model folders), removed when the
+    bench's process ends."""
+    folder = tempfile.TemporaryDirectory(prefix=prefix)
+    _SCRATCH.append(folder)   # kept alive until exit, when its finalizer removes it
+    return Path(folder.name)
+
+
+_SCRATCH: list[tempfile.TemporaryDirectory] = []
 
 
 def on_worker(fn: Callable[[], object]) -> Callable[[], object]:

@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import interleaved, machine, on_worker, ratio, run_main, summary  # noqa: E402
+from bench._timing import interleaved, machine, on_worker, ratio, run_main, scratch_dir, summary  # noqa: E402
 
 ARCHS = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart")
 
@@ -77,7 +76,7 @@ def main() -> None:
     from engine.catalog import open_model
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    root = Path(tempfile.mkdtemp(prefix="attnscope-bench-hf-"))
+    root = scratch_dir("attnscope-bench-hf-")
     result = {"bench": "hf_models", "cores": os.cpu_count(), "threads": torch.get_num_threads(),
               "shape": "6 layers, 8 heads, 512 wide", "models": {}}
     for arch in ARCHS:

@@ -7,8 +7,10 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# Never touch the user's real settings: the window stores its QSettings in a throwaway file.
-os.environ.setdefault("ATTNSCOPE_SETTINGS", os.path.join(tempfile.mkdtemp(prefix="attnscope-"), "settings.ini"))
+# Never touch the user's real settings: the window stores its QSettings in a throwaway file,
+# in a folder removed when the run ends.
+_SETTINGS_DIR = tempfile.TemporaryDirectory(prefix="attnscope-tests-")
+os.environ.setdefault("ATTNSCOPE_SETTINGS", os.path.join(_SETTINGS_DIR.name, "settings.ini"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pytest  # noqa: E402

@@ -72,12 +72,10 @@ def test_a_new_model_leaves_no_old_readouts(window, qtbot, drawn):
     assert compare.result is None and compare.images[0].image is None
 
 
-def test_compare_runs_again_when_the_text_changes(qtbot, drawn):
+def test_compare_runs_again_when_the_text_changes(qtbot, drawn, tmp_path):
     from tests.test_hf import tiny_bert_folder
-    import tempfile
-    from pathlib import Path
 
-    folder = tiny_bert_folder(Path(tempfile.mkdtemp()), 48, 2, 3)
+    folder = tiny_bert_folder(tmp_path, 48, 2, 3)
     w = MainWindow(source=str(folder), device="cpu")
     qtbot.addWidget(w)
     w.show()
