@@ -12,14 +12,19 @@ prompt at block_size - 24), decoded greedily, the two alternating in one loop
 token on the KV cache, the attention rows it returns, the candidates. The first step also
 feeds the prompt (prefill) and is reported apart. Goal: a step after the long input within
 1.5x of one after the short input (the cache keeps a step's cost from growing with the
-prefix). Sessions run on a worker thread, as the Decoding panel runs them.
+prefix). Sessions run on the model thread, as the Decoding panel runs them.
+
+The models take turns (``round_robin``: ROUNDS rounds of two pairs each, paced over 40 s a
+model). Unpaced, the bundled GPT's ratio read 1.07 in some runs and 1.19 in others: its
+step after the long input (and its prefill, 8.2 against 10.6 ms) ran at two speeds that
+switched every few seconds to minutes with the host, even within one process, while the
+step after the short input did not move; 15 pairs taken within two seconds all fell in one.
 """
 from __future__ import annotations
 
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench._timing import machine, on_worker, run_main, summary  # noqa: E402
+from bench._timing import machine, on_worker, round_robin, run_main, scratch_dir, summary  # noqa: E402
 
 STEPS = 24
+ROUNDS = 12   # each model's pairs come in this many turns, paced over the bench (see the docstring)
 
 
 def _session_times(loaded, text: str) -> tuple[float, list[float]]:
@@ -59,31 +65,40 @@ def _text(loaded, n_tokens: int, words: str) -> tuple[str, int]:
         n, text = n_now, f"{text} {words}"
 
 
-def bench(loaded, texts: dict[str, str], repeats: int = 15) -> dict:
-    for text in texts.values():     # warm-up
-        _session_times(loaded, text)
-    first = {name: [] for name in texts}
-    later = {name: [] for name in texts}
-    names = list(texts)
-    for r in range(repeats):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            f, rest = on_worker(lambda: _session_times(loaded, texts[name]))()
-            first[name].append(f)
-            later[name].append(rest)
-    k = min(len(rest) for rows in later.values() for rest in rows)   # the same step indices for both
-    steps = {name: [t for rest in rows for t in rest[:k]] for name, rows in later.items()}
-    short, long_ = names
-    return {"steps_compared_per_session": k,
-            "first_step_with_prefill_ms": {name: summary(v, 2) for name, v in first.items()},
-            "step_ms": {name: summary(v, 2) for name, v in steps.items()},
-            "long_over_short": round(statistics.median(steps[long_]) / statistics.median(steps[short]), 3)}
+class SessionPairs:
+    """One model's short and long sessions; each call decodes ``per_call`` pairs, the order
+    alternating (bench/_timing's rule), on the model thread as the Decoding panel does."""
+
+    def __init__(self, loaded, texts: dict[str, str], per_call: int = 2):
+        self.loaded, self.texts, self.per_call, self.calls = loaded, texts, per_call, 0
+        self.first = {name: [] for name in texts}
+        self.later = {name: [] for name in texts}
+
+    def __call__(self, timed: bool) -> None:
+        names = list(self.texts)
+        for _ in range(self.per_call):
+            self.calls += 1
+            for name in (names if self.calls % 2 else names[::-1]):
+                f, rest = on_worker(lambda: _session_times(self.loaded, self.texts[name]))()
+                if timed:
+                    self.first[name].append(f)
+                    self.later[name].append(rest)
+
+    def result(self) -> dict:
+        k = min(len(rest) for rows in self.later.values() for rest in rows)   # the same step indices for both
+        steps = {name: [t for rest in rows for t in rest[:k]] for name, rows in self.later.items()}
+        short, long_ = self.texts
+        return {"steps_compared_per_session": k,
+                "first_step_with_prefill_ms": {name: summary(v, 2) for name, v in self.first.items()},
+                "step_ms": {name: summary(v, 2) for name, v in steps.items()},
+                "long_over_short": round(statistics.median(steps[long_]) / statistics.median(steps[short]), 3)}
 
 
 def main() -> None:
     from engine import catalog
 
     torch.manual_seed(0)
-    out = {}
+    about, pairs = {}, {}
     for path in catalog.bundled_checkpoints():
         loaded = catalog.open_model(str(path), "cpu")
         if loaded.role == "encoder":
@@ -94,22 +109,24 @@ def main() -> None:
             words, longest = "the dog plays with the child because", loaded.model.config.block_size - STEPS
         short, n_short = _text(loaded, 8, words)
         long_, n_long = _text(loaded, longest, words)
-        out[path.stem] = {"model": loaded.name, "input_tokens": {"short": n_short, "long": n_long},
-                          **bench(loaded, {"short": short, "long": long_})}
+        about[path.stem] = {"model": loaded.name, "input_tokens": {"short": n_short, "long": n_long}}
+        pairs[path.stem] = SessionPairs(loaded, {"short": short, "long": long_})
     from tests.hf_tiny import tiny_folder
 
-    folder = tiny_folder(Path(tempfile.mkdtemp(prefix="attnscope-bench-decode-")), "gpt2", width=512, layers=6,
+    folder = tiny_folder(scratch_dir("attnscope-bench-decode-"), "gpt2", width=512, layers=6,
                          heads=8, positions=1024)
     loaded = catalog.open_model(str(folder), "cpu")
     words = "the big dog sees the small cat and the cat sees a dog"
     short, n_short = _text(loaded, 16, words)
     long_, n_long = _text(loaded, 256, words)
-    out["hf_gpt2_6x8x512"] = {"model": "Hugging Face GPT-2, random, 6 layers x 8 heads x 512",
-                              "input_tokens": {"short": n_short, "long": n_long},
-                              **bench(loaded, {"short": short, "long": long_})}
+    about["hf_gpt2_6x8x512"] = {"model": "Hugging Face GPT-2, random, 6 layers x 8 heads x 512",
+                                "input_tokens": {"short": n_short, "long": n_long}}
+    pairs["hf_gpt2_6x8x512"] = SessionPairs(loaded, {"short": short, "long": long_})
+    probes = round_robin(pairs, ROUNDS)
+    out = {name: about[name] | pairs[name].result() for name in pairs}
     print(json.dumps({"bench": "decoding", "device": "cpu", "threads": torch.get_num_threads(), "strategy": "greedy",
                       "models": out, "worst_long_over_short": max(m["long_over_short"] for m in out.values()),
-                      "machine": machine(), "goal": "long_over_short <= 1.5"}))
+                      "rounds": ROUNDS, "machine": machine(probes), "goal": "long_over_short <= 1.5"}))
 
 
 if __name__ == "__main__":
