@@ -33,6 +33,13 @@ Every figure's fixture (the windows, the grids, the Head lines view) is set up f
 the figures take turns (``round_robin``: ROUNDS rounds, a few repetitions of each figure per
 round, the rounds paced over the whole bench), so each figure's repetitions come from every
 part of the run instead of from its own minute of a shared host.
+
+How many repetitions: the window's figures spread widely within a run (interquartile range
+20-40 % of the median: which view's job a core takes first, where the host is), and a
+median's own error shrinks only with the square root of their number. With 27-36 of each
+(runs 11-15) the Run-to-drawn and quick-Runs medians moved 10-20 % between runs by that
+alone. Per run now: 96 Runs of each model, 96 quick-Run pairs, 216 grid redraws a size,
+48 long Runs after a long one and 24 after a short one, 24 Head lines clicks, 12 cold starts.
 """
 from __future__ import annotations
 
@@ -53,9 +60,9 @@ import numpy as np  # noqa: E402
 from PySide6.QtCore import QCoreApplication, QTimer  # noqa: E402
 
 from bench._app import application, idle, spin as _spin  # noqa: E402
-from bench._timing import machine, on_worker, ratio, round_robin, summary  # noqa: E402
+from bench._timing import machine, on_worker, ratio, round_robin, scratch_dir, summary  # noqa: E402
 
-SETTINGS_DIR = Path(tempfile.mkdtemp(prefix="attnscope-bench-settings-"))
+SETTINGS_DIR = scratch_dir("attnscope-bench-settings-")
 
 LONG = " ".join(["attention lets every token look at every other token in the sentence ."] * 60)
 MEDIUM = " ".join(["the small dog sees the big cat near the old house ."] * 11)
@@ -150,7 +157,7 @@ class RunToAllHeadsDrawn:
     """Run clicked in the real window; phases until every visible view is drawn and painted.
     The baseline, the bare trace_text the worker calls, alternates with it in each call."""
 
-    def __init__(self, source: str, tokens: int, per_call: int = 4):
+    def __init__(self, source: str, tokens: int, per_call: int = 8):
         from engine.tracing import trace_text
         from gui.views.prepared import PreparedView
 
@@ -257,12 +264,12 @@ def _run_and_wait(w, text: str) -> float:
 class LongestGap:
     """Runs of a 512-token text in the window with every view open; a 10 ms QTimer on the GUI
     thread ticks meanwhile, and the longest gap between ticks is how long the window froze.
-    Each call runs a 128-token text first (untimed), then the long text three times: the
-    first long Run after a short one (every view changes size: axes, images) is reported
-    apart from the two after a long one."""
+    Each call runs, ``per_call`` times, a 128-token text (untimed), then the long text three
+    times: the first long Run after a short one (every view changes size: axes, images) is
+    reported apart from the two after a long one."""
 
-    def __init__(self, w):
-        self.w, self.calls = w, 0
+    def __init__(self, w, per_call: int = 2):
+        self.w, self.calls, self.per_call = w, 0, per_call
         self.gaps = {"after_short": [], "after_long": []}
         self.totals = []
 
@@ -279,6 +286,10 @@ class LongestGap:
         return float(np.diff(ticks).max()) * 1000, total * 1000
 
     def __call__(self, timed: bool) -> None:
+        for _ in range(self.per_call):
+            self._once(timed)
+
+    def _once(self, timed: bool) -> None:
         self.calls += 1
         _run_and_wait(self.w, MEDIUM + f" short {self.calls}")
         for i, after in enumerate(("after_short", "after_long", "after_long")):
@@ -295,11 +306,9 @@ class LongestGap:
 
 class QuickRuns:
     """One Run, then ten clicked back to back (128 tokens, every view open): the tenth's
-    click to its trace drawn everywhere, over the single Run's; ``per_call`` times a call
-    (with one per call, 9 in all, the two medians' spread of 17-31 % moved the ratio 14 %
-    between two runs)."""
+    click to its trace drawn everywhere, over the single Run's; ``per_call`` times a call."""
 
-    def __init__(self, w, per_call: int = 3):
+    def __init__(self, w, per_call: int = 8):
         self.w, self.calls, self.per_call = w, 0, per_call
         self.singles, self.tenths = [], []
 
@@ -385,7 +394,7 @@ class HeadLinesPaint:
 class GridRedraws:
     """New traces into a 12 x 12 heads grid, each drawn and grabbed (a full render)."""
 
-    def __init__(self, tokens: int, per_call: int = 9):
+    def __init__(self, tokens: int, per_call: int = 18):
         from engine.trace import AttentionTrace
         from gui.state import AppState
         from gui.views.head_grid import HeadGrid
@@ -420,7 +429,7 @@ class GridRedraws:
         return round(1e3 / statistics.median(self.times), 1), summary(self.times)
 
 
-ROUNDS = 9   # every figure's repetitions come in this many turns, spread over the whole bench
+ROUNDS = 12   # every figure's repetitions come in this many turns, spread over the whole bench
 
 
 def main() -> None:
