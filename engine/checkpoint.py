@@ -24,6 +24,7 @@ import json
 import os
 import pickle
 import re
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -179,16 +180,18 @@ def _load_safetensors(path: Path) -> LoadedModel:
 def _load_torch(path: Path) -> LoadedModel:
     check_archive(path)  # a zip bomb is refused before torch.load inflates it
     try:
-        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # torch's safe unpickler warns on stderr about a pickle protocol torch.save does not
+            # write (a damaged or foreign file) before it fails; the refusal says what is wrong.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            obj = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        raise CheckpointError(
-            f"{path.name} is a pickle that needs code to load ({_first_line(exc)}). attnscope never runs "
-            "code from a file. Save only the tensors: torch.save(model.state_dict(), ...) or a "
-            ".safetensors file.") from None
+        raise _refused_pickle(path, exc) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
         raise _damaged(path, "a PyTorch file", exc) from None
     except Exception as exc:  # anything else torch.load raises means it is not a checkpoint we know
-        raise CheckpointError(f"{path.name} could not be read as a PyTorch file ({_first_line(exc)}).") from None
+        raise CheckpointError(f"{path.name} is damaged or is not a PyTorch file: the loader stopped inside it "
+                              f"({_first_line(exc)}). {SAVE_TENSORS}") from None
     if isinstance(obj, dict) and "model_args" in obj and "model" in obj:
         return _from_nanogpt(path, obj)
     if isinstance(obj, dict) and isinstance(obj.get("attnscope"), dict) and "model" in obj:
@@ -367,6 +370,26 @@ def _load_weights(name: str, model: torch.nn.Module, tensors: dict) -> None:
 
 def _names(keys: list[str]) -> str:
     return ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
+
+
+SAVE_TENSORS = "Save only the tensors: torch.save(model.state_dict(), ...) or a .safetensors file."
+
+
+def _refused_pickle(path: Path, exc: pickle.UnpicklingError) -> CheckpointError:
+    """What torch's safe unpickler refused, said without its advice (its message opens by
+    suggesting ``weights_only=False``, which would run the file's code): a pickle that calls
+    something (it names what), or bytes the safe loader cannot read (a plain or very old
+    pickle, or a damaged file)."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    calls = [line for line in lines if "GLOBAL" in line]
+    if calls:
+        named = re.search(r"GLOBAL ([\w.]+)", calls[0])
+        what = f"it calls {named.group(1)}" if named else calls[0][:200]
+        return CheckpointError(f"{path.name} is a pickle that needs code to load ({what}). attnscope never runs "
+                               f"code from a file. {SAVE_TENSORS}")
+    reason = next((line for line in lines if line.startswith("Unsupported")), _first_line(exc))[:200]
+    return CheckpointError(f"{path.name} is not a PyTorch checkpoint that can be read without running code "
+                           f"({reason}): a plain pickle, a very old torch.save, or a damaged file. {SAVE_TENSORS}")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -159,8 +159,24 @@ def test_pickle_that_needs_code_is_refused_and_not_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     p = tmp_path / "evil.pt"
     torch.save({"model": Payload()}, p)
-    refused(p, "needs code", "never runs")
+    message = refused(p, "needs code", "never runs", "it calls posix.system")
     assert not (tmp_path / "pwned.txt").exists()
+    assert "weights_only" not in message   # torch's own advice would run the file's code
+
+
+@pytest.mark.parametrize("data", [b"\x80\x04" + bytes(range(256)) * 8,           # a pickle torch refuses
+                                  b"\x80\xac" + bytes(range(255, -1, -1)) * 8])   # no pickle at all
+def test_bytes_that_are_no_torch_checkpoint_are_refused_without_warnings(tmp_path, data):
+    """Not called code (nothing in them calls anything), no advice to turn the safe loader
+    off, and nothing on stderr from torch before the refusal."""
+    import warnings
+
+    p = tmp_path / "weights.pt"
+    p.write_bytes(data)
+    with warnings.catch_warnings(record=True) as caught:   # the filters as the app has them
+        message = refused(p, "weights.pt", "Save only the tensors")
+    assert "needs code" not in message and "weights_only" not in message
+    assert [str(w.message) for w in caught] == []
 
 
 def test_bare_state_dict_is_explained(tmp_path):
