@@ -58,8 +58,10 @@ def run(args) -> int:
         return BAD_INPUT
     out = {"model": loaded.name, "strategy": args.strategy, **model_notes(loaded)}
     unknown = getattr(loaded.tokenizer, "unknown_words", None)
-    if callable(unknown):   # words the model has no token for: it never saw them, say so
-        out["unknown_words"] = unknown(args.text)
+    if callable(unknown):   # words the model has no token for: it never saw them, say so (once each)
+        out["unknown_words"] = list(dict.fromkeys(unknown(args.text)))
+    if result.notes:        # e.g. the text was cut to the model's length
+        out["notes"] = result.notes
     if loaded.role == "encoder-decoder":
         out |= {"source_tokens": result.source_tokens, "output_tokens": result.output_tokens, "translation": result.text}
     else:

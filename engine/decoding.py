@@ -48,11 +48,30 @@ def _last_rows(attentions, width: int | None = None) -> torch.Tensor:
     return out
 
 
+def _first_of_source(ids: list[int], keep: int, notes: list[str]) -> list[int]:
+    """A source text cut to what the encoder reads, said in ``notes`` when it is cut."""
+    if len(ids) > keep:
+        notes.append(f"The text has {len(ids)} tokens and the model reads at most {keep}: only the first "
+                     f"{keep} are translated.")
+    return ids[:keep]
+
+
+def _end_of_prompt(ids: list[int], keep: int, notes: list[str]) -> list[int]:
+    """A prompt cut to its last ``keep`` tokens (a continuation follows the end), said in
+    ``notes`` when it is cut."""
+    if len(ids) > keep:
+        notes.append(f"The prompt has {len(ids)} tokens and the model reads at most {keep + 1}: decoding "
+                     f"continues from its last {keep}.")
+    return ids[-keep:]
+
+
 class _Stepper:
-    """Feeds new tokens to a model, keeping the cache; one subclass per family."""
+    """Feeds new tokens to a model, keeping the cache; one subclass per family. ``notes``
+    say what the user should know about the input (a text cut to the model's length)."""
 
     eos_id: int | None
     limit: int
+    notes: list[str]
 
     def step(self, new_ids: torch.Tensor):  # (B, t) -> logits (B, V), self rows, cross rows
         raise NotImplementedError
@@ -65,7 +84,8 @@ class _TranslatorStepper(_Stepper):
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         model, src_tok, tgt_tok = loaded.model, loaded.tokenizer, loaded.tgt_tokenizer
         n = model.config.max_len
-        src_ids = src_tok.encode(text)[: n - 1] + [src_tok.eos_id]
+        self.notes = []
+        src_ids = _first_of_source(src_tok.encode(text), n - 1, self.notes) + [src_tok.eos_id]
         self.model, self.past = model, None
         self.source_tokens = src_tok.tokens(src_ids)
         self.prompt_ids = [tgt_tok.bos_id]
@@ -89,7 +109,8 @@ class _TranslatorStepper(_Stepper):
 class _GPTStepper(_Stepper):
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         model, tok = loaded.model, loaded.tokenizer
-        ids = tok.encode(text)[-(model.config.block_size - 1):]
+        self.notes = []
+        ids = _end_of_prompt(tok.encode(text), model.config.block_size - 1, self.notes)
         if not ids:
             raise InputError("The prompt has no tokens this model knows: type some text to continue.")
         self.model, self.past, self.tokenizer, self.eos_id = model, None, tok, tok.eos_id
@@ -109,7 +130,8 @@ class _HFDecoderStepper(_Stepper):
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         from engine.hf import HFTokens, cache_field, hf_eos_id
 
-        ids = loaded.tokenizer(text)["input_ids"][-(loaded.max_len - 1):]   # the end of a long prompt
+        self.notes = []
+        ids = _end_of_prompt(loaded.tokenizer(text)["input_ids"], loaded.max_len - 1, self.notes)
         if not ids:
             raise InputError("The prompt has no tokens: type some text to continue.")
         self.model, self.past, self.source_tokens, self.prompt_ids = loaded.model, None, [], ids
@@ -138,6 +160,11 @@ class _HFSeq2SeqStepper(_Stepper):
 
         model = loaded.model
         self.cache_field = cache_field(model)
+        self.notes = []
+        n_source = len(loaded.tokenizer(text)["input_ids"])
+        if n_source > loaded.max_len:
+            self.notes.append(f"The text has {n_source} tokens and the model reads at most {loaded.max_len}: "
+                              f"only the first {loaded.max_len} are translated.")
         enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=loaded.max_len)
         enc = {k: v.to(loaded.device) for k, v in enc.items()}
         self.model, self.past, self.mask = model, None, enc["attention_mask"]
@@ -190,6 +217,7 @@ class DecodeSession:
             self.stepper = STEPPERS[loaded.family](loaded, text, self.settings)
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
+        self.notes = list(self.stepper.notes)   # e.g. the text was cut to the model's length
 
     @torch.no_grad()
     def steps(self) -> Generator[DecodeStep, None, None]:
@@ -318,7 +346,8 @@ def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None =
     tok = session.stepper.tokenizer
     ids = steps[-1].output_ids if steps else []
     ids = [i for i in ids if i != session.stepper.eos_id]
-    return DecodeResult(session.source_tokens, session.prompt_tokens, tok.tokens(ids), tok.decode(ids), steps)
+    return DecodeResult(session.source_tokens, session.prompt_tokens, tok.tokens(ids), tok.decode(ids), steps,
+                        session.notes)
 
 
 def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = None) -> str:

@@ -57,3 +57,4 @@ class DecodeResult:
     output_tokens: list[str]
     text: str
     steps: list[DecodeStep]
+    notes: list[str] = field(default_factory=list)   # what the user should know (a text cut short)

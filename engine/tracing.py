@@ -33,7 +33,7 @@ def _truncate(ids: list[int], limit: int, notes: list[str], what: str = "input")
 
 
 def _unknown_note(tokenizer, text: str, notes: list[str]) -> None:
-    unknown = tokenizer.unknown_words(text)
+    unknown = list(dict.fromkeys(tokenizer.unknown_words(text)))   # each word once, in order
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         notes.append(f"Not in this model's vocabulary (shown as [UNK]): {shown}")

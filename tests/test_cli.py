@@ -39,6 +39,14 @@ def test_train_eval_translate_generate(tmp_path, capsys):
 
     code, out, _ = run(capsys, "generate", str(ckpt), "the dog")   # an encoder-decoder writes its output
     assert code == 0 and "translation" in json.loads(out)
+    assert "notes" not in json.loads(out)
+
+    # a text far longer than the model reads, full of one unknown word: said once each
+    code, out, _ = run(capsys, "translate", str(ckpt), " ".join(["the dog zzqx sleeps ."] * 100))
+    result = json.loads(out)
+    assert code == 0 and result["unknown_words"] == ["zzqx"]
+    note, = result["notes"]
+    assert "has 500 tokens" in note and "only the first" in note
 
 
 def test_train_gpt_on_a_text_file(tmp_path, capsys):

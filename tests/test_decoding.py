@@ -107,6 +107,28 @@ def test_bad_input_is_refused_clearly():
 
 
 @pytest.mark.parametrize("family", ["translator", "gpt"])
+def test_a_text_longer_than_the_model_reads_is_cut_and_said(family):
+    """The translator translates the text's beginning, a decoder continues from the prompt's
+    end; either way the session says how long the text was and what was kept."""
+    loaded = random_model(family)
+    assert DecodeSession(loaded, TEXT).notes == []
+    words = " ".join(f"{w}" for _ in range(60) for w in TEXT.split())
+    session = DecodeSession(loaded, words)
+    everything = loaded.tokenizer.encode(words)
+    note, = session.notes
+    assert f"has {len(everything)} tokens" in note
+    if family == "translator":
+        keep = loaded.model.config.max_len - 1
+        assert session.source_tokens[:-1] == loaded.tokenizer.tokens(everything[:keep])
+        assert f"only the first {keep} are translated" in note
+    else:
+        keep = loaded.model.config.block_size - 1
+        assert session.prompt_tokens == loaded.tokenizer.tokens(everything[-keep:])
+        assert f"continues from its last {keep}" in note
+    assert decode_all(loaded, words, DecodeSettings(max_new_tokens=2)).notes == session.notes
+
+
+@pytest.mark.parametrize("family", ["translator", "gpt"])
 def test_sampling_never_draws_a_special_token_but_the_end(family):
     loaded = random_model(family, seed=4)
     tok = loaded.tgt_tokenizer

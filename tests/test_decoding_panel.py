@@ -103,3 +103,16 @@ def test_arrow_keys_step_and_go_back(panel, qtbot):
     step_and_wait(panel, qtbot)
     qtbot.keyClick(panel, Qt.Key.Key_Left)
     assert panel.index == 0
+
+
+def test_a_text_cut_to_the_models_length_is_said_under_the_steps(panel, qtbot):
+    assert not panel.input_note.isVisible()
+    step_and_wait(panel, qtbot)
+    assert not panel.input_note.isVisible()          # a short text: nothing to say
+    panel.state.text = " ".join(["the big dog sees the small cat ."] * 40)
+    panel.reset()
+    step_and_wait(panel, qtbot)
+    assert panel.input_note.isVisible() and "has 320 tokens" in panel.input_note.text()
+    assert panel.input_note.text() == " ".join(panel.session.notes)
+    panel.reset()                                    # a new text or model: the note goes with the session
+    assert not panel.input_note.isVisible() and panel.input_note.text() == ""

@@ -144,6 +144,19 @@ def test_an_unknown_architecture_is_named(tmp_path):
         open_model(str(folder), "cpu")
 
 
+@pytest.mark.parametrize("arch", ["llama", "bart"])
+def test_a_text_longer_than_the_model_reads_is_cut_and_said(models, arch):
+    from engine.decoding import DecodeSession
+
+    loaded = models[arch]
+    assert DecodeSession(loaded, TEXT).notes == []
+    words = " ".join([TEXT] * 40)
+    n = len(loaded.tokenizer(words)["input_ids"])
+    assert n > loaded.max_len
+    note, = DecodeSession(loaded, words).notes
+    assert f"has {n} tokens" in note and str(loaded.max_len) in note
+
+
 def test_cli_generate_translate_export_and_compare(folders, tmp_path, capsys):
     import json
     from main import main

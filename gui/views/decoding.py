@@ -105,6 +105,11 @@ class DecodingPanel(QWidget):
         self.output = QLabel("Press Step (→) to decode the text, one token at a time.")
         self.output.setTextFormat(Qt.TextFormat.RichText)
         self.output.setWordWrap(True)
+        # What the session says about its input (a text cut to the model's length); hidden when nothing.
+        self.input_note = QLabel()
+        self.input_note.setWordWrap(True)
+        self.input_note.setStyleSheet("font-style: italic")
+        self.input_note.hide()
 
         # ---- plots ----
         # Candidates as horizontal bars, their tokens on the left axis: one row each, so
@@ -147,6 +152,7 @@ class DecodingPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(controls)
         layout.addWidget(self.output)
+        layout.addWidget(self.input_note)
         layout.addWidget(split, 1)
         self._show_knobs("greedy")
         state.model_changed.connect(self._on_model)
@@ -184,6 +190,8 @@ class DecodingPanel(QWidget):
         self.history, self.index, self.session, self._steps = [], -1, None, None
         self._queued, self.ended, self._text = 0, False, None
         self.output.setText("Press Step (→) to decode the text, one token at a time.")
+        self.input_note.clear()
+        self.input_note.hide()
         self.bar_item.setOpts(x0=[], y=[], width=[])
         self.bars.getPlotItem().getAxis("left").setTicks([[]])
         show_empty(self.bars.getPlotItem(), "Candidates for the next token appear after a step.", ("left", "bottom"))
@@ -241,6 +249,8 @@ class DecodingPanel(QWidget):
 
     def _session_ready(self, result) -> None:
         self.session, self._steps = result
+        self.input_note.setText(" ".join(self.session.notes))
+        self.input_note.setVisible(bool(self.session.notes))
         self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed,
                         on_finished=self._drain_queue)
 
