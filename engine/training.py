@@ -284,6 +284,9 @@ def gpt_loss_on(model: GPT, stream: torch.Tensor, device, max_windows: int = 64)
     return total / (len(starts) * block)
 
 
+MIN_TRAIN_TOKENS = 16   # below this a window is a handful of tokens; below 3, there is no window at all
+
+
 def train_gpt(lines_train: list[str], lines_valid: list[str], config: TrainConfig,
               device: str | torch.device = "cpu", stop: Callable[[], bool] = lambda: False,
               loaded: LoadedModel | None = None) -> Generator[TrainProgress, None, LoadedModel]:
@@ -291,7 +294,10 @@ def train_gpt(lines_train: list[str], lines_valid: list[str], config: TrainConfi
     torch.manual_seed(config.seed)
     loaded = (loaded or build_gpt(lines_train, config)).to(device)
     train, valid = token_stream(loaded, lines_train), token_stream(loaded, lines_valid)
-    block = min(loaded.model.config.block_size, len(train) - 2)
+    if len(train) < MIN_TRAIN_TOKENS:
+        raise ValueError(f"The text to train on has {len(train)} tokens; a GPT needs at least {MIN_TRAIN_TOKENS} "
+                         "(a few sentences) to learn anything. Give it a longer text.")
+    block = min(loaded.model.config.block_size, len(train) - 2)   # a short text trains on shorter windows
     gen = torch.Generator().manual_seed(config.seed)
 
     def batch():

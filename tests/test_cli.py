@@ -127,3 +127,15 @@ def test_first_ctrl_c_asks_the_trainer_to_stop_and_save(capsys):
             os.kill(os.getpid(), signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("family,name,text", [("translator", "one.tsv", "the dog\tder hund\n"),
+                                              ("gpt", "one.txt", "just one line\n"),
+                                              ("gpt", "few.txt", "a b c\nd e\n")])
+def test_a_corpus_too_small_to_train_on_exits_with_a_message(tmp_path, capsys, family, name, text):
+    corpus = tmp_path / name
+    corpus.write_text(text, encoding="utf-8")
+    code, out, err = run(capsys, "train", family, "--corpus", str(corpus), "--size", "tiny", "--steps", "2",
+                         "--out", str(tmp_path / "m.safetensors"), "--quiet")
+    assert code == 2 and err.startswith("attnscope: ") and "internal error" not in err and "needs at least" in err
+    assert not (tmp_path / "m.safetensors").exists()

@@ -234,3 +234,22 @@ def test_text_files(tmp_path):
     empty.write_text("  \n", encoding="utf-8")
     with pytest.raises(ValueError, match="empty"):
         read_text_file(empty)
+
+
+def test_a_corpus_too_small_to_split_is_refused_by_name(tmp_path):
+    """Holding out a part to validate (and, for pairs, to score) must leave something to
+    learn from; else one sentence says how much there is and how much is needed."""
+    from engine.corpora.sources import text_splits, translation_splits
+
+    pairs = tmp_path / "two.tsv"
+    pairs.write_text("the dog\tder hund\nthe cat\tdie katze\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"two\.tsv holds 2 sentence pairs; training needs at least 3"):
+        translation_splits(str(pairs))
+    pairs.write_text("the dog\tder hund\nthe cat\tdie katze\na man\tein mann\n", encoding="utf-8")
+    assert len(translation_splits(str(pairs))["train"]) == 1
+    text = tmp_path / "one.txt"
+    text.write_text("\n  just one line  \n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"one\.txt has 1 line of text; training needs at least 2"):
+        text_splits(str(text))
+    text.write_text("one line\nanother line\n", encoding="utf-8")
+    assert text_splits(str(text)) != ([], [])

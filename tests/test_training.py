@@ -89,3 +89,12 @@ def test_repeated_passages_open_the_chosen_share_of_windows_and_keep_targets_shi
         assert torch.equal(row[:n], torch.arange(start, start + n))
         assert torch.equal(row[n:2 * n], row[:n])            # said again
     assert torch.equal(repeat_passages(x, y, 0.0, torch.Generator())[0], x)
+
+
+def test_gpt_training_on_a_text_of_a_few_tokens_is_refused_clearly():
+    """A text shorter than MIN_TRAIN_TOKENS has no window worth learning from (three tokens
+    or fewer had none at all, and torch failed deep inside the batch sampler)."""
+    from engine.training import MIN_TRAIN_TOKENS
+
+    with pytest.raises(ValueError, match=f"has \\d+ tokens; a GPT needs at least {MIN_TRAIN_TOKENS}"):
+        next(train_gpt(["a b c", "d e"], ["f g"], TrainConfig(size="tiny", steps=2)))

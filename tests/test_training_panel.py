@@ -114,3 +114,14 @@ def test_a_gpt_trains_the_bundled_gpts_way_and_a_translator_does_not(panel):
     panel.family.setCurrentText("translator")
     translator = panel.config()
     assert translator.repeat_fraction == 0.0 and translator.lr == TrainConfig.lr
+
+
+def test_a_corpus_too_small_says_so_and_gives_the_controls_back(panel, qtbot, tmp_path):
+    corpus = tmp_path / "one.txt"
+    corpus.write_text("just one line\n", encoding="utf-8")
+    panel.family.setCurrentText("gpt")
+    panel.corpus.setText(str(corpus))
+    panel.start()
+    qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=20000)
+    assert panel.status.text().startswith("Training failed: one.txt has 1 line of text")
+    assert panel.trained is None and panel.start_button.isEnabled() and not panel.stop_button.isEnabled()

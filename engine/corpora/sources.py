@@ -19,6 +19,9 @@ def translation_splits(corpus: str | None = None, seed: int = 0, n_train: int = 
         return make_splits(seed=seed, n_train=n_train)
     from engine.corpora.pairs_file import read_pairs_tsv
     pairs = read_pairs_tsv(corpus)
+    if len(pairs) < 3:   # one held out for validation and one for the test score leave none to learn from
+        raise ValueError(f"{_name(corpus)} holds {len(pairs)} sentence pair{'s' * (len(pairs) != 1)}; training needs "
+                         "at least 3 (one in twenty, and at least one each, is held out to validate and to score).")
     random.Random(seed).shuffle(pairs)
     n_hold = max(1, len(pairs) // 20)
     return {"train": pairs[2 * n_hold:], "valid": pairs[:n_hold], "test": pairs[n_hold:2 * n_hold]}
@@ -33,9 +36,18 @@ def text_splits(corpus: str | None = None, seed: int = 0) -> tuple[list[str], li
         return contiguous_split(shakespeare_lines(), seed)
     from engine.corpora.english_text import read_text_file
     lines = [line.strip() for line in read_text_file(corpus).splitlines() if line.strip()]
+    if len(lines) < 2:   # the one line would be held out, leaving nothing to learn from
+        raise ValueError(f"{_name(corpus)} has {len(lines)} line{'s' * (len(lines) != 1)} of text; training needs at "
+                         "least 2 (one in twenty, and at least one, is held out to validate).")
     random.Random(seed).shuffle(lines)
     n_valid = max(1, len(lines) // 20)
     return lines[n_valid:], lines[:n_valid]
+
+
+def _name(corpus: str) -> str:
+    from pathlib import Path
+
+    return Path(corpus).name
 
 
 def corpus_label(corpus: str | None, family: str) -> str:
