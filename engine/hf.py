@@ -91,6 +91,25 @@ def read_config(path: Path) -> dict:
     return raw
 
 
+SIDE_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
+                   "added_tokens.json", "vocab.json")
+
+
+def _broken_json_file(path: Path) -> str | None:
+    """Which of the folder's JSON files (besides config.json, checked first) does not parse,
+    said in words; None if they all do. Asked only after transformers failed, whose own
+    message (a JSON decoder's "line 1 column 3") does not name the file."""
+    for name in SIDE_JSON_FILES:
+        file = path / name
+        if not file.is_file():
+            continue
+        try:
+            json.loads(file.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            return f"{name} is not valid JSON ({_first(exc)})"
+    return None
+
+
 def check_folder(path: Path) -> tuple[dict, Path, list[str]]:
     """Everything about a local folder that can be checked before transformers touches it:
     (config, weights file, notes for the user). HFModelError for anything that would fail."""
@@ -282,6 +301,9 @@ def _load_hf(path_or_name: str, device) -> LoadedModel:
                                                 trust_remote_code=False, dtype=weights_dtype(device))
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, trust_remote_code=False)
     except Exception as exc:
+        broken = _broken_json_file(path)
+        if broken:
+            raise HFModelError(f"{source}: {broken}. Copy the folder again.") from None
         raise HFModelError(f"Could not open {source} with transformers: {_first(exc)}") from None
     missing = [k for k in info.get("missing_keys", []) if not k.startswith("pooler.")]
     if missing:

@@ -157,6 +157,20 @@ def test_a_text_longer_than_the_model_reads_is_cut_and_said(models, arch):
     assert f"has {n} tokens" in note and str(loaded.max_len) in note
 
 
+@pytest.mark.parametrize("name", ["tokenizer.json", "tokenizer_config.json"])
+def test_a_damaged_tokenizer_file_is_named(folders, tmp_path, name):
+    """transformers' own error is a JSON decoder's position; the refusal names the file."""
+    import shutil
+
+    from engine.validation import ModelLoadError
+
+    folder = tmp_path / "copy"
+    shutil.copytree(folders["gpt2"], folder)
+    (folder / name).write_text('{"model": ', encoding="utf-8")
+    with pytest.raises(ModelLoadError, match=f"{name} is not valid JSON .*Copy the folder again"):
+        open_model(str(folder), "cpu")
+
+
 def test_cli_generate_translate_export_and_compare(folders, tmp_path, capsys):
     import json
     from main import main
