@@ -49,7 +49,7 @@ def run(args) -> int:
     if args.format in ("npz", "csv"):
         from engine import export
         path = (export.save_npz if args.format == "npz" else export.save_csv)(trace, out / f"trace.{args.format}")
-        print_json({"written": [str(path)], "kinds": trace.kinds})
+        print_json({"written": [str(path)], "kinds": trace.kinds, "notes": trace.notes})
         return 0
     kind = args.kind or trace.kinds[-1]
     if kind not in trace.kinds:

@@ -131,7 +131,7 @@ class _HFDecoderStepper(_Stepper):
         from engine.hf import HFTokens, cache_field, hf_eos_id
 
         self.notes = []
-        ids = _end_of_prompt(loaded.tokenizer(text)["input_ids"], loaded.max_len - 1, self.notes)
+        ids = _end_of_prompt(loaded.tokenizer(text, verbose=False)["input_ids"], loaded.max_len - 1, self.notes)
         if not ids:
             raise InputError("The prompt has no tokens: type some text to continue.")
         self.model, self.past, self.source_tokens, self.prompt_ids = loaded.model, None, [], ids
@@ -161,7 +161,7 @@ class _HFSeq2SeqStepper(_Stepper):
         model = loaded.model
         self.cache_field = cache_field(model)
         self.notes = []
-        n_source = len(loaded.tokenizer(text)["input_ids"])
+        n_source = len(loaded.tokenizer(text, verbose=False)["input_ids"])
         if n_source > loaded.max_len:
             self.notes.append(f"The text has {n_source} tokens and the model reads at most {loaded.max_len}: "
                               f"only the first {loaded.max_len} are translated.")

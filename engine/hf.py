@@ -334,7 +334,7 @@ def _load_hf(path_or_name: str, device) -> LoadedModel:
 def _encode(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]):
     """Tokenised once; only a text longer than the model takes is tokenised again, truncated."""
     pair = pair if pair and pair.strip() else None
-    enc = tokenizer(text, pair, return_tensors="pt")
+    enc = tokenizer(text, pair, return_tensors="pt", verbose=False)   # too long is said in notes, not logged
     n = enc["input_ids"].shape[1]
     if n <= max_len:
         return enc

@@ -139,3 +139,25 @@ def test_a_corpus_too_small_to_train_on_exits_with_a_message(tmp_path, capsys, f
                          "--out", str(tmp_path / "m.safetensors"), "--quiet")
     assert code == 2 and err.startswith("attnscope: ") and "internal error" not in err and "needs at least" in err
     assert not (tmp_path / "m.safetensors").exists()
+
+
+def test_export_of_a_text_too_long_says_so_in_its_notes_and_nothing_on_stderr(tmp_path):
+    """A user's terminal: the JSON's notes say the text was cut; no transformers warning about
+    token indices and no line from Qt's offscreen platform come before it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.hf_tiny import tiny_folder
+
+    folder = tiny_folder(tmp_path, "bert")   # 64 positions
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "QT_QPA_PLATFORM"}   # export picks offscreen itself
+    out = subprocess.run([sys.executable, str(root / "main.py"), "export", str(folder), "--text",
+                          "the big dog sees the small cat . " * 30, "--out", str(tmp_path / "png"), "--view", "grid"],
+                         capture_output=True, text=True, env=env, cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    note, = json.loads(out.stdout)["notes"]
+    assert "the model takes 64, so it was truncated" in note
