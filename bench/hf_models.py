@@ -28,7 +28,11 @@ import torch  # noqa: E402
 
 from bench._timing import interleaved, machine, on_worker, ratio, run_main, scratch_dir, summary  # noqa: E402
 
-ARCHS = ("bert", "roberta", "distilbert", "gpt2", "gpt_neox", "llama", "qwen2", "t5", "bart")
+def _archs() -> tuple[str, ...]:
+    """Every architecture the tests open (tests/hf_tiny.ARCHITECTURES): 15 since Mistral,
+    Gemma 2 (soft cap, sliding windows), Phi-3, Qwen3, ELECTRA and Marian joined."""
+    from tests.hf_tiny import ARCHITECTURES
+    return ARCHITECTURES
 
 
 def _folder(root: Path, arch: str) -> Path:
@@ -79,7 +83,7 @@ def main() -> None:
     root = scratch_dir("attnscope-bench-hf-")
     result = {"bench": "hf_models", "cores": os.cpu_count(), "threads": torch.get_num_threads(),
               "shape": "6 layers, 8 heads, 512 wide", "models": {}}
-    for arch in ARCHS:
+    for arch in _archs():
         loaded = open_model(str(_folder(root, arch)), "cpu")
         result["models"][arch] = {"role": loaded.role, "at_128": bench(loaded, 128), "at_512": bench(loaded, 512)}
     ratios = [m[k]["ratio"] for m in result["models"].values() for k in ("at_128", "at_512")]
