@@ -156,16 +156,12 @@ class _HFSeq2SeqStepper(_Stepper):
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         from transformers.modeling_outputs import BaseModelOutput
-        from engine.hf import HFTokens, cache_field, hf_eos_id, readable_tokens
+        from engine.hf import HFTokens, cache_field, encode_text, hf_eos_id, readable_tokens
 
         model = loaded.model
         self.cache_field = cache_field(model)
         self.notes = []
-        n_source = len(loaded.tokenizer(text, verbose=False)["input_ids"])
-        if n_source > loaded.max_len:
-            self.notes.append(f"The text has {n_source} tokens and the model reads at most {loaded.max_len}: "
-                              f"only the first {loaded.max_len} are translated.")
-        enc = loaded.tokenizer(text, return_tensors="pt", truncation=True, max_length=loaded.max_len)
+        enc = encode_text(loaded.tokenizer, text, None, loaded.max_len, self.notes)
         enc = {k: v.to(loaded.device) for k, v in enc.items()}
         self.model, self.past, self.mask = model, None, enc["attention_mask"]
         self.memory = BaseModelOutput(last_hidden_state=model.get_encoder()(**enc).last_hidden_state)

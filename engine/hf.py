@@ -331,8 +331,9 @@ def _load_hf(path_or_name: str, device) -> LoadedModel:
     return LoadedModel(name, family, model, tokenizer, meta=meta)
 
 
-def _encode(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]):
-    """Tokenised once; only a text longer than the model takes is tokenised again, truncated."""
+def encode_text(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]):
+    """Tokenised once; only a text longer than the model takes is tokenised again, truncated
+    (said in ``notes``). A Run's trace and a seq2seq decoding session both start here."""
     pair = pair if pair and pair.strip() else None
     enc = tokenizer(text, pair, return_tensors="pt", verbose=False)   # too long is said in notes, not logged
     n = enc["input_ids"].shape[1]
@@ -389,7 +390,7 @@ def trace_hf(loaded: LoadedModel, text: str, pair: str | None = None, merge_subw
     ``merge_subwords`` joins word pieces into words (see ``merge_pieces``)."""
     model, tok, notes = loaded.model, loaded.tokenizer, []
     role = loaded.role
-    enc = _encode(tok, text, pair if role == "encoder" else None, loaded.max_len, notes)
+    enc = encode_text(tok, text, pair if role == "encoder" else None, loaded.max_len, notes)
     _unknown_note(tok, enc["input_ids"][0].tolist(), notes)
     enc = {k: v.to(loaded.device) for k, v in enc.items()}
     ids = enc["input_ids"][0].tolist()
