@@ -39,7 +39,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from engine.decoding import DecodeSettings, decode_all
-    from engine.tracing import InputError
+    from engine.tracing import InputError, unknown_words
 
     loaded = open_or_explain(args.checkpoint, args.device or "auto")
     if loaded is None:
@@ -57,9 +57,9 @@ def run(args) -> int:
         say(exc)
         return BAD_INPUT
     out = {"model": loaded.name, "strategy": args.strategy, **model_notes(loaded)}
-    unknown = getattr(loaded.tokenizer, "unknown_words", None)
-    if callable(unknown):   # words the model has no token for: it never saw them, say so (once each)
-        out["unknown_words"] = list(dict.fromkeys(unknown(args.text)))
+    unknown = unknown_words(loaded.tokenizer, args.text)
+    if unknown is not None:   # words the model has no token for: it never saw them, say so
+        out["unknown_words"] = unknown
     if result.notes:        # e.g. the text was cut to the model's length
         out["notes"] = result.notes
     if loaded.role == "encoder-decoder":

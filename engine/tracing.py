@@ -32,8 +32,15 @@ def _truncate(ids: list[int], limit: int, notes: list[str], what: str = "input")
     return ids
 
 
+def unknown_words(tokenizer, text: str) -> list[str] | None:
+    """The pieces of ``text`` ``tokenizer`` has no token for, each once, in order of first
+    appearance; None for a tokenizer that cannot tell."""
+    find = getattr(tokenizer, "unknown_words", None)
+    return list(dict.fromkeys(find(text))) if callable(find) else None
+
+
 def _unknown_note(tokenizer, text: str, notes: list[str]) -> None:
-    unknown = list(dict.fromkeys(tokenizer.unknown_words(text)))   # each word once, in order
+    unknown = unknown_words(tokenizer, text)
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         notes.append(f"Not in this model's vocabulary (shown as [UNK]): {shown}")
