@@ -59,4 +59,3 @@ def keep_freed_memory() -> bool:
     _applied = all(mallopt(param, value) == 1 for param, value in (
         (M_ARENA_MAX, 1), (M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, TRIM_THRESHOLD)))
     return _applied
-

