@@ -19,7 +19,7 @@
   main thread loading a model) makes every helper sleep between operations, and the small
   models' forward took twice as long (gui/worker.py's docstring has the figures). A bench's
   ``main`` that needs no window runs whole on that thread (``run_main``).
-- malloc keeps freed memory as the app's ``main`` makes it (engine.memory), set here, when a
+- malloc keeps freed memory as the app's ``main`` makes it (engine.runtime.memory), set here, when a
   bench imports this module, before it starts a thread.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine.memory import keep_freed_memory
+from engine.runtime.memory import keep_freed_memory
 
 keep_freed_memory()
 

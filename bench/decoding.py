@@ -1,4 +1,4 @@
-"""Decoding one token per click: ``engine.decoding.DecodeSession`` steps, as the Decoding
+"""Decoding one token per click: ``engine.decoding.session.DecodeSession`` steps, as the Decoding
 panel and ``attnscope generate/translate`` take them. Prints one JSON object.
 
 Models: the bundled checkpoints (whatever resources/checkpoints holds: the translator and
@@ -40,7 +40,7 @@ ROUNDS = 12   # each model's pairs come in this many turns, paced over the bench
 
 def _session_times(loaded, text: str) -> tuple[float, list[float]]:
     """(first step ms, the later steps' ms) of one greedy session on ``text``."""
-    from engine.decoding import DecodeSession, DecodeSettings
+    from engine.decoding.session import DecodeSession, DecodeSettings
 
     start = time.perf_counter()
     session = DecodeSession(loaded, text, DecodeSettings(strategy="greedy", max_new_tokens=STEPS))
@@ -54,7 +54,7 @@ def _session_times(loaded, text: str) -> tuple[float, list[float]]:
 
 def _text(loaded, n_tokens: int, words: str) -> tuple[str, int]:
     """A text of about ``n_tokens`` input tokens for ``loaded`` (fewer if it truncates)."""
-    from engine.decoding import DecodeSession
+    from engine.decoding.session import DecodeSession
 
     text, n = words, 0
     while True:
@@ -95,7 +95,7 @@ class SessionPairs:
 
 
 def main() -> None:
-    from engine import catalog
+    from engine.loading import catalog
 
     torch.manual_seed(0)
     about, pairs = {}, {}

@@ -110,7 +110,7 @@ class ColdStart:
     starts both, the order alternating (the untimed first call fills the page cache)."""
 
     def __init__(self):
-        from engine import catalog
+        from engine.loading import catalog
 
         self.args = {"default": [], "minilm": ["--model", catalog.MINILM]}
         self.rows = {name: [] for name in self.args}
@@ -140,7 +140,7 @@ class ColdStart:
 # ---- one Run in the real window ------------------------------------------------------------
 def _text_of(loaded, tokens: int) -> tuple[str, int]:
     """A text of ``tokens`` input tokens for ``loaded`` (or its longest input, if shorter)."""
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
     from gui.main_window import DEFAULT_TEXT
 
     sentence = DEFAULT_TEXT.get(loaded.family, DEFAULT_TEXT[loaded.role])
@@ -158,7 +158,7 @@ class RunToAllHeadsDrawn:
     The baseline, the bare trace_text the worker calls, alternates with it in each call."""
 
     def __init__(self, source: str, tokens: int, per_call: int = 8):
-        from engine.tracing import trace_text
+        from engine.traces.tracing import trace_text
         from gui.views.prepared import PreparedView
 
         self.w = w = open_window(source)
@@ -224,7 +224,7 @@ class RunToAllHeadsDrawn:
 
 
 def window_with_every_view():
-    from engine import catalog
+    from engine.loading import catalog
 
     w = open_window(catalog.MINILM)
     w.resize(1400, 900)
@@ -341,8 +341,8 @@ class HeadLinesPaint:
     painted (a grab), with the worker's preparation and the GUI thread's part apart."""
 
     def __init__(self, app, per_call: int = 2):
-        from engine.hf import load_hf_model, minilm_path
-        from engine.tracing import trace_text
+        from engine.loading.hf import load_hf_model, minilm_path
+        from engine.traces.tracing import trace_text
         from gui.state import AppState
         from gui.views.head_lines import HeadLines
 
@@ -395,7 +395,7 @@ class GridRedraws:
     """New traces into a 12 x 12 heads grid, each drawn and grabbed (a full render)."""
 
     def __init__(self, tokens: int, per_call: int = 18):
-        from engine.trace import AttentionTrace
+        from engine.traces.dense import AttentionTrace
         from gui.state import AppState
         from gui.views.head_grid import HeadGrid
 
@@ -433,7 +433,7 @@ ROUNDS = 12   # every figure's repetitions come in this many turns, spread over 
 
 
 def main() -> None:
-    from engine import catalog
+    from engine.loading import catalog
 
     app = application()
     cold = ColdStart()

@@ -5,7 +5,7 @@ wide; Llama and Qwen2 with grouped-query attention) built from transformers' con
 and opened from its folder the way the window opens one. At 128 and 512 tokens:
 
 - baseline: the model's own eager forward, no weights asked for;
-- candidate: what a Run does, ``engine.tracing.trace_text`` (tokenise, forward with
+- candidate: what a Run does, ``engine.traces.tracing.trace_text`` (tokenise, forward with
   ``output_attentions``, the AttentionTrace in float32 on the CPU).
 
 Both on a worker thread, as a Run's forward runs; interleaved in one loop (bench/_timing:
@@ -51,7 +51,7 @@ def _text(tokenizer, n_tokens: int) -> str:
 
 
 def bench(loaded, tokens: int, repeats: int = 15) -> dict:
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
 
     model, tok = loaded.model, loaded.tokenizer
     text = _text(tok, tokens)
@@ -77,7 +77,7 @@ def bench(loaded, tokens: int, repeats: int = 15) -> dict:
 
 
 def main() -> None:
-    from engine.catalog import open_model
+    from engine.loading.catalog import open_model
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     root = scratch_dir("attnscope-bench-hf-")

@@ -39,7 +39,7 @@ class Forward:
     def __init__(self, loaded, per_call: int = 2):
         import torch
 
-        from engine.tracing import trace_text
+        from engine.traces.tracing import trace_text
 
         enc = loaded.tokenizer(TEXT, return_tensors="pt", truncation=True, max_length=loaded.max_len)
         self.traces: list = []
@@ -133,7 +133,7 @@ ROUNDS = 11   # the forward's and the views' repetitions come in this many turns
 
 def main() -> None:
     app = application()
-    from engine.hf import load_hf_model, minilm_path
+    from engine.loading.hf import load_hf_model, minilm_path
 
     loaded = on_worker(lambda: load_hf_model(minilm_path()))()
     forward = Forward(loaded)

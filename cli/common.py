@@ -2,7 +2,7 @@
 
 Every bad input ends in one line on stderr and exit status 2 (``BAD_INPUT``): option values
 are checked by the argument parser (the message gives the allowed range), models by
-engine.catalog.open_model (one error type, ModelLoadError), texts before any tokenizer.
+engine.loading.catalog.open_model (one error type, ModelLoadError), texts before any tokenizer.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False)
 
 def text(value: str) -> str:
     """A text argument: valid Unicode (invalid UTF-8 on a command line arrives as lone surrogates)."""
-    from engine.validation import text_problem
+    from engine.loading.validation import text_problem
 
     problem = text_problem(value)
     if problem:
@@ -109,7 +109,7 @@ def writable_problem(folder: Path) -> str | None:
 
 def out_checkpoint(value: str) -> Path:
     """A .safetensors file to save to, checked before any training starts."""
-    from engine.checkpoint import CheckpointError, check_checkpoint_path
+    from engine.loading.checkpoint import CheckpointError, check_checkpoint_path
 
     try:
         return check_checkpoint_path(Path(value).expanduser())
@@ -118,7 +118,7 @@ def out_checkpoint(value: str) -> Path:
 
 
 def device(value: str) -> str:
-    from engine.device import CHOICES
+    from engine.runtime.device import CHOICES
 
     kind, _, index = value.strip().lower().partition(":")
     if kind not in CHOICES or (index and not (kind == "cuda" and index.isdigit())):
@@ -129,7 +129,7 @@ def device(value: str) -> str:
 # ---- opening models --------------------------------------------------------------------------------
 def open_or_explain(path: str, device: str = "cpu"):
     """The model at ``path``, or None after a one-line message on stderr (no traceback)."""
-    from engine.catalog import open_model
+    from engine.loading.catalog import open_model
 
     try:
         return open_model(path, device)

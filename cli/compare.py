@@ -21,8 +21,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.catalog import MINILM, open_model
-    from engine.hf import compare, hf_to_scratch, load_hf_model
+    from engine.loading.catalog import MINILM, open_model
+    from engine.loading.hf import compare, hf_to_scratch, load_hf_model
 
     device = args.device or "cpu"
     try:
@@ -47,8 +47,8 @@ def run(args) -> int:
 
 
 def _compare_two(a, b, args) -> int:
-    from engine.analysis import compare_traces
-    from engine.tracing import trace_text
+    from engine.inspection.analysis import compare_traces
+    from engine.traces.tracing import trace_text
 
     ta, tb = trace_text(a, args.text, pair=args.pair), trace_text(b, args.text, pair=args.pair)
     shared = [k for k in ta.kinds if k in tb.kinds]

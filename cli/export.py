@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.tracing import InputError, trace_text
+    from engine.traces.tracing import InputError, trace_text
 
     problem = writable_problem(args.out)
     if problem:
@@ -47,7 +47,7 @@ def run(args) -> int:
         return BAD_INPUT
     out = args.out
     if args.format in ("npz", "csv"):
-        from engine import export
+        from engine.inspection import export
         path = (export.save_npz if args.format == "npz" else export.save_csv)(trace, out / f"trace.{args.format}")
         print_json({"written": [str(path)], "kinds": trace.kinds, "notes": trace.notes})
         return 0

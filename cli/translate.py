@@ -1,6 +1,6 @@
 """attnscope translate MODEL "text" and attnscope generate MODEL "prompt": decode, print JSON.
 
-Both run engine.decoding to the end with the strategy asked for, and print the tokens so
+Both run engine.decoding.session to the end with the strategy asked for, and print the tokens so
 a script can check what the model did. MODEL is any model that generates: translate takes
 an encoder-decoder (ours, or a Hugging Face T5/BART/Marian folder); generate takes a decoder
 (our GPT, GPT-2, Llama, ...) to continue a prompt, or an encoder-decoder to translate or
@@ -38,8 +38,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.decoding import DecodeSettings, decode_all
-    from engine.tracing import InputError, unknown_words
+    from engine.decoding.session import DecodeSettings, decode_all
+    from engine.traces.tracing import InputError, unknown_words
 
     loaded = open_or_explain(args.checkpoint, args.device or "auto")
     if loaded is None:

@@ -1,6 +1,6 @@
 """Save any view as PNG (a pixel grab) or SVG (vector, through QSvgGenerator).
 
-Both are written to a temporary name beside the target and renamed (engine.files), so a
+Both are written to a temporary name beside the target and renamed (engine.runtime.files), so a
 failed or interrupted export never leaves an empty file nor destroys the one that was there.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
-from engine.files import atomic_path
+from engine.runtime.files import atomic_path
 
 FORMATS = ("png", "svg")
 

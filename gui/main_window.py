@@ -18,9 +18,10 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, 
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QVBoxLayout,
                                QWidget)
 
-from engine import catalog, version
-from engine.device import available_devices, pick_device
-from engine.loaded import LoadedModel
+from engine.loading import catalog
+from engine import version
+from engine.runtime.device import available_devices, pick_device
+from engine.loading.loaded import LoadedModel
 from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
 from gui.help import HelpButton, HelpDialog
@@ -71,7 +72,7 @@ def _open_model(source: str, device: str):
 
 
 def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False):
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
 
     start = time.perf_counter()
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords)
@@ -79,7 +80,7 @@ def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_s
 
 
 def _model_output(loaded: LoadedModel, text: str) -> str:
-    from engine.decoding import model_output
+    from engine.decoding.session import model_output
 
     return model_output(loaded, text)
 
@@ -482,7 +483,7 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Export Trace", "trace.npz", "NumPy arrays (*.npz);;CSV table (*.csv)")
         if path:
             try:
-                from engine import export
+                from engine.inspection import export
                 (export.save_csv if path.lower().endswith(".csv") else export.save_npz)(self.state.trace, path)
                 self.statusBar().showMessage(f"Saved {path}", 5000)
             except Exception as exc:

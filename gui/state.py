@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.loaded import LoadedModel
-from engine.trace import AttentionTrace
+from engine.loading.loaded import LoadedModel
+from engine.traces.dense import AttentionTrace
 
 
 class AppState(QObject):

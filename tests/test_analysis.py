@@ -4,10 +4,10 @@ import csv
 import numpy as np
 import pytest
 
-from engine.analysis import display_weights, head_statistics, layer_aggregate, rollout, special_mask
-from engine.demo import random_model
-from engine.export import load_npz, save_csv, save_npz
-from engine.tracing import trace_text
+from engine.inspection.analysis import display_weights, head_statistics, layer_aggregate, rollout, special_mask
+from engine.loading.demo import random_model
+from engine.inspection.export import load_npz, save_csv, save_npz
+from engine.traces.tracing import trace_text
 
 
 def test_rollout_matches_a_direct_computation():

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from engine.analysis import head_statistics, rollout
-from engine.demo import random_model
-from engine.tracing import trace_text
+from engine.inspection.analysis import head_statistics, rollout
+from engine.loading.demo import random_model
+from engine.traces.tracing import trace_text
 from gui.state import AppState
 from gui.views.head_lines import HeadLines, segments
 from gui.views.head_stats import HeadStats
@@ -169,7 +169,7 @@ def test_stats_run_the_models_forward_on_the_model_thread_once(qtbot, drawn, mon
     thread runs torch), and once per model however many Runs redraw the table."""
     import threading
 
-    import engine.analysis as analysis
+    import engine.inspection.analysis as analysis
     from gui.worker import MODEL, call_on_lane
 
     threads = []

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from engine.attention import MultiHeadAttention, causal_mask, combine_masks, key_mask, scaled_dot_product_attention
+from engine.models.layers import MultiHeadAttention, causal_mask, combine_masks, key_mask, scaled_dot_product_attention
 from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
 

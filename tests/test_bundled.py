@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.catalog import CHECKPOINTS, default_source
-from engine.checkpoint import load_checkpoint
+from engine.loading.catalog import CHECKPOINTS, default_source
+from engine.loading.checkpoint import load_checkpoint
 
 TRANSLATOR = CHECKPOINTS / "translator.safetensors"
 GPT = CHECKPOINTS / "gpt.safetensors"
@@ -36,7 +36,7 @@ def test_bundled_checkpoints_are_small_and_made_by_our_command(path):
 
 def test_translator_reaches_its_recorded_bleu_on_a_sample(translator):
     from engine.corpora.german import CONSTRUCTIONS, make_splits
-    from engine.evaluation import translation_scores
+    from engine.training.evaluation import translation_scores
 
     recorded = translator.meta["training"]["metrics"]
     assert recorded["sentences"] == 1000 and set(recorded["by_construction"]) == set(CONSTRUCTIONS)
@@ -48,7 +48,7 @@ def test_translator_reaches_its_recorded_bleu_on_a_sample(translator):
 
 def test_translator_translates_sentences_written_by_hand(translator):
     from engine.corpora.german import handwritten_pairs
-    from engine.evaluation import translation_scores
+    from engine.training.evaluation import translation_scores
 
     recorded = translator.meta["training"]["metrics"]["handwritten"]
     scores = translation_scores(translator, handwritten_pairs())
@@ -57,7 +57,7 @@ def test_translator_translates_sentences_written_by_hand(translator):
 
 
 def test_translator_reads_typed_text_the_way_its_corpus_is_written(translator):
-    from engine.evaluation import greedy_translate
+    from engine.training.evaluation import greedy_translate
 
     tok = translator.tokenizer
     assert tok.tokens(tok.encode("The dog doesn't sleep.")) == ["the", "dog", "does", "not", "sleep", "."]
@@ -67,7 +67,7 @@ def test_translator_reads_typed_text_the_way_its_corpus_is_written(translator):
 
 def test_gpt_beats_the_unigram_baseline_on_a_sample(gpt):
     from engine.corpora.sources import text_splits
-    from engine.evaluation import language_model_scores
+    from engine.training.evaluation import language_model_scores
 
     recorded = gpt.meta["training"]["metrics"]
     assert recorded["val_loss"] < recorded["unigram_loss"] - 1.0
@@ -77,7 +77,7 @@ def test_gpt_beats_the_unigram_baseline_on_a_sample(gpt):
 
 
 def test_gpt_heads_score_what_its_record_says(gpt):
-    from engine.evaluation import best_heads
+    from engine.training.evaluation import best_heads
 
     recorded = gpt.meta["training"]["metrics"]
     heads = best_heads(gpt)

@@ -5,8 +5,8 @@ import os
 import pytest
 import torch
 
-from engine.checkpoint import CheckpointError, checkpoint_metadata, load_checkpoint, save_checkpoint
-from engine.demo import random_model
+from engine.loading.checkpoint import CheckpointError, checkpoint_metadata, load_checkpoint, save_checkpoint
+from engine.loading.demo import random_model
 
 
 def logits(loaded, ids=(7, 8, 9, 10)):

@@ -22,7 +22,7 @@ def test_train_eval_translate_generate(tmp_path, capsys):
     summary = json.loads(out)
     assert summary["steps"] == 20 and "bleu" in summary["metrics"]
 
-    from engine.checkpoint import load_checkpoint
+    from engine.loading.checkpoint import load_checkpoint
     training = load_checkpoint(ckpt).meta["training"]
     assert training["command"].startswith("attnscope train translator --size tiny")
     assert training["metrics"]["bleu"] == summary["metrics"]["bleu"]
@@ -56,8 +56,8 @@ def test_train_gpt_on_a_text_file(tmp_path, capsys):
     code, out, _ = run(capsys, "train", "gpt", "--corpus", str(corpus), "--size", "tiny", "--steps", "15",
                        "--position", "rope", "--lr", "3e-3", "--out", str(ckpt), "--quiet")
     assert code == 0 and json.loads(out)["metrics"]["val_loss"] > 0
-    from engine.checkpoint import load_checkpoint
-    from engine.training_records import GPT_RECIPE
+    from engine.loading.checkpoint import load_checkpoint
+    from engine.training.records import GPT_RECIPE
     assert load_checkpoint(ckpt).model.config.position == "rope"
     config = load_checkpoint(ckpt).meta["training"]["config"]   # the recipe, but the option given wins
     assert {k: config[k] for k in GPT_RECIPE} == {**GPT_RECIPE, "lr": 3e-3}
@@ -101,9 +101,9 @@ def test_export_views_headless(tmp_path, capsys, view, fmt):
 
 
 def test_export_trace_npz_holds_the_trace(tmp_path, capsys):
-    from engine.catalog import open_model
-    from engine.export import load_npz
-    from engine.tracing import trace_text
+    from engine.loading.catalog import open_model
+    from engine.inspection.export import load_npz
+    from engine.traces.tracing import trace_text
     code, out, _ = run(capsys, "export", "random-gpt", "--text", "the big dog", "--out", str(tmp_path), "--format", "npz")
     assert code == 0
     back = load_npz(tmp_path / "trace.npz")

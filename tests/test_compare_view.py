@@ -1,8 +1,8 @@
 """The Compare view: HF BERT against our encoder on the same weights, and two different models."""
 import numpy as np
 
-from engine.demo import random_model
-from engine.hf import load_hf_model
+from engine.loading.demo import random_model
+from engine.loading.hf import load_hf_model
 from gui.state import AppState
 from gui.views.compare import SAME_WEIGHTS, CompareView
 from tests.test_hf import tiny_bert_folder

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.decoding import DecodeSession, DecodeSettings, decode_all
-from engine.demo import random_model
+from engine.decoding.session import DecodeSession, DecodeSettings, decode_all
+from engine.loading.demo import random_model
 from engine.models.outputs import CROSS, DECODER_SELF
-from engine.tracing import InputError
+from engine.traces.tracing import InputError
 
 TEXT = "the big dog sees the small cat ."
 

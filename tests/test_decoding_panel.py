@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from engine.demo import random_model
+from engine.loading.demo import random_model
 from gui.state import AppState
 from gui.views.decoding import DecodingPanel
 

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from engine.corpora.german import make_splits
-from engine.decoding import DecodeSession, DecodeSettings
-from engine.demo import random_model
-from engine.training import TrainConfig, run_training, train_translator
+from engine.decoding.session import DecodeSession, DecodeSettings
+from engine.loading.demo import random_model
+from engine.training.loops import TrainConfig, run_training, train_translator
 
 TEXT = "the big dog sees the small cat ."
 

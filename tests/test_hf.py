@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.hf import (HFModelError, compare, hf_to_scratch, load_hf_model, merge_pieces, merged_tokens, minilm_path,
+from engine.loading.hf import (HFModelError, compare, hf_to_scratch, load_hf_model, merge_pieces, merged_tokens, minilm_path,
                        trace_hf, word_groups)
-from engine.tracing import trace_text
+from engine.traces.tracing import trace_text
 
 WORDS = ("the a time flies like an arrow fruit banana dog cat sees big small is all you need attention "
          "##s ##ing ##ed play run").split()

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from engine.catalog import open_model
-from engine.decoding import DecodeSession, DecodeSettings, decode_all
+from engine.loading.catalog import open_model
+from engine.decoding.session import DecodeSession, DecodeSettings, decode_all
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.neurons import query_keys
-from engine.tracing import trace_text
+from engine.inspection.neurons import query_keys
+from engine.traces.tracing import trace_text
 from tests.hf_tiny import ARCHITECTURES, ROLE, tiny_folder
 
 TEXT = "the big dog sees the small cat"
@@ -133,7 +133,7 @@ def test_tokens_read_as_words_and_merge(models):
 
 
 def test_an_unknown_architecture_is_named(tmp_path):
-    from engine.validation import ModelLoadError
+    from engine.loading.validation import ModelLoadError
     import json
 
     folder = tmp_path / "mystery"
@@ -146,7 +146,7 @@ def test_an_unknown_architecture_is_named(tmp_path):
 
 @pytest.mark.parametrize("arch", ["llama", "bart"])
 def test_a_text_longer_than_the_model_reads_is_cut_and_said(models, arch):
-    from engine.decoding import DecodeSession
+    from engine.decoding.session import DecodeSession
 
     loaded = models[arch]
     assert DecodeSession(loaded, TEXT).notes == []
@@ -162,7 +162,7 @@ def test_a_damaged_tokenizer_file_is_named(folders, tmp_path, name):
     """transformers' own error is a JSON decoder's position; the refusal names the file."""
     import shutil
 
-    from engine.validation import ModelLoadError
+    from engine.loading.validation import ModelLoadError
 
     folder = tmp_path / "copy"
     shutil.copytree(folders["gpt2"], folder)

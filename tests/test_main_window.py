@@ -109,7 +109,7 @@ def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatc
 
 
 def test_a_device_this_machine_lacks_becomes_auto_once_the_worker_lists_the_devices(qtbot):
-    from engine.device import available_devices, pick_device
+    from engine.runtime.device import available_devices, pick_device
 
     w = MainWindow(source="random-gpt", device="cuda:7")    # e.g. saved on another machine
     qtbot.addWidget(w)
@@ -124,8 +124,8 @@ def test_a_device_this_machine_lacks_becomes_auto_once_the_worker_lists_the_devi
 def test_open_checkpoint_from_the_file_menu_and_refuse_a_corrupt_one(window, qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 
-    from engine.checkpoint import save_checkpoint
-    from engine.demo import random_model
+    from engine.loading.checkpoint import save_checkpoint
+    from engine.loading.demo import random_model
 
     good = save_checkpoint(random_model("gpt", seed=9), tmp_path / "gpt.safetensors")
     corrupt = tmp_path / "corrupt.safetensors"

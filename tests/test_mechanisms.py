@@ -4,11 +4,11 @@ import pytest
 import torch
 from torch import nn
 
-from engine.analysis import induction_scores, mechanism_scores, previous_token_scores, repeated_random_tokens
-from engine.demo import random_model
-from engine.loaded import LoadedModel
+from engine.inspection.analysis import induction_scores, mechanism_scores, previous_token_scores, repeated_random_tokens
+from engine.loading.demo import random_model
+from engine.loading.loaded import LoadedModel
 from engine.models.outputs import DECODER_SELF, ENCODER_SELF, ModelOutput
-from engine.tokenizer import Tokenizer
+from engine.models.tokenizer import Tokenizer
 
 
 class HandBuiltGPT(nn.Module):
@@ -86,8 +86,8 @@ def test_a_model_in_training_mode_is_not_scored():
 
 def test_training_records_the_scores_with_each_probe_and_the_time_lapse_keeps_them(tmp_path):
     from engine.corpora.german import make_splits
-    from engine.timelapse import Probe, load_timelapse, save_timelapse
-    from engine.training import TrainConfig, run_training, train_gpt
+    from engine.training.timelapse import Probe, load_timelapse, save_timelapse
+    from engine.training.loops import TrainConfig, run_training, train_gpt
 
     lines = [en for en, _ in make_splits(seed=1, n_train=200, n_valid=20, n_test=5)["train"]]
     cfg = TrainConfig(size="tiny", steps=10, batch_size=8, warmup=2, report_every=5, eval_every=0, vocab_size=200,
@@ -105,7 +105,7 @@ def test_training_records_the_scores_with_each_probe_and_the_time_lapse_keeps_th
 
 def test_a_gpt_with_a_byte_tokenizer_and_no_eos_is_scored_too():
     from engine.models import GPT, GPTConfig
-    from engine.tokenizer import ByteTokenizer
+    from engine.models.tokenizer import ByteTokenizer
 
     model = GPT(GPTConfig(256, n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
     scores = mechanism_scores(LoadedModel("nanoGPT-like", "gpt", model, ByteTokenizer(256)))
@@ -113,7 +113,7 @@ def test_a_gpt_with_a_byte_tokenizer_and_no_eos_is_scored_too():
 
 
 def test_a_byte_fallback_bpe_counts_characters_of_its_pieces():
-    from engine.evaluation import characters
+    from engine.training.evaluation import characters
 
     tok = Tokenizer.train_bpe(["the king is dead, long live the king"] * 20, vocab_size=60)
     ids = tok.encode("the king é")
@@ -123,7 +123,7 @@ def test_a_byte_fallback_bpe_counts_characters_of_its_pieces():
 
 def test_scores_are_computed_once_per_model_until_a_weight_changes(monkeypatch):
     """Head statistics asks on every Run; the answer depends on the weights alone."""
-    import engine.analysis as analysis
+    import engine.inspection.analysis as analysis
 
     loaded = random_model("gpt")
     calls = []

@@ -1,4 +1,4 @@
-"""engine.memory: freed weights stay mapped for the next Run (glibc only).
+"""engine.runtime.memory: freed weights stay mapped for the next Run (glibc only).
 
 The allocation pattern is a Run's at 512 tokens on a worker thread: six 12 MB blocks alive at
 once (the layers' weights), copied into one 75 MB array (the trace), then all freed. Each
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import main
-from engine import memory
+from engine.runtime import memory
 
 ROOT = Path(__file__).resolve().parents[1]
 glibc_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
@@ -46,7 +46,7 @@ def faults_in_a_later_run(setup: str) -> int:
 @glibc_only
 def test_a_later_run_reuses_the_memory_the_first_freed():
     pages = 2 * 6 * 12 * 512 * 512 * 4 // 4096      # 36,864 pages of 4 KiB: the weights and the trace
-    kept = faults_in_a_later_run("from engine.memory import keep_freed_memory\nassert keep_freed_memory()")
+    kept = faults_in_a_later_run("from engine.runtime.memory import keep_freed_memory\nassert keep_freed_memory()")
     assert kept < pages // 20
 
 

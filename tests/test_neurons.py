@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from engine.demo import random_model
-from engine.neurons import query_keys
+from engine.loading.demo import random_model
+from engine.inspection.neurons import query_keys
 
 
 @pytest.mark.parametrize("family, kind", [("translator", "encoder self"), ("translator", "decoder self"),
@@ -19,7 +19,7 @@ def test_softmax_of_q_dot_k_is_the_trace(family, kind):
 
 
 def test_hf_bert_neurons(tmp_path):
-    from engine.hf import load_hf_model
+    from engine.loading.hf import load_hf_model
     from tests.test_hf import tiny_bert_folder
     loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
     qk = query_keys(loaded, "the big dog", "encoder self", layer=1, head=1, pair="a cat")
@@ -28,7 +28,7 @@ def test_hf_bert_neurons(tmp_path):
 
 def run_into_a_neuron_view(qtbot, family: str, seed: int):
     """A Neurons view on a random ``family`` model, right after a Run set its trace."""
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
     from gui.state import AppState
     from gui.views.neuron import NeuronView
     state = AppState()

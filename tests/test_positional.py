@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from engine.positional import (RotaryEmbedding, angular_frequencies, rotation_matrix, shift_encoding,
+from engine.models.positional import (RotaryEmbedding, angular_frequencies, rotation_matrix, shift_encoding,
                                sinusoidal_encoding, wavelengths)
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine import positional as P
-from engine.demo import random_model
+from engine.models import positional as P
+from engine.loading.demo import random_model
 from gui.state import AppState
 from gui.views.positional import PositionalLab, clock_depths
 
@@ -76,7 +76,7 @@ def test_learned_positions_fill_the_learned_view(lab, drawn):
 
 
 def test_rope_curve_uses_a_rope_gpts_own_query_and_key(lab, qtbot):
-    from engine.loaded import LoadedModel
+    from engine.loading.loaded import LoadedModel
     from engine.models import GPT, GPTConfig
     toy = random_model("gpt")
     torch.manual_seed(0)
@@ -88,7 +88,7 @@ def test_rope_curve_uses_a_rope_gpts_own_query_and_key(lab, qtbot):
     assert "Open a GPT or BERT" in lab.learned_label.text() and "rotary" in lab.learned_label.text()
     first = lab.rope_scatter.getData()[1].copy()
     # A Run with another text: the curve follows the new first token, with no other change.
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
     lab.state.text = "cat sees the dog"
     lab.state.set_trace(trace_text(lab.state.loaded, lab.state.text))
     qtbot.waitUntil(lambda: "'cat'" in lab.rope_source, timeout=10000)
@@ -97,7 +97,7 @@ def test_rope_curve_uses_a_rope_gpts_own_query_and_key(lab, qtbot):
 
 
 def test_the_lab_shows_the_sizes_it_draws(qtbot, drawn):
-    from engine.demo import random_model
+    from engine.loading.demo import random_model
     from gui.state import AppState
     from gui.views.positional import PositionalLab
 
@@ -117,7 +117,7 @@ def test_the_lab_shows_the_sizes_it_draws(qtbot, drawn):
 
 
 def test_the_labs_maths_runs_off_the_gui_thread(lab, drawn, monkeypatch):
-    """Structure, not time: the preparing function and every engine.positional function it
+    """Structure, not time: the preparing function and every engine.models.positional function it
     reaches run in the worker, whatever the user moves."""
     import gui.views.positional as lab_module
 
@@ -152,7 +152,7 @@ def test_the_labs_maths_runs_off_the_gui_thread(lab, drawn, monkeypatch):
 
 def test_a_failed_rope_forward_is_said_and_the_other_tabs_still_draw(lab, drawn, monkeypatch):
     import gui.views.positional as lab_module
-    from engine.loaded import LoadedModel
+    from engine.loading.loaded import LoadedModel
     from engine.models import GPT, GPTConfig
     from gui.worker import job_failures
 

@@ -38,7 +38,7 @@ def test_token_matrix_labels_never_overlap(qtbot, width):
 
 @pytest.mark.parametrize("height", [300, 500, 800, 1080])
 def test_head_lines_labels_never_overlap(qtbot, drawn, height):
-    from engine.trace import AttentionTrace
+    from engine.traces.dense import AttentionTrace
     from gui.views.head_lines import HeadLines
 
     w = np.random.default_rng(1).random((2, 2, 150, 150)).astype(np.float32)

@@ -19,7 +19,7 @@ def imported_after(code: str) -> dict[str, bool]:
 
 
 def test_catalog_names_sources_without_torch():
-    found = imported_after("from engine import catalog\ncatalog.default_source()\ncatalog.bundled_checkpoints()")
+    found = imported_after("from engine.loading import catalog\ncatalog.default_source()\ncatalog.bundled_checkpoints()")
     assert found == {"torch": False, "transformers": False}
 
 
@@ -29,7 +29,7 @@ def test_command_line_parser_imports_neither_torch_nor_transformers():
 
 
 def test_opening_a_model_imports_torch_then():
-    found = imported_after("from engine import catalog\ncatalog.open_model('random-gpt', 'cpu')")
+    found = imported_after("from engine.loading import catalog\ncatalog.open_model('random-gpt', 'cpu')")
     assert found["torch"] is True
     assert found["transformers"] is False
 

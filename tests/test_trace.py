@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from engine.demo import random_model
+from engine.loading.demo import random_model
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.tracing import InputError, trace_text
+from engine.traces.tracing import InputError, trace_text
 
 
 @pytest.mark.parametrize("family,kinds", [("translator", [ENCODER_SELF, DECODER_SELF, CROSS]),

@@ -4,8 +4,8 @@ import math
 import pytest
 
 from engine.corpora.german import make_splits
-from engine.evaluation import language_model_scores, translation_scores, unigram_loss
-from engine.training import TrainConfig, learning_rate, run_training, train_gpt, train_translator
+from engine.training.evaluation import language_model_scores, translation_scores, unigram_loss
+from engine.training.loops import TrainConfig, learning_rate, run_training, train_gpt, train_translator
 
 import torch
 
@@ -76,7 +76,7 @@ def test_translation_scores_keys(pairs):
 
 
 def test_repeated_passages_open_the_chosen_share_of_windows_and_keep_targets_shifted():
-    from engine.training import gpt_windows, repeat_passages
+    from engine.training.loops import gpt_windows, repeat_passages
 
     stream = torch.arange(1000)  # every id distinct: a repeat can only come from repeat_passages
     x, y = gpt_windows(stream, 64, torch.tensor([0, 100, 200, 300]))
@@ -94,7 +94,7 @@ def test_repeated_passages_open_the_chosen_share_of_windows_and_keep_targets_shi
 def test_gpt_training_on_a_text_of_a_few_tokens_is_refused_clearly():
     """A text shorter than MIN_TRAIN_TOKENS has no window worth learning from (three tokens
     or fewer had none at all, and torch failed deep inside the batch sampler)."""
-    from engine.training import MIN_TRAIN_TOKENS
+    from engine.training.loops import MIN_TRAIN_TOKENS
 
     with pytest.raises(ValueError, match=f"has \\d+ tokens; a GPT needs at least {MIN_TRAIN_TOKENS}"):
         next(train_gpt(["a b c", "d e"], ["f g"], TrainConfig(size="tiny", steps=2)))

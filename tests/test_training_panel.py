@@ -2,8 +2,8 @@
 import pytest
 from gui.worker import active_threads
 
-from engine.checkpoint import load_checkpoint
-from engine.timelapse import load_timelapse, timelapse_path
+from engine.loading.checkpoint import load_checkpoint
+from engine.training.timelapse import load_timelapse, timelapse_path
 from gui.state import AppState
 from gui.views.training import TrainingPanel
 
@@ -65,14 +65,14 @@ def test_closing_during_training_leaves_nothing_running(panel, qtbot):
 
 
 def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, monkeypatch):
-    import engine.training
+    import engine.training.loops
     from gui.worker import job_failures
 
     def broken(*args, **kwargs):
         raise RuntimeError("element 0 of tensors does not require grad")
         yield  # a generator, as the real trainer
 
-    monkeypatch.setattr(engine.training, "train_translator", broken)
+    monkeypatch.setattr(engine.training.loops, "train_translator", broken)
     announced = []
     job_failures().failed.connect(lambda title, message: announced.append(title))
     panel.start()
@@ -86,16 +86,16 @@ def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, mon
 def test_closing_mid_run_ends_within_one_step(panel, qtbot, monkeypatch):
     """Close stops the trainer inside the run: at most the step under way finishes, and no
     final evaluation runs (the window would wait for it)."""
-    import engine.training
+    import engine.training.loops
 
     calls = {"losses": 0}     # one per training step, several per evaluation
-    real_loss = engine.training.translator_loss
+    real_loss = engine.training.loops.translator_loss
 
     def counting_loss(*args, **kwargs):
         calls["losses"] += 1
         return real_loss(*args, **kwargs)
 
-    monkeypatch.setattr(engine.training, "translator_loss", counting_loss)
+    monkeypatch.setattr(engine.training.loops, "translator_loss", counting_loss)
     panel.probe_every.setValue(10000)
     _start_long_run(panel, qtbot)
     at_close = calls["losses"]
@@ -105,7 +105,7 @@ def test_closing_mid_run_ends_within_one_step(panel, qtbot, monkeypatch):
 
 
 def test_a_gpt_trains_the_bundled_gpts_way_and_a_translator_does_not(panel):
-    from engine.training_records import GPT_RECIPE, TrainConfig
+    from engine.training.records import GPT_RECIPE, TrainConfig
 
     panel.family.setCurrentText("gpt")
     gpt = panel.config()

@@ -213,7 +213,7 @@ def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch)
 
 def test_the_output_line_shows_the_run_and_then_each_decoding_step(window, qtbot):
     qtbot.waitUntil(lambda: window.output_label.text() != "" and not window.output_jobs.busy, timeout=20000)
-    from engine.decoding import model_output
+    from engine.decoding.session import model_output
     assert window.output_label.text() == model_output(window.state.loaded, window.state.text)
     assert window.output_title.text() == "Translation:" and window.output_label.isVisible()
     decoding, = _open(window, "Decoding")

@@ -36,7 +36,7 @@ def _paragraphs(text: str) -> list[str]:
 
 def build_corpus(texts_dir: str | Path, out: str | Path = CORPUS) -> Path:
     """Write the plays of ``texts_dir`` (modern-spelling ``*_gut.txt``), sorted by name."""
-    from engine.files import atomic_path
+    from engine.runtime.files import atomic_path
 
     plays = sorted(p for p in Path(texts_dir).glob("*_gut.txt") if not p.name.startswith(POEMS))
     lines = [para for play in plays for para in _paragraphs(play.read_text(encoding="utf-8", errors="replace"))]

@@ -1,7 +1,7 @@
 """A BERT-style encoder: post-LN blocks, GELU, token-type and learned position embeddings.
 
 The layout follows Hugging Face's ``modeling_bert.py`` so pretrained BERT weights load by a
-small name map (engine.hf): the config fields keep Hugging Face's names, and each layer is
+small name map (engine.loading.hf): the config fields keep Hugging Face's names, and each layer is
 attention -> residual + LayerNorm -> FFN -> residual + LayerNorm. Only the fused Q/K/V
 projection differs: Hugging Face's separate query, key and value matrices are stacked.
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.attention import FeedForward, MultiHeadAttention, key_mask
+from engine.models.layers import FeedForward, MultiHeadAttention, key_mask
 from engine.models.common import init_weights
 from engine.models.outputs import ENCODER_SELF, ModelOutput
-from engine.positional import LearnedPositionalEmbedding
+from engine.models.positional import LearnedPositionalEmbedding
 
 
 @dataclass

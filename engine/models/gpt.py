@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.attention import FeedForward, MultiHeadAttention, causal_mask
+from engine.models.layers import FeedForward, MultiHeadAttention, causal_mask
 from engine.models.common import init_weights
 from engine.models.outputs import DECODER_SELF, ModelOutput
-from engine.positional import LearnedPositionalEmbedding, RotaryEmbedding
+from engine.models.positional import LearnedPositionalEmbedding, RotaryEmbedding
 
 
 @dataclass

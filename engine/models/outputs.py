@@ -17,7 +17,7 @@ from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, KINDS, QUE
 class ModelOutput:
     """logits: (B, T, V) or None; hidden: (B, T, D) last hidden states;
     attentions: kind -> one tensor per layer, each (B, H, T_query, T_key), only when asked;
-    present: per-layer KV caches when decoding step by step (see engine.decoding)."""
+    present: per-layer KV caches when decoding step by step (see engine.decoding.session)."""
 
     logits: torch.Tensor | None
     hidden: torch.Tensor

@@ -4,7 +4,7 @@ Post-LN blocks by default (the paper's order: x = LN(x + Sublayer(x))), pre-LN b
 ReLU position-wise FFN; sinusoidal positions added to embeddings scaled by sqrt(d_model);
 padding masks on the source, look-ahead mask on the target, cross-attention from every
 decoder layer to the encoder's output. ``encode`` and ``decode`` are separate so decoding
-can run one step at a time with a KV cache (engine.decoding).
+can run one step at a time with a KV cache (engine.decoding.session).
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.attention import FeedForward, MultiHeadAttention, causal_mask, key_mask
+from engine.models.layers import FeedForward, MultiHeadAttention, causal_mask, key_mask
 from engine.models.common import init_weights
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
-from engine.positional import SinusoidalPositionalEncoding
+from engine.models.positional import SinusoidalPositionalEncoding
 
 
 @dataclass

@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSpinBox, QSplitter,
                                QTableWidget, QVBoxLayout, QWidget)
 
-from engine.analysis import compare_traces
+from engine.inspection.analysis import compare_traces
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_labels import fitting_ticks
@@ -26,11 +26,11 @@ SAME_WEIGHTS = "same weights in attnscope's encoder"
 
 def _compare_job(a, b_source, text: str, pair: str, device: str):
     """Off the GUI thread: build model B if needed, trace both, compare every kind they share."""
-    from engine.catalog import open_model
-    from engine.tracing import trace_text
+    from engine.loading.catalog import open_model
+    from engine.traces.tracing import trace_text
 
     if b_source == SAME_WEIGHTS:
-        from engine.hf import hf_to_scratch
+        from engine.loading.hf import hf_to_scratch
         b = hf_to_scratch(a)
     elif isinstance(b_source, str):
         b = open_model(b_source, device)

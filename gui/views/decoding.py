@@ -1,6 +1,6 @@
 """Decoding panel: translate a sentence (or continue a prompt) one token per click.
 
-Each Step runs one ``next()`` of an engine.decoding session in the panel's own worker and
+Each Step runs one ``next()`` of an engine.decoding.session session in the panel's own worker and
 keeps the record, so Back and Step over steps already made only redraw from history. A
 click while a step runs is queued, never run alongside it: the session is a generator and
 must be advanced by one thread at a time. Play steps on a timer that waits for each step.
@@ -17,19 +17,19 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine.decoding_records import STRATEGIES, DecodeSettings, DecodeStep
+from engine.decoding.records import STRATEGIES, DecodeSettings, DecodeStep
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
 from gui.worker import MODEL, Jobs, lane_pool
 
 if TYPE_CHECKING:
-    from engine.decoding import DecodeSession
+    from engine.decoding.session import DecodeSession
 
 TITLE = 'Decoding failed'     # the title of this view's error dialogs
 
 
 def _start_session(loaded, text: str, settings: DecodeSettings):
-    from engine.decoding import DecodeSession   # torch, in the worker: the panel is drawn without it
+    from engine.decoding.session import DecodeSession   # torch, in the worker: the panel is drawn without it
 
     session = DecodeSession(loaded, text, settings)
     return session, session.steps()

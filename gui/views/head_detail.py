@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from engine.analysis import display_weights, special_mask
+from engine.inspection.analysis import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box

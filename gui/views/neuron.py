@@ -2,7 +2,7 @@
 
 For a chosen layer, head and query token: the query vector q, every key vector k, their
 elementwise product q*k, the dot products q.k / sqrt(d), and the softmax: the weights the
-heatmaps show. The vectors are recomputed in the view's worker (engine.neurons).
+heatmaps show. The vectors are recomputed in the view's worker (engine.inspection.neurons).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from gui.elided import ElidedLabel
 from gui.worker import MODEL, Jobs
 
 if TYPE_CHECKING:
-    from engine.neurons import QueryKeys
+    from engine.inspection.neurons import QueryKeys
 
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
 
@@ -27,8 +27,8 @@ PANES = ("query q", "keys k", "q * k", "q . k / sqrt(d)", "softmax")
 
 
 def _query_keys(*args, **kwargs) -> QueryKeys:
-    """engine.neurons.query_keys, in the worker: torch is imported there, never to draw the view."""
-    from engine.neurons import query_keys
+    """engine.inspection.neurons.query_keys, in the worker: torch is imported there, never to draw the view."""
+    from engine.inspection.neurons import query_keys
 
     return query_keys(*args, **kwargs)
 

@@ -1,6 +1,6 @@
 """Positional-encoding lab: the encoding as a heatmap, as clocks, as rotations.
 
-Every number drawn comes from engine.positional, so the pictures are the maths the models
+Every number drawn comes from engine.models.positional, so the pictures are the maths the models
 run. The controls on top (d_model, positions, base, position, offset k, depth) drive all
 tabs; Play moves the position and every clock turns together, leaving a faint trail.
 
@@ -57,7 +57,7 @@ class TableSettings:
     n_positions: int
     base: float
     use_model: bool
-    loaded: object      # engine.loaded.LoadedModel or None
+    loaded: object      # engine.loading.loaded.LoadedModel or None
     text: str           # the window's text: a RoPE GPT's real query and key come from its first token
 
 
@@ -115,7 +115,7 @@ class LabDrawing:
     position: PositionDrawing
 
 
-# ---- the worker's part: engine.positional (torch) -> numpy ------------------------------------------
+# ---- the worker's part: engine.models.positional (torch) -> numpy ------------------------------------------
 @prepares
 def lab_drawing(position: PositionSettings, tables: TableSettings | None) -> LabDrawing:
     """What the lab draws, in a worker. With ``tables`` the tables are redrawn too, and their
@@ -130,7 +130,7 @@ def lab_drawing(position: PositionSettings, tables: TableSettings | None) -> Lab
 def _encoding(s: TableSettings, kind: str, model_table) -> tuple[str, object]:
     """The table drawn, (P, D) float64: the loaded model's (when asked and it has one) or the formula's."""
     import torch
-    from engine import positional as P
+    from engine.models import positional as P
 
     if s.use_model and model_table is not None:
         return kind, model_table[: s.n_positions].double()
@@ -140,7 +140,7 @@ def _encoding(s: TableSettings, kind: str, model_table) -> tuple[str, object]:
 def tables_drawing(s: TableSettings) -> TablesDrawing:
     """The tables for the current sizes: one look at the model's position table serves the
     heatmap, the sizes shown, the learned tab and the RoPE curve."""
-    from engine import positional as P
+    from engine.models import positional as P
 
     kind, model_table = P.position_table(s.loaded.model) if s.loaded is not None else ("none", None)
     shown, table = _encoding(s, kind, model_table)
@@ -159,7 +159,7 @@ def tables_drawing(s: TableSettings) -> TablesDrawing:
 def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     """A learned table's first ``n`` positions as (P, 2) PCA points and (P, P) cosines, with the
     line above them; or none of it, and why, for a model without one."""
-    from engine import positional as P
+    from engine.models import positional as P
 
     if kind != "learned":
         why = {"sinusoidal": "uses the sinusoidal formula", "rope": "uses rotary positions",
@@ -175,7 +175,7 @@ def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None
 def _rope_vectors(loaded, text: str):
     """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
     import torch
-    from engine.neurons import query_keys
+    from engine.inspection.neurons import query_keys
     from engine.models.outputs import DECODER_SELF
 
     qk = query_keys(loaded, text, DECODER_SELF, 0, 0)
@@ -197,7 +197,7 @@ def rope_drawing(s: TableSettings, kind: str, d_model: int, n_positions: int) ->
     """q_m . k_n over m - n: random q and k, or, for a GPT with RoPE, the real query and key of
     layer 0, head 0 for the first token of the text (at position 0 RoPE has not turned them
     yet). A failed forward is handed back, not raised: the other tabs still draw."""
-    from engine import positional as P
+    from engine.models import positional as P
 
     text = s.text if kind == "rope" and s.text.strip() else None
     if text is not None:
@@ -220,7 +220,7 @@ def position_drawing(s: PositionSettings) -> PositionDrawing:
     """Everything that follows the position slider. One table up to pos + k serves the
     clocks, their trails and the offsets."""
     import torch
-    from engine import positional as P
+    from engine.models import positional as P
 
     d, pos, k = s.d_model, s.pos, s.k
     i = min(s.depth, max(0, d // 2 - 1))        # a depth the width (perhaps just narrowed) still has
@@ -248,7 +248,7 @@ def _clocks(rows: np.ndarray, pos: int, w: np.ndarray) -> tuple:
 
 def _offsets(pe, pos: int, k: int, i: int, base: float) -> tuple[np.ndarray, np.ndarray, str]:
     """PE(pos + k) and R(k) PE(pos) over every paired dimension, and R_i(k) written out."""
-    from engine import positional as P
+    from engine.models import positional as P
 
     d = pe.shape[1]
     r = P.rotation_matrix(k, i, d, base).numpy()  # (2, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from engine.analysis import layer_aggregate, rollout
+from engine.inspection.analysis import layer_aggregate, rollout
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.elided import ElidedLabel

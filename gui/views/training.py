@@ -1,6 +1,6 @@
 """Training panel: train a translator or a GPT in the window and watch its heads form.
 
-The run is an engine.training generator in the panel's own worker. Stop sets a flag the
+The run is an engine.training.loops generator in the panel's own worker. Stop sets a flag the
 trainer reads between steps, so it ends cleanly and the model is kept. The worker passes
 on at most a few records a second (plus every evaluation and probe), so a tiny model that
 trains at hundreds of steps a second cannot flood the window. Each probe trace joins a
@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
                                QWidget)
 
-from engine.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
-from engine.training_records import GPT_RECIPE, TrainConfig, TrainProgress
+from engine.training.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
+from engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.worker import TRAINING, Jobs, error_message, job_failures
@@ -33,8 +33,8 @@ def training_run(family: str, corpus: str | None, config: TrainConfig, device: s
     LoadedModel, or None when stopped before the first step. ``stop`` comes from Jobs:
     true after Stop or when the window closes, read before and between steps."""
     from engine.corpora.sources import text_splits, translation_splits
-    from engine.device import pick_device
-    from engine.training import train_gpt, train_translator
+    from engine.runtime.device import pick_device
+    from engine.training.loops import train_gpt, train_translator
 
     dev = pick_device(device)
     if family == "translator":
@@ -272,7 +272,7 @@ class TrainingPanel(QWidget):
 
     # ---- files -----------------------------------------------------------------------------------
     def save(self, path: str) -> None:
-        from engine.checkpoint import save_checkpoint
+        from engine.loading.checkpoint import save_checkpoint
         save_checkpoint(self.trained, path)
         if self.probes:
             save_timelapse(timelapse_path(path), self.probes)

@@ -89,8 +89,8 @@ class Factory:
         if family not in self._parts:
             from safetensors import safe_open
 
-            from engine.checkpoint import save_checkpoint
-            from engine.demo import random_model
+            from engine.loading.checkpoint import save_checkpoint
+            from engine.loading.demo import random_model
 
             good = save_checkpoint(random_model(family, seed=1), self.path(f"good-{family}.safetensors"))
             with safe_open(str(good), framework="pt") as f:
@@ -118,9 +118,9 @@ class Factory:
 
     def consistent(self, name: str, family: str, **config) -> Path:
         """A checkpoint whose tensors match an odd but buildable config (e.g. 1 position)."""
-        from engine.checkpoint import checkpoint_metadata
-        from engine.demo import random_model
-        from engine.loaded import LoadedModel
+        from engine.loading.checkpoint import checkpoint_metadata
+        from engine.loading.demo import random_model
+        from engine.loading.loaded import LoadedModel
         from engine.models import FAMILIES
         from safetensors.torch import save_file
 

@@ -2,7 +2,7 @@
 
     python -m tests.bad_inputs.measure [FOLDER] [--bomb-mib N] [--jobs N] [--only CATEGORY]
 
-A child opens the case's model with the window's loader (engine.catalog.open_model), then
+A child opens the case's model with the window's loader (engine.loading.catalog.open_model), then
 runs the CLI command in-process, under a 3 GiB address-space limit, with stdin closed and
 a 60 s time limit. A case is clean when:
   loader  it raises the one load error type (ModelLoadError; before it existed, the
@@ -48,7 +48,7 @@ def child(case: dict) -> dict:
 
     result = {"rss_start": _maxrss_mib()}
     if case["source"]:
-        from engine.catalog import open_model
+        from engine.loading.catalog import open_model
         try:
             open_model(case["source"], "cpu")
             result["loader"] = {"loaded": True}

@@ -1,6 +1,6 @@
 """Every broken or hostile input gets one clear sentence (issue #14).
 
-Each case of ``cases.build_all`` goes through the window's loader (engine.catalog.open_model)
+Each case of ``cases.build_all`` goes through the window's loader (engine.loading.catalog.open_model)
 and the CLI (main(), in-process): the loader raises the one ModelLoadError naming the file,
 the CLI exits 2 with one line on stderr and no traceback; no code from the input runs, no
 file named only in metadata is read, memory and time stay bounded. A few representative
@@ -50,8 +50,8 @@ def test_every_case_is_refused_cleanly(bad_cases, category):
 
 
 def test_loader_messages_name_the_file_and_say_what_would_work(bad_cases):
-    from engine.catalog import open_model
-    from engine.validation import ModelLoadError
+    from engine.loading.catalog import open_model
+    from engine.loading.validation import ModelLoadError
 
     picks = {"cfg-gpt-n_head-0.safetensors": "n_head", "mem-gpt-n_layer-1000000000.safetensors": "n_layer",
              "nan-gpt.safetensors": "NaN", "hf-gpt2": "no tokenizer", "bomb.pt": "expand"}

@@ -1,12 +1,12 @@
-"""engine.validation: the size estimate counts what the models really build, the memory check
+"""engine.loading.validation: the size estimate counts what the models really build, the memory check
 refuses what does not fit (saying how much it needs), texts that are not Unicode are named."""
 import dataclasses
 
 import pytest
 
-from engine import validation
-from engine.demo import random_model
-from engine.validation import ModelLoadError, check_config, check_model_size, parameter_count, text_problem
+from engine.loading import validation
+from engine.loading.demo import random_model
+from engine.loading.validation import ModelLoadError, check_config, check_model_size, parameter_count, text_problem
 
 
 @pytest.mark.parametrize("family", ["translator", "gpt", "bert"])
@@ -29,7 +29,7 @@ def test_parameter_count_matches_other_shapes(family, config):
 
 
 def test_parameter_count_matches_hugging_face_bert():
-    from engine.hf import BERT_DEFAULTS, load_hf_model, minilm_path
+    from engine.loading.hf import BERT_DEFAULTS, load_hf_model, minilm_path
     loaded = load_hf_model(minilm_path())
     config = {k: getattr(loaded.model.config, k) for k in BERT_DEFAULTS}
     assert parameter_count("hf-bert", config) == sum(p.numel() for p in loaded.model.parameters())

@@ -106,7 +106,7 @@ class Tokenizer:
         """The tokens of ``ids`` as people read them: word-level tokens are words; BPE pieces
         are written as BERT writes word pieces (a piece starting a word, "▁the", is "the";
         a piece inside a word is "##piece"), so axes never show tokenizer markers and word
-        merging works the same for every model (engine.hf.word_groups)."""
+        merging works the same for every model (engine.loading.hf.word_groups)."""
         pieces = [self.hf.id_to_token(int(i)) or UNK for i in ids]
         if self.kind != "bpe":
             return pieces
@@ -155,7 +155,7 @@ def corpus_style() -> normalizers.Normalizer:
 
 def normalisation_note(tokenizer, text: str) -> str | None:
     """A note for a trace when the tokenizer reads ``text`` differently from how it was typed
-    (for engine.tracing), e.g. "The dog doesn't sleep." read as "the dog does not sleep."."""
+    (for engine.traces.tracing), e.g. "The dog doesn't sleep." read as "the dog does not sleep."."""
     normalise = getattr(tokenizer, "normalise", None)
     if normalise is None:
         return None

@@ -11,7 +11,7 @@ from collections import Counter
 
 import torch
 
-from engine.loaded import LoadedModel
+from engine.loading.loaded import LoadedModel
 
 
 @torch.no_grad()
@@ -96,7 +96,7 @@ def unigram_loss(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: i
 
 def language_model_scores(loaded: LoadedModel, lines_train: list[str], lines_valid: list[str]) -> dict:
     """Validation loss and perplexity of a GPT, next to the unigram baseline on the same tokens."""
-    from engine.training import gpt_loss_on, scored_windows, token_stream
+    from engine.training.loops import gpt_loss_on, scored_windows, token_stream
 
     train, valid = token_stream(loaded, lines_train), token_stream(loaded, lines_valid)
     loss = gpt_loss_on(loaded.model, valid, loaded.device, max_windows=256)
@@ -111,9 +111,9 @@ def language_model_scores(loaded: LoadedModel, lines_train: list[str], lines_val
 
 
 def best_heads(loaded: LoadedModel) -> dict:
-    """The strongest induction and previous-token head of a GPT (engine.analysis), as
+    """The strongest induction and previous-token head of a GPT (engine.inspection.analysis), as
     {"induction_head": {"layer", "head", "score"}, "previous_token_head": {...}}."""
-    from engine.analysis import mechanism_scores
+    from engine.inspection.analysis import mechanism_scores
     from engine.models.outputs import DECODER_SELF
 
     was_training = loaded.model.training
@@ -132,7 +132,7 @@ def characters(tokenizer, ids: list[int]) -> int:
     """How many characters of text ``ids`` stand for, spaces included and a line end for
     each [EOS]: the denominator of a per-character loss, comparable with a character-level
     model's (nanoGPT's shakespeare_char)."""
-    from engine.analysis import raw_pieces
+    from engine.inspection.analysis import raw_pieces
 
     eos = getattr(tokenizer, "eos_id", None)
     unique = sorted(set(ids))

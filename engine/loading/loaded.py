@@ -1,7 +1,7 @@
 """LoadedModel: a model ready to inspect, with the tokenizers and facts that belong to it.
 
 Whatever the source (a checkpoint of ours, a nanoGPT file, a Hugging Face folder, a fresh
-random model), the GUI and the CLI hold one of these and ask engine.tracing for traces.
+random model), the GUI and the CLI hold one of these and ask engine.traces.tracing for traces.
 Importing this module does not import torch (the window does, before any model is loaded).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ class LoadedModel:
     name: str
     family: str                         # a key of ROLE_OF_FAMILY
     model: nn.Module
-    tokenizer: Any                      # engine.tokenizer.Tokenizer (source side) or a HF tokenizer
+    tokenizer: Any                      # engine.models.tokenizer.Tokenizer (source side) or a HF tokenizer
     target_tokenizer: Any = None        # translator with separate vocabularies
     meta: dict = field(default_factory=dict)  # training facts, source path, ...
 

@@ -2,9 +2,9 @@
 
 ``X.safetensors`` gets ``X.timelapse.npz``: per probe its step, training loss, token lists
 (JSON), one (L, H, Tq, Tk) array per attention kind, and the heads' induction and
-previous-token scores then (engine.analysis.mechanism_scores), so the step at which an
+previous-token scores then (engine.inspection.analysis.mechanism_scores), so the step at which an
 induction head forms can be read off the file. Plain arrays and strings only, read
-back with ``allow_pickle=False``. Saving goes through engine.files.atomic_path; loading
+back with ``allow_pickle=False``. Saving goes through engine.runtime.files.atomic_path; loading
 turns every way a file can be broken (not a zip, truncated, a zip bomb, missing or odd
 arrays, bad JSON) into one ValueError that names the file, which the window shows.
 """
@@ -19,8 +19,8 @@ from typing import Iterator
 
 import numpy as np
 
-from engine.files import atomic_path
-from engine.trace import AttentionTrace
+from engine.runtime.files import atomic_path
+from engine.traces.dense import AttentionTrace
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Probe:
 
     @classmethod
     def from_progress(cls, record) -> "Probe":
-        """The probe of a training record (engine.training.TrainProgress) that has one."""
+        """The probe of a training record (engine.training.loops.TrainProgress) that has one."""
         return cls(record.step, record.loss, record.probe, record.head_scores)
 
 
@@ -82,7 +82,7 @@ def save_timelapse(path: str | Path, probes: list[Probe]) -> Path:
 def open_npz(path: str | Path, what: str) -> Iterator[np.lib.npyio.NpzFile]:
     """``np.load`` of an .npz that is refused with one ValueError, naming the file, for any
     problem: in opening it, or in the caller's reading of it inside the ``with``."""
-    from engine.validation import ModelLoadError, check_archive
+    from engine.loading.validation import ModelLoadError, check_archive
 
     path = Path(path)
     try:

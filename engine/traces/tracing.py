@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.loaded import LoadedModel
-from engine.tokenizer import normalisation_note
-from engine.trace import AttentionTrace
+from engine.loading.loaded import LoadedModel
+from engine.models.tokenizer import normalisation_note
+from engine.traces.dense import AttentionTrace
 
 
 class InputError(ValueError):
@@ -54,12 +54,12 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     translator: ``target`` is an optional target prefix; without one the model translates
     greedily first, so the trace shows the attention behind its own translation.
     encoders: ``pair`` is an optional second sentence (segment B). Hugging Face models of
-    every role: ``merge_subwords`` joins word pieces into words (engine.hf.merge_pieces).
+    every role: ``merge_subwords`` joins word pieces into words (engine.loading.hf.merge_pieces).
     """
     text = _check_text(text)
     loaded.model.eval()
     if loaded.is_hf:
-        from engine.hf import trace_hf  # transformers is imported only when it is needed
+        from engine.loading.hf import trace_hf  # transformers is imported only when it is needed
         return trace_hf(loaded, text, pair, merge_subwords=merge_subwords, target=target,
                         max_new_tokens=max_new_tokens)
     return _TRACERS[loaded.family](loaded, text, target, pair, max_new_tokens)
@@ -86,8 +86,8 @@ def _trace_translator(loaded, text, target, pair, max_new_tokens):
 
 def _greedy_translation(loaded, text: str, tgt_tok, max_new_tokens: int) -> list[int]:
     """[BOS] + the model's greedy tokens, stopping before EOS (stepped with the KV cache by
-    engine.decoding: each token costs one step, not a forward over the whole prefix)."""
-    from engine.decoding import DecodeSettings, decode_all
+    engine.decoding.session: each token costs one step, not a forward over the whole prefix)."""
+    from engine.decoding.session import DecodeSettings, decode_all
 
     steps = decode_all(loaded, text, DecodeSettings(max_new_tokens=max_new_tokens)).steps
     ids = steps[-1].output_ids if steps else []

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.loaded import LoadedModel
+from engine.loading.loaded import LoadedModel
 from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
-from engine.tokenizer import Tokenizer
+from engine.models.tokenizer import Tokenizer
 
 _SAMPLE = [
     "the big dog sees the small cat .",

@@ -13,14 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.validation import ModelLoadError
+from engine.loading.validation import ModelLoadError
 
 if TYPE_CHECKING:
     import torch
 
-    from engine.loaded import LoadedModel
+    from engine.loading.loaded import LoadedModel
 
-RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 CHECKPOINTS = RESOURCES / "checkpoints"
 # The window opens on the first of these that exists.
 DEFAULT_ORDER = ("translator.safetensors", "gpt.safetensors")
@@ -43,12 +43,12 @@ def default_source() -> str:
 def open_model(source: str, device: str | torch.device | None = "auto") -> LoadedModel:
     """Load ``source`` onto ``device``: the one loader boundary of the window, the CLI and ``--model``.
 
-    Every refusal is an ``engine.validation.ModelLoadError`` whose message names the file;
+    Every refusal is an ``engine.loading.validation.ModelLoadError`` whose message names the file;
     an unexpected failure inside a loader (a library's own exception, an allocation that
     fails) becomes one too, so callers catch one type and show one sentence."""
     import torch
 
-    from engine.device import pick_device
+    from engine.runtime.device import pick_device
 
     dev = device if isinstance(device, torch.device) else pick_device(device)
     try:
@@ -63,19 +63,19 @@ def open_model(source: str, device: str | torch.device | None = "auto") -> Loade
 
 def _open(source: str, dev: torch.device) -> LoadedModel:
     if source in RANDOM_SOURCES:
-        from engine.demo import random_model
+        from engine.loading.demo import random_model
         return random_model(source.split("-", 1)[1]).to(dev)
     if source == MINILM:
-        from engine.hf import load_hf_model, minilm_path
+        from engine.loading.hf import load_hf_model, minilm_path
         return load_hf_model(minilm_path(), device=str(dev))
     path = Path(source).expanduser()
     if path.is_dir():
-        from engine.hf import load_hf_model
+        from engine.loading.hf import load_hf_model
         return load_hf_model(str(path), device=str(dev))
     if not path.exists() and not path.is_symlink():
         raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model folder, "
                              f"'{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
-    from engine.checkpoint import load_checkpoint
+    from engine.loading.checkpoint import load_checkpoint
     loaded = load_checkpoint(str(path), device=str(dev))
     loaded.meta.setdefault("source", str(path))
     return loaded

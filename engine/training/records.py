@@ -1,6 +1,6 @@
 """What a training run is asked for and what it reports: plain records, no torch.
 
-engine.training runs the loops (and re-exports these, so ``from engine.training import
+engine.training.loops runs the loops (and re-exports these, so ``from engine.training.loops import
 TrainConfig`` works); the window's Training panel fills its boxes from a TrainConfig and
 draws TrainProgress records without importing torch until a run starts.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.trace import AttentionTrace
+    from engine.traces.dense import AttentionTrace
 
 
 # How the bundled GPT learns (see the README); `attnscope train gpt` and the Training panel
@@ -50,6 +50,6 @@ class TrainProgress:
     elapsed_s: float
     val_loss: float | None = None
     probe: AttentionTrace | None = None
-    head_scores: dict | None = None  # at evaluations and probes: engine.analysis.mechanism_scores
+    head_scores: dict | None = None  # at evaluations and probes: engine.inspection.analysis.mechanism_scores
     done: bool = False
     stopped: bool = False         # stop() was asked before the last step: ``step`` < ``total_steps``

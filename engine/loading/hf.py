@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.loaded import LoadedModel
+from engine.loading.loaded import LoadedModel
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
-from engine.trace import AttentionTrace
-from engine.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
+from engine.traces.dense import AttentionTrace
+from engine.loading.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
                                check_archive, check_memory, check_model_size, check_tensors, check_values)
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -246,14 +246,14 @@ def load_hf_model(path_or_name: str, device: str | torch.device = "cpu") -> Load
     """Any Hugging Face transformer folder as a LoadedModel of family "hf-bert", "hf-encoder",
     "hf-decoder" or "hf-seq2seq" (see ``hf_role``), with its tokenizer.
 
-    The folder's config is checked (engine.validation: bounds and memory) before anything is
+    The folder's config is checked (engine.loading.validation: bounds and memory) before anything is
     built; the model is built by transformers' Auto class for its role with trust_remote_code
     =False, so code shipped in a folder never runs and nothing prompts. float32 on the CPU."""
     try:
         return _load_hf(path_or_name, device)
     except HFModelError:
         raise
-    except ModelLoadError as exc:  # from engine.validation: the same words, this module's type
+    except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
         raise HFModelError(str(exc)) from None
 
 
@@ -423,7 +423,7 @@ def seq2seq_prefix(loaded: LoadedModel, text: str, target: str | None, max_new_t
     start = start if start is not None else model.config.pad_token_id
     if target and target.strip():
         return [start] + tok(target, add_special_tokens=False)["input_ids"][: loaded.max_len - 1]
-    from engine.decoding import DecodeSettings, decode_all
+    from engine.decoding.session import DecodeSettings, decode_all
 
     steps = decode_all(loaded, text, DecodeSettings(max_new_tokens=max_new_tokens)).steps
     ids = steps[-1].output_ids if steps else []
@@ -518,7 +518,7 @@ def merge_pieces(weights: np.ndarray, groups: list[int], key_groups: list[int] |
 
 # ---- the same weights in our encoder ----------------------------------------------------------
 class HFTokenizerAdapter:
-    """A Hugging Face BERT tokenizer with the small interface engine.tracing uses."""
+    """A Hugging Face BERT tokenizer with the small interface engine.traces.tracing uses."""
 
     kind = "wordpiece"
 
@@ -588,8 +588,8 @@ def hf_to_scratch(loaded: LoadedModel) -> LoadedModel:
 @torch.no_grad()
 def compare(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
     """Max absolute difference of every encoder attention map of two models on the same text."""
-    from engine.analysis import compare_traces
-    from engine.tracing import trace_text
+    from engine.inspection.analysis import compare_traces
+    from engine.traces.tracing import trace_text
 
     result = compare_traces(trace_text(a, text, pair=pair), trace_text(b, text, pair=pair), ENCODER_SELF)
     return {"tokens": result["tokens"], "per_layer": result["per_layer"],

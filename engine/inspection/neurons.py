@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.loaded import LoadedModel
+from engine.loading.loaded import LoadedModel
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.trace import AttentionTrace
+from engine.traces.dense import AttentionTrace
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _heads(x: torch.Tensor, n_head: int, head: int) -> torch.Tensor:
 @torch.no_grad()
 def query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: int,
                target: str | None = None, pair: str | None = None) -> QueryKeys:
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
 
     if loaded.is_hf:
         return _hf_query_keys(loaded, text, kind, layer, head, target, pair)
@@ -132,7 +132,7 @@ def _wrap_eager_attention(model) -> None:
 
 
 def _hf_query_keys(loaded: LoadedModel, text: str, kind: str, layer: int, head: int, target, pair) -> QueryKeys:
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
 
     _wrap_eager_attention(loaded.model)
     _RECORDING.calls = calls = []

@@ -21,11 +21,11 @@ from typing import Callable, Generator, Iterable
 import torch
 import torch.nn.functional as F
 
-from engine.loaded import LoadedModel
+from engine.loading.loaded import LoadedModel
 from engine.models import GPT, GPTConfig, Translator, TranslatorConfig
-from engine.tokenizer import Tokenizer
-from engine.trace import AttentionTrace
-from engine.training_records import TrainConfig, TrainProgress
+from engine.models.tokenizer import Tokenizer
+from engine.traces.dense import AttentionTrace
+from engine.training.records import TrainConfig, TrainProgress
 
 # Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.
 SIZES = {
@@ -133,7 +133,7 @@ def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, s
 
 def _head_scores(loaded: LoadedModel) -> dict:
     """Induction and previous-token scores of every head now (the model briefly in eval mode)."""
-    from engine.analysis import mechanism_scores
+    from engine.inspection.analysis import mechanism_scores
     loaded.model.eval()
     try:
         return mechanism_scores(loaded)
@@ -142,7 +142,7 @@ def _head_scores(loaded: LoadedModel) -> dict:
 
 
 def _probe(loaded: LoadedModel, text: str) -> AttentionTrace:
-    from engine.tracing import trace_text
+    from engine.traces.tracing import trace_text
     loaded.model.eval()
     try:
         return trace_text(loaded, text)

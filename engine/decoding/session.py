@@ -9,7 +9,7 @@ Each step feeds only the new token(s): the translator encodes the source once an
 the cross-attention keys/values; the GPT feeds the prompt once, then one token a step.
 The attention rows of a step are those of the query that *produced* the distribution the
 token was chosen from: "what the model looked at to choose it". The records themselves
-(settings, steps, results) are in engine.decoding_records, which needs no torch.
+(settings, steps, results) are in engine.decoding.records, which needs no torch.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from typing import Generator
 import numpy as np
 import torch
 
-from engine.decoding_records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis
-from engine.loaded import LoadedModel
+from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis
+from engine.loading.loaded import LoadedModel
 from engine.models.outputs import CROSS, DECODER_SELF
-from engine.tracing import InputError
+from engine.traces.tracing import InputError
 
 
 def _select(cache, index: torch.Tensor):
@@ -128,7 +128,7 @@ class _HFDecoderStepper(_Stepper):
     """A Hugging Face causal LM continuing the prompt through its own KV cache."""
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        from engine.hf import HFTokens, cache_field, hf_eos_id
+        from engine.loading.hf import HFTokens, cache_field, hf_eos_id
 
         self.notes = []
         ids = _end_of_prompt(loaded.tokenizer(text, verbose=False)["input_ids"], loaded.max_len - 1, self.notes)
@@ -156,7 +156,7 @@ class _HFSeq2SeqStepper(_Stepper):
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         from transformers.modeling_outputs import BaseModelOutput
-        from engine.hf import HFTokens, cache_field, encode_text, hf_eos_id, readable_tokens
+        from engine.loading.hf import HFTokens, cache_field, encode_text, hf_eos_id, readable_tokens
 
         model = loaded.model
         self.cache_field = cache_field(model)

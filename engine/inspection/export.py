@@ -5,7 +5,7 @@ npz layout: one array per attention kind under ``attn_<kind with _ for spaces>``
 arrays) and ``model_name``, ``family``. ``load_npz`` reads it back into an AttentionTrace.
 CSV: one row per weight (kind, layer, head, query index and token, key index and token,
 weight), the long format that pandas, R and spreadsheets take directly.
-Both are written through engine.files.atomic_path: a temporary beside the target, renamed
+Both are written through engine.runtime.files.atomic_path: a temporary beside the target, renamed
 when complete, so a kill half-way never leaves a broken file or destroys the one there.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.files import atomic_path
-from engine.trace import AttentionTrace
+from engine.runtime.files import atomic_path
+from engine.traces.dense import AttentionTrace
 
 
 def _key(kind: str) -> str:
@@ -39,7 +39,7 @@ def save_npz(trace: AttentionTrace, path: str | Path) -> Path:
 
 def load_npz(path: str | Path) -> AttentionTrace:
     """A trace written by ``save_npz``; ValueError with a message for any other or broken file."""
-    from engine.timelapse import open_npz
+    from engine.training.timelapse import open_npz
 
     with open_npz(path, "trace export") as f:
         kinds = [str(k) for k in f["kinds"]]

@@ -1,6 +1,6 @@
 """What decoding is asked for and what it hands back: plain records, no torch.
 
-engine.decoding makes them; the window's Decoding panel builds its settings and draws the
+engine.decoding.session makes them; the window's Decoding panel builds its settings and draws the
 steps from here, so it imports neither torch nor the decoder until a step is asked for.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ our metadata + state dict layout (``{"attnscope": metadata, "model": state_dict}
 nanoGPT's ``ckpt.pt`` (``{"model_args": ..., "model": state_dict}``) into the GPT family.
 Every way a file can be wrong ends in a CheckpointError whose message says what is wrong
 and what would work; the GUI shows it as is. Nothing is built before its config passed
-``engine.validation`` (sane bounds and a memory estimate), no tensor is read before its
+``engine.loading.validation`` (sane bounds and a memory estimate), no tensor is read before its
 name and shape matched the model, and weights with NaN or Inf are refused.
 """
 from __future__ import annotations
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
-from engine.files import atomic_path
-from engine.loaded import LoadedModel
+from engine.runtime.files import atomic_path
+from engine.loading.loaded import LoadedModel
 from engine.models import FAMILIES
-from engine.tokenizer import ByteTokenizer, Tokenizer
-from engine.validation import ModelLoadError, check_archive, check_model_size, check_regular_file, check_tensors
+from engine.models.tokenizer import ByteTokenizer, Tokenizer
+from engine.loading.validation import ModelLoadError, check_archive, check_model_size, check_regular_file, check_tensors
 
 FORMAT = "attnscope"
 FORMAT_VERSION = 1
@@ -95,7 +95,7 @@ def check_checkpoint_path(path: str | Path) -> Path:
 
 
 def save_checkpoint(loaded: LoadedModel, path: str | Path, training: dict | None = None) -> Path:
-    """Write ``loaded`` to one .safetensors file (engine.files.atomic_path: written to a temporary
+    """Write ``loaded`` to one .safetensors file (engine.runtime.files.atomic_path: written to a temporary
     beside it, then renamed, so an interrupted save never harms the file that was there)."""
     from safetensors.torch import save_file
 
@@ -124,7 +124,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Loa
                 "and nanoGPT's ckpt.pt; for a Hugging Face model, open its folder.")
     except CheckpointError:
         raise
-    except ModelLoadError as exc:  # from engine.validation: the same words, this module's type
+    except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
         raise CheckpointError(str(exc)) from None
     loaded.meta.setdefault("source", str(path))
     return loaded.to(device)
@@ -277,7 +277,7 @@ def _vocab_sizes(family: str, config) -> tuple[int, int]:
 
 def _build(path: Path, meta: dict, tokenizer=None) -> LoadedModel:
     """The model (random weights, not yet loaded) and tokenizers its metadata describes, after
-    every value passed engine.validation. ``tokenizer`` a class: built from the vocabulary size."""
+    every value passed engine.loading.validation. ``tokenizer`` a class: built from the vocabulary size."""
     name = path.name
     try:
         version = int(meta.get("format_version", "0"))

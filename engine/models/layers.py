@@ -111,7 +111,7 @@ class MultiHeadAttention(nn.Module):
         memory: torch.Tensor | None = None,     # (B, Tk, D), cross-attention only
         mask: torch.Tensor | None = None,       # bool, broadcastable to (B, H, Tq, Tk)
         need_weights: bool = False,
-        rotary=None,                            # engine.positional.RotaryEmbedding or None
+        rotary=None,                            # engine.models.positional.RotaryEmbedding or None
         past: KVCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None, KVCache | None]:

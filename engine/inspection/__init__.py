@@ -1,0 +1,1 @@
+"""Numbers computed from traces and recordings: statistics, rollout, head scores, neurons, export."""

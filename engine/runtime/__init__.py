@@ -1,0 +1,1 @@
+"""Where and how work runs: device choice, memory kept between Runs, atomic file writes."""

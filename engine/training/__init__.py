@@ -1,0 +1,1 @@
+"""Training loops as generators, their records, time-lapse probes and evaluation."""
