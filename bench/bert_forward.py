@@ -5,7 +5,7 @@ worker thread as the app runs a forward (bench/_timing: rotating order, one warm
 medians and spread):
 
 - ``app_trace``: what a Run in the window computes for MiniLM, ``engine.traces.tracing.trace_text``
-  -> ``engine.loading.hf.trace_hf``: tokenise, transformers' eager forward with
+  -> ``engine.adapters.hf_text.trace_hf``: tokenise, transformers' eager forward with
   ``output_attentions``, the AttentionTrace;
 - ``hf_eager_weights``: the same eager forward called bare (no tokenising, no trace);
 - ``ours_weights``: attnscope's own BERT encoder on the same weights, returning its weights
@@ -42,7 +42,8 @@ def text_of(tokenizer, n: int) -> str:
 def main() -> None:
     from transformers import AutoModel
 
-    from engine.loading.hf import hf_to_scratch, load_hf_model, minilm_path
+    from engine.loading.convert import hf_to_scratch
+    from engine.loading.hf import load_hf_model, minilm_path
     from engine.traces.tracing import trace_text
 
     eager = load_hf_model(minilm_path())

@@ -22,7 +22,9 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from engine.loading.catalog import MINILM, open_model
-    from engine.loading.hf import compare, hf_to_scratch, load_hf_model
+    from engine.inspection.compare import compare
+    from engine.loading.convert import hf_to_scratch
+    from engine.loading.hf import load_hf_model
 
     device = args.device or "cpu"
     try:

@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from engine.loading.hf import (HFModelError, compare, hf_to_scratch, load_hf_model, merge_pieces, merged_tokens, minilm_path,
-                       trace_hf, word_groups)
+from engine.loading.hf import HFModelError, load_hf_model, minilm_path
+from engine.inspection.compare import compare
+from engine.loading.convert import hf_to_scratch
+from engine.traces.words import merge_pieces, merged_tokens, word_groups
+from engine.adapters.hf_text import trace_hf
 from engine.traces.tracing import trace_text
 
 WORDS = ("the a time flies like an arrow fruit banana dog cat sees big small is all you need attention "

@@ -128,7 +128,7 @@ class _HFDecoderStepper(_Stepper):
     """A Hugging Face causal LM continuing the prompt through its own KV cache."""
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        from engine.loading.hf import HFTokens, cache_field, hf_eos_id
+        from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id
 
         self.notes = []
         ids = _end_of_prompt(loaded.tokenizer(text, verbose=False)["input_ids"], loaded.max_len - 1, self.notes)
@@ -156,7 +156,7 @@ class _HFSeq2SeqStepper(_Stepper):
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
         from transformers.modeling_outputs import BaseModelOutput
-        from engine.loading.hf import HFTokens, cache_field, encode_text, hf_eos_id, readable_tokens
+        from engine.adapters.hf_text import HFTokens, cache_field, encode_text, hf_eos_id, readable_tokens
 
         model = loaded.model
         self.cache_field = cache_field(model)

@@ -106,7 +106,7 @@ class Tokenizer:
         """The tokens of ``ids`` as people read them: word-level tokens are words; BPE pieces
         are written as BERT writes word pieces (a piece starting a word, "▁the", is "the";
         a piece inside a word is "##piece"), so axes never show tokenizer markers and word
-        merging works the same for every model (engine.loading.hf.word_groups)."""
+        merging works the same for every model (engine.traces.words.word_groups)."""
         pieces = [self.hf.id_to_token(int(i)) or UNK for i in ids]
         if self.kind != "bpe":
             return pieces

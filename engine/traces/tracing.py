@@ -54,12 +54,12 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     translator: ``target`` is an optional target prefix; without one the model translates
     greedily first, so the trace shows the attention behind its own translation.
     encoders: ``pair`` is an optional second sentence (segment B). Hugging Face models of
-    every role: ``merge_subwords`` joins word pieces into words (engine.loading.hf.merge_pieces).
+    every role: ``merge_subwords`` joins word pieces into words (engine.traces.words.merge_pieces).
     """
     text = _check_text(text)
     loaded.model.eval()
     if loaded.is_hf:
-        from engine.loading.hf import trace_hf  # transformers is imported only when it is needed
+        from engine.adapters.hf_text import trace_hf  # transformers is imported only when it is needed
         return trace_hf(loaded, text, pair, merge_subwords=merge_subwords, target=target,
                         max_new_tokens=max_new_tokens)
     return _TRACERS[loaded.family](loaded, text, target, pair, max_new_tokens)

@@ -30,7 +30,7 @@ def _compare_job(a, b_source, text: str, pair: str, device: str):
     from engine.traces.tracing import trace_text
 
     if b_source == SAME_WEIGHTS:
-        from engine.loading.hf import hf_to_scratch
+        from engine.loading.convert import hf_to_scratch
         b = hf_to_scratch(a)
     elif isinstance(b_source, str):
         b = open_model(b_source, device)

@@ -1,0 +1,18 @@
+"""Two models on one text, head by head."""
+from __future__ import annotations
+
+import torch
+
+from engine.loading.loaded import LoadedModel
+from engine.models.outputs import ENCODER_SELF
+
+
+@torch.no_grad()
+def compare(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
+    """Max absolute difference of every encoder attention map of two models on the same text."""
+    from engine.inspection.analysis import compare_traces
+    from engine.traces.tracing import trace_text
+
+    result = compare_traces(trace_text(a, text, pair=pair), trace_text(b, text, pair=pair), ENCODER_SELF)
+    return {"tokens": result["tokens"], "per_layer": result["per_layer"],
+            "per_head": result["per_head"].tolist(), "max": result["max"]}
