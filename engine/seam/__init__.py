@@ -1,0 +1,17 @@
+"""The one place attention is seen and changed.
+
+Every attention call of every model passes ``attend`` with its ``Site`` (kind, layer) and
+what it computes with: queries and keys as the model uses them (after rotary, one key head
+per key/value group), values, the mask and additive bias, the scale, softcap and window.
+Hooks installed with ``hooks(...)`` see each call (the ``Recorder`` keeps them for traces
+and the neuron view) and may replace scores, weights or a head's output (interventions).
+Without an editing hook the output comes from the fused kernel, never from eager.
+
+Our ``MultiHeadAttention`` calls ``attend`` directly; Hugging Face models reach it through
+one function registered with transformers' ``AttentionInterface`` (``hf_attention``).
+"""
+from engine.seam.attend import SeamHook, active_hooks, attend, hooks
+from engine.seam.call import AttentionCall, Site
+from engine.seam.recorder import Recorder, recording
+
+__all__ = ["AttentionCall", "Recorder", "SeamHook", "Site", "active_hooks", "attend", "hooks", "recording"]

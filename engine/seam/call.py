@@ -1,0 +1,100 @@
+"""What one attention call computes with, and the exact weights it implies.
+
+An ``AttentionCall`` is the seam's unit: the site, the tensors as the model uses them, and
+the additive terms. Its ``scores`` and ``weights`` are the eager maths written once:
+softmax(softcap(q k^T * scale) + bias + mask), masked cells exactly 0, a row with every key
+masked all 0. The recorded trace, the neuron view and the decoding rows all read weights
+from here, so there is one definition of "the attention weights" in the engine.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a call happens: the attention kind (engine.kinds) and the layer within it."""
+    kind: str
+    layer: int
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.layer}"
+
+
+@dataclass
+class AttentionCall:
+    site: Site | None
+    q: torch.Tensor                      # (B, Hq, Tq, Dh) after rotary, as the model uses them
+    k: torch.Tensor                      # (B, Hkv, Tk, Dh) one per key/value head (GQA: Hkv <= Hq)
+    v: torch.Tensor | None               # (B, Hkv, Tk, Dv); None once a recording lets it go
+    mask: torch.Tensor | None = None     # bool (True = may attend) or additive float, broadcastable to (B, H, Tq, Tk)
+    bias: torch.Tensor | None = None     # additive float (T5's relative bias, ALiBi), broadcastable to (B, H, Tq, Tk)
+    scale: float = 1.0                   # scores = q.k * scale
+    softcap: float | None = None         # Gemma 2: scores = cap * tanh(scores / cap), before bias and mask
+    window: int | None = None            # sliding window (already in the mask; said for the user)
+    dropout: float = 0.0
+    module: object = None                # the calling module (site discovery only)
+
+    @property
+    def group(self) -> int:
+        """Query heads per key/value head (1 without grouped-query attention)."""
+        return self.q.shape[1] // self.k.shape[1]
+
+    def kv_head(self, head: int) -> int:
+        return head // self.group
+
+    def detached(self, keep_values: bool = False) -> "AttentionCall":
+        """A copy that keeps no graph, no module and (unless asked) no values: what a recording holds."""
+        d = lambda t: None if t is None else t.detach()  # noqa: E731
+        return replace(self, q=d(self.q), k=d(self.k), v=d(self.v) if keep_values else None, mask=d(self.mask),
+                       bias=d(self.bias), module=None)
+
+    def additive(self, dtype=torch.float32) -> torch.Tensor | None:
+        """bias + mask as one additive term (-inf where masked), broadcastable to (B, H, Tq, Tk).
+        Kept per dtype: a trace asks for it once per head."""
+        cache = self.__dict__.setdefault("_additive_cache", {})
+        if dtype not in cache:
+            cache[dtype] = self._additive(dtype)
+        return cache[dtype]
+
+    def _additive(self, dtype) -> torch.Tensor | None:
+        out = None if self.bias is None else self.bias.to(dtype)
+        m = self.mask
+        if m is not None:
+            if m.dtype == torch.bool:
+                m = torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill_(~m, float("-inf"))
+            else:   # Hugging Face's float masks use the dtype's minimum: the same cells, exactly -inf
+                m = m.to(dtype)
+                m = m.masked_fill(m <= torch.finfo(m.dtype).min / 2, float("-inf"))
+            out = m if out is None else out + m
+        return out
+
+    def scores(self, b: int = 0, heads=None, rows=None) -> torch.Tensor:
+        """(H, Tq, Tk) float32 pre-softmax scores of example ``b`` (``heads``: a list or slice of
+        query heads; ``rows``: a slice of queries), bias and mask added."""
+        heads = range(self.q.shape[1]) if heads is None else heads
+        heads = list(range(*heads.indices(self.q.shape[1]))) if isinstance(heads, slice) else list(heads)
+        rows = slice(None) if rows is None else rows
+        q = self.q[b, heads, rows].float()                                        # (h, tq, Dh)
+        k = self.k[b, [self.kv_head(h) for h in heads]].float()                   # (h, Tk, Dh)
+        s = (q @ k.transpose(-1, -2)) * self.scale                               # (h, tq, Tk)
+        if self.softcap:
+            s = self.softcap * torch.tanh(s / self.softcap)
+        add = self.additive()
+        if add is not None:
+            add = add[b if add.shape[0] > 1 else 0]                              # (H|1, Tq, Tk)
+            add = add[heads] if add.shape[0] > 1 else add
+            s = s + add[:, rows]
+        return s
+
+    def weights(self, b: int = 0, heads=None, rows=None) -> torch.Tensor:
+        """(H, Tq, Tk) float32 softmax of ``scores``; masked cells 0, a fully masked row 0."""
+        return softmax_rows(self.scores(b, heads, rows))
+
+
+def softmax_rows(scores: torch.Tensor) -> torch.Tensor:
+    """softmax over the last axis where exp(-inf) = 0 and a row of only -inf gives 0, not NaN."""
+    w = torch.softmax(scores, dim=-1)
+    return torch.nan_to_num_(w, nan=0.0)

@@ -1,0 +1,43 @@
+"""The recorder: keeps each site's last call (queries, keys, mask and bias as used).
+
+A Run records one forward and builds its trace from the recording; the neuron view reads
+the same q and k; a decoding step reads its newest row. Memory is what the model computed
+anyway (references, no copies): about layers x (q heads + kv heads) x T x head_dim x bytes.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from engine.seam.attend import SeamHook, hooks
+from engine.seam.call import AttentionCall, Site
+
+
+class Recorder(SeamHook):
+    """``calls[site]``: the last call seen at each site, detached (values kept if asked)."""
+
+    def __init__(self, keep_values: bool = False):
+        self.keep_values = keep_values
+        self.calls: dict[Site, AttentionCall] = {}
+
+    def see(self, call: AttentionCall) -> None:
+        if call.site is not None:
+            self.calls[call.site] = call.detached(self.keep_values)
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+    def kinds(self) -> list[str]:
+        return list(dict.fromkeys(s.kind for s in self.calls))
+
+    def layers(self, kind: str) -> list[AttentionCall]:
+        """The calls of one kind, by layer."""
+        found = sorted((s.layer, c) for s, c in self.calls.items() if s.kind == kind)
+        return [c for _, c in found]
+
+
+@contextlib.contextmanager
+def recording(keep_values: bool = False):
+    """``with recording() as rec: model(...)``: every attention call inside lands in ``rec``."""
+    rec = Recorder(keep_values)
+    with hooks(rec):
+        yield rec
