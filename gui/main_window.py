@@ -26,7 +26,7 @@ from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
 from gui.help import HelpButton, HelpDialog
 from gui.tooltips import apply_tooltips
-from gui.theme import apply_font, apply_theme, restyle_plots
+from gui.theme import apply_font, apply_theme, emphasise, restyle_plots, tint
 from gui.export import export_target, export_widget
 from gui.settings import app_settings, push_recent, recent_files
 from gui.state import AppState
@@ -173,11 +173,11 @@ class MainWindow(QMainWindow):
         self.output_label = QLabel()
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.output_label.setWordWrap(True)
-        self.output_label.setStyleSheet("font-size: 14pt;")
+        emphasise(self.output_label, 1.5)
         self.output_label.setToolTip("What the model itself writes for this text (greedy), or the tokens chosen so "
                                      "far in the Decoding panel")
         self.banner = ElidedLabel()
-        self.banner.setStyleSheet("color: #b36b00;")
+        tint(self.banner, "warning")
         self.grid = HeadGrid(self.state)
         central = QWidget()
         box = QVBoxLayout(central)
@@ -190,7 +190,7 @@ class MainWindow(QMainWindow):
         tip = QLabel("Tip: type a sentence above and every head of every layer appears below. Click a head to open "
                      "it large; F1 (Help > What am I looking at) explains each view.")
         tip.setWordWrap(True)
-        tip.setStyleSheet("color: #1f5f9f;")
+        tint(tip, "info")
         close_tip = QPushButton("Got it")
         close_tip.setToolTip("Hide this tip for good")
         close_tip.clicked.connect(self.dismiss_tip)

@@ -1,4 +1,13 @@
-"""Light and dark: the Qt palette, and every pyqtgraph plot's background, axes, titles and legends.
+"""Light and dark: the Qt palette, the few accent colours, and every pyqtgraph plot's
+background, axes, titles and legends.
+
+Why every colour is looked up here, each time the theme changes: a colour fixed when a
+widget is built is right for one theme only. Qt style sheets are the worst of it: a widget
+with one (even only "font-size: 14pt") keeps the palette it had when it was polished, so
+after light -> dark -> light its text was #DCDCDC on #EFEFEF. So no widget here carries a
+style sheet for colour or font; a widget that needs an accent (a warning, a tip) or a
+larger or italic font asks ``tint`` / ``emphasise``, and ``apply_theme`` / ``apply_font``
+set them again for the new theme.
 
 Why a walk over the plots: pyqtgraph takes its colours from global options when an item is
 made, so plots built before a theme switch keep the old ones (black labels on a black
@@ -8,32 +17,112 @@ the new global options.
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
 BACKGROUND = {False: "w", True: "k"}
 FOREGROUND = {False: (30, 30, 30), True: (220, 220, 220)}
+# Text colours with a meaning, each at least 4.5:1 (WCAG AA) on its theme's window colour.
+ACCENTS = {
+    "warning": {False: "#8a5200", True: "#f0b45a"},   # notes about the input (a text cut, unknown words)
+    "info": {False: "#1f5f9f", True: "#8cc4ff"},      # the first-start tip
+    "muted": {False: "#595959", True: "#b0b0b0"},     # secondary text (pruned beams, hints)
+}
+_ACCENT, _FONT_SCALE, _ITALIC = "attnscope_accent", "attnscope_font_scale", "attnscope_italic"
+_CURRENT = {"dark": False}
+
+R, G = QPalette.ColorRole, QPalette.ColorGroup
+_DARK = {R.Window: (45, 45, 48), R.WindowText: (220, 220, 220), R.Base: (37, 37, 38),
+         R.AlternateBase: (55, 55, 58), R.Text: (220, 220, 220), R.Button: (55, 55, 58),
+         R.ButtonText: (220, 220, 220), R.BrightText: (255, 255, 255), R.Highlight: (38, 110, 190),
+         R.HighlightedText: (255, 255, 255), R.ToolTipBase: (37, 37, 38), R.ToolTipText: (220, 220, 220),
+         R.PlaceholderText: (160, 160, 160), R.Link: (140, 196, 255), R.Light: (75, 75, 78),
+         R.Midlight: (62, 62, 65), R.Mid: (40, 40, 42), R.Dark: (25, 25, 26), R.Shadow: (0, 0, 0)}
+_DARK_DISABLED = {R.WindowText: (125, 125, 128), R.Text: (125, 125, 128), R.ButtonText: (125, 125, 128),
+                  R.Button: (48, 48, 50), R.Base: (42, 42, 44), R.Highlight: (70, 70, 74),
+                  R.HighlightedText: (160, 160, 160), R.PlaceholderText: (105, 105, 108)}
+# Fusion's light placeholder is Text at half opacity (about 4:1 on white): darker, to read.
+_LIGHT_PLACEHOLDER = (112, 112, 112)
+
+
+def is_dark() -> bool:
+    """The theme the application shows now."""
+    return _CURRENT["dark"]
+
+
+def theme_palette(dark: bool) -> QPalette:
+    """Fusion's own light palette, or the dark one; disabled text and placeholders included."""
+    app = QApplication.instance()
+    if not dark:
+        pal = app.style().standardPalette()
+        for group in (G.Active, G.Inactive):
+            pal.setColor(group, R.PlaceholderText, QColor(*_LIGHT_PLACEHOLDER))
+        return pal
+    pal = QPalette()
+    for role, rgb in _DARK.items():
+        pal.setColor(role, QColor(*rgb))
+    for role, rgb in _DARK_DISABLED.items():
+        pal.setColor(G.Disabled, role, QColor(*rgb))
+    return pal
 
 
 def apply_theme(dark: bool) -> None:
-    """Fusion style with a dark or light palette; plots follow in MainWindow.set_dark."""
+    """Fusion style with a dark or light palette; accents follow at once, plots in MainWindow.set_dark."""
     app = QApplication.instance()
     app.setStyle("Fusion")
+    _CURRENT["dark"] = dark
     # Plots made later (views are built when first shown) take their colours from here.
     pg.setConfigOptions(background=BACKGROUND[dark], foreground=FOREGROUND[dark])
-    if not dark:
-        app.setPalette(app.style().standardPalette())
-        return
-    pal = QPalette()
-    base, text = QColor(37, 37, 38), QColor(220, 220, 220)
-    for role, color in ((QPalette.ColorRole.Window, QColor(45, 45, 48)), (QPalette.ColorRole.WindowText, text),
-                        (QPalette.ColorRole.Base, base), (QPalette.ColorRole.AlternateBase, QColor(55, 55, 58)),
-                        (QPalette.ColorRole.Text, text), (QPalette.ColorRole.Button, QColor(55, 55, 58)),
-                        (QPalette.ColorRole.ButtonText, text), (QPalette.ColorRole.Highlight, QColor(38, 110, 190)),
-                        (QPalette.ColorRole.HighlightedText, QColor(255, 255, 255)),
-                        (QPalette.ColorRole.ToolTipBase, base), (QPalette.ColorRole.ToolTipText, text)):
-        pal.setColor(role, color)
-    app.setPalette(pal)
+    app.setPalette(theme_palette(dark))
+    for widget in QApplication.allWidgets():
+        if widget.property(_ACCENT):
+            _apply_accent(widget)
+
+
+def accent(name: str, dark: bool | None = None) -> QColor:
+    """The colour of accent ``name`` in the theme shown now (or in ``dark``)."""
+    return QColor(ACCENTS[name][is_dark() if dark is None else dark])
+
+
+def luminance(colour: QColor) -> float:
+    """WCAG 2 relative luminance (0 black .. 1 white)."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    return 0.2126 * linear(colour.redF()) + 0.7152 * linear(colour.greenF()) + 0.0722 * linear(colour.blueF())
+
+
+def text_on(colour: QColor) -> QColor:
+    """Black or white, whichever reads better on ``colour``."""
+    return QColor("black") if luminance(colour) > 0.179 else QColor("white")
+
+
+def tint(widget: QWidget, name: str) -> None:
+    """Draw ``widget``'s text in accent ``name``, now and after every theme change."""
+    widget.setProperty(_ACCENT, name)
+    _apply_accent(widget)
+
+
+def _apply_accent(widget: QWidget) -> None:
+    pal = QPalette(widget.palette())
+    color = accent(widget.property(_ACCENT))
+    for group in (G.Active, G.Inactive):
+        pal.setColor(group, R.WindowText, color)
+        pal.setColor(group, R.Text, color)
+    widget.setPalette(pal)
+
+
+def emphasise(widget: QWidget, scale: float = 1.0, italic: bool = False) -> None:
+    """A font ``scale`` times the application's (and italic), kept through presentation mode."""
+    widget.setProperty(_FONT_SCALE, float(scale))
+    widget.setProperty(_ITALIC, bool(italic))
+    _apply_font(widget)
+
+
+def _apply_font(widget: QWidget) -> None:
+    font = QFont(QApplication.font())
+    font.setPointSizeF(font.pointSizeF() * float(widget.property(_FONT_SCALE)))
+    font.setItalic(bool(widget.property(_ITALIC)))
+    widget.setFont(font)
 
 
 PRESENTATION_SCALE = 1.5     # fonts and marks in presentation mode, for a projector at 1280x720
@@ -48,6 +137,9 @@ def apply_font(large: bool) -> None:
         _BASE_POINT_SIZE.append(font.pointSizeF() if font.pointSizeF() > 0 else 9.0)
     font.setPointSizeF(_BASE_POINT_SIZE[0] * (PRESENTATION_SCALE if large else 1.0))
     app.setFont(font)
+    for widget in QApplication.allWidgets():
+        if widget.property(_FONT_SCALE) is not None:
+            _apply_font(widget)
 
 
 def restyle_plots(root: QWidget, dark: bool, large: bool = False) -> None:
@@ -68,6 +160,8 @@ def restyle_plots(root: QWidget, dark: bool, large: bool = False) -> None:
                 item.setText(item.text, color=fg.name(), size=f"{tick_font.pointSizeF():.0f}pt")
             elif isinstance(item, pg.LegendItem):
                 item.setLabelTextColor(fg)
+            elif isinstance(item, pg.TextItem):
+                item.setColor(fg)
             elif isinstance(item, (pg.PlotCurveItem, pg.ScatterPlotItem)) and not getattr(item, "fixed_width", False):
                 _scale_pen(item, scale)
 

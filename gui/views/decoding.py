@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderVi
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.decoding.records import STRATEGIES, DecodeSettings, DecodeStep
+from gui.theme import accent, emphasise
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
 from gui.worker import MODEL, Jobs, lane_pool
@@ -108,7 +109,7 @@ class DecodingPanel(QWidget):
         # What the session says about its input (a text cut to the model's length); hidden when nothing.
         self.input_note = QLabel()
         self.input_note.setWordWrap(True)
-        self.input_note.setStyleSheet("font-style: italic")
+        emphasise(self.input_note, italic=True)
         self.input_note.hide()
 
         # ---- plots ----
@@ -158,6 +159,7 @@ class DecodingPanel(QWidget):
         state.model_changed.connect(self._on_model)
         state.trace_changed.connect(self._on_trace)
         state.selection_changed.connect(self._on_selection)
+        state.theme_changed.connect(lambda _dark: self.redraw())   # pruned beams in the new theme's grey
         self._text: str | None = None  # the text the current session decodes
         self.reset()
 
@@ -369,7 +371,7 @@ class DecodingPanel(QWidget):
             item = QTreeWidgetItem([" ".join(hyp.tokens), f"{hyp.score:.3f}", str(hyp.parent), status])
             if hyp.pruned:
                 for c in range(4):
-                    item.setForeground(c, QBrush(QColor("#999999")))
+                    item.setForeground(c, QBrush(accent("muted")))
             self.beams.addTopLevelItem(item)
         self._update_buttons()
 

@@ -140,7 +140,7 @@ class HeadGrid(PreparedView, QWidget):
         for text, x, y, anchor in wanted:
             item = kept.get(text)
             if item is None:
-                item = pg.TextItem(text, color=(150, 150, 150), anchor=anchor)
+                item = pg.TextItem(text, color=pg.getConfigOption("foreground"), anchor=anchor)
                 self.view.addItem(item)
             item.setPos(x, y)
             self.labels.append(item)

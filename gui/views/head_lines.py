@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
 from engine.inspection.analysis import display_weights, special_mask
+from gui.theme import text_on
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.elided import ElidedLabel
@@ -96,6 +97,19 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
             drawn[h] += n
     return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=weights.shape[1],
                 scale_q=scale_q, scale_k=scale_k, height=max(tq, tk), q_tokens=q_tokens, k_tokens=k_tokens)
+
+
+def _colour_button(button: QPushButton, colour: QColor | None) -> None:
+    """A checked head's button in its lines' colour, its number in black or white, whichever
+    reads better; unchecked, the theme's own. A palette, not a style sheet: a style sheet
+    froze the buttons' colours at the theme they were made in."""
+    if colour is None:
+        button.setPalette(QPalette())     # nothing of its own: the application's palette
+        return
+    pal = QPalette()
+    pal.setColor(QPalette.ColorRole.Button, colour)
+    pal.setColor(QPalette.ColorRole.ButtonText, text_on(colour))
+    button.setPalette(pal)
 
 
 class HeadLines(PreparedView, QWidget):
@@ -202,8 +216,7 @@ class HeadLines(PreparedView, QWidget):
                 b = QPushButton(str(h))
                 b.setCheckable(True)
                 b.setMaximumWidth(32)
-                c = head_color(h, n_heads)
-                b.setStyleSheet(f"QPushButton:checked {{ background: {c.name()}; color: white; }}")
+                b.toggled.connect(lambda on, b=b, h=h: _colour_button(b, head_color(h, n_heads) if on else None))
                 b.toggled.connect(lambda _: self.redraw())
                 self.head_row.addWidget(b)
                 self.head_buttons.append(b)
@@ -220,6 +233,7 @@ class HeadLines(PreparedView, QWidget):
             b.blockSignals(True)
             b.setChecked(h in heads)
             b.blockSignals(False)
+            _colour_button(b, head_color(h, len(self.head_buttons)) if h in heads else None)
 
     def set_heads(self, heads: list[int]) -> None:
         self._check_heads(heads)

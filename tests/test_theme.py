@@ -1,0 +1,122 @@
+"""Every text the window shows stays readable through theme switches: measured on the
+pixels the window draws, not on the palette it claims to use (a style sheet froze a label's
+colours at the theme it was polished in: #DCDCDC on #EFEFEF after light -> dark -> light)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit
+
+from gui.theme import ACCENTS, theme_palette
+
+VIEWS = ("Head detail", "Head lines", "Rollout", "Decoding", "Training", "Compare", "Head statistics")
+
+
+def luminance(rgb) -> float:
+    """WCAG 2 relative luminance of an sRGB colour (0..255 channels)."""
+    c = np.asarray(rgb, dtype=float) / 255.0
+    c = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(0.2126 * c[..., 0] + 0.7152 * c[..., 1] + 0.0722 * c[..., 2])
+
+
+def contrast(a, b) -> float:
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def drawn_contrast(pixels: np.ndarray) -> float:
+    """The contrast of a text's strongest pixel against its background (the commonest colour)."""
+    flat = pixels.reshape(-1, 3)
+    colours, counts = np.unique(flat, axis=0, return_counts=True)
+    background = colours[counts.argmax()]
+    lum = np.array([luminance(c) for c in colours])
+    lb = luminance(background)
+    ratios = (np.maximum(lum, lb) + 0.05) / (np.minimum(lum, lb) + 0.05)
+    return float(ratios.max())
+
+
+def window_pixels(window) -> np.ndarray:
+    image = window.grab().toImage().convertToFormat(window.grab().toImage().Format.Format_RGB888)
+    w, h = image.width(), image.height()
+    data = np.frombuffer(image.constBits(), dtype=np.uint8, count=image.bytesPerLine() * h)
+    return data.reshape(h, image.bytesPerLine())[:, : w * 3].reshape(h, w, 3).copy()
+
+
+def texts_on_screen(window):
+    """Every visible label and button with text, with its rectangle in the window."""
+    for widget in window.findChildren(QLabel) + window.findChildren(QAbstractButton):
+        if not widget.isVisible() or not widget.text().strip() or widget.width() < 4:
+            continue
+        rect = widget.rect().translated(widget.mapTo(window, widget.rect().topLeft()))
+        if isinstance(widget, QAbstractButton) and widget.isEnabled() is False:
+            continue   # disabled controls are exempt (WCAG); they are checked below to look disabled
+        yield widget, rect
+
+
+def low_contrast(window) -> list[str]:
+    pixels = window_pixels(window)
+    bad = []
+    for widget, rect in texts_on_screen(window):
+        crop = pixels[max(0, rect.top()): rect.bottom() + 1, max(0, rect.left()): rect.right() + 1]
+        if crop.size == 0:
+            continue
+        ratio = drawn_contrast(crop)
+        if ratio < 4.5:
+            bad.append(f"{type(widget).__name__} {widget.text()[:40]!r}: {ratio:.2f}")
+    return bad
+
+
+def _show_views(window):
+    for title in VIEWS:
+        window.docks[title].show()
+        window.docks[title].raise_()
+        window.view(title)
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_every_label_reads_at_aa_contrast_through_two_theme_switches(window, qtbot, first):
+    _show_views(window)
+    window.banner.setText("Not in this model's vocabulary: zzz")
+    window.banner.setVisible(True)
+    window.state.set_output("der hund")
+    checked = []
+    try:
+        for dark in (first, not first, first):
+            window.set_dark(dark)
+            for title in ("Decoding", "Training", "Compare"):     # each bottom tab in front once
+                window.docks[title].raise_()
+                qtbot.wait(1)
+                assert low_contrast(window) == [], f"dark={dark}, {title} in front"
+            checked.append(len(list(texts_on_screen(window))))
+    finally:
+        window.set_dark(False)
+    assert min(checked) > 20      # the test saw the window's texts, not an empty window
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_disabled_controls_and_placeholders_read_as_such(qapp, dark):
+    pal = theme_palette(dark)
+    background = pal.color(QPalette.ColorRole.Button).getRgb()[:3]
+    enabled = pal.color(QPalette.ColorGroup.Active, QPalette.ColorRole.ButtonText).getRgb()[:3]
+    disabled = pal.color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText).getRgb()[:3]
+    assert contrast(enabled, background) >= 4.5
+    assert contrast(disabled, background) < contrast(enabled, background) / 2   # visibly greyed out
+    placeholder = pal.color(QPalette.ColorGroup.Active, QPalette.ColorRole.PlaceholderText).getRgb()[:3]
+    assert contrast(placeholder, pal.color(QPalette.ColorRole.Base).getRgb()[:3]) >= 4.5
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_accents_read_on_their_theme(qapp, dark):
+    window_colour = theme_palette(dark).color(QPalette.ColorRole.Window).getRgb()[:3]
+    for name, colours in ACCENTS.items():
+        from PySide6.QtGui import QColor
+        assert contrast(QColor(colours[dark]).getRgb()[:3], window_colour) >= 4.5, name
+
+
+def test_no_widget_carries_a_style_sheet(window):
+    """A style sheet freezes a widget's palette at the theme it was polished in."""
+    _show_views(window)
+    from PySide6.QtWidgets import QWidget
+    styled = [type(w).__name__ for w in window.findChildren(QWidget) if w.styleSheet()]
+    assert styled == []
