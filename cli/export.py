@@ -1,7 +1,8 @@
 """attnscope export MODEL --text "..." --out DIR: views and traces as files, no display needed.
 
 For papers and scripts: the heads grid, one head, or the head lines as PNG/SVG (drawn
-offscreen by the same widgets the window uses), or the trace as NPZ/CSV. Every file is
+offscreen by the same widgets the window uses, exactly what File > Export View writes: the
+plot with its titles and colorbar, light unless --theme dark), or the trace as NPZ/CSV. Every file is
 written to a temporary name beside its target and renamed when complete.
 """
 from __future__ import annotations
@@ -27,11 +28,14 @@ def register(sub) -> None:
     p.add_argument("--layer", type=int_in(0, 10_000), default=0)
     p.add_argument("--head", type=int_in(0, 10_000), default=0)
     p.add_argument("--size", default=(1200, 800), type=image_size, help="image size WxH, each side 16 to 8192")
+    p.add_argument("--theme", choices=["light", "dark"], default="light",
+                   help="PNG/SVG: the colours of File > Export View in that theme (default light)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from engine.traces.tracing import InputError, trace_text
+    from engine.inputs import InputError
+    from engine.traces.tracing import trace_text
 
     problem = writable_problem(args.out)
     if problem:
@@ -65,6 +69,6 @@ def run(args) -> int:
 
     w, h = args.size
     path = render_view(loaded, trace, args.view, kind, args.layer, args.head, f"{w}x{h}",
-                       out / f"{args.view}.{args.format}")
+                       out / f"{args.view}.{args.format}", dark=args.theme == "dark")
     print_json({"written": [str(path)], "view": args.view, "kind": kind, "notes": trace.notes})
     return 0

@@ -1,5 +1,11 @@
 """Draw one view of a trace offscreen and save it: what `attnscope export` uses, so the
-files are drawn by the same widgets as the window."""
+files are drawn by the same widgets as the window.
+
+Why it saves the view's ``export_target`` in a theme of its own: the file must be what
+File > Export View writes (the plot, its titles and colorbar; no combo boxes, spin boxes or
+hints), and a fresh process has pyqtgraph's default black background until a theme is set.
+The theme is set for the drawing only and put back after, so a process that also shows a
+window (the tests) keeps its own."""
 from __future__ import annotations
 
 import contextlib
@@ -34,19 +40,43 @@ def _quiet_offscreen_platform():
         qInstallMessageHandler(previous)
 
 
-def render_view(loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path) -> Path:
-    """Draw one view ("grid", "head" or "lines") with the window's own widget and save it."""
+@contextlib.contextmanager
+def _theme(dark: bool):
+    """The light or dark theme while a view is drawn; the one before is back afterwards."""
+    import pyqtgraph as pg
+
+    from gui.theme import apply_theme, is_dark
+
+    app = QApplication.instance()
+    before = (is_dark(), pg.getConfigOption("background"), pg.getConfigOption("foreground"), app.palette())
+    apply_theme(dark)
+    try:
+        yield
+    finally:
+        apply_theme(before[0])
+        pg.setConfigOptions(background=before[1], foreground=before[2])
+        app.setPalette(before[3])
+
+
+def render_view(loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path,
+                dark: bool = False) -> Path:
+    """Draw one view ("grid", "head" or "lines") with the window's own widget and save what
+    File > Export View saves of it, ``size`` (WxH) pixels, in the light (or ``dark``) theme."""
     app = QApplication.instance() or QApplication([])
     quiet = _quiet_offscreen_platform() if app.platformName() == "offscreen" else contextlib.nullcontext()
-    with quiet:
-        return _render(app, loaded, trace, view, kind, layer, head, size, path)
+    with quiet, _theme(dark):
+        return _render(app, loaded, trace, view, kind, layer, head, size, path, dark)
 
 
-def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path) -> Path:
-    from gui.export import export_widget
+def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path,
+            dark: bool) -> Path:
+    from gui.export import export_target, export_widget
     from gui.state import AppState
+    from gui.theme import restyle_plots
+    from gui.views.prepared import wait_until_drawn
 
     state = AppState()
+    state.dark = dark
     state.set_model(loaded)
     state.set_trace(trace)
     state.select(kind, layer, head)     # every view shows the state's selection
@@ -57,13 +87,20 @@ def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, siz
     else:
         from gui.views.head_lines import HeadLines as View
     widget = View(state)
+    restyle_plots(widget, dark)
     w, h = (int(v) for v in size.lower().split("x"))
     widget.resize(w, h)
     widget.show()
-    from gui.views.prepared import wait_until_drawn
+    wait_until_drawn(widget)
+    target = export_target(widget)
+    # The plot gets the size asked for (Head lines keeps a narrower band in the window), and
+    # the view grows by what its controls take.
+    target.setFixedSize(w, h)
+    widget.resize(widget.sizeHint().expandedTo(widget.minimumSizeHint()))
+    app.processEvents()
     wait_until_drawn(widget)
     try:
-        return export_widget(widget, path)
+        return export_widget(target, path)
     finally:
         widget.close()
         widget.deleteLater()
