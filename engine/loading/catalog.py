@@ -1,8 +1,10 @@
 """Where models come from: one function turns any model source a user names into a LoadedModel.
 
 A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
-folder, "minilm" (the packaged all-MiniLM-L6-v2), or "random-<family>" (an untrained toy).
-The GUI's menus and the CLI both go through ``open_model``, so they accept the same things.
+folder (one weights file or shards), a Hugging Face hub id ("Qwen/Qwen2.5-0.5B": the copy in
+the local Hugging Face cache, else downloaded when online), "minilm" (the packaged
+all-MiniLM-L6-v2), or "random-<family>" (an untrained toy). The GUI's menus and the CLI both
+go through ``open_model``, so they accept the same things.
 
 Importing this module is cheap (no torch, no transformers): the names of the sources and
 the bundled files are known without them; torch is imported by ``open_model``, the first
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.validation import ModelLoadError
 
 if TYPE_CHECKING:
@@ -40,8 +43,12 @@ def default_source() -> str:
     return str(bundled[0]) if bundled else "random-translator"
 
 
-def open_model(source: str, device: str | torch.device | None = "auto") -> LoadedModel:
+def open_model(source: str, device: str | torch.device | None = "auto", progress=None, stop=None) -> LoadedModel:
     """Load ``source`` onto ``device``: the one loader boundary of the window, the CLI and ``--model``.
+
+    ``progress`` gets engine.loading.progress.LoadProgress records while a Hugging Face model
+    loads (the window's bar, the CLI's tqdm); once ``stop()`` is true the load ends with
+    LoadCancelled (a ModelLoadError) and nothing of it is kept.
 
     Every refusal is an ``engine.loading.validation.ModelLoadError`` whose message names the file;
     an unexpected failure inside a loader (a library's own exception, an allocation that
@@ -52,29 +59,31 @@ def open_model(source: str, device: str | torch.device | None = "auto") -> Loade
 
     dev = device if isinstance(device, torch.device) else pick_device(device)
     try:
-        return _open(str(source), dev)
+        return _open(str(source), dev, progress, stop)
     except ModelLoadError:
         raise
     except Exception as exc:  # defence in depth: the checks should have caught it
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise ModelLoadError(f"{source} could not be opened ({type(exc).__name__}: {first}). attnscope opens its own "
-                             ".safetensors checkpoints, PyTorch and nanoGPT checkpoints, and Hugging Face BERT folders.") from None
+                             ".safetensors checkpoints, PyTorch and nanoGPT checkpoints, and Hugging Face model folders "
+                             "and hub ids.") from None
 
 
-def _open(source: str, dev: torch.device) -> LoadedModel:
+def _open(source: str, dev: torch.device, progress, stop) -> LoadedModel:
     if source in RANDOM_SOURCES:
         from engine.loading.demo import random_model
         return random_model(source.split("-", 1)[1]).to(dev)
     if source == MINILM:
         from engine.loading.hf import load_hf_model, minilm_path
-        return load_hf_model(minilm_path(), device=str(dev))
+        return load_hf_model(minilm_path(), device=str(dev), progress=progress, stop=stop)
     path = Path(source).expanduser()
-    if path.is_dir():
+    missing = not path.exists() and not path.is_symlink()
+    if path.is_dir() or (missing and looks_like_hub_id(source)):
         from engine.loading.hf import load_hf_model
-        return load_hf_model(str(path), device=str(dev))
-    if not path.exists() and not path.is_symlink():
-        raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model folder, "
-                             f"'{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
+        return load_hf_model(str(path) if path.is_dir() else source, device=str(dev), progress=progress, stop=stop)
+    if missing:
+        raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model folder "
+                             f"or hub id, '{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
     from engine.loading.checkpoint import load_checkpoint
     loaded = load_checkpoint(str(path), device=str(dev))
     loaded.meta.setdefault("source", str(path))

@@ -9,9 +9,15 @@ encoder-decoders "hf-seq2seq" (T5, BART, Marian, ...). transformers is imported 
 functions only, so the app starts fast.
 
 Sources: the packaged all-MiniLM-L6-v2 (``minilm_path``), any local folder in Hugging
-Face layout, or a hub name when the machine is online (offline: HFModelError at once).
+Face layout (one weights file or shards with their index, safetensors or PyTorch .bin),
+or a hub id: the copy in the local Hugging Face cache first (engine.loading.hub_cache, no
+network), else downloaded when the hub can be reached (offline: HFModelError at once).
 A folder is checked before transformers sees it (``check_folder``): its config against
-sane bounds and the free memory, its weights file, its tokenizer files. Code shipped in a
+sane bounds, its weight files (engine.loading.weights: index, shards, headers), the
+memory the weights take in the dtype they will be computed in, its tokenizer files.
+Weights stay in the checkpoint's own dtype where the device computes it (bfloat16 on a
+CPU too; float16 becomes float32 there, with a note), read from the files' memory map
+by transformers, so loading takes about the model's size on disk and no more. Code shipped in a
 folder (``auto_map``) never runs: transformers' built-in class for the model_type loads it,
 with trust_remote_code=False. Attention comes from the *eager* implementation, the one
 that computes the weights (the fused kernels return none).
@@ -24,14 +30,15 @@ import os
 import socket
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from engine.loading.loaded import LoadedModel
+from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
+from engine.loading.progress import BUILD_SHARE, LoadCancelled, Reporter
+from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, read_index
 from engine.loading.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
-                               check_archive, check_memory, check_model_size, check_tensors, check_values)
+                               check_config, check_memory, check_tensors, check_values)
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model",
                    "source.spm", "vocab.json")
 FAMILY_OF_ROLE = {"encoder": "hf-encoder", "decoder": "hf-decoder", "encoder-decoder": "hf-seq2seq"}
@@ -40,7 +47,9 @@ BERT_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 1
                  "intermediate_size": 3072, "max_position_embeddings": 512, "type_vocab_size": 2,
                  "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
                  "pad_token_id": 0}
-_FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
+# the torch dtype of each stored float dtype, and its name for people
+_TORCH_DTYPE = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64}
+_DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32", torch.float64: "float64"}
 
 
 class HFModelError(ModelLoadError):
@@ -107,22 +116,27 @@ def _broken_json_file(path: Path) -> str | None:
     return None
 
 
-def check_folder(path: Path) -> tuple[dict, Path, list[str]]:
+def check_folder(path: Path, device="cpu") -> tuple[dict, WeightFiles, list[str]]:
     """Everything about a local folder that can be checked before transformers touches it:
-    (config, weights file, notes for the user). HFModelError for anything that would fail."""
+    (config, weight files, notes for the user). HFModelError for anything that would fail,
+    the memory check included: the weights' bytes in the dtype they will be held in on ``device``."""
     raw = read_config(path)
-    weights = next((path / f for f in WEIGHT_FILES if (path / f).exists() or (path / f).is_symlink()), None)
+    try:
+        weights = find_weights(path)
+    except ModelLoadError as exc:
+        raise HFModelError(str(exc)) from None
     if weights is None:
-        raise HFModelError(f"{path} has a config.json but no weights (model.safetensors or pytorch_model.bin).")
+        raise HFModelError(f"{path} has a config.json but no weights (model.safetensors, pytorch_model.bin, or "
+                           "their shards with model.safetensors.index.json or pytorch_model.bin.index.json).")
     model_type = raw.get("model_type")
-    role = hf_role(model_type, str(path))
+    hf_role(model_type, str(path))
     notes = []
     if "auto_map" in raw:
         notes.append("This folder ships its own Python code (auto_map in config.json). attnscope never runs code "
                      f"from a model folder: it was opened with transformers' built-in {model_type} classes.")
     if model_type == "bert":
         sizes = {**BERT_DEFAULTS, **{k: raw[k] for k in BERT_DEFAULTS if k in raw}}
-        check_model_size("hf-bert", sizes, str(path))
+        check_config("hf-bert", sizes, str(path))
         act = raw.get("hidden_act", "gelu")
         from transformers.activations import ACT2FN
         if not isinstance(act, str) or act not in ACT2FN:
@@ -130,29 +144,50 @@ def check_folder(path: Path) -> tuple[dict, Path, list[str]]:
                                "(BERT uses 'gelu').")
     else:
         check_hf_sizes(hf_config(raw, str(path)), str(path))
-    if not weights.is_file():
-        raise HFModelError(f"{path}: {weights.name} is not a regular file (a folder, pipe, device or broken link).")
-    check_memory(str(path), 2 * weights.stat().st_size, f"reading {weights.name}")
-    if weights.suffix == ".safetensors":
-        n = _check_safetensors_header(path, weights)
-        check_memory(str(path), 2 * 4 * n, f"this model ({n / 1e6:,.1f} million parameters in float32)")
-    else:
-        try:
-            check_archive(weights)
-        except ModelLoadError as exc:
-            raise HFModelError(f"{path}: {exc}") from None
+    dtype, note = load_dtype(weights.dtype, device)
+    if note:
+        notes.append(note)
+    check_memory(str(path), memory_needed(weights, dtype),
+                 f"this model ({weights.describe()}, held in {_DTYPE_NAME[dtype]})")
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise HFModelError(f"{path} has no tokenizer (tokenizer.json, vocab.txt, a sentencepiece model, ...): every "
                            "word would become unknown. Copy the tokenizer files of the model into the folder.")
     return raw, weights, notes
 
 
-def weights_dtype(device) -> torch.dtype:
-    """float32 on the CPU (exact, and half precision is slow there); on a GPU bfloat16 where
-    it is supported, else float16: half the memory, and traces are float32 on the CPU anyway."""
-    if torch.device(device).type != "cuda":
-        return torch.float32
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+def memory_needed(weights: WeightFiles, dtype: torch.dtype) -> int:
+    """Bytes a load takes at its peak. Weights kept in their stored dtype are the file's own
+    pages, mapped once; weights cast to another dtype are new memory, made while the stored
+    bytes are read (a .bin file is read whole, it cannot be mapped lazily by name)."""
+    size = torch.empty((), dtype=dtype).element_size()
+    held = weights.bytes_as({d: size for d in _TORCH_DTYPE})
+    cast = any(_TORCH_DTYPE[t.dtype] != dtype for t in weights.tensors.values() if t.dtype in _TORCH_DTYPE)
+    return held + (weights.stored_bytes if cast else 0)
+
+
+def load_dtype(stored: str, device) -> tuple[torch.dtype, str | None]:
+    """The dtype to hold weights stored in ``stored`` ("BF16", "F16", "F32", "F64") on ``device``,
+    and a note for the user when it is not the stored one. The checkpoint's own dtype where
+    the device computes it: bfloat16 matmuls run on current CPUs and GPUs; float16 on a CPU
+    falls back to slow paths (and some operations lack it), so it becomes float32 there;
+    float64 becomes float32 everywhere (nothing is gained, twice the memory is spent)."""
+    kind = torch.device(device).type
+    want = _TORCH_DTYPE.get(stored, torch.float32)
+    if want == torch.float64:
+        got = torch.float32
+    elif want == torch.float16 and kind == "cpu":
+        got = torch.float32
+    elif want == torch.bfloat16 and kind == "cuda" and not torch.cuda.is_bf16_supported():
+        got = torch.float32
+    elif want == torch.bfloat16 and kind == "mps":
+        got = torch.float32
+    else:
+        got = want
+    if got == want:
+        return got, None
+    ratio = torch.empty((), dtype=got).element_size() / torch.empty((), dtype=want).element_size()
+    return got, (f"The weights are stored in {_DTYPE_NAME[want]}, which the {kind} does not compute well: they are "
+                 f"held in {_DTYPE_NAME[got]}, {'twice' if ratio > 1 else 'half'} the memory of the file.")
 
 
 def hf_role(model_type, source: str) -> str:
@@ -209,45 +244,105 @@ def check_hf_sizes(config, source: str) -> None:
     check_values(source, values)
 
 
-def _check_safetensors_header(path: Path, weights: Path) -> int:
-    """Readable header, float weights; returns the number of parameters it holds."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(weights), framework="pt") as f:
-            slices = {k: f.get_slice(k) for k in f.keys()}
-            dtypes = {k: s.get_dtype() for k, s in slices.items()}
-            n = sum(int(np.prod(s.get_shape(), dtype=np.int64)) for s in slices.values())
-    except Exception as exc:
-        raise HFModelError(f"{path}: {weights.name} is damaged or truncated ({_first(exc)}). Copy it again.") from None
-    odd = [f"{k} ({d})" for k, d in dtypes.items() if d not in _FLOAT_DTYPES and not k.endswith("_ids")]
-    if odd:
-        raise HFModelError(f"{path}: {weights.name} holds weights that are not floating point: {', '.join(odd[:3])}.")
-    return n
+SIDE_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
+              "added_tokens.json", *TOKENIZER_FILES, "merges.txt", "target.spm")
 
 
-def _download(name: str) -> Path:
-    """A hub model's config, weights and tokenizer (never its code) in the local cache."""
-    from huggingface_hub import hf_hub_download, snapshot_download
+def _download(name: str, reporter: Reporter) -> Path:
+    """A hub model's config, tokenizer and every weight file it needs (all its shards; never
+    code) into the local cache, with the files fetched reported; its snapshot folder."""
+    from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
-    folder = Path(hf_hub_download(name, "config.json")).parent
+    cache = cache_dir()
+    folder = Path(hf_hub_download(name, "config.json", cache_dir=cache)).parent
     raw = read_config(folder)
     hf_role(raw.get("model_type"), name)
     check_hf_sizes(hf_config(raw, name), name)
-    return Path(snapshot_download(name, allow_patterns=["config.json", "generation_config.json", "model.safetensors",
-                                                        "tokenizer_config.json", "special_tokens_map.json",
-                                                        *TOKENIZER_FILES, "merges.txt", "target.spm"]))
+    available = set(HfApi().list_repo_files(name))
+    wanted: list[str] = []
+    for fmt in ("safetensors", "bin"):      # transformers' order: one file, then shards, safetensors first
+        if SINGLE[fmt] in available:
+            wanted = [SINGLE[fmt]]
+            break
+        if INDEX[fmt] in available:
+            index_folder = Path(hf_hub_download(name, INDEX[fmt], cache_dir=cache)).parent
+            wanted = [INDEX[fmt], *dict.fromkeys(read_index(index_folder, INDEX[fmt], fmt).values())]
+            break
+    if not wanted:
+        raise HFModelError(f"{name} on the Hugging Face hub has no weights attnscope can read (model.safetensors, "
+                           "pytorch_model.bin or their shards).")
+    return Path(snapshot_download(name, cache_dir=cache, allow_patterns=[*SIDE_FILES, *wanted],
+                                  tqdm_class=_fetch_bar(reporter, name)))
 
 
-def load_hf_model(path_or_name: str, device: str | torch.device = "cpu") -> LoadedModel:
+def _fetch_bar(reporter: Reporter, name: str):
+    """A tqdm class for huggingface_hub's "Fetching N files" bar that reports to ``reporter``
+    (and can stop the download between files) instead of writing to the terminal."""
+    from tqdm.auto import tqdm
+
+    class FetchBar(tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs["disable"] = False
+            kwargs["file"] = open(os.devnull, "w")  # noqa: SIM115 - closed with the bar
+            super().__init__(*args, **kwargs)
+
+        def update(self, n=1):
+            out = super().update(n)
+            if self.total and self.unit != "B":
+                reporter.report(BUILD_SHARE * self.n / self.total,
+                                f"downloading {name}: file {self.n:,} of {self.total:,}")
+            else:
+                reporter.check()
+            return out
+
+        def close(self):
+            file = self.fp
+            super().close()
+            with contextlib.suppress(Exception):
+                file.close()
+
+    return FetchBar
+
+
+def resolve_hf_source(path_or_name: str, reporter: Reporter | None = None) -> tuple[Path, bool]:
+    """The folder to open for ``path_or_name`` and whether it was given as a folder: a local
+    folder as it is; a hub id from the local cache (no network), else downloaded when the hub
+    can be reached."""
+    path = Path(path_or_name).expanduser()
+    if path.is_dir():
+        return path, True
+    if not looks_like_hub_id(path_or_name):
+        raise HFModelError(f"No such folder: {path}. Give a Hugging Face model folder or a hub id such as "
+                           "Qwen/Qwen2.5-0.5B.")
+    snapshot = cached_snapshot(path_or_name)
+    if snapshot is not None:
+        return snapshot, False
+    if not _online():
+        raise HFModelError(
+            f"'{path_or_name}' is not a local folder, nor a model in the Hugging Face cache ({cache_dir()}), and the "
+            "hub cannot be reached from this machine (offline). Set HF_HOME or HF_HUB_CACHE to the cache that holds "
+            "it, or open its folder.")
+    try:
+        return _download(path_or_name, reporter or Reporter(path_or_name)), False
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise HFModelError(f"Could not download {path_or_name}: {_first(exc)}") from None
+
+
+def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progress=None, stop=None) -> LoadedModel:
     """Any Hugging Face transformer folder as a LoadedModel of family "hf-bert", "hf-encoder",
     "hf-decoder" or "hf-seq2seq" (see ``hf_role``), with its tokenizer.
 
     The folder's config is checked (engine.loading.validation: bounds and memory) before anything is
     built; the model is built by transformers' Auto class for its role with trust_remote_code
-    =False, so code shipped in a folder never runs and nothing prompts. float32 on the CPU."""
+    =False, so code shipped in a folder never runs and nothing prompts. Weights in the
+    checkpoint's own dtype where ``device`` computes it (``load_dtype``).
+
+    ``progress`` gets engine.loading.progress.LoadProgress records; once ``stop()`` is true
+    the load ends with LoadCancelled and nothing of it is kept."""
     try:
-        return _load_hf(path_or_name, device)
+        return _load_hf(path_or_name, device, Reporter(Path(path_or_name).name or path_or_name, progress, stop))
     except HFModelError:
         raise
     except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
@@ -270,21 +365,53 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def _load_hf(path_or_name: str, device) -> LoadedModel:
-    path = Path(path_or_name).expanduser()
-    local = path.is_dir()
-    if not local:
-        if not _online():
-            raise HFModelError(
-                f"'{path_or_name}' is not a local folder, and the Hugging Face hub cannot be reached from "
-                "this machine (offline). Download the model elsewhere and open its folder.")
-        try:
-            path = _download(path_or_name)
-        except ModelLoadError:
-            raise
-        except Exception as exc:
-            raise HFModelError(f"Could not download {path_or_name}: {_first(exc)}") from None
-    raw, weights, notes = check_folder(path)
+@contextlib.contextmanager
+def _counting_tensors(reporter: Reporter):
+    """Report each tensor transformers hands to the model, and stop between two when asked.
+    transformers' loader walks its tensors through ``tqdm`` in core_model_loading; for the
+    load, that name is a counting iterator (a transformers without it: no counts, no harm)."""
+    try:
+        from transformers import core_model_loading as loading
+    except ImportError:
+        yield
+        return
+    original = getattr(loading, "tqdm", None)
+    if original is None:
+        yield
+        return
+
+    def counted(iterable=None, *args, **kwargs):
+        total = len(iterable) if hasattr(iterable, "__len__") else int(kwargs.get("total") or 0)
+        for i, item in enumerate(iterable):
+            reporter.building(i, total)
+            yield item
+        reporter.building(total, total)
+
+    loading.tqdm = counted
+    try:
+        yield
+    finally:
+        loading.tqdm = original
+
+
+def _read_weights(source: str, model, reporter: Reporter) -> None:
+    """Every weight read once and checked finite (engine.loading.validation.check_tensors),
+    with the bytes read reported: weights kept in their stored dtype are the file's own
+    memory map, so this is where a cold disk is read, and where the bar moves."""
+    params = list(model.named_parameters())
+    total = sum(p.numel() * p.element_size() for _, p in params)
+    done = 0
+    for name, p in params:
+        check_tensors(source, [(name, p)])
+        done += p.numel() * p.element_size()
+        reporter.reading(done, total)
+
+
+def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
+    reporter.report(0.0, f"checking {reporter.name}", force=True)
+    path, local = resolve_hf_source(path_or_name, reporter)
+    raw, weights, notes = check_folder(path, device)
+    dtype, _note = load_dtype(weights.dtype, device)
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     role = hf_role(raw.get("model_type"), str(path))
@@ -292,11 +419,13 @@ def _load_hf(path_or_name: str, device) -> LoadedModel:
     source = str(path)
     config = hf_config(raw, source)
     try:
-        with _quiet_transformers():
+        with _quiet_transformers(), _counting_tensors(reporter):
             model, info = maker.from_pretrained(source, config=config, attn_implementation="eager",
                                                 local_files_only=True, output_loading_info=True,
-                                                trust_remote_code=False, dtype=weights_dtype(device))
+                                                trust_remote_code=False, dtype=dtype)
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, trust_remote_code=False)
+    except LoadCancelled:
+        raise
     except Exception as exc:
         broken = _broken_json_file(path)
         if broken:
@@ -304,13 +433,13 @@ def _load_hf(path_or_name: str, device) -> LoadedModel:
         raise HFModelError(f"Could not open {source} with transformers: {_first(exc)}") from None
     missing = [k for k in info.get("missing_keys", []) if not k.startswith("pooler.")]
     if missing:
-        raise HFModelError(f"{source}: the weights file lacks {len(missing)} tensors (e.g. {sorted(missing)[0]}); "
+        raise HFModelError(f"{source}: the weights lack {len(missing)} tensors (e.g. {sorted(missing)[0]}); "
                            "the model would run on random weights.")
     mismatched = list(info.get("mismatched_keys", []))
     if mismatched:
         raise HFModelError(f"{source}: {len(mismatched)} tensors do not match the sizes in config.json "
                            f"(e.g. {mismatched[0][0] if isinstance(mismatched[0], tuple) else mismatched[0]}).")
-    check_tensors(source, model.named_parameters())
+    _read_weights(source, model, reporter)
     vocab = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > vocab:
         raise HFModelError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model's embedding has only "

@@ -1,0 +1,136 @@
+"""Models in the local Hugging Face cache: a hub id resolved offline, and the list of what is there.
+
+Why: whoever ran ``from_pretrained("Qwen/Qwen2.5-0.5B")`` once has that model on disk, under
+``~/.cache/huggingface/hub`` (or ``$HF_HOME/hub``, or ``$HF_HUB_CACHE``), in the layout
+huggingface_hub writes: ``models--Qwen--Qwen2.5-0.5B/refs/main`` holds a commit hash, and
+``snapshots/<hash>/`` holds the files (links into ``blobs/``). attnscope opens that snapshot
+as a folder, with no network, as transformers does with ``local_files_only``.
+
+The cache folder is worked out when asked, from the environment as huggingface_hub reads
+it (HF_HUB_CACHE, then HF_HOME/hub, then XDG_CACHE_HOME/huggingface/hub), not from
+huggingface_hub's constants, which are fixed when it is first imported.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# "org/name" or a bare "name" (the hub's old canonical models); never a path with more parts.
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
+_FILE_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".ckpt", ".json", ".txt", ".tsv", ".gz")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def cache_dir() -> Path:
+    """Where huggingface_hub keeps downloaded models on this machine, now."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    base = Path(os.environ["XDG_CACHE_HOME"]).expanduser() if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "huggingface" / "hub"
+
+
+def looks_like_hub_id(source: str) -> bool:
+    """Could ``source`` name a model on the hub ("Qwen/Qwen2.5-0.5B", "gpt2")? Paths with more
+    parts, or ending like a file, cannot."""
+    return bool(_HUB_ID.match(source)) and not source.lower().endswith(_FILE_SUFFIXES) and ".." not in source
+
+
+def repo_folder(repo_id: str, cache: Path | None = None) -> Path:
+    return (cache or cache_dir()) / ("models--" + repo_id.replace("/", "--"))
+
+
+def cached_snapshot(repo_id: str, revision: str = "main", cache: Path | None = None) -> Path | None:
+    """The snapshot folder of ``repo_id`` at ``revision`` (a branch, tag or commit hash) in the
+    cache, or None when it is not there. Reads two small files; no network."""
+    repo = repo_folder(repo_id, cache)
+    commit = revision if _COMMIT.match(revision) else None
+    if commit is None:
+        try:
+            commit = (repo / "refs" / revision).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+    if not _COMMIT.match(commit or ""):
+        return None
+    folder = repo / "snapshots" / commit
+    return folder if folder.is_dir() else None
+
+
+@dataclass(frozen=True)
+class CachedModel:
+    """One model of the cache, as the File > Open from Hugging Face cache dialog lists it."""
+    repo_id: str
+    folder: Path                 # its snapshot (refs/main, else the newest)
+    size_bytes: int              # what its blobs take on disk
+    architecture: str            # config.json's model_type, or "" when it has none
+    problem: str | None          # why attnscope cannot open it; None when it can
+
+
+def cached_models(cache: Path | None = None) -> list[CachedModel]:
+    """Every model in the cache, by name, with whether attnscope can open it and why not.
+    Reads configs, indexes and weight headers only (see engine.loading.hf.check_folder)."""
+    root = cache or cache_dir()
+    found = []
+    try:
+        repos = sorted(p for p in root.iterdir() if p.name.startswith("models--") and p.is_dir())
+    except OSError:
+        return []
+    for repo in repos:
+        repo_id = repo.name[len("models--"):].replace("--", "/")
+        folder = cached_snapshot(repo_id, cache=root) or _newest_snapshot(repo)
+        if folder is None:
+            continue
+        found.append(CachedModel(repo_id, folder, _blob_bytes(repo), *_openable(folder)))
+    return found
+
+
+def _newest_snapshot(repo: Path) -> Path | None:
+    try:
+        snaps = [p for p in (repo / "snapshots").iterdir() if p.is_dir()]
+    except OSError:
+        return None
+    return max(snaps, key=lambda p: p.stat().st_mtime, default=None)
+
+
+def _blob_bytes(repo: Path) -> int:
+    total = 0
+    for sub in ("blobs", "snapshots"):   # blobs when huggingface_hub wrote them; real files in snapshots otherwise
+        for dirpath, _dirs, files in os.walk(repo / sub):
+            for name in files:
+                path = Path(dirpath) / name
+                if not path.is_symlink():
+                    try:
+                        total += path.stat().st_size
+                    except OSError:
+                        pass
+    return total
+
+
+def _openable(folder: Path) -> tuple[str, str | None]:
+    """(architecture, problem) of a snapshot: every check before loading, none of the loading."""
+    from engine.loading.hf import check_folder, read_config
+    from engine.loading.validation import ModelLoadError
+
+    try:
+        arch = read_config(folder).get("model_type")
+    except ModelLoadError as exc:
+        return "", _short(exc, folder)
+    arch = arch if isinstance(arch, str) else ""
+    try:
+        check_folder(folder)
+    except ModelLoadError as exc:
+        return arch, _short(exc, folder)
+    return arch, None
+
+
+def _short(exc: Exception, folder: Path) -> str:
+    """The loader's sentence without the long snapshot path it starts with."""
+    text = str(exc)
+    for prefix in (f"{folder}: ", f"{folder} "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text.replace(str(folder), "this snapshot")

@@ -1,0 +1,65 @@
+"""How far a load has come, and how it is stopped: what the window's bar and the CLI's tqdm show.
+
+Why: a 15 GB model takes a minute to read from a disk, and a load that says nothing looks
+hung. The loader calls a ``progress`` callable with ``LoadProgress`` records (how much of
+the whole is done, in words with the numbers: tensors built, bytes read) and asks a
+``stop`` callable between tensors; once it answers True the load ends with
+``LoadCancelled`` and everything built so far is dropped: nothing is half-loaded.
+Records come at most every ``MIN_STEP`` of the whole, so a GUI is not flooded.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from engine.loading.validation import ModelLoadError, gib
+
+MIN_STEP = 0.005          # report when the bar would move by at least half a percent
+BUILD_SHARE = 0.3         # building the model (tensors handed over) is the first 30 % of the bar
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    fraction: float       # 0 .. 1 of the whole load
+    text: str             # what is being done, with its numbers
+
+
+class LoadCancelled(ModelLoadError):
+    """The user stopped the load; nothing of it was kept."""
+
+
+class Reporter:
+    """Turns the loader's steps into throttled LoadProgress records and checks for a stop."""
+
+    def __init__(self, name: str, progress: Callable[[LoadProgress], None] | None = None,
+                 stop: Callable[[], bool] | None = None):
+        self.name, self.progress, self.stop = name, progress, stop
+        self._last = -1.0
+
+    def check(self) -> None:
+        if self.stop is not None and self.stop():
+            raise LoadCancelled(f"Loading {self.name} was cancelled.")
+
+    def report(self, fraction: float, text: str, force: bool = False) -> None:
+        self.check()
+        if self.progress is None:
+            return
+        fraction = min(1.0, max(0.0, fraction))
+        if force or fraction - self._last >= MIN_STEP or fraction >= 1.0 > self._last:
+            self._last = fraction
+            self.progress(LoadProgress(fraction, text))
+
+    def building(self, done: int, total: int) -> None:
+        """The model's tensors handed over by transformers, ``done`` of ``total``."""
+        if total:
+            self.report(BUILD_SHARE * done / total, f"building {self.name}: tensor {done:,} of {total:,}")
+
+    def reading(self, done: int, total: int) -> None:
+        """The weights read and checked, ``done`` of ``total`` bytes."""
+        if total:
+            self.report(BUILD_SHARE + (1 - BUILD_SHARE) * done / total,
+                        f"reading {self.name}: {_size(done)} of {_size(total)}")
+
+
+def _size(n: int) -> str:
+    return gib(n) if n >= 1 << 30 else f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
