@@ -395,7 +395,7 @@ class GridRedraws:
     """New traces into a 12 x 12 heads grid, each drawn and grabbed (a full render)."""
 
     def __init__(self, tokens: int, per_call: int = 18):
-        from engine.traces.dense import AttentionTrace
+        from engine.traces.dense import DenseTrace
         from gui.state import AppState
         from gui.views.head_grid import HeadGrid
 
@@ -404,7 +404,7 @@ class GridRedraws:
         for _ in range(4):
             w = rng.random((12, 12, tokens, tokens), dtype=np.float32)
             w /= w.sum(-1, keepdims=True)
-            self.traces.append(AttentionTrace("bench", "bert", {"encoder self": w},
+            self.traces.append(DenseTrace("bench", "bert", {"encoder self": w},
                                               source_tokens=[f"t{i}" for i in range(tokens)]))
         self.state = AppState()
         self.grid = HeadGrid(self.state)

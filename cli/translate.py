@@ -39,7 +39,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from engine.decoding.session import DecodeSettings, decode_all
-    from engine.traces.tracing import InputError, unknown_words
+    from engine.inputs import InputError, unknown_words
 
     loaded = open_or_explain(args.checkpoint, args.device or "auto")
     if loaded is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from engine.loading.loaded import LoadedModel
-from engine.traces.dense import AttentionTrace
+from engine.traces.base import AttentionTrace
 
 
 class AppState(QObject):

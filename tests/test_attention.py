@@ -1,12 +1,32 @@
-"""Masks, softmax rows, and the two attention paths agreeing, for every family."""
+"""Masks, softmax rows, and the seam's two paths (fused kernel, written-out maths) agreeing,
+for every family; the weights a recording implies are a softmax with masked cells exactly 0."""
 import pytest
 import torch
 
-from engine.models.layers import MultiHeadAttention, causal_mask, combine_masks, key_mask, scaled_dot_product_attention
+from engine.models.layers import MultiHeadAttention, causal_mask, combine_masks, key_mask
 from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
+from engine.seam import AttentionCall, SeamHook, Site, attend, hooks, recording
 
 PAD = 0
+
+
+class WrittenOut(SeamHook):
+    """Edits nothing, but makes every call take the written-out (eager) path."""
+
+    def edits(self, site):
+        return True
+
+
+def attentions(run):
+    """(the output of ``run()``, kind -> per-layer weights (B, H, Tq, Tk) from the recording)."""
+    with recording() as rec:
+        out = run()
+    return out, {kind: [c.weights(None) for c in rec.layers(kind)] for kind in rec.kinds()}
+
+
+def call_weights(q, k, v, mask):
+    return AttentionCall(Site(ENCODER_SELF, 0), q, k, v, mask=mask, scale=q.shape[-1] ** -0.5).weights(None)
 
 
 def test_rows_sum_to_one_and_masked_cells_are_exactly_zero():
@@ -14,7 +34,7 @@ def test_rows_sum_to_one_and_masked_cells_are_exactly_zero():
     q, k, v = (torch.randn(2, 3, 6, 8) for _ in range(3))
     ids = torch.tensor([[5, 6, 7, 8, 0, 0], [5, 6, 7, 8, 9, 10]])
     mask = combine_masks(key_mask(ids, ids != PAD), causal_mask(6))
-    _, w = scaled_dot_product_attention(q, k, v, mask)
+    w = call_weights(q, k, v, mask)
     assert w.shape == (2, 3, 6, 6)
     assert torch.all((w.sum(-1) - 1).abs() < 1e-5)
     full = mask.expand_as(w)
@@ -31,20 +51,32 @@ def test_causal_mask_with_cache_offsets():
 def test_fully_masked_row_is_zero_not_nan():
     q, k, v = (torch.randn(1, 1, 2, 4) for _ in range(3))
     mask = torch.tensor([[[[False, False], [True, False]]]])
-    _, w = scaled_dot_product_attention(q, k, v, mask)
+    w = call_weights(q, k, v, mask)
     assert not torch.isnan(w).any() and w[0, 0, 0].sum() == 0
 
 
 @pytest.mark.parametrize("cross", [False, True])
-def test_mha_fused_and_weights_paths_agree(cross):
+def test_mha_fused_and_written_out_paths_agree(cross):
     torch.manual_seed(1)
     mha = MultiHeadAttention(32, 4, cross=cross).eval()
+    mha.site = Site(CROSS if cross else DECODER_SELF, 0)
     x, mem = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
     mask = key_mask(ids := torch.tensor([[1] * 7, [1] * 5 + [0] * 2]), ids != PAD) if cross else causal_mask(5)
-    a, w, _ = mha(x, mem if cross else None, mask, need_weights=True)
-    b, none, _ = mha(x, mem if cross else None, mask, need_weights=False)
-    assert none is None and w.shape == (2, 4, 5, 7 if cross else 5)
+    (a, _), found = attentions(lambda: mha(x, mem if cross else None, mask))
+    with hooks(WrittenOut()):
+        b, _ = mha(x, mem if cross else None, mask)
+    (w,) = found[CROSS if cross else DECODER_SELF]
+    assert w.shape == (2, 4, 5, 7 if cross else 5)
     torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_an_empty_hook_changes_nothing_bit_for_bit():
+    torch.manual_seed(2)
+    q, k, v = torch.randn(1, 4, 6, 8), torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)   # grouped-query
+    call = AttentionCall(Site(DECODER_SELF, 0), q, k, v, mask=causal_mask(6), scale=0.3)
+    plain = attend(call)
+    with hooks(SeamHook()):
+        assert torch.equal(attend(call), plain)
 
 
 def _models():
@@ -59,12 +91,12 @@ def _models():
     }
 
 
-def _run(name, model, need_weights, src=None, tgt=None):
+def _run(name, model, src=None, tgt=None):
     if name.startswith("translator"):
-        return model(src, tgt, need_weights=need_weights)
+        return model(src, tgt)
     if name.startswith("gpt"):
-        return model(tgt, need_weights=need_weights)
-    return model(src, need_weights=need_weights)
+        return model(tgt)
+    return model(src)
 
 
 SRC = torch.tensor([[5, 6, 7, 8, 9, 3], [5, 6, 7, 3, 0, 0]])   # second example padded
@@ -72,18 +104,24 @@ TGT = torch.tensor([[2, 11, 12, 13, 14], [2, 11, 12, 0, 0]])
 
 
 @pytest.mark.parametrize("name", list(_models()))
-def test_family_fused_path_matches_weights_path(name):
+def test_family_fused_path_matches_written_out_path(name):
     model = _models()[name].eval()
-    a = _run(name, model, True, SRC, TGT)
-    b = _run(name, model, False, SRC, TGT)
+    a, found = attentions(lambda: _run(name, model, SRC, TGT))
+    with hooks(WrittenOut()):
+        b = _run(name, model, SRC, TGT)
     out_a = a.logits if a.logits is not None else a.hidden
     out_b = b.logits if b.logits is not None else b.hidden
     torch.testing.assert_close(out_a, out_b, atol=1e-5, rtol=0)
-    assert b.attentions == {}
-    for kind, layers in a.attentions.items():
+    assert set(found) == set(model_kinds(name))
+    for kind, layers in found.items():
         for w in layers:
             real_rows = w.sum(-1)
             assert torch.all((real_rows - 1).abs() < 1e-5), kind
+
+
+def model_kinds(name):
+    return {"translator": (ENCODER_SELF, DECODER_SELF, CROSS), "gpt": (DECODER_SELF,), "bert": (ENCODER_SELF,)}[
+        name.split("-")[0]]
 
 
 SRC_KEEP, TGT_KEEP = SRC != 0, TGT != 0   # how these batches were padded
@@ -91,17 +129,17 @@ SRC_KEEP, TGT_KEEP = SRC != 0, TGT != 0   # how these batches were padded
 
 def test_shapes_and_padding_columns_for_batches_of_different_lengths():
     model = _models()["translator"].eval()
-    out = model(SRC, TGT, need_weights=True, src_keep=SRC_KEEP, tgt_keep=TGT_KEEP)
+    out, found = attentions(lambda: model(SRC, TGT, src_keep=SRC_KEEP, tgt_keep=TGT_KEEP))
     assert out.logits.shape == (2, 5, 40)
-    assert [w.shape for w in out.attentions[ENCODER_SELF]] == [(2, 4, 6, 6)] * 2
-    assert [w.shape for w in out.attentions[DECODER_SELF]] == [(2, 4, 5, 5)] * 2
-    assert [w.shape for w in out.attentions[CROSS]] == [(2, 4, 5, 6)] * 2
-    for w in out.attentions[ENCODER_SELF] + out.attentions[CROSS]:
+    assert [w.shape for w in found[ENCODER_SELF]] == [(2, 4, 6, 6)] * 2
+    assert [w.shape for w in found[DECODER_SELF]] == [(2, 4, 5, 5)] * 2
+    assert [w.shape for w in found[CROSS]] == [(2, 4, 5, 6)] * 2
+    for w in found[ENCODER_SELF] + found[CROSS]:
         assert torch.all(w[1, :, :, 4:] == 0)   # padded source keys get no attention
-    for w in out.attentions[DECODER_SELF]:
+    for w in found[DECODER_SELF]:
         assert torch.all(w[1, :, :, 3:] == 0)   # padded target keys get no attention
     bert = _models()["bert"].eval()
-    for w in bert(SRC, attention_mask=SRC_KEEP, need_weights=True).attentions[ENCODER_SELF]:
+    for w in attentions(lambda: bert(SRC, attention_mask=SRC_KEEP))[1][ENCODER_SELF]:
         assert torch.all(w[1, :, :, 4:] == 0)
 
 
@@ -110,13 +148,13 @@ def test_a_pad_id_in_the_text_is_attended_to_like_any_token():
     (as in Hugging Face, whose tokenizer gives it attention_mask 1)."""
     typed = torch.tensor([[5, 6, 0, 8, 3]])   # id 0 is the pad id, typed by the user
     bert = _models()["bert"].eval()
-    for w in bert(typed, need_weights=True).attentions[ENCODER_SELF]:
+    for w in attentions(lambda: bert(typed))[1][ENCODER_SELF]:
         assert torch.all(w[0, :, :, 2] > 0)
     translator = _models()["translator"].eval()
-    out = translator(typed, torch.tensor([[2, 0, 11]]), need_weights=True)
-    for w in out.attentions[ENCODER_SELF] + out.attentions[CROSS]:
+    _, found = attentions(lambda: translator(typed, torch.tensor([[2, 0, 11]])))
+    for w in found[ENCODER_SELF] + found[CROSS]:
         assert torch.all(w[0, :, :, 2] > 0)
-    for w in out.attentions[DECODER_SELF]:
+    for w in found[DECODER_SELF]:
         assert torch.all(w[0, :, 1:, 1] > 0)
 
 
@@ -124,9 +162,9 @@ def test_a_pad_id_in_the_text_is_attended_to_like_any_token():
 def test_decoder_cannot_see_the_future(name):
     model = _models()[name].eval()
     tgt = TGT[:1].clone()
-    before = _run(name, model, False, SRC[:1], tgt).logits
+    before = _run(name, model, SRC[:1], tgt).logits
     tgt[0, 3] = 17
-    after = _run(name, model, False, SRC[:1], tgt).logits
+    after = _run(name, model, SRC[:1], tgt).logits
     torch.testing.assert_close(before[:, :3], after[:, :3], atol=1e-6, rtol=0)
     assert not torch.allclose(before[:, 3], after[:, 3])
 
@@ -134,7 +172,7 @@ def test_decoder_cannot_see_the_future(name):
 @pytest.mark.parametrize("name", list(_models()))
 def test_gradients_reach_every_parameter(name):
     model = _models()[name].train()
-    out = _run(name, model, False, SRC, TGT)
+    out = _run(name, model, SRC, TGT)
     (out.logits if out.logits is not None else out.hidden).square().mean().backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.any(p.grad != 0)]
     assert missing == []

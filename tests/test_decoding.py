@@ -9,7 +9,8 @@ import torch
 from engine.decoding.session import DecodeSession, DecodeSettings, decode_all
 from engine.loading.demo import random_model
 from engine.models.outputs import CROSS, DECODER_SELF
-from engine.traces.tracing import InputError
+from engine.inputs import InputError
+from engine.seam import recording
 
 TEXT = "the big dog sees the small cat ."
 
@@ -26,14 +27,15 @@ def test_cached_steps_match_a_full_recompute(family):
     with torch.no_grad():
         for i, step in enumerate(steps):
             seq = torch.tensor([prompt + [s.token_id for s in steps[:i]]])
-            out = loaded.model(src, seq, need_weights=True) if family == "translator" else loaded.model(seq, need_weights=True)
+            with recording() as rec:
+                out = loaded.model(src, seq) if family == "translator" else loaded.model(seq)
             probs = torch.softmax(out.logits[0, -1], -1)
             assert step.token_id == int(probs.argmax())
             assert step.probability == pytest.approx(float(probs.max()), abs=1e-5)
-            rows = np.stack([w[0, :, -1].numpy() for w in out.attentions[DECODER_SELF]])  # (L, H, T)
+            rows = np.stack([c.weights(0)[:, -1].numpy() for c in rec.layers(DECODER_SELF)])  # (L, H, T)
             np.testing.assert_allclose(step.self_rows, rows, atol=1e-5)
             if family == "translator":
-                cross = np.stack([w[0, :, -1].numpy() for w in out.attentions[CROSS]])
+                cross = np.stack([c.weights(0)[:, -1].numpy() for c in rec.layers(CROSS)])
                 np.testing.assert_allclose(step.cross_rows, cross, atol=1e-5)
             else:
                 assert step.cross_rows is None
@@ -124,7 +126,7 @@ def test_a_text_longer_than_the_model_reads_is_cut_and_said(family):
     else:
         keep = loaded.model.config.block_size - 1
         assert session.prompt_tokens == loaded.tokenizer.tokens(everything[-keep:])
-        assert f"continues from its last {keep}" in note
+        assert f"truncated to its last {keep}: a continuation follows the end" in note
     assert decode_all(loaded, words, DecodeSettings(max_new_tokens=2)).notes == session.notes
 
 

@@ -8,8 +8,8 @@ from engine.loading.hf import HFModelError, load_hf_model, minilm_path
 from engine.inspection.compare import compare
 from engine.loading.convert import hf_to_scratch
 from engine.traces.words import merge_pieces, merged_tokens, word_groups
-from engine.adapters.hf_text import trace_hf
 from engine.traces.tracing import trace_text
+from engine.seam import recording
 
 WORDS = ("the a time flies like an arrow fruit banana dog cat sees big small is all you need attention "
          "##s ##ing ##ed play run").split()
@@ -33,10 +33,12 @@ def assert_same(loaded, batch_texts, pairs=None):
     ours = hf_to_scratch(loaded)
     enc = loaded.tokenizer(batch_texts, pairs, padding=True, return_tensors="pt")
     with torch.no_grad():
-        ref = loaded.model(**enc, output_attentions=True)
-        got = ours.model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"], need_weights=True)
-    for a, b in zip(ref.attentions, got.attentions["encoder self"]):
-        torch.testing.assert_close(b, a, atol=1e-5, rtol=0)
+        with recording() as theirs:
+            ref = loaded.model(**enc)
+        with recording() as mine:
+            got = ours.model(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+    for a, b in zip(theirs.layers("encoder self"), mine.layers("encoder self")):
+        torch.testing.assert_close(b.weights(None), a.weights(None), atol=1e-5, rtol=0)
     torch.testing.assert_close(got.hidden, ref.last_hidden_state, atol=1e-4, rtol=0)
     return ours
 
@@ -80,7 +82,7 @@ def test_merging_word_pieces_keeps_rows_summing_to_one():
 
 def test_trace_with_merged_pieces(tmp_path):
     loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
-    trace = trace_hf(loaded, "the dogs playing", merge_subwords=True)
+    trace = trace_text(loaded, "the dogs playing", merge_subwords=True)
     assert trace.source_tokens == ["[CLS]", "the", "dogs", "playing", "[SEP]"]
     np.testing.assert_allclose(trace.weights("encoder self").sum(-1), 1.0, atol=1e-5)
 

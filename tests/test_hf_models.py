@@ -1,9 +1,11 @@
 """Any Hugging Face transformer, tested without the internet on tiny random models of fifteen
 architectures (tests/hf_tiny.py), opened from their folders as a user would.
 
-For each: its role; traced attention equals transformers' own output_attentions; the
-stepper's greedy tokens equal model.generate(do_sample=False); each step's attention rows
-equal a full recompute; the neuron view's recomputed weights equal the traced ones."""
+For each: its role; attention recorded at the seam equals transformers' own eager
+output_attentions (a reference copy loaded with attn_implementation="eager"), and recording
+leaves the logits as they are; the stepper's greedy tokens equal model.generate(do_sample=
+False); each step's attention rows equal a full recompute; the neuron view's weights, from
+the same recording, equal the traced ones."""
 import dataclasses
 
 import numpy as np
@@ -31,9 +33,19 @@ def models(folders):
     return {arch: open_model(str(folder), "cpu") for arch, folder in folders.items()}
 
 
+@pytest.fixture(scope="module")
+def eager(folders):
+    """transformers' own reference: each folder loaded with its eager attention, float32."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+    maker = {"encoder": AutoModel, "decoder": AutoModelForCausalLM, "encoder-decoder": AutoModelForSeq2SeqLM}
+    return {arch: maker[ROLE[arch]].from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+            for arch, folder in folders.items()}
+
+
 @pytest.mark.parametrize("arch", ARCHITECTURES)
-def test_role_and_trace_equal_output_attentions(models, arch):
-    loaded = models[arch]
+def test_role_and_trace_equal_output_attentions(models, eager, arch):
+    loaded, reference = models[arch], eager[arch]
     assert loaded.role == ROLE[arch]
     trace = trace_text(loaded, TEXT)
     assert tuple(trace.kinds) == loaded.kinds
@@ -44,12 +56,16 @@ def test_role_and_trace_equal_output_attentions(models, arch):
                                 + [i for i in decode_all(loaded, TEXT, DecodeSettings(max_new_tokens=64)).steps[-1].output_ids
                                    if i != loaded.model.generation_config.eos_token_id]])
             assert dec.shape[1] == trace.shape(DECODER_SELF)[2]
-            out = loaded.model(**enc, decoder_input_ids=dec, output_attentions=True)
+            out = reference(**enc, decoder_input_ids=dec, output_attentions=True)
             ref = {ENCODER_SELF: out.encoder_attentions, DECODER_SELF: out.decoder_attentions,
                    CROSS: out.cross_attentions}
+            ours = loaded.model(**enc, decoder_input_ids=dec)
         else:
-            out = loaded.model(**enc, output_attentions=True)
+            out = reference(**enc, output_attentions=True)
             ref = {trace.kinds[0]: out.attentions}
+            ours = loaded.model(**enc)
+    field = "logits" if hasattr(out, "logits") else "last_hidden_state"
+    torch.testing.assert_close(getattr(ours, field), getattr(out, field), atol=1e-5, rtol=0)   # recording changes no output
     for kind, layers in ref.items():
         expected = torch.stack([a[0] for a in layers]).numpy()   # (L, H, Tq, Tk)
         np.testing.assert_allclose(trace.weights(kind), expected, atol=1e-5)
@@ -57,9 +73,9 @@ def test_role_and_trace_equal_output_attentions(models, arch):
 
 
 @pytest.mark.parametrize("arch", [a for a in ARCHITECTURES if ROLE[a] != "encoder"])
-def test_greedy_steps_equal_generate_and_a_full_recompute(models, arch):
+def test_greedy_steps_equal_generate_and_a_full_recompute(models, eager, arch):
     loaded = models[arch]
-    model, tok = loaded.model, loaded.tokenizer
+    model, tok = eager[arch], loaded.tokenizer
     session = DecodeSession(loaded, TEXT, DecodeSettings(max_new_tokens=6))
     steps = list(session.steps())
     ours = steps[-1].output_ids
@@ -103,11 +119,12 @@ def test_beam_search_and_sampling_run_through_the_models_cache(models, arch):
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_neuron_view_recomputes_the_traced_weights(models, arch):
-    """q and k as the model uses them (after rotary, before key heads are shared out):
-    softmax(q.k * scale + bias) equals the weights the forward returned."""
+    """q and k as the model uses them (after rotary, before key heads are shared out), read
+    from the Run's recording: softmax(q.k * scale + bias) equals the traced weights."""
     loaded = models[arch]
+    trace = trace_text(loaded, TEXT)
     for kind in loaded.kinds:
-        data = query_keys(loaded, TEXT, kind, 1, 3)
+        data = query_keys(trace, kind, 1, 3)
         traced = data.trace.weights(kind)[1, 3]
         recomputed = np.stack([data.row(i)["weights"] for i in range(traced.shape[0])])
         np.testing.assert_allclose(recomputed, traced, atol=1e-5)

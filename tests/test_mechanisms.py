@@ -9,6 +9,7 @@ from engine.loading.demo import random_model
 from engine.loading.loaded import LoadedModel
 from engine.models.outputs import DECODER_SELF, ENCODER_SELF, ModelOutput
 from engine.models.tokenizer import Tokenizer
+from engine.seam import AttentionCall, Site, attend
 
 
 class HandBuiltGPT(nn.Module):
@@ -23,15 +24,19 @@ class HandBuiltGPT(nn.Module):
         self.config = type("Config", (), {"block_size": 128, "vocab_size": vocab_size})()
         self.unused = nn.Parameter(torch.zeros(1))
 
-    def forward(self, idx, need_weights=False, **_):
+    def forward(self, idx, **_):
+        """Each head's weights are set through the seam: equal scores, and a mask that
+        leaves exactly the keys the rule names, so the softmax is exactly the rule."""
         b, t = idx.shape
-        w = torch.zeros(b, 3, t, t)
+        allowed = torch.zeros(b, 3, t, t, dtype=torch.bool)
         for q in range(t):
-            w[:, 0, q, max(q - 1, 0)] = 1.0
+            allowed[:, 0, q, max(q - 1, 0)] = True
             earlier = [p for p in range(q) if idx[0, p] == idx[0, q]]
-            w[:, 1, q, earlier[-1] + 1 if earlier else 0] = 1.0
-            w[:, 2, q, : q + 1] = 1.0 / (q + 1)
-        return ModelOutput(torch.zeros(b, t, self.config.vocab_size), torch.zeros(b, t, 1), {DECODER_SELF: [w]})
+            allowed[:, 1, q, earlier[-1] + 1 if earlier else 0] = True
+            allowed[:, 2, q, : q + 1] = True
+        q = k = v = torch.zeros(b, 3, t, 1)
+        attend(AttentionCall(Site(DECODER_SELF, 0), q, k, v, mask=allowed))
+        return ModelOutput(torch.zeros(b, t, self.config.vocab_size), torch.zeros(b, t, 1))
 
 
 @pytest.fixture(scope="module")

@@ -38,13 +38,13 @@ def test_token_matrix_labels_never_overlap(qtbot, width):
 
 @pytest.mark.parametrize("height", [300, 500, 800, 1080])
 def test_head_lines_labels_never_overlap(qtbot, drawn, height):
-    from engine.traces.dense import AttentionTrace
+    from engine.traces.dense import DenseTrace
     from gui.views.head_lines import HeadLines
 
     w = np.random.default_rng(1).random((2, 2, 150, 150)).astype(np.float32)
     w /= w.sum(-1, keepdims=True)
     state = AppState()
-    state.set_trace(AttentionTrace("t", "bert", {"encoder self": w}, source_tokens=TOKENS))
+    state.set_trace(DenseTrace("t", "bert", {"encoder self": w}, source_tokens=TOKENS))
     view = HeadLines(state)
     qtbot.addWidget(view)
     view.resize(700, height)

@@ -4,7 +4,8 @@ import pytest
 
 from engine.loading.demo import random_model
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.traces.tracing import InputError, trace_text
+from engine.inputs import InputError
+from engine.traces.tracing import trace_text
 
 
 @pytest.mark.parametrize("family,kinds", [("translator", [ENCODER_SELF, DECODER_SELF, CROSS]),

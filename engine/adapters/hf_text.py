@@ -1,28 +1,10 @@
-"""Hugging Face text in and out: framing a text as the model reads it, tokens as people read them,
-the end token, the cache's name; and (until the role adapters take it) the Run of a Hugging Face model."""
+"""Hugging Face tokens as people read them, the token that ends generation, the cache's name."""
 from __future__ import annotations
 
 import inspect
 
-import torch
 
 from engine.loading.loaded import LoadedModel
-from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
-from engine.traces.dense import AttentionTrace
-from engine.traces.words import merge_words
-from engine.loading.hf import HFModelError
-
-
-def encode_text(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]):
-    """Tokenised once; only a text longer than the model takes is tokenised again, truncated
-    (said in ``notes``). A Run's trace and a seq2seq decoding session both start here."""
-    pair = pair if pair and pair.strip() else None
-    enc = tokenizer(text, pair, return_tensors="pt", verbose=False)   # too long is said in notes, not logged
-    n = enc["input_ids"].shape[1]
-    if n <= max_len:
-        return enc
-    notes.append(f"The input has {n} tokens; the model takes {max_len}, so it was truncated.")
-    return tokenizer(text, pair, return_tensors="pt", truncation=True, max_length=max_len)
 
 
 def readable_tokens(tokenizer, ids) -> list[str]:
@@ -54,63 +36,11 @@ def readable_tokens(tokenizer, ids) -> list[str]:
     return out
 
 
-def _unknown_note(tokenizer, ids, notes: list[str]) -> None:
+def unknown_pieces_note(tokenizer, ids, notes: list[str]) -> None:
     unk = getattr(tokenizer, "unk_token_id", None)
     n = sum(int(i) == unk for i in ids) if unk is not None else 0
     if n:
         notes.append(f"{n} piece(s) are not in the vocabulary and show as {tokenizer.unk_token}.")
-
-
-@torch.no_grad()
-def trace_hf(loaded: LoadedModel, text: str, pair: str | None = None, merge_subwords: bool = False,
-             target: str | None = None, max_new_tokens: int = 64) -> AttentionTrace:
-    """Every head of a Hugging Face model on ``text``, whatever its role.
-
-    encoder: ``pair`` is segment B. decoder: the text is the prompt. encoder-decoder: the
-    text is the source, ``target`` an optional target prefix; without one the model
-    generates greedily first, so the trace shows the attention behind its own output.
-    ``merge_subwords`` joins word pieces into words (see ``merge_pieces``)."""
-    model, tok, notes = loaded.model, loaded.tokenizer, []
-    role = loaded.role
-    enc = encode_text(tok, text, pair if role == "encoder" else None, loaded.max_len, notes)
-    _unknown_note(tok, enc["input_ids"][0].tolist(), notes)
-    enc = {k: v.to(loaded.device) for k, v in enc.items()}
-    ids = enc["input_ids"][0].tolist()
-    if role == "encoder-decoder":
-        dec = seq2seq_prefix(loaded, text, target, max_new_tokens)
-        out = model(**enc, decoder_input_ids=torch.tensor([dec], device=loaded.device), output_attentions=True)
-        attentions = {ENCODER_SELF: list(out.encoder_attentions), DECODER_SELF: list(out.decoder_attentions),
-                      CROSS: list(out.cross_attentions)}
-        sides = dict(source_tokens=readable_tokens(tok, ids), target_tokens=readable_tokens(tok, dec))
-    else:
-        out = model(**enc, output_attentions=True)
-        kind = ENCODER_SELF if role == "encoder" else DECODER_SELF
-        attentions = {kind: list(out.attentions)}
-        side = "source_tokens" if role == "encoder" else "target_tokens"
-        sides = {side: readable_tokens(tok, ids)}
-    if any(a is None for layers in attentions.values() for a in layers) or not all(attentions.values()):
-        raise HFModelError("The model returned no attention weights (it needs the eager attention implementation).")
-    trace = AttentionTrace.from_output(ModelOutput(None, None, attentions), model_name=loaded.name,
-                                       family=loaded.family, notes=notes, **sides)
-    if merge_subwords:
-        merge_words(trace)
-    return trace
-
-
-def seq2seq_prefix(loaded: LoadedModel, text: str, target: str | None, max_new_tokens: int) -> list[int]:
-    """Decoder input ids of an encoder-decoder: its start token, then ``target``'s pieces,
-    or, without a target, its own greedy output (up to, not including, the end token)."""
-    model, tok = loaded.model, loaded.tokenizer
-    start = model.config.decoder_start_token_id
-    start = start if start is not None else model.config.pad_token_id
-    if target and target.strip():
-        return [start] + tok(target, add_special_tokens=False)["input_ids"][: loaded.max_len - 1]
-    from engine.decoding.session import DecodeSettings, decode_all
-
-    steps = decode_all(loaded, text, DecodeSettings(max_new_tokens=max_new_tokens)).steps
-    ids = steps[-1].output_ids if steps else []
-    eos = hf_eos_id(loaded)
-    return [start] + [i for i in ids if i != eos]
 
 
 def cache_field(model) -> str:

@@ -5,212 +5,39 @@ next, the CLI runs it to the end, and all see the same ``DecodeStep`` records: t
 chosen, the candidates it was chosen from, the attention rows behind the choice, and for
 beam search every hypothesis with its score and parent.
 
-Each step feeds only the new token(s): the translator encodes the source once and reuses
-the cross-attention keys/values; the GPT feeds the prompt once, then one token a step.
-The attention rows of a step are those of the query that *produced* the distribution the
-token was chosen from: "what the model looked at to choose it". The records themselves
-(settings, steps, results) are in engine.decoding.records, which needs no torch.
+Each step feeds only the new token(s) through the adapter's stepper (engine.adapters): an
+encoder-decoder encodes the source once and reuses the cross-attention keys/values; a
+decoder feeds the prompt once, then one token a step. The attention rows of a step are
+those of the query that *produced* the distribution the token was chosen from ("what the
+model looked at to choose it"), read from the seam's recording of that step. The records
+themselves (settings, steps, results) are in engine.decoding.records, which needs no torch.
 """
 from __future__ import annotations
 
 from typing import Generator
 
-import numpy as np
 import torch
 
+from engine.adapters import adapter_for
+from engine.adapters.base import as_numpy as _rows
 from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis
+from engine.inputs import check_text
 from engine.loading.loaded import LoadedModel
-from engine.models.outputs import CROSS, DECODER_SELF
-from engine.traces.tracing import InputError
-
-
-def _select(cache, index: torch.Tensor):
-    """Reorder every tensor of a nested cache along the batch (beam) dimension."""
-    if isinstance(cache, torch.Tensor):
-        return cache.index_select(0, index)
-    if isinstance(cache, (list, tuple)):
-        return type(cache)(_select(c, index) for c in cache)
-    return cache
-
-
-def _last_rows(attentions, width: int | None = None) -> torch.Tensor:
-    """Each layer's attention row of the newest token, one tensor (B, L, H, width).
-
-    Why not a plain stack: a sliding-window layer's KV cache holds only its last few keys, so
-    its row is narrower than the sequence (Mistral, Gemma 2 mixes both kinds). Its row covers
-    the newest keys, so it is right-aligned and the keys out of its window read 0, as they
-    do in a full forward."""
-    rows = [w[:, :, -1] for w in attentions]                    # each (B, H, Tk_layer)
-    width = width or max(r.shape[-1] for r in rows)
-    out = rows[0].new_zeros(rows[0].shape[0], len(rows), rows[0].shape[1], width)   # (B, L, H, width)
-    for i, r in enumerate(rows):
-        out[:, i, :, width - r.shape[-1]:] = r
-    return out
-
-
-def _first_of_source(ids: list[int], keep: int, notes: list[str]) -> list[int]:
-    """A source text cut to what the encoder reads, said in ``notes`` when it is cut."""
-    if len(ids) > keep:
-        notes.append(f"The text has {len(ids)} tokens and the model reads at most {keep}: only the first "
-                     f"{keep} are translated.")
-    return ids[:keep]
-
-
-def _end_of_prompt(ids: list[int], keep: int, notes: list[str]) -> list[int]:
-    """A prompt cut to its last ``keep`` tokens (a continuation follows the end), said in
-    ``notes`` when it is cut."""
-    if len(ids) > keep:
-        notes.append(f"The prompt has {len(ids)} tokens and the model reads at most {keep + 1}: decoding "
-                     f"continues from its last {keep}.")
-    return ids[-keep:]
-
-
-class _Stepper:
-    """Feeds new tokens to a model, keeping the cache; one subclass per family. ``notes``
-    say what the user should know about the input (a text cut to the model's length)."""
-
-    eos_id: int | None
-    limit: int
-    notes: list[str]
-
-    def step(self, new_ids: torch.Tensor):  # (B, t) -> logits (B, V), self rows, cross rows
-        raise NotImplementedError
-
-    def reorder(self, index: torch.Tensor) -> None:
-        self.past = _select(self.past, index)
-
-
-class _TranslatorStepper(_Stepper):
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        model, src_tok, tgt_tok = loaded.model, loaded.tokenizer, loaded.tgt_tokenizer
-        n = model.config.max_len
-        self.notes = []
-        src_ids = _first_of_source(src_tok.encode(text), n - 1, self.notes) + [src_tok.eos_id]
-        self.model, self.past = model, None
-        self.source_tokens = src_tok.tokens(src_ids)
-        self.prompt_ids = [tgt_tok.bos_id]
-        self.tokenizer, self.eos_id = tgt_tok, tgt_tok.eos_id
-        self.limit = min(settings.max_new_tokens, n - 1)
-        self.memory, self.src_mask, _ = model.encode(torch.tensor([src_ids], device=loaded.device))
-
-    def step(self, new_ids):
-        out = self.model.decode(new_ids, self.memory, self.src_mask, need_weights=True, past=self.past, use_cache=True)
-        self.past = out.present
-        self_rows = _last_rows(out.attentions[DECODER_SELF])   # (B, L, H, T)
-        cross_rows = _last_rows(out.attentions[CROSS])         # (B, L, H, S)
-        return out.logits[:, -1], self_rows, cross_rows
-
-    def reorder(self, index):
-        super().reorder(index)
-        self.memory = self.memory.index_select(0, index)
-        self.src_mask = self.src_mask.index_select(0, index)
-
-
-class _GPTStepper(_Stepper):
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        model, tok = loaded.model, loaded.tokenizer
-        self.notes = []
-        ids = _end_of_prompt(tok.encode(text), model.config.block_size - 1, self.notes)
-        if not ids:
-            raise InputError("The prompt has no tokens this model knows: type some text to continue.")
-        self.model, self.past, self.tokenizer, self.eos_id = model, None, tok, tok.eos_id
-        self.source_tokens = []
-        self.prompt_ids = ids
-        self.limit = min(settings.max_new_tokens, model.config.block_size - len(ids))
-
-    def step(self, new_ids):
-        out = self.model(new_ids, need_weights=True, past=self.past, use_cache=True)
-        self.past = out.present
-        return out.logits[:, -1], _last_rows(out.attentions[DECODER_SELF]), None   # rows (B, L, H, T)
-
-
-class _HFDecoderStepper(_Stepper):
-    """A Hugging Face causal LM continuing the prompt through its own KV cache."""
-
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id
-
-        self.notes = []
-        ids = _end_of_prompt(loaded.tokenizer(text, verbose=False)["input_ids"], loaded.max_len - 1, self.notes)
-        if not ids:
-            raise InputError("The prompt has no tokens: type some text to continue.")
-        self.model, self.past, self.source_tokens, self.prompt_ids = loaded.model, None, [], ids
-        self.cache_field = cache_field(loaded.model)
-        self.eos_id = hf_eos_id(loaded)
-        self.tokenizer = HFTokens(loaded.tokenizer, self.eos_id)
-        self.limit = min(settings.max_new_tokens, loaded.max_len - len(ids))
-        self.length = 0      # tokens fed so far: the width of a row when every layer slides
-
-    def step(self, new_ids):
-        out = self.model(input_ids=new_ids, **{self.cache_field: self.past}, use_cache=True, output_attentions=True)
-        self.past = getattr(out, self.cache_field)
-        self.length += new_ids.shape[1]
-        return out.logits[:, -1], _last_rows(out.attentions, self.length), None   # rows (B, L, H, T)
-
-    def reorder(self, index):
-        self.past.reorder_cache(index)
-
-
-class _HFSeq2SeqStepper(_Stepper):
-    """A Hugging Face encoder-decoder: the source encoded once, the decoder stepped with its cache."""
-
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings):
-        from transformers.modeling_outputs import BaseModelOutput
-        from engine.adapters.hf_text import HFTokens, cache_field, encode_text, hf_eos_id, readable_tokens
-
-        model = loaded.model
-        self.cache_field = cache_field(model)
-        self.notes = []
-        enc = encode_text(loaded.tokenizer, text, None, loaded.max_len, self.notes)
-        enc = {k: v.to(loaded.device) for k, v in enc.items()}
-        self.model, self.past, self.mask = model, None, enc["attention_mask"]
-        self.memory = BaseModelOutput(last_hidden_state=model.get_encoder()(**enc).last_hidden_state)
-        self.source_tokens = readable_tokens(loaded.tokenizer, enc["input_ids"][0].tolist())
-        start = model.config.decoder_start_token_id
-        self.prompt_ids = [start if start is not None else model.config.pad_token_id]
-        self.eos_id = hf_eos_id(loaded)
-        self.tokenizer = HFTokens(loaded.tokenizer, self.eos_id)
-        self.limit = min(settings.max_new_tokens, loaded.max_len - 1)
-        self.length = 0      # decoder tokens fed so far
-
-    def step(self, new_ids):
-        out = self.model(encoder_outputs=self.memory, attention_mask=self.mask, decoder_input_ids=new_ids,
-                         **{self.cache_field: self.past}, use_cache=True, output_attentions=True)
-        self.past = getattr(out, self.cache_field)
-        self.length += new_ids.shape[1]
-        return (out.logits[:, -1], _last_rows(out.decoder_attentions, self.length),   # (B, L, H, T)
-                _last_rows(out.cross_attentions))                                      # (B, L, H, S)
-
-    def reorder(self, index):
-        from transformers.modeling_outputs import BaseModelOutput
-
-        self.past.reorder_cache(index)
-        self.memory = BaseModelOutput(last_hidden_state=self.memory.last_hidden_state.index_select(0, index))
-        self.mask = self.mask.index_select(0, index)
-
-
-STEPPERS = {"translator": _TranslatorStepper, "gpt": _GPTStepper, "hf-decoder": _HFDecoderStepper,
-            "hf-seq2seq": _HFSeq2SeqStepper}
 
 
 class DecodeSession:
     """Decoding ``text`` with ``loaded``: ``steps()`` yields one DecodeStep per token."""
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None):
-        text = (text or "").strip()
-        if not text:
-            raise InputError("There is no text to decode: type a sentence first.")
+        text = check_text(text, "decode")
         self.settings = settings or DecodeSettings()
         if self.settings.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.settings.strategy!r}; choose one of {', '.join(STRATEGIES)}")
         loaded.model.eval()
-        if loaded.family not in STEPPERS:
-            raise InputError(f"Step-by-step decoding needs a model that generates text (a decoder or an "
-                             f"encoder-decoder); {loaded.name} is an encoder.")
         self.loaded = loaded
         self.device = loaded.device
         with torch.no_grad():
-            self.stepper = STEPPERS[loaded.family](loaded, text, self.settings)
+            self.stepper = adapter_for(loaded).stepper(text, self.settings)   # InputError for an encoder
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
         self.notes = list(self.stepper.notes)   # e.g. the text was cut to the model's length
@@ -329,10 +156,6 @@ def _distribution(logits: torch.Tensor, s: DecodeSettings | None, banned: list[i
 def _top(probs: torch.Tensor, tok, n: int) -> list[tuple[str, float]]:
     values, ids = probs.topk(min(n, probs.numel()))
     return list(zip(tok.tokens(ids.tolist()), [float(v) for v in values]))
-
-
-def _rows(rows: torch.Tensor | None, b: int) -> np.ndarray | None:
-    return None if rows is None else rows[b].float().cpu().numpy()
 
 
 def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None) -> DecodeResult:

@@ -148,37 +148,25 @@ def repeated_random_tokens(candidates: list[int], half: int, seed: int = MECHANI
     return first + first
 
 
-def raw_pieces(tokenizer, ids) -> list[str]:
-    """The vocabulary's own spelling of ``ids`` ("▁the", "<0xC3>"), not the display form."""
-    hf = getattr(tokenizer, "hf", None)
-    return [hf.id_to_token(int(i)) or "" for i in ids] if hf is not None else tokenizer.tokens(ids)
-
-
-def _plain_token_ids(tokenizer) -> list[int]:
-    """Ids of ordinary tokens: no specials, no byte-fallback pieces like <0xC3>."""
-    specials = set(tokenizer.special_ids)
-    pieces = raw_pieces(tokenizer, range(tokenizer.vocab_size))
-    return [i for i, t in enumerate(pieces) if i not in specials and not (t.startswith("<0x") and t.endswith(">"))]
-
-
 def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
     """Per self-attention kind, {"induction": (L, H), "previous": (L, H)} on the fixed repeated
-    random sequence; empty for models it cannot drive (Hugging Face BERT, or a model that is
-    training: its dropout would make the numbers noise). The sequence is framed the way the
-    model is used: GPT after [EOS] (what precedes every line in training), the translator's
-    encoder with its [EOS] and its decoder after [BOS], BERT between [CLS] and [SEP].
+    random sequence, for every model an adapter drives (ours and Hugging Face's); empty for a
+    model that is training (its dropout would make the numbers noise). The sequence is framed
+    the way the model reads text (``Adapter.frame_ids``): GPT after [EOS] (what precedes every
+    line in training), the translator's encoder with its [EOS] and its decoder after [BOS],
+    BERT between [CLS] and [SEP], a Hugging Face model with its tokenizer's own specials.
 
     The scores depend on the weights only, not on the text shown, so they are computed once
     per model and kept until a weight changes (a training step bumps the tensors' version
     counters): Head statistics redraws on every Run, and the text does not change them."""
     model = loaded.model
-    if loaded.family not in ("gpt", "translator", "bert") or model.training:
+    if model.training:
         return {}
     version = tuple(p._version for p in model.parameters())
     kept = _MECHANISMS.get(model)
     if kept is not None and kept[0] == version:
         return kept[1]
-    scores = _mechanism_forward(loaded)
+    scores = _mechanism_forward(loaded)["kinds"]
     _MECHANISMS[model] = (version, scores)
     return scores
 
@@ -186,31 +174,34 @@ def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
 _MECHANISMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> (weight versions, scores)
 
 
-def _mechanism_forward(loaded) -> dict[str, dict[str, np.ndarray]]:
+def mechanism_report(loaded) -> dict:
+    """What ``attnscope heads --json`` prints: the ids fed (specials included), where the
+    repeated sequence starts and how long one copy is, and the scores per self-attention kind."""
+    found = _mechanism_forward(loaded)
+    kinds = {k: {name: v.tolist() for name, v in s.items()} for k, s in found["kinds"].items()}
+    first = next(iter(found["fed"]))
+    return {"token_ids": found["fed"][first], "start": found["starts"][first], "half": found["half"], "kinds": kinds,
+            "sequences": {k: {"token_ids": found["fed"][k], "start": found["starts"][k]} for k in found["kinds"]}}
+
+
+def _mechanism_forward(loaded) -> dict:
+    """{"kinds": kind -> scores, "fed": kind -> ids fed on that side, "starts", "half"}."""
     import torch
 
-    from engine.models.outputs import DECODER_SELF, ENCODER_SELF
+    from engine.adapters import adapter_for
+    from engine.kinds import QUERY_SIDE
+    from engine.seam import recording
 
-    model = loaded.model
-    tok, dev = loaded.tokenizer, loaded.device
-    ids = repeated_random_tokens(_plain_token_ids(tok), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))
+    adapter = adapter_for(loaded)
+    ids = repeated_random_tokens(adapter.plain_token_ids(), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))
     half = len(ids) // 2
-    with torch.no_grad():
-        if loaded.family == "gpt":
-            prefix = [] if tok.eos_id is None else [tok.eos_id]  # a nanoGPT byte tokenizer has no [EOS]
-            out = model(torch.tensor([prefix + ids], device=dev), need_weights=True)
-            starts = {DECODER_SELF: len(prefix)}
-        elif loaded.family == "translator":
-            tgt = loaded.tgt_tokenizer
-            src = torch.tensor([ids + [tok.eos_id]], device=dev)
-            out = model(src, torch.tensor([[tgt.bos_id] + ids], device=dev), need_weights=True)
-            starts = {ENCODER_SELF: 0, DECODER_SELF: 1}
-        else:
-            out = model(torch.tensor([[tok.cls_id] + ids + [tok.sep_id]], device=dev), need_weights=True)
-            starts = {ENCODER_SELF: 1}
-    scores = {}
+    framed, starts = adapter.frame_ids(ids)
+    with torch.no_grad(), recording() as rec:
+        adapter.forward(framed)
+    scores, fed = {}, {}
     for kind, start in starts.items():
-        w = torch.stack(out.attentions[kind])[:, 0].float().cpu().numpy()  # (L, H, T, T)
+        w = np.stack([c.weights(0).cpu().numpy() for c in rec.layers(kind)])   # (L, H, T, T)
         scores[kind] = {"induction": induction_scores(w, start, half),
                         "previous": previous_token_scores(w, start, 2 * half)}
-    return scores
+        fed[kind] = framed.source_ids if QUERY_SIDE[kind] == "source" else framed.target_ids
+    return {"kinds": scores, "fed": fed, "starts": starts, "half": half}

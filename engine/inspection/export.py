@@ -2,7 +2,7 @@
 
 npz layout: one array per attention kind under ``attn_<kind with _ for spaces>``, each
 (L, H, Tq, Tk) float32, plus ``source_tokens``, ``target_tokens``, ``notes`` (string
-arrays) and ``model_name``, ``family``. ``load_npz`` reads it back into an AttentionTrace.
+arrays) and ``model_name``, ``family``. ``load_npz`` reads it back into a DenseTrace.
 CSV: one row per weight (kind, layer, head, query index and token, key index and token,
 weight), the long format that pandas, R and spreadsheets take directly.
 Both are written through engine.runtime.files.atomic_path: a temporary beside the target, renamed
@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.runtime.files import atomic_path
-from engine.traces.dense import AttentionTrace
+from engine.traces.base import AttentionTrace
+from engine.traces.dense import DenseTrace
 
 
 def _key(kind: str) -> str:
@@ -37,13 +38,13 @@ def save_npz(trace: AttentionTrace, path: str | Path) -> Path:
     return path
 
 
-def load_npz(path: str | Path) -> AttentionTrace:
+def load_npz(path: str | Path) -> DenseTrace:
     """A trace written by ``save_npz``; ValueError with a message for any other or broken file."""
     from engine.training.timelapse import open_npz
 
     with open_npz(path, "trace export") as f:
         kinds = [str(k) for k in f["kinds"]]
-        return AttentionTrace(str(f["model_name"]), str(f["family"]), {k: _attention(f[_key(k)]) for k in kinds},
+        return DenseTrace(str(f["model_name"]), str(f["family"]), {k: _attention(f[_key(k)]) for k in kinds},
                               [str(t) for t in f["source_tokens"]], [str(t) for t in f["target_tokens"]],
                               [str(n) for n in f["notes"]])
 

@@ -16,6 +16,7 @@ from engine.models.layers import FeedForward, MultiHeadAttention, key_mask
 from engine.models.common import init_weights
 from engine.models.outputs import ENCODER_SELF, ModelOutput
 from engine.models.positional import LearnedPositionalEmbedding
+from engine.seam import Site
 
 
 @dataclass
@@ -57,11 +58,10 @@ class BertLayer(nn.Module):
         self.ffn_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
-    def forward(self, x, mask, need_weights):
-        a, w, _ = self.attention(x, mask=mask, need_weights=need_weights)
+    def forward(self, x, mask):
+        a, _ = self.attention(x, mask=mask)
         x = self.attention_norm(x + self.dropout(a))
-        x = self.ffn_norm(x + self.dropout(self.ffn(x)))
-        return x, w
+        return self.ffn_norm(x + self.dropout(self.ffn(x)))
 
 
 class Bert(nn.Module):
@@ -72,20 +72,19 @@ class Bert(nn.Module):
         self.config = config
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        for i, layer in enumerate(self.layers):
+            layer.attention.site = Site(ENCODER_SELF, i)
         self.apply(init_weights)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, need_weights: bool = False) -> ModelOutput:
+                attention_mask: torch.Tensor | None = None) -> ModelOutput:
         """input_ids: (B, T); token_type_ids: (B, T) segment A=0 / B=1; attention_mask: (B, T)
-        with 1 for real tokens (as in Hugging Face). Returns hidden states (B, T, D) and, when
-        asked, ENCODER_SELF attentions, one (B, H, T, T) per layer. logits is None: this is the
-        bare encoder, as Hugging Face's BertModel."""
+        with 1 for real tokens (as in Hugging Face). Returns hidden states (B, T, D); logits is
+        None: this is the bare encoder, as Hugging Face's BertModel."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         mask = key_mask(input_ids, attention_mask)
         x = self.embeddings(input_ids, token_type_ids)
-        weights = []
         for layer in self.layers:
-            x, w = layer(x, mask, need_weights)
-            weights.append(w)
-        return ModelOutput(None, x, {ENCODER_SELF: weights} if need_weights else {})
+            x = layer(x, mask)
+        return ModelOutput(None, x)

@@ -15,6 +15,7 @@ from engine.models.layers import FeedForward, MultiHeadAttention, causal_mask
 from engine.models.common import init_weights
 from engine.models.outputs import DECODER_SELF, ModelOutput
 from engine.models.positional import LearnedPositionalEmbedding, RotaryEmbedding
+from engine.seam import Site
 
 
 @dataclass
@@ -39,12 +40,11 @@ class Block(nn.Module):
         self.mlp = FeedForward(c.n_embd, 4 * c.n_embd, "gelu", c.dropout, c.bias)
         self.resid_drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, mask, need_weights, rotary=None, past=None, use_cache=False):
-        a, w, present = self.attn(self.ln_1(x), mask=mask, need_weights=need_weights,
-                                  rotary=rotary, past=past, use_cache=use_cache)
+    def forward(self, x, mask, rotary=None, past=None, use_cache=False):
+        a, present = self.attn(self.ln_1(x), mask=mask, rotary=rotary, past=past, use_cache=use_cache)
         x = x + self.resid_drop(a)
         x = x + self.mlp(self.ln_2(x))
-        return x, w, present
+        return x, present
 
 
 class GPT(nn.Module):
@@ -64,17 +64,18 @@ class GPT(nn.Module):
         if c.position == "learned":
             parts["wpe"] = LearnedPositionalEmbedding(c.block_size, c.n_embd)
         self.transformer = nn.ModuleDict(parts)
+        for i, block in enumerate(self.transformer.h):
+            block.attn.site = Site(DECODER_SELF, i)
         self.rotary = RotaryEmbedding(c.n_embd // c.n_head, c.rope_base) if c.position == "rope" else None
         self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
         self.lm_head.weight = self.transformer.wte.weight  # weight tying
         self.apply(init_weights)
 
-    def forward(self, idx: torch.Tensor, need_weights: bool = False, past=None, use_cache: bool = False,
+    def forward(self, idx: torch.Tensor, past=None, use_cache: bool = False,
                 key_mask: torch.Tensor | None = None) -> ModelOutput:
         """idx: (B, T) token ids (only the new ones when ``past`` is given) -> logits (B, T, V).
 
         key_mask: optional (B, 1, 1, T_total) padding mask for right-padded batches.
-        Attentions: DECODER_SELF, one (B, H, T, T_past+T) per layer, when asked.
         """
         b, t = idx.shape
         t_past = 0 if past is None else past[0][0].size(2)
@@ -87,11 +88,9 @@ class GPT(nn.Module):
         mask = causal_mask(t, t_past + t, device=idx.device)
         if key_mask is not None:
             mask = mask & key_mask
-        weights, present = [], []
+        present = []
         for i, block in enumerate(self.transformer.h):
-            x, w, kv = block(x, mask, need_weights, self.rotary, None if past is None else past[i], use_cache)
-            weights.append(w)
+            x, kv = block(x, mask, self.rotary, None if past is None else past[i], use_cache)
             present.append(kv)
         x = self.transformer.ln_f(x)
-        attn = {DECODER_SELF: weights} if need_weights else {}
-        return ModelOutput(self.lm_head(x), x, attn, present if use_cache else None)
+        return ModelOutput(self.lm_head(x), x, present if use_cache else None)

@@ -1,10 +1,8 @@
-"""Scaled dot-product attention that can return its weights, masks, and multi-head attention.
+"""The layers our three families share: masks, multi-head attention, the feed-forward block.
 
-Two paths compute the same thing:
-- the *weights* path (``need_weights=True``) writes out softmax(QK^T / sqrt(d) + mask) so
-  the GUI can draw it; masked cells are exactly 0 and every live row sums to 1;
-- the *fused* path (``need_weights=False``) calls ``torch.nn.functional.scaled_dot_product_attention``
-  for training and fast generation. tests/test_attention.py proves both give the same outputs.
+Attention weights are never returned by a layer: every call goes through the seam
+(engine.seam), which computes the output with the fused kernel and lets a recorder keep the
+queries and keys the weights come from (tests/test_attention.py checks both against eager).
 
 Masks are boolean and broadcastable to (B, H, T_query, T_key): True means "may attend".
 """
@@ -13,8 +11,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from engine.seam import AttentionCall, Site, attend
 
 KVCache = tuple[torch.Tensor, torch.Tensor]  # (B, H, T_past, Dh) each
 
@@ -47,44 +46,14 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 # ---- attention -----------------------------------------------------------------------
-def scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    need_weights: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """q: (B, H, Tq, Dh), k and v: (B, H, Tk, Dh) -> (out (B, H, Tq, Dh), weights (B, H, Tq, Tk) or None).
-
-    The returned weights are the probabilities *before* dropout, which is what a heatmap
-    should show; dropout (training only) is applied to the copy that multiplies V.
-    """
-    if not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        return out, None
-    # Scale q (Tq x Dh) rather than the scores (Tq x Tk), and add the mask as a bias built on
-    # the mask's own small shape: every extra pass over a (B, H, T, T) tensor costs at 512 tokens.
-    scores = (q * (1.0 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
-    if mask is not None and not bool(mask.all()):
-        bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
-        scores += bias
-        weights = torch.softmax(scores, dim=-1)  # masked cells: exp(-inf) = exactly 0
-        dead = ~mask.any(dim=-1, keepdim=True)   # rows with every key masked would be NaN
-        if bool(dead.any()):
-            weights = weights.masked_fill(dead, 0.0)
-    else:
-        weights = torch.softmax(scores, dim=-1)
-    attn = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
-    return attn @ v, weights
-
-
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with fused projections (names as in nanoGPT).
 
     Self-attention projects Q, K and V with one matrix ``c_attn`` (d -> 3d, split in that
     order); cross-attention projects Q from the decoder (``c_q``) and K, V from the encoder
-    memory with one matrix ``c_kv``. ``c_proj`` mixes the heads back to d_model.
+    memory with one matrix ``c_kv``. ``c_proj`` mixes the heads back to d_model. The
+    attention itself is the seam's (engine.seam.attend), at ``site``, which the model sets:
+    that is where a trace records it and an intervention changes it.
     """
 
     def __init__(self, d_model: int, n_head: int, dropout: float = 0.0, bias: bool = True, cross: bool = False):
@@ -100,6 +69,7 @@ class MultiHeadAttention(nn.Module):
             self.c_attn = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.c_proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
+        self.site: Site | None = None   # set by the model that owns this module
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape  # (B, T, D) -> (B, H, T, Dh)
@@ -110,12 +80,11 @@ class MultiHeadAttention(nn.Module):
         x: torch.Tensor,                        # (B, Tq, D)
         memory: torch.Tensor | None = None,     # (B, Tk, D), cross-attention only
         mask: torch.Tensor | None = None,       # bool, broadcastable to (B, H, Tq, Tk)
-        need_weights: bool = False,
         rotary=None,                            # engine.models.positional.RotaryEmbedding or None
         past: KVCache | None = None,
         use_cache: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, KVCache | None]:
-        """Returns (output (B, Tq, D), weights (B, H, Tq, Tk) or None, present KV cache or None).
+    ) -> tuple[torch.Tensor, KVCache | None]:
+        """Returns (output (B, Tq, D), present KV cache or None).
 
         With a cache, self-attention appends the new keys/values to ``past``; cross-attention
         projects the memory once and reuses it on every later step.
@@ -136,9 +105,9 @@ class MultiHeadAttention(nn.Module):
             if past is not None:
                 k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, p, need_weights)
+        out = attend(AttentionCall(self.site, q, k, v, mask=mask, scale=1.0 / math.sqrt(self.head_dim), dropout=p))
         out = out.transpose(1, 2).contiguous().view(b, tq, d)  # (B, Tq, D)
-        return self.c_proj(out), weights, ((k, v) if use_cache else None)
+        return self.c_proj(out), ((k, v) if use_cache else None)
 
 
 class FeedForward(nn.Module):

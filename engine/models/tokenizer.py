@@ -191,3 +191,9 @@ class ByteTokenizer:
 
     def unknown_words(self, text: str) -> list[str]:
         return [ch for ch in text if any(b >= self._vocab_size for b in ch.encode("utf-8"))]
+
+
+def raw_pieces(tokenizer, ids) -> list[str]:
+    """The vocabulary's own spelling of ``ids`` ("▁the", "<0xC3>"), not the display form."""
+    hf = getattr(tokenizer, "hf", None)
+    return [hf.id_to_token(int(i)) or "" for i in ids] if hf is not None else tokenizer.tokens(ids)

@@ -18,6 +18,7 @@ from engine.models.layers import FeedForward, MultiHeadAttention, causal_mask, k
 from engine.models.common import init_weights
 from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
 from engine.models.positional import SinusoidalPositionalEncoding
+from engine.seam import Site
 
 
 @dataclass
@@ -61,10 +62,10 @@ class EncoderLayer(nn.Module):
         self.res_attn = _Residual(c.d_model, c.dropout, c.norm_first)
         self.res_ffn = _Residual(c.d_model, c.dropout, c.norm_first)
 
-    def forward(self, x, mask, need_weights):  # (B, S, D) -> (B, S, D), (B, H, S, S) | None
-        x, w, _ = self.res_attn(x, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights))
+    def forward(self, x, mask):  # (B, S, D) -> (B, S, D)
+        x, _ = self.res_attn(x, lambda h: self.self_attn(h, mask=mask))
         (x,) = self.res_ffn(x, lambda h: (self.ffn(h),))
-        return x, w
+        return x
 
 
 class DecoderLayer(nn.Module):
@@ -77,14 +78,13 @@ class DecoderLayer(nn.Module):
         self.res_cross = _Residual(c.d_model, c.dropout, c.norm_first)
         self.res_ffn = _Residual(c.d_model, c.dropout, c.norm_first)
 
-    def forward(self, y, memory, self_mask, cross_mask, need_weights, past=None, use_cache=False):
+    def forward(self, y, memory, self_mask, cross_mask, past=None, use_cache=False):
         past_self, past_cross = past if past is not None else (None, None)
-        y, w_self, kv_self = self.res_self(
-            y, lambda h: self.self_attn(h, mask=self_mask, need_weights=need_weights, past=past_self, use_cache=use_cache))
-        y, w_cross, kv_cross = self.res_cross(
-            y, lambda h: self.cross_attn(h, memory, cross_mask, need_weights, past=past_cross, use_cache=use_cache))
+        y, kv_self = self.res_self(y, lambda h: self.self_attn(h, mask=self_mask, past=past_self, use_cache=use_cache))
+        y, kv_cross = self.res_cross(y, lambda h: self.cross_attn(h, memory, cross_mask, past=past_cross,
+                                                                   use_cache=use_cache))
         (y,) = self.res_ffn(y, lambda h: (self.ffn(h),))
-        return y, w_self, w_cross, ((kv_self, kv_cross) if use_cache else None)
+        return y, ((kv_self, kv_cross) if use_cache else None)
 
 
 class Translator(nn.Module):
@@ -105,32 +105,33 @@ class Translator(nn.Module):
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         if c.share_embeddings:
             self.generator.weight = self.tgt_embed.weight
+        for i, layer in enumerate(self.encoder):
+            layer.self_attn.site = Site(ENCODER_SELF, i)
+        for i, layer in enumerate(self.decoder):
+            layer.self_attn.site, layer.cross_attn.site = Site(DECODER_SELF, i), Site(CROSS, i)
         self.apply(init_weights)
 
     def _embed(self, embedding: nn.Embedding, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         return self.drop(self.positions(embedding(ids) * math.sqrt(self.config.d_model), start))
 
-    def encode(self, src: torch.Tensor, need_weights: bool = False, src_keep: torch.Tensor | None = None):
-        """src: (B, S) -> memory (B, S, D), source key mask (B, 1, 1, S), per-layer weights.
+    def encode(self, src: torch.Tensor, src_keep: torch.Tensor | None = None):
+        """src: (B, S) -> memory (B, S, D), source key mask (B, 1, 1, S).
 
         ``src_keep`` (B, S) is true for real tokens (Hugging Face's attention_mask); without it
         every position is real. Padding is known from how a batch was built, never from the
         ids: a user who types "[PAD]" gets a token that is attended to, as in Hugging Face."""
         mask = key_mask(src, src_keep)
         x = self._embed(self.src_embed, src)
-        weights = []
         for layer in self.encoder:
-            x, w = layer(x, mask, need_weights)
-            weights.append(w)
-        return self.enc_norm(x), mask, (weights if need_weights else [])
+            x = layer(x, mask)
+        return self.enc_norm(x), mask
 
-    def decode(self, tgt, memory, src_mask, need_weights=False, past=None, use_cache=False,
+    def decode(self, tgt, memory, src_mask, past=None, use_cache=False,
                tgt_keep: torch.Tensor | None = None) -> ModelOutput:
         """tgt: (B, T) target ids (only the new ones when ``past`` holds the cache of earlier steps);
         ``tgt_keep`` (B, T): true for real (not padding) targets, as ``src_keep`` in encode.
 
-        Returns logits (B, T, V_tgt); attentions DECODER_SELF (B, H, T, T_past+T) and
-        CROSS (B, H, T, S) per layer when asked; ``present`` for the next step when use_cache.
+        Returns logits (B, T, V_tgt) and ``present`` for the next step when use_cache.
         """
         t_past = 0 if past is None else past[0][0][0].size(2)
         t = tgt.size(1)
@@ -138,24 +139,17 @@ class Translator(nn.Module):
         if tgt_keep is not None:  # padded targets in a batch; a cache is only used one example-batch at a time
             self_mask = self_mask & key_mask(tgt, tgt_keep)
         y = self._embed(self.tgt_embed, tgt, start=t_past)
-        w_self, w_cross, present = [], [], []
+        present = []
         for i, layer in enumerate(self.decoder):
-            y, ws, wc, kv = layer(y, memory, self_mask, src_mask, need_weights,
-                                  None if past is None else past[i], use_cache)
-            w_self.append(ws)
-            w_cross.append(wc)
+            y, kv = layer(y, memory, self_mask, src_mask, None if past is None else past[i], use_cache)
             present.append(kv)
         y = self.dec_norm(y)
-        attn = {DECODER_SELF: w_self, CROSS: w_cross} if need_weights else {}
-        return ModelOutput(self.generator(y), y, attn, present if use_cache else None)
+        return ModelOutput(self.generator(y), y, present if use_cache else None)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False,
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor,
                 src_keep: torch.Tensor | None = None, tgt_keep: torch.Tensor | None = None) -> ModelOutput:
         """src: (B, S), tgt: (B, T) decoder input (starting with BOS) -> logits (B, T, V_tgt);
         the keep masks (B, S) / (B, T) mark real tokens in a padded batch (see encode)."""
-        memory, src_mask, enc_w = self.encode(src, need_weights, src_keep)
-        out = self.decode(tgt, memory, src_mask, need_weights, tgt_keep=tgt_keep)
-        if need_weights:
-            out.attentions = {ENCODER_SELF: enc_w, **out.attentions}
-        return out
+        memory, src_mask = self.encode(src, src_keep)
+        return self.decode(tgt, memory, src_mask, tgt_keep=tgt_keep)
 

@@ -71,26 +71,29 @@ class AttentionCall:
             out = m if out is None else out + m
         return out
 
-    def scores(self, b: int = 0, heads=None, rows=None) -> torch.Tensor:
-        """(H, Tq, Tk) float32 pre-softmax scores of example ``b`` (``heads``: a list or slice of
-        query heads; ``rows``: a slice of queries), bias and mask added."""
-        heads = range(self.q.shape[1]) if heads is None else heads
-        heads = list(range(*heads.indices(self.q.shape[1]))) if isinstance(heads, slice) else list(heads)
+    def scores(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
+        """Pre-softmax scores, float32, bias and mask added: (H, tq, Tk) of example ``b``, or
+        (B, H, tq, Tk) of every example when ``b`` is None. ``heads``: query heads (list or
+        slice; all by default); ``rows``: a slice of queries."""
+        n_heads = self.q.shape[1]
+        heads = range(n_heads) if heads is None else heads
+        heads = list(range(*heads.indices(n_heads))) if isinstance(heads, slice) else list(heads)
         rows = slice(None) if rows is None else rows
-        q = self.q[b, heads, rows].float()                                        # (h, tq, Dh)
-        k = self.k[b, [self.kv_head(h) for h in heads]].float()                   # (h, Tk, Dh)
-        s = (q @ k.transpose(-1, -2)) * self.scale                               # (h, tq, Tk)
+        ex = slice(None) if b is None else slice(b, b + 1)
+        q = self.q[ex][:, heads, rows].float()                                    # (B, h, tq, Dh)
+        k = self.k[ex][:, [self.kv_head(h) for h in heads]].float()               # (B, h, Tk, Dh)
+        s = (q @ k.transpose(-1, -2)) * self.scale                               # (B, h, tq, Tk)
         if self.softcap:
             s = self.softcap * torch.tanh(s / self.softcap)
         add = self.additive()
         if add is not None:
-            add = add[b if add.shape[0] > 1 else 0]                              # (H|1, Tq, Tk)
-            add = add[heads] if add.shape[0] > 1 else add
-            s = s + add[:, rows]
-        return s
+            add = add if add.shape[0] == 1 else add[ex]                          # (B|1, H|1, Tq, Tk)
+            add = add[:, heads] if add.shape[1] > 1 else add
+            s = s + add[:, :, rows]
+        return s if b is None else s[0]
 
-    def weights(self, b: int = 0, heads=None, rows=None) -> torch.Tensor:
-        """(H, Tq, Tk) float32 softmax of ``scores``; masked cells 0, a fully masked row 0."""
+    def weights(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
+        """softmax of ``scores`` (same arguments and shape); masked cells 0, a fully masked row 0."""
         return softmax_rows(self.scores(b, heads, rows))
 
 

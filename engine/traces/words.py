@@ -5,20 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def merge_words(trace) -> None:
-    """Join word pieces into words in every kind of ``trace`` (in place), and say so."""
-    from engine.models.outputs import KEY_SIDE, QUERY_SIDE
-
-    groups = {"source": word_groups(trace.source_tokens), "target": word_groups(trace.target_tokens)}
-    for kind in trace.kinds:
-        trace.attentions[kind] = merge_pieces(trace.attentions[kind], groups[QUERY_SIDE[kind]], groups[KEY_SIDE[kind]])
-    trace.source_tokens = merged_tokens(trace.source_tokens, groups["source"])
-    trace.target_tokens = merged_tokens(trace.target_tokens, groups["target"])
-    trace.notes.append("Word pieces merged into words: attention to a word is the sum over its pieces, "
-                       "attention from a word is the mean over its pieces.")
-
-
-# ---- word pieces -> words ------------------------------------------------------------------
 def word_groups(tokens: list[str]) -> list[int]:
     """Group index per token: a "##" piece joins the word before it (``readable_tokens``
     writes every tokenizer's inner pieces that way)."""

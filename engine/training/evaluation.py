@@ -29,7 +29,7 @@ def greedy_translate(loaded: LoadedModel, sentences: list[str], batch_size: int 
         width = max(len(r) for r in rows)
         src = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=dev)
         keep = torch.tensor([[j < len(r) for j in range(width)] for r in rows], device=dev)  # (B, S) real tokens
-        memory, src_mask, _ = model.encode(src, src_keep=keep)
+        memory, src_mask = model.encode(src, src_keep=keep)
         step = torch.full((len(rows), 1), tgt_tok.bos_id, device=dev)
         past, generated = None, []
         finished = torch.zeros(len(rows), dtype=torch.bool, device=dev)
@@ -132,7 +132,8 @@ def characters(tokenizer, ids: list[int]) -> int:
     """How many characters of text ``ids`` stand for, spaces included and a line end for
     each [EOS]: the denominator of a per-character loss, comparable with a character-level
     model's (nanoGPT's shakespeare_char)."""
-    from engine.inspection.analysis import raw_pieces
+
+    from engine.models.tokenizer import raw_pieces
 
     eos = getattr(tokenizer, "eos_id", None)
     unique = sorted(set(ids))

@@ -7,8 +7,8 @@ finishes cleanly. The trained ``LoadedModel`` is the generator's *return value*:
 ``run_training`` below collects it, and a GUI worker gets it as its "returned" result.
 
 The recipe is the usual one: AdamW, linear warm-up then cosine decay to a tenth, gradient
-clipping, label smoothing for the translator, dropout, seeds; the fused attention path
-(``need_weights=False``) while training, and a probe trace (weights on) every
+clipping, label smoothing for the translator, dropout, seeds; the fused attention kernel
+(nothing recorded) while training, and a probe trace (recorded at the seam) every
 ``probe_every`` steps so a viewer can watch heads form.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from engine.loading.loaded import LoadedModel
 from engine.models import GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.tokenizer import Tokenizer
-from engine.traces.dense import AttentionTrace
+from engine.traces.base import AttentionTrace
 from engine.training.records import TrainConfig, TrainProgress
 
 # Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.

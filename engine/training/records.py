@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.traces.dense import AttentionTrace
+    from engine.traces.base import AttentionTrace
 
 
 # How the bundled GPT learns (see the README); `attnscope train gpt` and the Training panel

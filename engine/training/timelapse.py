@@ -20,7 +20,8 @@ from typing import Iterator
 import numpy as np
 
 from engine.runtime.files import atomic_path
-from engine.traces.dense import AttentionTrace
+from engine.traces.base import AttentionTrace
+from engine.traces.dense import DenseTrace
 
 
 @dataclass
@@ -114,7 +115,7 @@ def _probe(f, i: int, m) -> Probe:
     tokens = [m["source_tokens"], m["target_tokens"]]
     if not all(isinstance(t, list) and all(isinstance(s, str) for s in t) for t in tokens):
         raise ValueError(f"probe {i} has token lists that are not lists of strings")
-    trace = AttentionTrace(str(m["model_name"]), str(m["family"]), arrays, *tokens)
+    trace = DenseTrace(str(m["model_name"]), str(m["family"]), arrays, *tokens)
     return Probe(int(m["step"]), float(m["loss"]), trace, _scores_from_json(i, m.get("scores")))
 
 

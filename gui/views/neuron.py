@@ -2,7 +2,8 @@
 
 For a chosen layer, head and query token: the query vector q, every key vector k, their
 elementwise product q*k, the dot products q.k / sqrt(d), and the softmax: the weights the
-heatmaps show. The vectors are recomputed in the view's worker (engine.inspection.neurons).
+heatmaps show. The vectors are the ones the Run recorded at the seam, read in the view's
+worker (engine.inspection.neurons): no second forward.
 """
 from __future__ import annotations
 
@@ -108,11 +109,10 @@ class NeuronView(QWidget):
         self.compute()
 
     def compute(self) -> None:
-        loaded, trace, kind = self.state.loaded, self.state.trace, self.state.kind
-        if loaded is None or trace is None or kind not in trace.kinds:
+        trace, kind = self.state.trace, self.state.kind
+        if trace is None or kind not in trace.kinds:
             return
-        self.jobs.start(_query_keys, loaded, self.state.text, kind, self.state.layer, self.state.head,
-                        target=self.state.target or None, pair=self.state.pair or None,
+        self.jobs.start(_query_keys, trace, kind, self.state.layer, self.state.head,
                         on_returned=lambda data, k=kind: self._computed(data, k), on_error=lambda exc: self.note.setText(f"Cannot compute: {exc}"))
 
     def _computed(self, data: QueryKeys, kind: str) -> None:
@@ -135,14 +135,14 @@ class NeuronView(QWidget):
         keys = self.data.trace.key_tokens(kind)
         lim = float(max(np.abs(row["keys"]).max(), np.abs(row["query"]).max(), 1e-9))
         plim = float(max(np.abs(row["product"]).max(), 1e-9))
-        finite = np.abs(row["scores"][np.isfinite(row["scores"])])   # masked keys have no score
+        shown = np.where(row["masked"] | ~np.isfinite(row["scores"]), np.nan, row["scores"])   # masked keys: blank
+        finite = np.abs(shown[np.isfinite(shown)])
         slim = float(max(finite.max(initial=0.0), 1e-9))
         self.images["query q"].setImage(row["query"][None, :], autoLevels=False, levels=(-lim, lim))
         self.images["keys k"].setImage(row["keys"], autoLevels=False, levels=(-lim, lim))
         self.images["q * k"].setImage(row["product"], autoLevels=False, levels=(-plim, plim))
         for name, top in (("keys k", lim), ("q * k", plim), ("q . k / sqrt(d)", slim)):
             self.bars[name].setLevels((-top, top))       # diverging maps: centred at 0, symmetric
-        shown = np.where(np.isfinite(row["scores"]), row["scores"], np.nan)   # masked keys: left blank
         self.images["q . k / sqrt(d)"].setImage(shown[:, None], autoLevels=False, levels=(-slim, slim))
         self.images["softmax"].setImage(row["weights"][:, None], autoLevels=False, levels=(0, 1))
         self._left.getAxis("left").setTicks([[(0.5, self.data.trace.query_tokens(kind)[qi])]])

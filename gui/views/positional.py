@@ -177,8 +177,9 @@ def _rope_vectors(loaded, text: str):
     import torch
     from engine.inspection.neurons import query_keys
     from engine.models.outputs import DECODER_SELF
+    from engine.traces.tracing import trace_text
 
-    qk = query_keys(loaded, text, DECODER_SELF, 0, 0)
+    qk = query_keys(trace_text(loaded, text), DECODER_SELF, 0, 0)
     return (torch.from_numpy(qk.queries[0]).double(), torch.from_numpy(qk.keys[0]).double(),
             loaded.model.rotary.base, f"{loaded.name}: layer 0, head 0, token {qk.trace.target_tokens[0]!r}")
 

@@ -1,0 +1,150 @@
+"""The adapter protocol: what the rest of the engine asks of a model family.
+
+An adapter knows how its family reads text (which special tokens lead and end it, how a
+text too long is cut), runs its forward, steps its decoder with the model's own cache, and
+names the attention sites it has. Tracing, decoding, head scores, the neuron view, export
+and compare ask the adapter; none of them keeps a table of families.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from engine.inputs import InputError
+from engine.seam import AttentionCall, Site, recording
+
+
+@dataclass
+class Framed:
+    """A text as the model reads it: ids and display tokens per side, and notes for the user."""
+    source_ids: list[int] = field(default_factory=list)    # encoder side (encoders, a translator's source)
+    target_ids: list[int] = field(default_factory=list)    # decoder side (decoders, a translator's target)
+    source_tokens: list[str] = field(default_factory=list)
+    target_tokens: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)              # e.g. BERT's segment ids, Hugging Face's attention_mask
+
+
+class Adapter:
+    """One per family; ``engine.adapters.adapter_for(loaded)`` picks it."""
+
+    role: str          # "encoder", "decoder" or "encoder-decoder"
+
+    def __init__(self, loaded):
+        self.loaded = loaded
+        self.model = loaded.model
+
+    @property
+    def device(self) -> torch.device:
+        return self.loaded.device
+
+    def frame(self, text: str, pair: str | None = None, target: str | None = None,
+              max_new_tokens: int = 64) -> Framed:
+        """``text`` framed for a Run. encoders: ``pair`` is segment B; encoder-decoders:
+        ``target`` is a decoder prefix, else the model's own greedy output."""
+        raise NotImplementedError
+
+    def frame_ids(self, ids: list[int]) -> tuple[Framed, dict[str, int]]:
+        """Plain token ids framed the way a text is (head scores), and where they start per kind."""
+        raise NotImplementedError
+
+    def forward(self, framed: Framed) -> torch.Tensor | None:
+        """Run the model on ``framed`` (inside a recording when the caller wants attention);
+        the next-token logits (1, T, V) of a model that predicts tokens, else None."""
+        raise NotImplementedError
+
+    def stepper(self, text: str, settings) -> "Stepper":
+        raise InputError(f"Step-by-step decoding needs a model that generates text (a decoder or an "
+                         f"encoder-decoder); {self.loaded.name} is an encoder.")
+
+    def plain_token_ids(self) -> list[int]:
+        """Ids of ordinary tokens (no specials, no byte-fallback pieces): head-score sequences."""
+        raise NotImplementedError
+
+    def sites(self) -> list[Site]:
+        """Every attention site of the model, in call order."""
+        raise NotImplementedError
+
+    def greedy(self, text: str, max_new_tokens: int) -> list[int]:
+        """The model's greedy output ids for ``text``, without the end token (no recording)."""
+        from engine.decoding.records import DecodeSettings
+
+        st = self.stepper(text, DecodeSettings(max_new_tokens=max_new_tokens))
+        feed, out = torch.tensor([st.prompt_ids], device=self.device), []
+        for _ in range(st.limit):
+            nxt = int(st.logits(feed)[0].argmax())
+            if nxt == st.eos_id:
+                break
+            out.append(nxt)
+            feed = torch.tensor([[nxt]], device=self.device)
+        return out
+
+
+class Stepper:
+    """Feeds new tokens to a model, keeping its cache. ``step`` returns the next-token logits
+    and the attention rows of the newest query, read from the seam's recording. ``notes``
+    say what the user should know about the input (a text cut to the model's length)."""
+
+    eos_id: int | None
+    limit: int
+    notes: list[str]
+    prompt_ids: list[int]
+    source_tokens: list[str]
+    tokenizer: object
+    past = None
+
+    def logits(self, new_ids: torch.Tensor) -> torch.Tensor:
+        """(B, t) new ids -> (B, V) logits of the last, updating the cache."""
+        raise NotImplementedError
+
+    def rows(self, calls: dict[Site, AttentionCall]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(self rows (B, L, H, T), cross rows (B, L, H, S) or None) of the newest query."""
+        raise NotImplementedError
+
+    def step(self, new_ids: torch.Tensor):
+        with recording() as rec:
+            logits = self.logits(new_ids)
+        return (logits, *self.rows(rec.calls))
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.past = select_batch(self.past, index)
+
+
+def newest_rows(calls: list[AttentionCall], width: int | None = None) -> torch.Tensor:
+    """Each layer's attention row of the newest query, one tensor (B, L, H, width).
+
+    Why not a plain stack: a sliding-window layer's KV cache holds only its last few keys, so
+    its row is narrower than the sequence (Mistral, Gemma 2 mixes both kinds). Its row covers
+    the newest keys, so it is right-aligned and the keys out of its window read 0, as they
+    do in a full forward."""
+    rows = [c.weights(None, rows=slice(-1, None))[:, :, 0] for c in calls]   # each (B, H, Tk_layer)
+    width = width or max(r.shape[-1] for r in rows)
+    out = rows[0].new_zeros(rows[0].shape[0], len(rows), rows[0].shape[1], width)   # (B, L, H, width)
+    for i, r in enumerate(rows):
+        out[:, i, :, width - r.shape[-1]:] = r
+    return out
+
+
+def calls_of(calls: dict[Site, AttentionCall], kind: str) -> list[AttentionCall]:
+    """The recorded calls of one kind, by layer."""
+    return [c for s, c in sorted(calls.items(), key=lambda sc: sc[0].layer) if s.kind == kind]
+
+
+def select_batch(cache, index: torch.Tensor):
+    """Reorder every tensor of a nested cache along the batch (beam) dimension."""
+    if isinstance(cache, torch.Tensor):
+        return cache.index_select(0, index)
+    if isinstance(cache, (list, tuple)):
+        return type(cache)(select_batch(c, index) for c in cache)
+    return cache
+
+
+def without_byte_pieces(pieces: list[str], specials: set[int]) -> list[int]:
+    """Ids whose piece is neither special nor a byte-fallback piece like <0xC3>."""
+    return [i for i, t in enumerate(pieces) if i not in specials and not (t.startswith("<0x") and t.endswith(">"))]
+
+
+def as_numpy(rows: torch.Tensor | None, b: int) -> np.ndarray | None:
+    return None if rows is None else rows[b].float().cpu().numpy()

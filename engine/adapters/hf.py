@@ -1,0 +1,202 @@
+"""Any Hugging Face transformer, by role: encoder, decoder, encoder-decoder.
+
+The model's attention reaches the seam through the function registered with transformers
+(engine.seam.hf_attention), and each attention module knows its site. How a text is framed
+is read off the tokenizer once (``special_frame``: which special ids it puts before and
+after a text), never listed per model: encoders read the whole frame; a causal LM's prompt
+keeps the leading specials (BOS) and never ends with an end token the tokenizer appended,
+so greedy decoding continues what the user wrote, exactly as ``model.generate`` does.
+"""
+from __future__ import annotations
+
+import torch
+
+from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, without_byte_pieces
+from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
+from engine.inputs import InputError, keep_end
+from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+
+
+def special_frame(tokenizer) -> tuple[list[int], list[int]]:
+    """(ids the tokenizer puts before a text, ids it puts after), read from how it frames "a"."""
+    full = list(tokenizer("a")["input_ids"])
+    plain = list(tokenizer("a", add_special_tokens=False)["input_ids"])
+    for i in range(len(full) - len(plain) + 1):
+        if plain and full[i:i + len(plain)] == plain:
+            return full[:i], full[i + len(plain):]
+    return [], []
+
+
+def encode_text(tokenizer, text: str, pair: str | None, max_len: int, notes: list[str]) -> dict:
+    """A text (and optional segment B) as the tokenizer frames it, as lists; a text longer than
+    the model takes is tokenised again, truncated, and ``notes`` says so."""
+    pair = pair if pair and pair.strip() else None
+    enc = tokenizer(text, pair, verbose=False)   # too long is said in notes, not logged
+    n = len(enc["input_ids"])
+    if n > max_len:
+        notes.append(f"The input has {n} tokens; the model takes {max_len}, so it was truncated.")
+        enc = tokenizer(text, pair, truncation=True, max_length=max_len)
+    return {k: list(v) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+class HFAdapter(Adapter):
+    def __init__(self, loaded):
+        super().__init__(loaded)
+        self.tok = loaded.tokenizer
+        self.lead, self.end = special_frame(self.tok)
+        self.tokens = HFTokens(self.tok, hf_eos_id(loaded))
+
+    def sites(self):
+        return [m.attnscope_site for m in self.model.modules() if getattr(m, "attnscope_site", None) is not None]
+
+    def plain_token_ids(self) -> list[int]:
+        pieces = [p or "" for p in self.tok.convert_ids_to_tokens(list(range(len(self.tok))))]
+        return without_byte_pieces(pieces, set(getattr(self.tok, "all_special_ids", []) or []))
+
+    def _tensor(self, ids) -> torch.Tensor:
+        return torch.tensor([ids], device=self.device)
+
+    def prompt_ids(self, text: str, limit: int, notes: list[str]) -> list[int]:
+        """A causal LM's prompt: the leading specials, then the text's last pieces that fit in
+        ``limit`` (no end token)."""
+        plain = list(self.tok(text, add_special_tokens=False, verbose=False)["input_ids"])
+        return keep_end(plain, limit, notes, self.lead, reads=self.loaded.max_len)
+
+
+class HFEncoderAdapter(HFAdapter):
+    role = "encoder"
+
+    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+        notes = []
+        enc = encode_text(self.tok, text, pair, self.loaded.max_len, notes)
+        unknown_pieces_note(self.tok, enc["input_ids"], notes)
+        ids = enc["input_ids"]
+        return Framed(ids, [], readable_tokens(self.tok, ids), [], notes, enc)
+
+    def frame_ids(self, ids):
+        ids = self.lead + ids + self.end
+        return Framed(ids, [], readable_tokens(self.tok, ids), [], [], {"input_ids": ids}), {ENCODER_SELF: len(self.lead)}
+
+    def forward(self, framed):
+        self.model(**{k: self._tensor(v) for k, v in framed.extra.items()})
+        return None
+
+
+class HFDecoderAdapter(HFAdapter):
+    role = "decoder"
+
+    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+        notes = []
+        ids = self.prompt_ids(text, self.loaded.max_len, notes)
+        unknown_pieces_note(self.tok, ids, notes)
+        return Framed(target_ids=ids, target_tokens=readable_tokens(self.tok, ids), notes=notes)
+
+    def frame_ids(self, ids):
+        ids = self.lead + ids
+        return Framed(target_ids=ids, target_tokens=readable_tokens(self.tok, ids)), {DECODER_SELF: len(self.lead)}
+
+    def forward(self, framed):
+        return self.model(input_ids=self._tensor(framed.target_ids)).logits
+
+    def stepper(self, text, settings):
+        return _DecoderStepper(self, text, settings)
+
+
+class HFSeq2SeqAdapter(HFAdapter):
+    role = "encoder-decoder"
+
+    @property
+    def start_id(self) -> int:
+        c = self.model.config
+        return c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
+
+    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+        notes = []
+        enc = encode_text(self.tok, text, None, self.loaded.max_len, notes)
+        unknown_pieces_note(self.tok, enc["input_ids"], notes)
+        if target and target.strip():
+            dec = [self.start_id] + list(self.tok(target, add_special_tokens=False)["input_ids"])[: self.loaded.max_len - 1]
+        else:
+            dec = [self.start_id] + self.greedy(text, max_new_tokens)
+        src = enc["input_ids"]
+        return Framed(src, dec, readable_tokens(self.tok, src), readable_tokens(self.tok, dec), notes, enc)
+
+    def frame_ids(self, ids):
+        src, dec = self.lead + ids + self.end, [self.start_id] + ids
+        framed = Framed(src, dec, readable_tokens(self.tok, src), readable_tokens(self.tok, dec), [], {"input_ids": src})
+        return framed, {ENCODER_SELF: len(self.lead), DECODER_SELF: 1}
+
+    def forward(self, framed):
+        enc = {k: self._tensor(v) for k, v in framed.extra.items() if k != "token_type_ids"}
+        return self.model(**enc, decoder_input_ids=self._tensor(framed.target_ids)).logits
+
+    def stepper(self, text, settings):
+        return _Seq2SeqStepper(self, text, settings)
+
+
+class _DecoderStepper(Stepper):
+    """A causal LM continuing the prompt through its own KV cache."""
+
+    def __init__(self, adapter: HFDecoderAdapter, text, settings):
+        loaded = adapter.loaded
+        self.notes = []
+        ids = adapter.prompt_ids(text, loaded.max_len - 1, self.notes)
+        if len(ids) <= len(adapter.lead):
+            raise InputError("The prompt has no tokens: type some text to continue.")
+        self.model, self.source_tokens, self.prompt_ids = loaded.model, [], ids
+        self.cache_field = cache_field(loaded.model)
+        self.tokenizer = adapter.tokens
+        self.eos_id = self.tokenizer.eos_id
+        self.limit = min(settings.max_new_tokens, loaded.max_len - len(ids))
+        self.length = 0      # tokens fed so far: the width of a row when every layer slides
+
+    def logits(self, new_ids):
+        out = self.model(input_ids=new_ids, **{self.cache_field: self.past}, use_cache=True)
+        self.past = getattr(out, self.cache_field)
+        self.length += new_ids.shape[1]
+        return out.logits[:, -1]
+
+    def rows(self, calls):
+        return newest_rows(calls_of(calls, DECODER_SELF), self.length), None   # (B, L, H, T)
+
+    def reorder(self, index):
+        self.past.reorder_cache(index)
+
+
+class _Seq2SeqStepper(Stepper):
+    """An encoder-decoder: the source encoded once, the decoder stepped with its cache."""
+
+    def __init__(self, adapter: HFSeq2SeqAdapter, text, settings):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        loaded, model = adapter.loaded, adapter.model
+        self.cache_field = cache_field(model)
+        self.notes = []
+        enc = encode_text(adapter.tok, text, None, loaded.max_len, self.notes)
+        enc = {k: adapter._tensor(v) for k, v in enc.items() if k != "token_type_ids"}
+        self.model, self.mask = model, enc.get("attention_mask")
+        self.memory = BaseModelOutput(last_hidden_state=model.get_encoder()(**enc).last_hidden_state)
+        self.source_tokens = readable_tokens(adapter.tok, enc["input_ids"][0].tolist())
+        self.prompt_ids = [adapter.start_id]
+        self.tokenizer = adapter.tokens
+        self.eos_id = self.tokenizer.eos_id
+        self.limit = min(settings.max_new_tokens, loaded.max_len - 1)
+        self.length = 0      # decoder tokens fed so far
+
+    def logits(self, new_ids):
+        out = self.model(encoder_outputs=self.memory, attention_mask=self.mask, decoder_input_ids=new_ids,
+                         **{self.cache_field: self.past}, use_cache=True)
+        self.past = getattr(out, self.cache_field)
+        self.length += new_ids.shape[1]
+        return out.logits[:, -1]
+
+    def rows(self, calls):
+        return newest_rows(calls_of(calls, DECODER_SELF), self.length), newest_rows(calls_of(calls, CROSS))
+
+    def reorder(self, index):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        self.past.reorder_cache(index)
+        self.memory = BaseModelOutput(last_hidden_state=self.memory.last_hidden_state.index_select(0, index))
+        if self.mask is not None:
+            self.mask = self.mask.index_select(0, index)

@@ -1,0 +1,55 @@
+"""What users type, checked and cut the same way for every model.
+
+Empty text is refused with a clear message; a text longer than the model takes is cut (a
+source keeps its beginning, a decoder's prompt its end: the continuation follows the end)
+and a note says so once; words the vocabulary lacks are listed once each. No torch here.
+"""
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """A problem with the text a user gave, worded for the user."""
+
+
+def check_text(text: str, what: str = "run") -> str:
+    text = (text or "").strip()
+    if not text:
+        raise InputError(f"There is no text to {what}: type a sentence first.")
+    return text
+
+
+def keep_start(ids: list[int], limit: int, notes: list[str], what: str = "input") -> list[int]:
+    """The first ``limit`` ids (a source, an encoder's text), said in ``notes`` when cut."""
+    if len(ids) > limit:
+        notes.append(f"The {what} has {len(ids)} tokens; the model takes {limit}, so it was truncated to the "
+                     f"first {limit}.")
+        return ids[:limit]
+    return ids
+
+
+def keep_end(ids: list[int], limit: int, notes: list[str], lead: list[int] = (), reads: int | None = None) -> list[int]:
+    """``lead`` (the specials a prompt starts with, e.g. BOS), then the last ids of a decoder's
+    prompt that fit in ``limit`` tokens in all, said in ``notes`` when cut: a continuation
+    follows the end, so the Run's heads and decoding show the same tokens. ``reads``: the
+    model's context when ``limit`` leaves room for what decoding adds."""
+    lead = list(lead)
+    total = len(lead) + len(ids)
+    if total > limit:
+        notes.append(f"The prompt has {total} tokens and the model reads at most {reads or limit}, so it was truncated "
+                     f"to its last {limit}: a continuation follows the end.")
+        return lead + ids[len(ids) - (limit - len(lead)):]
+    return lead + ids
+
+
+def unknown_words(tokenizer, text: str) -> list[str] | None:
+    """The pieces of ``text`` ``tokenizer`` has no token for, each once, in order of first
+    appearance; None for a tokenizer that cannot tell."""
+    find = getattr(tokenizer, "unknown_words", None)
+    return list(dict.fromkeys(find(text))) if callable(find) else None
+
+
+def unknown_note(tokenizer, text: str, notes: list[str]) -> None:
+    unknown = unknown_words(tokenizer, text)
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+        notes.append(f"Not in this model's vocabulary (shown as [UNK]): {shown}")
