@@ -17,10 +17,10 @@ def adapter_for(loaded):
 
 def _make(loaded):
     if loaded.is_hf:
-        from engine.adapters import hf
+        from engine.adapters.hf import HFDecoderAdapter, HFEncoderAdapter, HFSeq2SeqAdapter
 
-        return {"encoder": hf.HFEncoderAdapter, "decoder": hf.HFDecoderAdapter,
-                "encoder-decoder": hf.HFSeq2SeqAdapter}[loaded.role](loaded)
-    from engine.adapters import scratch
+        return {"encoder": HFEncoderAdapter, "decoder": HFDecoderAdapter,
+                "encoder-decoder": HFSeq2SeqAdapter}[loaded.role](loaded)
+    from engine.adapters.scratch import BertAdapter, GPTAdapter, TranslatorAdapter
 
-    return {"translator": scratch.TranslatorAdapter, "gpt": scratch.GPTAdapter, "bert": scratch.BertAdapter}[loaded.family](loaded)
+    return {"translator": TranslatorAdapter, "gpt": GPTAdapter, "bert": BertAdapter}[loaded.family](loaded)

@@ -1,0 +1,28 @@
+"""attnscope heads MODEL --json: induction and previous-token scores of every head.
+
+The model reads a fixed (seeded) random sequence of ordinary tokens repeated twice, framed
+the way it reads any text (engine.adapters: its own special tokens). An induction head
+attends from a token of the second copy to the token after its first occurrence; a
+previous-token head to the token just before. Works for every model attnscope opens.
+"""
+from __future__ import annotations
+
+from cli.common import BAD_INPUT, model_notes, open_or_explain, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("heads", help="induction and previous-token scores of every head (JSON)")
+    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>")
+    p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from engine.inspection.analysis import mechanism_report
+
+    loaded = open_or_explain(args.model, args.device or "auto")
+    if loaded is None:
+        return BAD_INPUT
+    loaded.model.eval()
+    print_json({"model": loaded.name, "family": loaded.family, **mechanism_report(loaded), **model_notes(loaded)})
+    return 0
