@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSpinBox, QSplitter,
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QPushButton, QSpinBox, QSplitter,
                                QTableWidget, QVBoxLayout, QWidget)
 
 from engine.inspection.analysis import compare_traces
 from gui.colormaps import attach_colorbar, colormap
+from gui.flow import FlowLayout
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_labels import fitting_ticks
 from gui.views.head_stats import NumberItem
@@ -68,11 +69,8 @@ class CompareView(QWidget):
         self.head_box.setPrefix("head ")
         self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v) or self.redraw())
         self.head_box.valueChanged.connect(lambda v: self.state.select(head=v) or self.redraw())
-        top = QHBoxLayout()
-        for w in (self.same_button, self.open_button, self.open_folder_button, self.run_button, self.kind_box,
-                  self.layer_box, self.head_box):
-            top.addWidget(w)
-        top.addStretch(1)
+        top = FlowLayout().addWidgets(self.same_button, self.open_button, self.open_folder_button, self.run_button,
+                                      self.kind_box, self.layer_box, self.head_box)
 
         self.plots = pg.GraphicsLayoutWidget()
         self.images, self.panes = [], []

@@ -14,10 +14,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, QPushButton, QSlider,
                                QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.decoding.records import STRATEGIES, DecodeSettings, DecodeStep
+from gui.flow import FlowLayout
 from gui.theme import accent, emphasise
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
@@ -96,12 +97,9 @@ class DecodingPanel(QWidget):
         self.timer.setInterval(250)
         self.timer.timeout.connect(self._play_tick)
 
-        controls = QHBoxLayout()
-        for w in (self.strategy, self.beam_width, self.length_penalty, self.temperature, self.top_k, self.top_p,
-                  self.seed, self.reset_button, self.back_button, self.step_button, self.play_button, QLabel("speed"),
-                  self.speed):
-            controls.addWidget(w)
-        controls.addStretch(1)
+        controls = FlowLayout().addWidgets(self.strategy, self.beam_width, self.length_penalty, self.temperature,
+                                           self.top_k, self.top_p, self.seed, self.reset_button, self.back_button,
+                                           self.step_button, self.play_button, QLabel("speed"), self.speed)
 
         self.output = QLabel("Press Step (→) to decode the text, one token at a time.")
         self.output.setTextFormat(Qt.TextFormat.RichText)

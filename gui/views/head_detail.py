@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QVBoxLayout,
                                QWidget)
 
 from engine.inspection.analysis import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap
+from gui.flow import FlowLayout
 from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
@@ -85,11 +86,8 @@ class HeadDetail(PreparedView, QWidget):
         self.threshold.valueChanged.connect(lambda _: self.redraw())
         self.normalise.toggled.connect(lambda _: self.redraw())
         self.hide_special.toggled.connect(lambda _: self.redraw())
-        controls = QHBoxLayout()
-        for w in (self.kind_box, self.layer_box, self.head_box, self.agg_box, self.threshold, self.normalise,
-                  self.hide_special):
-            controls.addWidget(w)
-        controls.addStretch(1)
+        controls = FlowLayout().addWidgets(self.kind_box, self.layer_box, self.head_box, self.agg_box,
+                                           self.threshold, self.normalise, self.hide_special)
 
         self.key_axis = VerticalTokenAxis("top")
         self.plot = pg.PlotWidget(axisItems={"top": self.key_axis})

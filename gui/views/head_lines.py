@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QVBoxLayout, QWidget)
 
 from engine.inspection.analysis import display_weights, special_mask
+from gui.flow import FlowLayout
 from gui.theme import text_on
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
@@ -127,7 +128,7 @@ class HeadLines(PreparedView, QWidget):
         self.layer_box = QSpinBox()
         self.layer_box.setPrefix("layer ")
         self.layer_box.valueChanged.connect(lambda v: self.state.select(layer=v))
-        self.head_row = QHBoxLayout()
+        self.head_row = FlowLayout()       # "heads:", all heads, then a button per head
         self.head_buttons: list[QPushButton] = []
         self.all_button = QPushButton("all heads")
         self.all_button.clicked.connect(lambda: self.set_heads(list(range(len(self.head_buttons)))))
@@ -144,15 +145,9 @@ class HeadLines(PreparedView, QWidget):
         self.pair_filter = QComboBox()
         self.pair_filter.addItems(PAIR_FILTERS)
         self.pair_filter.currentTextChanged.connect(lambda _: self.redraw())
-        controls = QHBoxLayout()
-        for w in (self.kind_box, self.layer_box, self.threshold, self.normalise, self.hide_special, self.pair_filter):
-            controls.addWidget(w)
-        controls.addStretch(1)
-        heads = QHBoxLayout()
-        heads.addWidget(QLabel("heads:"))
-        heads.addLayout(self.head_row)
-        heads.addWidget(self.all_button)
-        heads.addStretch(1)
+        controls = FlowLayout().addWidgets(self.kind_box, self.layer_box, self.threshold, self.normalise,
+                                           self.hide_special, self.pair_filter)
+        self.head_row.addWidgets(QLabel("heads:"), self.all_button)
 
         self.plot = pg.PlotWidget()
         self.item = self.plot.getPlotItem()
@@ -172,7 +167,7 @@ class HeadLines(PreparedView, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(controls)
-        layout.addLayout(heads)
+        layout.addLayout(self.head_row)
         # As bertviz: the lines run in a band between the two columns of tokens, not across
         # a wide window (wide lines are no easier to follow, and cost pixels to paint).
         self.plot.setMaximumWidth(MAX_PLOT_WIDTH)

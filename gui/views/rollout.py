@@ -4,9 +4,10 @@ Zuidema's attention rollout, residual included), or a layer's mean / max over he
 Kind and layer follow the state's selection; the matrix is computed in a worker."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
 from engine.inspection.analysis import layer_aggregate, rollout
+from gui.flow import FlowLayout
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.elided import ElidedLabel
@@ -49,10 +50,7 @@ class RolloutView(PreparedView, QWidget):
         self.layer = QSpinBox()
         self.layer.setPrefix("after layer ")
         self.layer.valueChanged.connect(lambda v: self.state.select(layer=v))
-        top = QHBoxLayout()
-        for w in (self.kind_box, self.mode, self.layer):
-            top.addWidget(w)
-        top.addStretch(1)
+        top = FlowLayout().addWidgets(self.kind_box, self.mode, self.layer)
         self.plot = TokenMatrix(state)
         self.image = self.plot.image
         self.note = ElidedLabel(" ")
@@ -93,3 +91,6 @@ class RolloutView(PreparedView, QWidget):
             self.plot.clear_matrix(d["note"])
             return
         self.plot.show_matrix(self.matrix, d["rows"], d["cols"], top=d["top"])
+
+    def export_target(self) -> QWidget:
+        return self.plot

@@ -1,0 +1,65 @@
+"""A view fits the dock it is given: its toolbar wraps, its plot scales, nothing hides
+behind a scrollbar (Head detail's toolbar was cut at "hide below 0.0" and its colorbar
+off-screen; Head lines hid its key column behind a horizontal scrollbar)."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QScrollArea, QWidget
+
+from gui.flow import FlowLayout
+
+RIGHT = ("Head detail", "Head lines", "Rollout")
+
+
+def _outside(view: QWidget) -> list[str]:
+    """Controls of ``view`` that are not wholly inside the part of it on screen."""
+    scroll = view.parentWidget().parentWidget()
+    assert isinstance(scroll, QScrollArea)
+    room = scroll.viewport().rect()
+    bad = []
+    for w in view.findChildren(QWidget):
+        if not w.isVisible() or not isinstance(w, (QAbstractButton, QComboBox, QAbstractSpinBox)):
+            continue
+        rect = w.rect().translated(w.mapTo(scroll.viewport(), w.rect().topLeft()))
+        if not room.contains(rect):
+            bad.append(f"{type(w).__name__} {getattr(w, 'text', lambda: '')()!r} at {rect.getRect()} outside {room.getRect()}")
+    return bad
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
+def test_right_dock_views_fit_their_dock(window, qtbot, drawn, size):
+    window.reset_layout()
+    window.resize(*size)
+    for title in RIGHT:
+        window.docks[title].show()
+        window.docks[title].raise_()
+        view = window.view(title)
+        drawn(view)
+        qtbot.waitUntil(lambda: view.isVisible())
+        qtbot.wait(1)
+        scroll = view.parentWidget().parentWidget()
+        assert not scroll.horizontalScrollBar().isVisible(), title
+        assert not scroll.verticalScrollBar().isVisible(), title
+        assert _outside(view) == [], title
+        plot = view.export_target()
+        assert plot.width() > 150 and plot.height() > 150, (title, plot.size())   # the plot takes the room
+
+
+def test_a_flow_row_wraps_instead_of_widening(qtbot):
+    from PySide6.QtWidgets import QPushButton, QVBoxLayout
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    row = FlowLayout().addWidgets(*[QPushButton(f"button number {i}") for i in range(8)])
+    box = QVBoxLayout(host)
+    box.addLayout(row)
+    box.addStretch(1)
+    widest = max(row.itemAt(i).sizeHint().width() for i in range(row.count()))
+    assert host.minimumSizeHint().width() <= widest + 30
+    host.resize(2 * widest + 20, 300)
+    host.show()
+    qtbot.waitUntil(lambda: host.isVisible())
+    qtbot.wait(1)
+    tops = sorted({row.itemAt(i).geometry().top() for i in range(row.count())})
+    assert len(tops) >= 4          # two buttons a line: four lines or more, none cut
+    assert all(row.itemAt(i).geometry().right() < host.width() for i in range(row.count()))
