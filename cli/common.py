@@ -128,14 +128,46 @@ def device(value: str) -> str:
 
 # ---- opening models --------------------------------------------------------------------------------
 def open_or_explain(path: str, device: str = "cpu"):
-    """The model at ``path``, or None after a one-line message on stderr (no traceback)."""
+    """The model at ``path``, or None after a one-line message on stderr (no traceback).
+    A load that takes a while shows a progress bar on stderr, on a terminal only (a script
+    reading stderr sees errors alone)."""
     from engine.loading.catalog import open_model
 
+    bar = LoadBar()
     try:
-        return open_model(path, device)
+        return open_model(path, device, progress=bar)
     except (ValueError, OSError) as exc:  # ModelLoadError is a ValueError; so is an unknown device
+        bar.close()
         say(exc)
         return None
+    finally:
+        bar.close()
+
+
+class LoadBar:
+    """engine.loading.progress records as a tqdm bar on stderr, in percent with the loader's
+    words (tensors built, bytes read). Shown only on a terminal and only for a load that has
+    taken LOAD_BAR_DELAY_S: a small model opens without a flash of bar."""
+
+    def __init__(self):
+        self.bar = None
+
+    def __call__(self, record) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=100, file=sys.stderr, delay=LOAD_BAR_DELAY_S, leave=False, unit="%",
+                            disable=not sys.stderr.isatty(), bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}")
+        self.bar.set_description_str(record.text, refresh=False)
+        self.bar.update(round(100 * record.fraction) - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+LOAD_BAR_DELAY_S = 0.5
 
 
 def model_notes(loaded) -> dict:

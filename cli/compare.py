@@ -6,8 +6,6 @@ attnscope's own encoder (the proof that our BERT is BERT). With --with, any two 
 that tokenize the same way: two checkpoints of one architecture, ours against theirs."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from cli.common import BAD_INPUT, model_notes, print_json, say, text
 
 
@@ -21,17 +19,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.loading.catalog import MINILM, open_model
+    from engine.loading.catalog import open_model
     from engine.inspection.compare import compare
     from engine.loading.convert import hf_to_scratch
-    from engine.loading.hf import load_hf_model
 
     device = args.device or "cpu"
     try:
-        if args.model == MINILM or Path(args.model).expanduser().exists():
-            hf = open_model(args.model, device)   # the one loader boundary
-        else:
-            hf = load_hf_model(args.model, device)  # a hub name: downloaded (online only), then checked the same way
+        hf = open_model(args.model, device)   # the one loader boundary: folders, hub ids, minilm
         if args.other is not None:
             return _compare_two(hf, open_model(args.other, device), args)
         if hf.family != "hf-bert":

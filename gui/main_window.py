@@ -25,6 +25,8 @@ from engine.loading.loaded import LoadedModel
 from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
 from gui.help import HelpButton, HelpDialog
+from gui.hf_cache_dialog import HFCacheDialog
+from gui.load_progress import LoadProgressBar
 from gui.tooltips import apply_tooltips
 from gui.theme import apply_font, apply_theme, emphasise, restyle_plots, tint
 from gui.export import export_target, export_widget
@@ -63,12 +65,13 @@ def _usable_device(device: str, devices: list[str]) -> str:
     return device if device in ("auto", *devices) else "auto"
 
 
-def _open_model(source: str, device: str):
+def _open_model(source: str, device: str, report=None, stop=None):
     """The worker's part of opening a model: first the devices this machine has (asking
-    torch, which the model needs anyway), then the model on ``device`` if it is one of them."""
+    torch, which the model needs anyway), then the model on ``device`` if it is one of them,
+    its progress reported as it loads (engine.loading.progress records), stopped on Cancel."""
     devices = available_devices()
     yield devices
-    return catalog.open_model(source, _usable_device(device, devices))
+    return catalog.open_model(source, _usable_device(device, devices), progress=report, stop=stop)
 
 
 def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False):
@@ -123,6 +126,7 @@ class MainWindow(QMainWindow):
         self.state.model_changed.connect(lambda _m: self._on_output(""))
         self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
+        self.model_jobs.busy_changed.connect(lambda b: b or self.load_progress.finish())
         self.open_source(source or catalog.default_source())
 
     # ---- layout ------------------------------------------------------------------------
@@ -255,6 +259,7 @@ class MainWindow(QMainWindow):
         self.open_action = file.addAction("&Open Checkpoint…", self.open_checkpoint_dialog, QKeySequence.StandardKey.Open)
         self.open_hf_action = file.addAction("Open &Hugging Face Model Folder…", self.open_hf_dialog,
                                              QKeySequence("Ctrl+Shift+O"))
+        self.open_hf_cache_action = file.addAction("Open from Hugging Face &Cache…", self.open_hf_cache_dialog)
         self.recent_menu = file.addMenu("Open &Recent")
         file.addSeparator()
         file.addAction("&Export View…", self.export_view_dialog, QKeySequence("Ctrl+E"))
@@ -300,7 +305,9 @@ class MainWindow(QMainWindow):
     def _build_status(self) -> None:
         self.model_label, self.device_label = ElidedLabel(), QLabel()
         self.params_label, self.time_label, self.busy_label = QLabel(), QLabel(), QLabel()
-        for w in (self.busy_label, self.model_label, self.device_label, self.params_label, self.time_label):
+        self.load_progress = LoadProgressBar(self.cancel_load)
+        for w in (self.load_progress, self.busy_label, self.model_label, self.device_label, self.params_label,
+                  self.time_label):
             self.statusBar().addPermanentWidget(w)
 
     # ---- models ------------------------------------------------------------------------
@@ -316,6 +323,7 @@ class MainWindow(QMainWindow):
         for path in catalog.bundled_checkpoints():
             add(f"{path.stem} (bundled)", str(path))
         add("all-MiniLM-L6-v2 (bundled, pretrained BERT)", catalog.MINILM)
+        menu.addAction("Hugging Face Model by Hub Id or from the Cache…", self.open_hf_cache_dialog)
         menu.addSeparator()
         for src in catalog.RANDOM_SOURCES:
             add(f"Untrained {src.split('-', 1)[1]} (random weights)", src)
@@ -344,11 +352,35 @@ class MainWindow(QMainWindow):
         if path:
             self.open_source(path)
 
+    def open_hf_cache_dialog(self) -> HFCacheDialog:
+        """The models in the local Hugging Face cache (and any hub id), opened by name."""
+        dialog = HFCacheDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.chosen.connect(self.open_source)
+        dialog.open()
+        return dialog
+
     def open_source(self, source: str) -> None:
-        """Load a model in the worker; on failure keep the current one and say why."""
+        """Load a model in the worker, its progress in the status bar; on failure or Cancel
+        keep the current one (and say why)."""
         self.statusBar().showMessage(f"Loading {Path(source).name}…")
-        self.model_jobs.start(_open_model, source, self.state.device, on_yielded=self._show_devices,
+        self.load_progress.start(Path(source).name or source)
+        self.model_jobs.start(_open_model, source, self.state.device, on_yielded=self._on_load_yield,
                               on_returned=lambda loaded: self._model_loaded(source, loaded))
+
+    def _on_load_yield(self, value) -> None:
+        if isinstance(value, list):      # the machine's devices, first
+            self._show_devices(value)
+        else:                            # how far the load is
+            self.load_progress.show_progress(value)
+
+    def cancel_load(self) -> None:
+        """Cancel: the load stops between two tensors; the model that was open stays."""
+        if self.model_jobs.busy:
+            self.model_jobs.cancel()
+            self.load_progress.finish()
+            kept = self.state.loaded.name if self.state.loaded is not None else "no model"
+            self.statusBar().showMessage(f"Loading cancelled; {kept} stays open.", 6000)
 
     def _show_devices(self, devices: list[str]) -> None:
         """The device chooser lists this machine's devices; a chosen one it lacks becomes auto."""
@@ -366,7 +398,8 @@ class MainWindow(QMainWindow):
             push_recent(self.settings, str(Path(source).resolve()))
             self.settings.setValue("last_dir", str(Path(source).resolve().parent))
             self._fill_recent_menu()
-        self.statusBar().showMessage(f"Opened {loaded.name}", 4000)
+        notes = loaded.meta.get("notes")
+        self.statusBar().showMessage(f"Opened {loaded.name}" + (f". {notes}" if notes else ""), 12000 if notes else 4000)
         self.state.set_model(loaded)
 
     def _on_model_changed(self, loaded: LoadedModel) -> None:

@@ -12,7 +12,9 @@ inside a step, not only between yields.
   while waiting replace each other: of ten quick Runs, only the newest runs.
 - ``stop`` asks the running job to end early but keeps its result (training's Stop).
 - A job function with a ``stop`` parameter gets ``stop=<callable>``, true once the job is
-  stopped or cancelled, so a long step can end within itself.
+  stopped or cancelled, so a long step can end within itself; one with a ``report``
+  parameter gets ``report=<callable>``, whose argument reaches ``on_yielded`` as a yielded
+  value does (progress from inside a call that cannot yield, such as a model load).
 - Every error goes to ``on_error`` (to put the view back in order) and to ``job_failures``,
   whose ``failed(title, message)`` signal the main window shows as a dialog.
 
@@ -174,8 +176,17 @@ class _Task(QRunnable):
         self.stop_event = threading.Event()     # stop or cancel: the job may end early
         self.cancel_event = threading.Event()   # cancel: nothing more is delivered
         self.done = threading.Event()           # the thread has let go
-        if "stop" in _parameters(func) and "stop" not in kwargs:
+        params = _parameters(func)
+        if "stop" in params and "stop" not in kwargs:
             kwargs["stop"] = self.stop_event.is_set
+        if "report" in params and "report" not in kwargs:
+            kwargs["report"] = self._report
+
+    def _report(self, value) -> None:
+        """Deliver ``value`` as a yielded one, from inside a call that cannot yield (a model
+        load inside transformers reports its progress through a callback)."""
+        if not self.cancel_event.is_set():
+            self._emit("yielded", value)
 
     def run(self) -> None:
         _CURRENT.lane = self.lane

@@ -38,13 +38,13 @@ def build_model(arch: str, seed: int = 0, dtype=torch.bfloat16):
     return model, tokenizer
 
 
-def save_sharded(model, tokenizer, folder: Path, fmt: str = "safetensors") -> Path:
+def save_sharded(model, tokenizer, folder: Path, fmt: str = "safetensors", max_shard_size: str = SHARD) -> Path:
     """``model`` saved in shards of SHARD: safetensors by transformers' own save_pretrained;
     .bin as transformers 4 wrote them (torch.save per shard, pytorch_model.bin.index.json),
     since transformers 5 no longer writes them but still reads them."""
     folder = Path(folder)
     if fmt == "safetensors":
-        model.save_pretrained(folder, max_shard_size=SHARD)
+        model.save_pretrained(folder, max_shard_size=max_shard_size)
     else:
         from huggingface_hub import split_torch_state_dict_into_shards
 
@@ -52,7 +52,7 @@ def save_sharded(model, tokenizer, folder: Path, fmt: str = "safetensors") -> Pa
         model.config.save_pretrained(folder)
         state = {k: v.contiguous().clone() for k, v in model.state_dict().items()}
         split = split_torch_state_dict_into_shards(state, filename_pattern="pytorch_model{suffix}.bin",
-                                                   max_shard_size=SHARD)
+                                                   max_shard_size=max_shard_size)
         for file, names in split.filename_to_tensors.items():
             torch.save({n: state[n] for n in names}, folder / file)
         index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},

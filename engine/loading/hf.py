@@ -343,7 +343,7 @@ def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progres
     the load ends with LoadCancelled and nothing of it is kept."""
     try:
         return _load_hf(path_or_name, device, Reporter(Path(path_or_name).name or path_or_name, progress, stop))
-    except HFModelError:
+    except (HFModelError, LoadCancelled):
         raise
     except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
         raise HFModelError(str(exc)) from None

@@ -176,12 +176,16 @@ def _agrees(folder: Path, index: str, file: str, held: set, listed: set) -> None
     if listed - held:
         name = sorted(listed - held)[0]
         raise ModelLoadError(f"{folder}: {index} places {name!r} in {file}, but that file does not hold it "
-                             f"({len(listed - held)} such tensors); the file and the index come from different "
+                             f"({_tensors(len(listed - held))} placed there, not in it); the file and the index come from different "
                              "versions of the model. Copy the model again.")
     name = sorted(held - listed)[0]
     raise ModelLoadError(f"{folder}: {file} holds {name!r}, which {index} does not place there "
-                         f"({len(held - listed)} such tensors); the file and the index come from different versions "
+                         f"({_tensors(len(held - listed))} in it, placed elsewhere or nowhere); the file and the index come from different versions "
                          "of the model. Copy the model again.")
+
+
+def _tensors(n: int) -> str:
+    return "1 tensor" if n == 1 else f"{n:,} tensors"
 
 
 def safetensors_header(path: Path, folder: Path) -> dict[str, tuple[str, int]]:
@@ -260,8 +264,8 @@ def bin_header(path: Path, folder: Path) -> dict[str, tuple[str, int]]:
         state = torch.load(path, map_location="meta", weights_only=True, mmap=zipfile.is_zipfile(path))
     except Exception as exc:  # torch's safe loader refuses: damaged bytes, or a pickle that calls code
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise ModelLoadError(f"{where} cannot be read as PyTorch weights without running code, or is damaged "
-                             f"({first}).") from None
+        raise ModelLoadError(f"{where} cannot be read as PyTorch weights: it is damaged or truncated, or its pickle "
+                             f"would run code ({first}). Copy it again, or use the model's .safetensors files.") from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelLoadError(f"{where} does not hold a table of named tensors.")
     held = {}

@@ -214,6 +214,23 @@ class Factory:
                 p.write_text(content)
         return folder
 
+    def hf_sharded(self, name: str, change=None, fmt: str = "safetensors") -> Path:
+        """The base BERT saved in shards (``fmt``: safetensors or bin, with its index), then
+        ``change(folder, index)`` applied (index: the parsed index.json, written back after)."""
+        from tests.hf_sharded import save_sharded
+        import transformers
+
+        folder = self.path(name)
+        model = transformers.BertModel.from_pretrained(str(self.hf_base()))
+        tokenizer = transformers.BertTokenizerFast.from_pretrained(str(self.hf_base()))
+        save_sharded(model, tokenizer, folder, fmt, max_shard_size="10KB")
+        index_file = folder / ("model.safetensors.index.json" if fmt == "safetensors" else "pytorch_model.bin.index.json")
+        index = json.loads(index_file.read_text())
+        if change is not None:
+            text = change(folder, index)
+            index_file.write_text(text if isinstance(text, str) else json.dumps(index))
+        return folder
+
     def hf_other(self, name: str, kind: str) -> Path:
         import torch
         folder = self.path(name)
@@ -450,6 +467,37 @@ def build_files(f: Factory) -> None:
     os.symlink("/dev/zero", zero / "model.safetensors")
     f.add("hf-folder", "model.safetensors links to /dev/zero", zero)
     f.add("hf-folder", "huge config.json", f.hf("hf-bigconfig", config={"junk": "x" * (3 << 20)}))
+    # sharded folders (issue 31): the index and every shard checked before anything loads
+    def shards(index):
+        return sorted(set(index["weight_map"].values()))
+
+    def outside(folder, index):
+        index["weight_map"][next(iter(index["weight_map"]))] = "../../outside.safetensors"
+
+    def missing(folder, index):
+        (folder / shards(index)[1]).unlink()
+
+    def truncated(folder, index):
+        shard = folder / shards(index)[-1]
+        shard.write_bytes(shard.read_bytes()[:-512])
+
+    def disagrees(folder, index):
+        first = next(iter(index["weight_map"]))
+        index["weight_map"][first] = next(s for s in shards(index) if s != index["weight_map"][first])
+
+    def twice(folder, index):
+        first = next(iter(index["weight_map"]))
+        return json.dumps(index).replace('"weight_map": {', '"weight_map": {' + json.dumps(first) + ": "
+                                         + json.dumps(shards(index)[0]) + ", ", 1)
+
+    f.add("hf-folder", "sharded (usable)", f.hf_sharded("hf-sharded"), ok=True)
+    f.add("hf-folder", "index names a file outside the folder", f.hf_sharded("hf-shard-outside", outside))
+    f.add("hf-folder", "a shard is missing", f.hf_sharded("hf-shard-missing", missing))
+    f.add("hf-folder", "a shard is truncated", f.hf_sharded("hf-shard-truncated", truncated))
+    f.add("hf-folder", "a shard's header disagrees with the index", f.hf_sharded("hf-shard-disagrees", disagrees))
+    f.add("hf-folder", "the index names a tensor twice", f.hf_sharded("hf-shard-twice", twice))
+    f.add("hf-folder", "a .bin shard is missing", f.hf_sharded("hf-bin-missing", missing, fmt="bin"))
+    f.add("hf-folder", "a .bin shard is truncated", f.hf_sharded("hf-bin-truncated", truncated, fmt="bin"))
     f.add("hf-folder", "relative positions (usable)", f.hf("hf-relative", config={"position_embedding_type": "relative_key"}),
           ok=True)
 
