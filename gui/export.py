@@ -1,4 +1,5 @@
-"""Save any view as PNG (a pixel grab) or SVG (vector, through QSvgGenerator).
+"""Save any view as PNG (a pixel grab) or SVG (vector, through QSvgGenerator, its heatmaps
+made sharp by gui.svg_cells).
 
 Both are written to a temporary name beside the target and renamed (engine.runtime.files), so a
 failed or interrupted export never leaves an empty file nor destroys the one that was there.
@@ -13,6 +14,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
 from engine.runtime.files import atomic_path
+from gui.svg_cells import sharpen
 
 FORMATS = ("png", "svg")
 
@@ -50,3 +52,5 @@ def _render_svg(widget: QWidget, path: Path) -> None:
         QWidget.render(widget, painter, QPoint(0, 0))
     finally:
         painter.end()
+    # Heatmaps sharp in browsers and librsvg, not stretched and smoothed (gui.svg_cells).
+    path.write_text(sharpen(path.read_text(encoding="utf-8"), (size.width(), size.height())), encoding="utf-8")
