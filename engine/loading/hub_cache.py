@@ -65,7 +65,7 @@ class CachedModel:
     """One model of the cache, as the File > Open from Hugging Face cache dialog lists it."""
     repo_id: str
     folder: Path                 # its snapshot (refs/main, else the newest)
-    size_bytes: int              # what its blobs take on disk
+    size_bytes: int              # what its snapshot's files take on disk
     architecture: str            # config.json's model_type, or "" when it has none
     problem: str | None          # why attnscope cannot open it; None when it can
 
@@ -84,7 +84,7 @@ def cached_models(cache: Path | None = None) -> list[CachedModel]:
         folder = cached_snapshot(repo_id, cache=root) or _newest_snapshot(repo)
         if folder is None:
             continue
-        found.append(CachedModel(repo_id, folder, _blob_bytes(repo), *_openable(folder)))
+        found.append(CachedModel(repo_id, folder, _snapshot_bytes(folder), *_openable(folder)))
     return found
 
 
@@ -96,17 +96,15 @@ def _newest_snapshot(repo: Path) -> Path | None:
     return max(snaps, key=lambda p: p.stat().st_mtime, default=None)
 
 
-def _blob_bytes(repo: Path) -> int:
+def _snapshot_bytes(folder: Path) -> int:
+    """What the snapshot's files take on disk, links followed (into blobs/, or anywhere)."""
     total = 0
-    for sub in ("blobs", "snapshots"):   # blobs when huggingface_hub wrote them; real files in snapshots otherwise
-        for dirpath, _dirs, files in os.walk(repo / sub):
-            for name in files:
-                path = Path(dirpath) / name
-                if not path.is_symlink():
-                    try:
-                        total += path.stat().st_size
-                    except OSError:
-                        pass
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += (Path(dirpath) / name).stat().st_size
+            except OSError:
+                pass
     return total
 
 
