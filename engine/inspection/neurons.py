@@ -77,13 +77,12 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
     tq, tk = trace.piece_span(kind)
     kv = call.kv_head(head)
     n_heads, n_kv = call.q.shape[1], call.k.shape[1]
-    mask = call.mask
-    if mask is None:
+    add = call.additive()                    # mask, causal triangle and bias as one term: -inf where masked
+    if add is None:
         masked = torch.zeros(tq, tk, dtype=torch.bool)
     else:
-        m = mask[b if mask.shape[0] > 1 else 0, head if mask.shape[1] > 1 else 0]
-        m = (~m if m.dtype == torch.bool else m <= torch.finfo(m.dtype).min / 2).cpu()
-        masked = m.expand(call.q.shape[2], call.k.shape[2])[:tq, :tk]
+        a = add[b if add.shape[0] > 1 else 0, head if add.shape[1] > 1 else 0].cpu()
+        masked = torch.isneginf(a).expand(call.q.shape[2], call.k.shape[2])[:tq, :tk]
     bias = None
     if call.bias is not None:
         pb = call.bias[b if call.bias.shape[0] > 1 else 0, head if call.bias.shape[1] > 1 else 0].float().cpu()

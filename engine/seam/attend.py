@@ -71,13 +71,13 @@ def attend(call: AttentionCall) -> torch.Tensor:
 
 
 def _fused(call: AttentionCall) -> torch.Tensor:
-    mask = call.mask
+    mask, causal = call.mask, call.causal
     if call.bias is not None:
-        mask = call.additive(call.q.dtype)
+        mask, causal = call.additive(call.q.dtype), False      # the causal triangle is in the additive term
     elif mask is not None and mask.dtype != torch.bool:
         mask = mask.to(call.q.dtype)
     return F.scaled_dot_product_attention(call.q, call.k, call.v, attn_mask=mask, dropout_p=call.dropout,
-                                          scale=call.scale, enable_gqa=call.group > 1)
+                                          is_causal=causal, scale=call.scale, enable_gqa=call.group > 1)
 
 
 def _eager(call: AttentionCall, editors) -> torch.Tensor:

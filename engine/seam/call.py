@@ -34,6 +34,7 @@ class AttentionCall:
     scale: float = 1.0                   # scores = q.k * scale
     softcap: float | None = None         # Gemma 2: scores = cap * tanh(scores / cap), before bias and mask
     window: int | None = None            # sliding window (already in the mask; said for the user)
+    causal: bool = False                 # no mask given: query i sees keys up to i (Tq == Tk), as sdpa's is_causal
     dropout: float = 0.0
     module: object = None                # the calling module (site discovery only)
 
@@ -61,6 +62,11 @@ class AttentionCall:
 
     def _additive(self, dtype) -> torch.Tensor | None:
         out = None if self.bias is None else self.bias.to(dtype)
+        if self.causal:
+            tq, tk = self.q.shape[2], self.k.shape[2]
+            future = torch.ones(tq, tk, dtype=torch.bool, device=self.q.device).triu_(tk - tq + 1)
+            tri = torch.zeros(tq, tk, dtype=dtype, device=self.q.device).masked_fill_(future, float("-inf"))[None, None]
+            out = tri if out is None else out + tri
         m = self.mask
         if m is not None:
             if m.dtype == torch.bool:

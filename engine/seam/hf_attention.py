@@ -3,8 +3,10 @@
 transformers 5 routes every supported architecture's attention through
 ``ALL_ATTENTION_FUNCTIONS[config._attn_implementation]`` with (module, query, key, value,
 mask, scaling, dropout, and per model: sliding_window, softcap, position_bias). We register
-``attnscope`` there (and a boolean mask builder beside it, so masks arrive as True = may
-attend, never skipped for "is_causal") and switch a model to it. Each attention module
+``attnscope`` there, with the boolean mask builder transformers gives its sdpa path (True =
+may attend; left out, as for sdpa, where the call is plainly causal or sees every key: the
+call then says ``causal``, which the fused kernel runs fastest and the recording keeps),
+and switch a model to it. Each attention module
 learns its ``Site`` once, by one small forward that notes the order and shapes of the calls
 (``assign_sites``): that needs no table of module names per architecture.
 """
@@ -25,17 +27,13 @@ def attnscope_attention(module, query, key, value, attention_mask, scaling=None,
     weights are never returned by the model, a Recorder keeps what they are computed from."""
     scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
     softcap = kwargs.get("softcap")
+    is_causal = kwargs.get("is_causal")
+    is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal   # as transformers' sdpa path
     call = AttentionCall(getattr(module, "attnscope_site", None), query, key, value, mask=attention_mask,
                          bias=kwargs.get("position_bias"), scale=scale, softcap=float(softcap) if softcap else None,
-                         window=kwargs.get("sliding_window"), dropout=dropout, module=module)
+                         window=kwargs.get("sliding_window"), dropout=dropout, module=module,
+                         causal=bool(is_causal) and attention_mask is None and query.shape[2] > 1)
     return attend(call).transpose(1, 2).contiguous(), None
-
-
-def _boolean_mask(*args, **kwargs):
-    from transformers.masking_utils import sdpa_mask
-
-    kwargs["allow_is_causal_skip"] = False
-    return sdpa_mask(*args, **kwargs)
 
 
 def register() -> None:
@@ -44,10 +42,10 @@ def register() -> None:
     if _registered:
         return
     from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
     AttentionInterface.register(NAME, attnscope_attention)
-    AttentionMaskInterface.register(NAME, _boolean_mask)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
     _registered = True
 
 
