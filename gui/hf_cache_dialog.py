@@ -29,7 +29,8 @@ def _size(n: int) -> str:
 
 
 def _scan():
-    from engine.loading.hub_cache import cache_dir, cached_models
+    from engine.loading.cache_listing import cached_models
+    from engine.loading.hub_cache import cache_dir
 
     return cache_dir(), cached_models()
 

@@ -200,7 +200,7 @@ def test_broken_shards_and_indexes_get_one_sentence(store, tmp_path):
 
 
 def test_the_cache_lists_models_with_size_architecture_and_whether_they_open(offline_cache, tmp_path):
-    from engine.loading.hub_cache import cached_models
+    from engine.loading.cache_listing import cached_models
 
     broken = put_in_cache(offline_cache["folders"]["gpt2", "safetensors"], offline_cache["cache"], "tiny-org/broken")
     next(broken.glob("model-00002-*")).unlink()

@@ -13,7 +13,9 @@ def readable_tokens(tokenizer, ids) -> list[str]:
     gets "##" in front, as BERT writes it ("believ" -> "##believ"); special tokens stay
     as they are. So word merging (``word_groups``) works for every model."""
     ids = [int(i) for i in ids]
-    pieces = tokenizer.convert_ids_to_tokens(ids)
+    # An id past the tokenizer's vocabulary (embeddings padded to a round size, which greedy
+    # decoding of a random model can pick) has no piece: it is shown by its number.
+    pieces = [p if p is not None else f"<id {i}>" for i, p in zip(ids, tokenizer.convert_ids_to_tokens(ids))]
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     out: list[str] = []
     after_special = True

@@ -19,8 +19,9 @@ Weights stay in the checkpoint's own dtype where the device computes it (bfloat1
 CPU too; float16 becomes float32 there, with a note), read from the files' memory map
 by transformers, so loading takes about the model's size on disk and no more. Code shipped in a
 folder (``auto_map``) never runs: transformers' built-in class for the model_type loads it,
-with trust_remote_code=False. Attention comes from the *eager* implementation, the one
-that computes the weights (the fused kernels return none).
+with trust_remote_code=False. Attention runs through attnscope's seam (engine.seam): the
+function registered with transformers' AttentionInterface, fused kernel, queries and keys
+recorded when a trace asks.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ import torch
 from engine.loading.loaded import LoadedModel
 from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
 from engine.loading.progress import BUILD_SHARE, LoadCancelled, Reporter
-from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, read_index
+from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, has_weights, read_index
+from engine.seam.hf_attention import NAME as SEAM, SiteError, assign_sites, register as register_seam
 from engine.loading.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
                                check_config, check_memory, check_tensors, check_values)
 
@@ -121,15 +123,15 @@ def check_folder(path: Path, device="cpu") -> tuple[dict, WeightFiles, list[str]
     (config, weight files, notes for the user). HFModelError for anything that would fail,
     the memory check included: the weights' bytes in the dtype they will be held in on ``device``."""
     raw = read_config(path)
+    if not has_weights(path):
+        raise HFModelError(f"{path} has a config.json but no weights (model.safetensors, pytorch_model.bin, or "
+                           "their shards with model.safetensors.index.json or pytorch_model.bin.index.json).")
+    model_type = raw.get("model_type")
+    hf_role(model_type, str(path))      # an architecture we cannot build is said before its files are read
     try:
         weights = find_weights(path)
     except ModelLoadError as exc:
         raise HFModelError(str(exc)) from None
-    if weights is None:
-        raise HFModelError(f"{path} has a config.json but no weights (model.safetensors, pytorch_model.bin, or "
-                           "their shards with model.safetensors.index.json or pytorch_model.bin.index.json).")
-    model_type = raw.get("model_type")
-    hf_role(model_type, str(path))
     notes = []
     if "auto_map" in raw:
         notes.append("This folder ships its own Python code (auto_map in config.json). attnscope never runs code "
@@ -418,9 +420,10 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
     maker = {"encoder": AutoModel, "decoder": AutoModelForCausalLM, "encoder-decoder": AutoModelForSeq2SeqLM}[role]
     source = str(path)
     config = hf_config(raw, source)
+    register_seam()
     try:
         with _quiet_transformers(), _counting_tensors(reporter):
-            model, info = maker.from_pretrained(source, config=config, attn_implementation="eager",
+            model, info = maker.from_pretrained(source, config=config, attn_implementation=SEAM,
                                                 local_files_only=True, output_loading_info=True,
                                                 trust_remote_code=False, dtype=dtype)
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, trust_remote_code=False)
@@ -446,6 +449,10 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
                            f"{vocab} rows, so ids beyond {vocab - 1} would fail on every run. "
                            "The tokenizer files do not belong to these weights.")
     model.eval().to(device)
+    try:
+        assign_sites(model, role)      # every attention module learns its site at the seam
+    except SiteError as exc:
+        raise HFModelError(f"{source}: {exc}") from None
     name = path.name if local else path_or_name
     if local and path.resolve() == Path(minilm_path()).resolve():
         name = "all-MiniLM-L6-v2"

@@ -1,10 +1,12 @@
-"""Models in the local Hugging Face cache: a hub id resolved offline, and the list of what is there.
+"""Models in the local Hugging Face cache: a hub id resolved offline to its snapshot folder.
 
 Why: whoever ran ``from_pretrained("Qwen/Qwen2.5-0.5B")`` once has that model on disk, under
 ``~/.cache/huggingface/hub`` (or ``$HF_HOME/hub``, or ``$HF_HUB_CACHE``), in the layout
 huggingface_hub writes: ``models--Qwen--Qwen2.5-0.5B/refs/main`` holds a commit hash, and
 ``snapshots/<hash>/`` holds the files (links into ``blobs/``). attnscope opens that snapshot
 as a folder, with no network, as transformers does with ``local_files_only``.
+
+What is in the cache, and whether each can be opened, is engine.loading.cache_listing.
 
 The cache folder is worked out when asked, from the environment as huggingface_hub reads
 it (HF_HUB_CACHE, then HF_HOME/hub, then XDG_CACHE_HOME/huggingface/hub), not from
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 # "org/name" or a bare "name" (the hub's old canonical models); never a path with more parts.
@@ -60,75 +61,9 @@ def cached_snapshot(repo_id: str, revision: str = "main", cache: Path | None = N
     return folder if folder.is_dir() else None
 
 
-@dataclass(frozen=True)
-class CachedModel:
-    """One model of the cache, as the File > Open from Hugging Face cache dialog lists it."""
-    repo_id: str
-    folder: Path                 # its snapshot (refs/main, else the newest)
-    size_bytes: int              # what its snapshot's files take on disk
-    architecture: str            # config.json's model_type, or "" when it has none
-    problem: str | None          # why attnscope cannot open it; None when it can
-
-
-def cached_models(cache: Path | None = None) -> list[CachedModel]:
-    """Every model in the cache, by name, with whether attnscope can open it and why not.
-    Reads configs, indexes and weight headers only (see engine.loading.hf.check_folder)."""
-    root = cache or cache_dir()
-    found = []
-    try:
-        repos = sorted(p for p in root.iterdir() if p.name.startswith("models--") and p.is_dir())
-    except OSError:
-        return []
-    for repo in repos:
-        repo_id = repo.name[len("models--"):].replace("--", "/")
-        folder = cached_snapshot(repo_id, cache=root) or _newest_snapshot(repo)
-        if folder is None:
-            continue
-        found.append(CachedModel(repo_id, folder, _snapshot_bytes(folder), *_openable(folder)))
-    return found
-
-
-def _newest_snapshot(repo: Path) -> Path | None:
+def newest_snapshot(repo: Path) -> Path | None:
     try:
         snaps = [p for p in (repo / "snapshots").iterdir() if p.is_dir()]
     except OSError:
         return None
     return max(snaps, key=lambda p: p.stat().st_mtime, default=None)
-
-
-def _snapshot_bytes(folder: Path) -> int:
-    """What the snapshot's files take on disk, links followed (into blobs/, or anywhere)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                total += (Path(dirpath) / name).stat().st_size
-            except OSError:
-                pass
-    return total
-
-
-def _openable(folder: Path) -> tuple[str, str | None]:
-    """(architecture, problem) of a snapshot: every check before loading, none of the loading."""
-    from engine.loading.hf import check_folder, read_config
-    from engine.loading.validation import ModelLoadError
-
-    try:
-        arch = read_config(folder).get("model_type")
-    except ModelLoadError as exc:
-        return "", _short(exc, folder)
-    arch = arch if isinstance(arch, str) else ""
-    try:
-        check_folder(folder)
-    except ModelLoadError as exc:
-        return arch, _short(exc, folder)
-    return arch, None
-
-
-def _short(exc: Exception, folder: Path) -> str:
-    """The loader's sentence without the long snapshot path it starts with."""
-    text = str(exc)
-    for prefix in (f"{folder}: ", f"{folder} "):
-        if text.startswith(prefix):
-            return text[len(prefix):]
-    return text.replace(str(folder), "this snapshot")

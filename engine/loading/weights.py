@@ -88,6 +88,11 @@ def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+def has_weights(folder: Path) -> bool:
+    """Whether the folder names any weights at all (a file or an index), before reading them."""
+    return any(_exists(folder / names[fmt]) for fmt in ("safetensors", "bin") for names in (SINGLE, INDEX))
+
+
 def find_weights(folder: Path) -> WeightFiles | None:
     """The folder's weights, checked: None when it has none; ModelLoadError naming the
     file and what is wrong with it when they cannot be read as they are."""
