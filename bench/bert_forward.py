@@ -4,16 +4,17 @@ At 16, 128 and 512 tokens of the same text, five calls in one interleaved loop, 
 worker thread as the app runs a forward (bench/_timing: rotating order, one warm-up round,
 medians and spread):
 
-- ``app_trace``: what a Run in the window computes for MiniLM, ``engine.traces.tracing.trace_text``
-  -> ``engine.adapters.hf_text.trace_hf``: tokenise, transformers' eager forward with
-  ``output_attentions``, the AttentionTrace;
-- ``hf_eager_weights``: the same eager forward called bare (no tokenising, no trace);
-- ``ours_weights``: attnscope's own BERT encoder on the same weights, returning its weights
-  (the path of Compare and ``attnscope compare``, not of a Run);
+- ``app_trace``: what a Run in the window computes for MiniLM, ``engine.traces.tracing.trace_text``:
+  the adapter frames the text, the forward runs through the seam with the recorder on, and
+  every head is computed from the recorded queries and keys (the trace densified);
+- ``hf_eager_weights``: transformers' eager forward with ``output_attentions`` called bare
+  (no tokenising, no trace): the path attnscope took before the seam;
+- ``ours_weights``: attnscope's own BERT encoder on the same weights, recorded at the seam and
+  every layer's weights computed (the path of Compare and ``attnscope compare``);
 - ``ours_fused`` / ``hf_sdpa``: both without weights, on the fused kernel.
 
-Ratios: app_trace / hf_eager_weights (what the trace costs around the forward, goal <= 1.1),
-ours / HF eager with weights (goal <= 1.0), ours fused / HF sdpa (goal <= 1.05).
+Ratios: app_trace / hf_eager_weights (goal <= 1.1), ours / HF eager with weights (goal <=
+1.0), ours fused / HF sdpa (goal <= 1.05).
 """
 from __future__ import annotations
 
@@ -44,22 +45,29 @@ def main() -> None:
 
     from engine.loading.convert import hf_to_scratch
     from engine.loading.hf import load_hf_model, minilm_path
+    from engine.seam import recording
     from engine.traces.tracing import trace_text
 
-    eager = load_hf_model(minilm_path())
+    loaded = load_hf_model(minilm_path())
+    eager = AutoModel.from_pretrained(minilm_path(), attn_implementation="eager").eval()
     sdpa = AutoModel.from_pretrained(minilm_path(), attn_implementation="sdpa").eval()
-    ours = hf_to_scratch(eager).model
+    ours = hf_to_scratch(loaded).model
+
+    def ours_weights(ids, types, mask):
+        with recording() as rec:
+            ours(ids, types, mask)
+        return [c.weights(None) for c in rec.layers("encoder self")]
     results = {}
     for n in (16, 128, 512):
-        text = text_of(eager.tokenizer, n)
-        enc = eager.tokenizer(text, return_tensors="pt")
+        text = text_of(loaded.tokenizer, n)
+        enc = loaded.tokenizer(text, return_tensors="pt")
         ids, types, mask = enc["input_ids"], enc["token_type_ids"], enc["attention_mask"]
         fns = {
-            "app_trace": lambda: trace_text(eager, text),
-            "hf_eager_weights": lambda: eager.model(input_ids=ids, token_type_ids=types, attention_mask=mask,
-                                                    output_attentions=True),
-            "ours_weights": lambda: ours(ids, types, mask, need_weights=True),
-            "ours_fused": lambda: ours(ids, types, mask, need_weights=False),
+            "app_trace": lambda: trace_text(loaded, text),
+            "hf_eager_weights": lambda: eager(input_ids=ids, token_type_ids=types, attention_mask=mask,
+                                              output_attentions=True),
+            "ours_weights": lambda: ours_weights(ids, types, mask),
+            "ours_fused": lambda: ours(ids, types, mask),
             "hf_sdpa": lambda: sdpa(input_ids=ids, token_type_ids=types, attention_mask=mask),
         }
         t = interleaved({name: on_worker(torch.no_grad()(fn)) for name, fn in fns.items()},

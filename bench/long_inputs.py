@@ -1,9 +1,10 @@
 """Long inputs stay usable: 512 tokens through all-MiniLM-L6-v2 (6 layers x 12 heads), then
 the time each view takes to draw that trace, offscreen. Prints one JSON object.
 
-- forward: what a Run computes (``trace_text``: transformers' eager forward with the
-  weights, the AttentionTrace) against the same eager forward asking for no weights; on a
-  worker thread as in the app, warmed up, interleaved, medians and spread.
+- forward: what a Run computes (``trace_text``: the forward through the seam with the
+  recorder on, every head computed from the recorded queries and keys) against the same
+  forward recording nothing (the fused kernel alone); on a worker thread as in the app,
+  warmed up, interleaved, medians and spread.
 - per view: a new 512-token trace set on the view's AppState (the signal every view redraws
   on), prepared in the view's worker (the Neurons view: its forward on the model thread),
   applied, then the view grabbed (painted). Head lines
@@ -33,8 +34,8 @@ TEXT = " ".join(["attention lets every token look at every other token in the se
 
 
 class Forward:
-    """What a Run computes (``trace_text``) against the same eager forward asking for no
-    weights, on the model thread, alternating; ``per_call`` pairs a call."""
+    """What a Run computes (``trace_text``) against the same forward recording nothing, on the
+    model thread, alternating; ``per_call`` pairs a call."""
 
     def __init__(self, loaded, per_call: int = 2):
         import torch
@@ -44,7 +45,7 @@ class Forward:
         enc = loaded.tokenizer(TEXT, return_tensors="pt", truncation=True, max_length=loaded.max_len)
         self.traces: list = []
 
-        def eager_no_weights():
+        def forward_no_weights():
             with torch.no_grad():
                 loaded.model(**enc)
 
@@ -55,7 +56,7 @@ class Forward:
             self.traces.append(trace_text(loaded, TEXT + (" again" if len(self.traces) % 2 else "")))
             del self.traces[:-2]
 
-        self.fns = {"eager_no_weights": on_worker(eager_no_weights), "trace_text": on_worker(run_trace)}
+        self.fns = {"forward_no_weights": on_worker(forward_no_weights), "trace_text": on_worker(run_trace)}
         self.times = {name: [] for name in self.fns}
         self.per_call, self.calls = per_call, 0
 
@@ -71,8 +72,8 @@ class Forward:
 
     def result(self) -> dict:
         t = self.times
-        return {"trace_text_ms": summary(t["trace_text"]), "eager_no_weights_ms": summary(t["eager_no_weights"]),
-                "ratio": ratio(t["trace_text"], t["eager_no_weights"])}
+        return {"trace_text_ms": summary(t["trace_text"]), "forward_no_weights_ms": summary(t["forward_no_weights"]),
+                "ratio": ratio(t["trace_text"], t["forward_no_weights"])}
 
 
 class ViewDraws:
