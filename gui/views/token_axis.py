@@ -1,4 +1,10 @@
-"""An axis that labels ticks with tokens, written vertically so long tokens never overlap."""
+"""An axis that labels ticks with tokens, written vertically so long tokens never overlap.
+
+Why it overrides pyqtgraph's edge check: pyqtgraph drops a tick label whose *unrotated*
+text box sticks out of the axis, so a long first or last token ([BOS], [EOS]) vanished
+although, written vertically, it is only a line's height wide and centred on its tick
+(Rollout showed 15 columns and 14 labels; Head detail lost [BOS] at 63 tokens). And the
+axis height it sets makes room for its title too, which overlapped the labels."""
 from __future__ import annotations
 
 import pyqtgraph as pg
@@ -12,6 +18,7 @@ class VerticalTokenAxis(pg.AxisItem):
     def __init__(self, orientation: str = "top", **kwargs):
         super().__init__(orientation, **kwargs)
         self._labels: list[str] = []
+        self._placing = False      # inside generateDrawSpecs: the edge check lets every tick's label in
 
     def set_tokens(self, tokens: list[str], every: int = 1) -> None:
         """Label every ``every``-th token."""
@@ -26,8 +33,23 @@ class VerticalTokenAxis(pg.AxisItem):
         metrics = QFontMetrics(self.style.get("tickFont") or self.font())
         widest = max((metrics.horizontalAdvance(t) for t in set(tokens)), default=0)
         height = min(140, widest + 12)
+        if self.label.isVisible():     # the title ("key") above the labels, not on them
+            height += int(self.label.boundingRect().height())
         if height != self.height():
             self.setHeight(height)
+
+    def generateDrawSpecs(self, p):
+        self._placing = True
+        try:
+            return super().generateDrawSpecs(p)
+        finally:
+            self._placing = False
+
+    def boundingRect(self):
+        """While labels are placed, wide enough for any unrotated label box: every tick shown
+        is inside the view, and its label is drawn vertically on it."""
+        rect = super().boundingRect()
+        return rect.adjusted(-10_000, 0, 10_000, 0) if self._placing else rect
 
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
         super().drawPicture(p, axisSpec, tickSpecs, [])
