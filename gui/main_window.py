@@ -83,9 +83,9 @@ def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_s
 
 
 def _model_output(loaded: LoadedModel, text: str) -> str:
-    from engine.decoding.session import model_output
+    from gui.output_line import output_line
 
-    return model_output(loaded, text)
+    return output_line(loaded, text)
 
 
 class MainWindow(QMainWindow):
@@ -443,8 +443,13 @@ class MainWindow(QMainWindow):
         self._live_timer.stop()
         self.state.text, self.state.target, self.state.pair = (
             self.text_edit.text(), self.target_edit.text(), self.pair_edit.text())
-        if not self.state.text.strip():
+        if not self.state.text.strip():   # said once, here; the old text's heads and output go
+            self.run_jobs.cancel()
+            self.output_jobs.cancel()
+            self.state.set_trace(None)
+            self.state.set_output("")
             self.banner.setText("There is no text to run: type a sentence first.")
+            self.banner.setVisible(True)
             return
         self.state.set_output("")   # the old text's output is gone until the new one is written
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,

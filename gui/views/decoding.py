@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, Q
 
 from engine.decoding.records import STRATEGIES, DecodeSettings, DecodeStep
 from gui.flow import FlowLayout
+from gui.output_line import shown_output
 from gui.theme import accent, emphasise
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
@@ -217,8 +218,8 @@ class DecodingPanel(QWidget):
             self._queued += 1
             return
         loaded = self.state.loaded
-        if loaded is None or not loaded.generates:
-            return
+        if loaded is None or not loaded.generates or not (self.state.text or "").strip():
+            return      # nothing to decode: the Step button is off, and the window's banner says why
         if self._steps is None:
             self._text = self.state.text or ""
             self.jobs.start(_start_session, loaded, self.state.text or "", self.settings(),
@@ -243,9 +244,10 @@ class DecodingPanel(QWidget):
             self.redraw()
 
     def _on_trace(self, _trace) -> None:
-        """A new Run with other text starts decoding afresh."""
+        """A new Run with other text starts decoding afresh; no text, nothing to step."""
         if self._text is not None and self.state.text != self._text:
             self.reset()
+        self._update_buttons()
 
     def _session_ready(self, result) -> None:
         self.session, self._steps = result
@@ -297,7 +299,7 @@ class DecodingPanel(QWidget):
     def _update_buttons(self) -> None:
         self.back_button.setEnabled(self.index > 0)
         loaded = self.state.loaded
-        can_step = loaded is not None and loaded.generates
+        can_step = loaded is not None and loaded.generates and bool((self.state.text or "").strip())
         self.step_button.setEnabled(can_step and not (self.ended and self.index == len(self.history) - 1))
         self.play_button.setEnabled(can_step)
 
@@ -340,7 +342,8 @@ class DecodingPanel(QWidget):
         state = "finished" if rec.finished else f"step {rec.step + 1}"
         self.output.setText(f"{state}: {shown} &nbsp; <i>(p = {rec.probability:.3f})</i>")
         if session is not None:   # the window's output line follows the steps
-            self.state.set_output(session.stepper.tokenizer.decode(rec.output_ids))
+            self.state.set_output(shown_output(session.stepper.tokenizer.decode(rec.output_ids), rec.token,
+                                               rec.probability, rec.finished, rec.step))
         # candidates: as many as have a row of text each in the chart's height
         room = self.bars.getPlotItem().vb.height()
         fit = len(rec.candidates) if room <= 0 else max(1, int(room // (self.fontMetrics().height() + 2)))
