@@ -44,14 +44,27 @@ def drawn(qtbot):
 
 
 @pytest.fixture
-def window(qtbot):
-    """The main window on an untrained translator, shown, with its first trace in."""
+def window_on(qtbot):
+    """``window_on(source)``: the main window on that model, shown, with its first trace in;
+    closed after the test."""
     from gui.main_window import MainWindow
 
-    w = MainWindow(source="random-translator", device="cpu")
-    qtbot.addWidget(w)
-    w.resize(1300, 850)
-    w.show()
-    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
-    yield w
-    w.close()
+    opened = []
+
+    def open_window(source: str):
+        w = MainWindow(source=source, device="cpu")
+        qtbot.addWidget(w)
+        w.resize(1300, 850)
+        w.show()
+        qtbot.waitUntil(lambda: w.state.trace is not None, timeout=30000)
+        opened.append(w)
+        return w
+    yield open_window
+    for w in opened:
+        w.close()
+
+
+@pytest.fixture
+def window(window_on):
+    """The main window on an untrained translator, shown, with its first trace in."""
+    return window_on("random-translator")

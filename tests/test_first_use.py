@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from engine.loading import catalog
-from gui.main_window import MainWindow
 from gui.worker import job_failures
 
 GPT = next(str(p) for p in catalog.bundled_checkpoints() if p.stem == "gpt")
@@ -17,14 +16,8 @@ def _open(window, title):
 
 
 @pytest.fixture
-def gpt_window(qtbot):
-    w = MainWindow(source=GPT, device="cpu")
-    qtbot.addWidget(w)
-    w.resize(1300, 850)
-    w.show()
-    qtbot.waitUntil(lambda: w.state.trace is not None, timeout=30000)
-    yield w
-    w.close()
+def gpt_window(window_on):
+    return window_on(GPT)
 
 
 def test_a_model_that_ends_at_once_says_so_on_the_output_line(gpt_window, qtbot):
