@@ -144,6 +144,16 @@ def open_or_explain(path: str, device: str = "cpu"):
         bar.close()
 
 
+def open_predicting(path: str, device: str, needs: str):
+    """Like ``open_or_explain``, for a command that reads next-token predictions: an encoder
+    is refused in one line saying what ``needs`` them (None then)."""
+    loaded = open_or_explain(path, device)
+    if loaded is not None and not loaded.generates:
+        say(f"{path} is an encoder: it predicts no next token, and {needs} needs a decoder or an encoder-decoder.")
+        return None
+    return loaded
+
+
 class LoadBar:
     """engine.loading.progress records as a tqdm bar on stderr, in percent with the loader's
     words (tensors built, bytes read). Shown only on a terminal and only for a load that has

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from engine.inputs import InputError
+from engine.kinds import DECODER_SELF
 from engine.seam import AttentionCall, Site, recording
 
 
@@ -65,7 +66,26 @@ class Adapter:
 
     def sites(self) -> list[Site]:
         """Every attention site of the model, in call order."""
+        return list(self.site_modules())
+
+    def site_modules(self) -> dict[Site, torch.nn.Module]:
+        """Each site's attention module, in call order."""
         raise NotImplementedError
+
+    def residual_blocks(self) -> list[torch.nn.Module]:
+        """The decoder's blocks by layer, whose outputs are the residual stream the logit lens
+        reads. Found, not listed: the one ModuleList whose every child holds exactly one
+        decoder self-attention site, in layer order (GPT's ``h``, Llama's ``layers``, T5's
+        ``block``, BART's and our translator's ``decoder``)."""
+        own = {id(m): s.layer for s, m in self.site_modules().items() if s.kind == DECODER_SELF}
+        for lst in self.model.modules():
+            if not isinstance(lst, torch.nn.ModuleList) or not len(lst):
+                continue
+            layers = [[own[id(m)] for m in child.modules() if id(m) in own] for child in lst]
+            if all(len(x) == 1 for x in layers) and [x[0] for x in layers] == list(range(len(own))):
+                return list(lst)
+        raise InputError(f"{self.loaded.name} has no decoder blocks the logit lens can read "
+                         "(it needs a model that predicts tokens: a decoder or an encoder-decoder).")
 
     def greedy(self, text: str, max_new_tokens: int) -> list[int]:
         """The model's greedy output ids for ``text``, without the end token (no recording)."""

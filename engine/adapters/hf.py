@@ -46,8 +46,8 @@ class HFAdapter(Adapter):
         self.lead, self.end = special_frame(self.tok)
         self.tokens = HFTokens(self.tok, hf_eos_id(loaded))
 
-    def sites(self):
-        return [m.attnscope_site for m in self.model.modules() if getattr(m, "attnscope_site", None) is not None]
+    def site_modules(self):
+        return {m.attnscope_site: m for m in self.model.modules() if getattr(m, "attnscope_site", None) is not None}
 
     def plain_token_ids(self) -> list[int]:
         pieces = [p or "" for p in self.tok.convert_ids_to_tokens(list(range(len(self.tok))))]

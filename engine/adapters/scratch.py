@@ -16,8 +16,8 @@ from engine.models.tokenizer import normalisation_note, raw_pieces
 
 
 class ScratchAdapter(Adapter):
-    def sites(self):
-        return [m.site for m in self.model.modules() if isinstance(m, MultiHeadAttention) and m.site is not None]
+    def site_modules(self):
+        return {m.site: m for m in self.model.modules() if isinstance(m, MultiHeadAttention) and m.site is not None}
 
     def plain_token_ids(self) -> list[int]:
         tok = self.loaded.tokenizer

@@ -36,6 +36,13 @@ class Hypothesis:
 
 
 @dataclass
+class StepDiff:
+    """One step's next-token distribution without and with the interventions, on the same prefix."""
+    rows: list[tuple[str, float, float]]     # (token, p before, p after): the top tokens of either
+    kl: float                                # KL(before || after), nats
+
+
+@dataclass
 class DecodeStep:
     step: int
     token_id: int
@@ -48,6 +55,7 @@ class DecodeStep:
     output_ids: list[int]
     beams: list[Hypothesis] = field(default_factory=list)
     finished: bool = False                   # no more steps will come
+    diff: StepDiff | None = None             # with interventions: this step before/after
 
 
 @dataclass

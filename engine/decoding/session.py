@@ -20,15 +20,16 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.adapters.base import as_numpy as _rows
-from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis
+from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
 from engine.inputs import check_text
 from engine.loading.loaded import LoadedModel
+from engine.seam import hooks
 
 
 class DecodeSession:
     """Decoding ``text`` with ``loaded``: ``steps()`` yields one DecodeStep per token."""
 
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None):
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None, interventions=None):
         text = check_text(text, "decode")
         self.settings = settings or DecodeSettings()
         if self.settings.strategy not in STRATEGIES:
@@ -36,8 +37,14 @@ class DecodeSession:
         loaded.model.eval()
         self.loaded = loaded
         self.device = loaded.device
-        with torch.no_grad():
+        # With interventions the session steps the changed model, and beside it the plain one
+        # fed the same tokens (``base``), so each step says what the change did to its choice.
+        # The hooks live for the whole session: a mean taken from the prompt, positions counted.
+        self.changes = interventions.hooks() if interventions is not None else []
+        with torch.no_grad(), hooks(*self.changes):
             self.stepper = adapter_for(loaded).stepper(text, self.settings)   # InputError for an encoder
+        with torch.no_grad():
+            self.base = adapter_for(loaded).stepper(text, self.settings) if self.changes else None
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
         self.notes = list(self.stepper.notes)   # e.g. the text was cut to the model's length
@@ -53,6 +60,12 @@ class DecodeSession:
         else:
             yield from self._single()
 
+    def _step(self, feed: torch.Tensor):
+        """(logits (B, V), self rows, cross rows, logits without the interventions or None)."""
+        with hooks(*self.changes):
+            out = self.stepper.step(feed)
+        return (*out, None if self.base is None else self.base.logits(feed))
+
     # ---- greedy and sampling ------------------------------------------------------------
     def _single(self):
         s, st, tok = self.settings, self.stepper, self.stepper.tokenizer
@@ -63,7 +76,7 @@ class DecodeSession:
         feed = torch.tensor([st.prompt_ids], device=self.device)
         out_ids: list[int] = []
         for i in range(st.limit):
-            logits, self_rows, cross_rows = st.step(feed)
+            logits, self_rows, cross_rows, before = self._step(feed)
             probs = _distribution(logits[0], s if s.strategy == "sample" else None, banned)  # (V,)
             if s.strategy == "sample":
                 nxt = int(torch.multinomial(probs.cpu(), 1, generator=gen))
@@ -73,7 +86,7 @@ class DecodeSession:
             done = nxt == st.eos_id or i == st.limit - 1
             yield DecodeStep(i, nxt, tok.tokens([nxt])[0], float(probs[nxt]), _top(probs, tok, s.n_candidates),
                              _rows(self_rows, 0), _rows(cross_rows, 0), tok.tokens(out_ids), list(out_ids),
-                             finished=done)
+                             finished=done, diff=_diff(before, logits, 0, tok))
             if done:
                 return
             feed = torch.tensor([[nxt]], device=self.device)
@@ -88,7 +101,7 @@ class DecodeSession:
         feed = torch.tensor([st.prompt_ids], device=self.device)
         norm = lambda total, length: total / max(1, length) ** s.length_penalty  # noqa: E731
         for i in range(st.limit):
-            logits, self_rows, cross_rows = st.step(feed)
+            logits, self_rows, cross_rows, before = self._step(feed)
             logp = torch.log_softmax(logits.float(), -1)                    # (B, V)
             total = (sums[:, None] + logp).flatten()                        # (B * V,)
             vocab = logp.size(1)
@@ -121,11 +134,14 @@ class DecodeSession:
             token = top.ids[-1]
             yield DecodeStep(i, token, tok.tokens([token])[0], float(probs[token]), _top(probs, tok, s.n_candidates),
                              _rows(self_rows, top.parent), _rows(cross_rows, top.parent),
-                             best.tokens, list(best.ids), beams=shown, finished=done)
+                             best.tokens, list(best.ids), beams=shown, finished=done,
+                             diff=_diff(before, logits, top.parent, tok))
             if done:
                 return
             index = torch.tensor(parents, device=self.device)
             st.reorder(index)
+            if self.base is not None:
+                self.base.reorder(index)
             live, sums = new_live, torch.tensor(new_sums, device=self.device)
             feed = torch.tensor([[h.ids[-1]] for h in live], device=self.device)
 
@@ -153,14 +169,27 @@ def _distribution(logits: torch.Tensor, s: DecodeSettings | None, banned: list[i
     return probs
 
 
+def _diff(before: torch.Tensor | None, after: torch.Tensor, b: int, tok, n: int = 5) -> StepDiff | None:
+    """The step's top tokens (of either distribution) with p before/after, and KL(before || after)."""
+    if before is None:
+        return None
+    from engine.interventions.effect import kl_divergence
+
+    pb, pa = torch.softmax(before[b].float(), -1), torch.softmax(after[b].float(), -1)   # (V,)
+    ids = list(dict.fromkeys(pa.topk(n).indices.tolist() + pb.topk(n).indices.tolist()))
+    ids.sort(key=lambda i: -float(pa[i]))
+    return StepDiff([(t, float(pb[i]), float(pa[i])) for t, i in zip(tok.tokens(ids), ids)], kl_divergence(pb, pa))
+
+
 def _top(probs: torch.Tensor, tok, n: int) -> list[tuple[str, float]]:
     values, ids = probs.topk(min(n, probs.numel()))
     return list(zip(tok.tokens(ids.tolist()), [float(v) for v in values]))
 
 
-def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None) -> DecodeResult:
+def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None,
+               interventions=None) -> DecodeResult:
     """Run a session to its end (for the CLI and tests)."""
-    session = DecodeSession(loaded, text, settings)
+    session = DecodeSession(loaded, text, settings, interventions)
     steps = list(session.steps())
     tok = session.stepper.tokenizer
     ids = steps[-1].output_ids if steps else []
@@ -169,10 +198,10 @@ def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None =
                         session.notes)
 
 
-def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = None) -> str:
+def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = None, interventions=None) -> str:
     """The model's own greedy output for ``text``, as text: a translation for an
     encoder-decoder, a continuation for a decoder, "" for an encoder (the window shows it)."""
     if not loaded.generates:
         return ""
     n = max_new_tokens or (40 if loaded.role == "encoder-decoder" else 24)
-    return decode_all(loaded, text, DecodeSettings(max_new_tokens=n)).text
+    return decode_all(loaded, text, DecodeSettings(max_new_tokens=n), interventions).text

@@ -10,6 +10,7 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.inputs import check_text
+from engine.interventions.spec import applied, marked
 from engine.loading.loaded import LoadedModel
 from engine.seam import recording
 from engine.traces.recorded import RecordedTrace
@@ -18,19 +19,23 @@ from engine.traces.words import merged_tokens, word_groups
 
 @torch.no_grad()
 def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: str | None = None,
-               max_new_tokens: int = 64, merge_subwords: bool = False) -> RecordedTrace:
+               max_new_tokens: int = 64, merge_subwords: bool = False, interventions=None) -> RecordedTrace:
     """Run ``loaded`` on ``text`` and return what every head attended to.
 
     encoder-decoders: ``target`` is an optional target prefix; without one the model
     translates greedily first, so the trace shows the attention behind its own output.
     encoders: ``pair`` is an optional second sentence (segment B). ``merge_subwords`` joins
-    word pieces into words (engine.traces.words)."""
+    word pieces into words (engine.traces.words). ``interventions`` (engine.interventions)
+    change the model for the framing (a translation is the changed model's) and the forward;
+    knocked-out cells read 0 in the trace."""
     text = check_text(text)
     loaded.model.eval()
     adapter = adapter_for(loaded)
-    framed = adapter.frame(text, pair=pair, target=target, max_new_tokens=max_new_tokens)
-    with recording() as rec:
+    with applied(interventions):
+        framed = adapter.frame(text, pair=pair, target=target, max_new_tokens=max_new_tokens)
+    with applied(interventions) as changes, recording() as rec:
         adapter.forward(framed)
+    rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}
     src, tgt, groups = framed.source_tokens, framed.target_tokens, None
     notes = list(framed.notes)

@@ -1,0 +1,34 @@
+"""attnscope lens MODEL --text T [--target PREFIX] --json: the logit lens, layer by layer.
+
+For each decoder layer and each position, the five tokens the residual stream would predict
+through the model's own final norm and unembedding (engine.interventions.lens); the last
+layer is the model's own prediction.
+"""
+from __future__ import annotations
+
+from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, text
+
+
+def register(sub) -> None:
+    p = sub.add_parser("lens", help="logit lens: each decoder layer's top-5 next tokens per position (JSON)")
+    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>")
+    p.add_argument("--text", type=text, required=True)
+    p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix (default: its own "
+                                                             "greedy output)")
+    p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from engine.interventions.lens import logit_lens
+
+    loaded = open_predicting(args.model, args.device or "auto", "the logit lens")
+    if loaded is None:
+        return BAD_INPUT
+    lens = logit_lens(loaded, args.text, target=args.target)
+    layers = [{"layer": layer, "top": [[[int(i), float(p)] for i, p in zip(ids, ps)]
+                                       for ids, ps in zip(lens.top_ids[layer], lens.top_p[layer])]}
+              for layer in range(lens.n_layers)]
+    print_json({"model": loaded.name, "token_ids": lens.token_ids, "tokens": lens.tokens, "layers": layers,
+                **model_notes(loaded)})
+    return 0

@@ -1,0 +1,54 @@
+"""Head ablation: a head's output removed (zero) or replaced by its mean over the text.
+
+Why at the seam's ``output``: the heads' outputs (B, Hq, Tq, Dv) are what the output
+projection mixes; zeroing head h there is exactly zeroing h's slice of W_O's input columns,
+and the fused kernel still runs (``edits_output_only``). The mean of a head is taken over
+the positions of the first call at its site (the whole text in a Run, the prompt in a
+decoding session) and kept for the calls that follow (one new token per step).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.seam import SeamHook, Site
+
+ZERO, MEAN = "zero", "mean"
+
+
+@dataclass(frozen=True, order=True)
+class HeadRef:
+    """One query head: the attention kind (engine.kinds), the layer within it, the head."""
+    kind: str
+    layer: int
+    head: int
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.layer}.{self.head}"
+
+
+class HeadAblation(SeamHook):
+    def __init__(self, modes: dict[HeadRef, str]):
+        self.at: dict[Site, list[tuple[int, str]]] = {}
+        for ref, mode in modes.items():
+            self.at.setdefault(Site(ref.kind, ref.layer), []).append((ref.head, mode))
+        self.means: dict[tuple[Site, int], torch.Tensor] = {}     # (site, head) -> (Dv,)
+
+    def edits(self, site):
+        return site in self.at
+
+    def edits_output_only(self, site):
+        return True
+
+    def output(self, call, out):                                  # out (B, Hq, Tq, Dv)
+        out = out.clone()
+        for head, mode in self.at[call.site]:
+            if mode == ZERO:
+                out[:, head] = 0
+                continue
+            key = (call.site, head)
+            if key not in self.means:
+                self.means[key] = out[:, head].mean(dim=(0, 1))   # over the text's positions
+            out[:, head] = self.means[key]
+        return out

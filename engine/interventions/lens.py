@@ -1,0 +1,88 @@
+"""The logit lens: what the residual stream after each decoder layer would predict.
+
+Why replay the model's own tail instead of calling a norm and a head: what follows the last
+block differs by family (a final LayerNorm or RMSNorm, T5's d_model**-0.5 rescale before a
+tied head, BART's final_logits_bias, Gemma 2's final softcap), and the model already knows
+it. So the residual stream after layer l is put in place of the last block's output and
+the model finishes its own forward: the unembedding is exactly the model's, and at the last
+layer the lens is the model's prediction. One forward per layer; fine for a lens asked on
+demand (the blocks before the last are recomputed and discarded).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.adapters import adapter_for
+from engine.inputs import InputError, check_text
+from engine.interventions.spec import Interventions, applied
+
+
+@dataclass
+class Lens:
+    token_ids: list[int]            # the decoder's ids fed (positions of the table)
+    tokens: list[str]
+    top_ids: np.ndarray             # (L, T, k) int: each layer's top tokens per position
+    top_p: np.ndarray               # (L, T, k) float32: their probabilities
+    top_tokens: list[list[list[str]]]   # (L, T, k) the same as text
+    final_p: np.ndarray             # (L, T) float32: probability of the token the model finally predicts
+
+    @property
+    def n_layers(self) -> int:
+        return self.top_ids.shape[0]
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+@torch.no_grad()
+def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions | None = None, k: int = 5) -> Lens:
+    """The lens of ``text`` (an encoder-decoder's ``target`` is its decoder prefix, else its own
+    greedy output), under ``spec`` if given."""
+    text = check_text(text)
+    if not loaded.generates:
+        raise InputError(f"The logit lens reads what a model predicts; {loaded.name} is an encoder "
+                         "and predicts no next token.")
+    loaded.model.eval()
+    adapter = adapter_for(loaded)
+    blocks = adapter.residual_blocks()
+    with applied(spec):
+        framed = adapter.frame(text, target=target)
+    stream: list[torch.Tensor] = []
+    handles = [b.register_forward_hook(lambda _m, _i, out: stream.append(_first(out).detach())) for b in blocks]
+    try:
+        with applied(spec):
+            final = adapter.forward(framed)                                   # (1, T, V)
+    finally:
+        for h in handles:
+            h.remove()
+    per_layer = [_replay(adapter, framed, blocks[-1], h) for h in stream[:-1]] + [final]
+    probs = torch.softmax(torch.stack([x[0].float() for x in per_layer]), -1)   # (L, T, V)
+    top_p, top_ids = probs.topk(min(k, probs.shape[-1]), dim=-1)               # (L, T, k)
+    predicted = probs[-1].argmax(-1)                                           # (T,)
+    final_p = probs.gather(-1, predicted.expand(probs.shape[0], -1)[..., None])[..., 0]   # (L, T)
+    tok = adapter_tokens(loaded)
+    ids = top_ids.cpu().numpy()
+    return Lens(list(framed.target_ids), list(framed.target_tokens), ids, top_p.cpu().numpy(),
+                [[tok.tokens(row.tolist()) for row in layer] for layer in ids], final_p.cpu().numpy())
+
+
+def _replay(adapter, framed, last_block, hidden: torch.Tensor) -> torch.Tensor:
+    """The model's logits with the last block's output replaced by ``hidden`` (1, T, D)."""
+    def swap(_m, _i, out):
+        return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
+    handle = last_block.register_forward_hook(swap)
+    try:
+        return adapter.forward(framed)
+    finally:
+        handle.remove()
+
+
+def adapter_tokens(loaded):
+    """Something with ``tokens(ids)`` for the decoder's vocabulary (ours, or Hugging Face's)."""
+    if loaded.is_hf:
+        return adapter_for(loaded).tokens
+    return getattr(loaded, "tgt_tokenizer", None) or loaded.tokenizer
