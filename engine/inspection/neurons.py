@@ -77,12 +77,11 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
     tq, tk = trace.piece_span(kind)
     kv = call.kv_head(head)
     n_heads, n_kv = call.q.shape[1], call.k.shape[1]
-    add = call.additive()                    # mask, causal triangle and bias as one term: -inf where masked
+    add = call.terms(b, [head], slice(0, tq))   # mask, causal triangle and bias as one term: -inf where masked
     if add is None:
         masked = torch.zeros(tq, tk, dtype=torch.bool)
     else:
-        a = add[b if add.shape[0] > 1 else 0, head if add.shape[1] > 1 else 0].cpu()
-        masked = torch.isneginf(a).expand(call.q.shape[2], call.k.shape[2])[:tq, :tk]
+        masked = torch.isneginf(add[0, 0].cpu()).expand(tq, call.k.shape[2])[:, :tk]
     bias = None
     if call.bias is not None:
         pb = call.bias[b if call.bias.shape[0] > 1 else 0, head if call.bias.shape[1] > 1 else 0].float().cpu()

@@ -22,6 +22,7 @@ class HFTokenizerAdapter:
     sep_id = property(lambda self: self.hf.sep_token_id)
     mask_id = property(lambda self: self.hf.mask_token_id)
     bos_id = eos_id = None
+    special_ids = property(lambda self: set(self.hf.all_special_ids))
 
     def encode(self, text: str) -> list[int]:
         return self.hf(text, add_special_tokens=False)["input_ids"]

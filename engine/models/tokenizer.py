@@ -196,4 +196,8 @@ class ByteTokenizer:
 def raw_pieces(tokenizer, ids) -> list[str]:
     """The vocabulary's own spelling of ``ids`` ("▁the", "<0xC3>"), not the display form."""
     hf = getattr(tokenizer, "hf", None)
-    return [hf.id_to_token(int(i)) or "" for i in ids] if hf is not None else tokenizer.tokens(ids)
+    if hf is None:
+        return tokenizer.tokens(ids)
+    if hasattr(hf, "id_to_token"):                           # a tokenizers.Tokenizer (ours)
+        return [hf.id_to_token(int(i)) or "" for i in ids]
+    return [p or "" for p in hf.convert_ids_to_tokens([int(i) for i in ids])]   # a transformers tokenizer

@@ -53,53 +53,73 @@ class AttentionCall:
                        bias=d(self.bias), module=None)
 
     def additive(self, dtype=torch.float32) -> torch.Tensor | None:
-        """bias + mask as one additive term (-inf where masked), broadcastable to (B, H, Tq, Tk).
-        Kept per dtype: a trace asks for it once per head."""
-        cache = self.__dict__.setdefault("_additive_cache", {})
-        if dtype not in cache:
-            cache[dtype] = self._additive(dtype)
-        return cache[dtype]
+        """bias + mask + causal triangle as one additive term (-inf where masked), broadcastable
+        to (B, H, Tq, Tk). Built for every query: at long T ask ``terms`` for the rows you need."""
+        return self.terms(None, None, slice(None), dtype)
 
-    def _additive(self, dtype) -> torch.Tensor | None:
-        out = None if self.bias is None else self.bias.to(dtype)
-        if self.causal:
-            tq, tk = self.q.shape[2], self.k.shape[2]
-            future = torch.ones(tq, tk, dtype=torch.bool, device=self.q.device).triu_(tk - tq + 1)
-            tri = torch.zeros(tq, tk, dtype=dtype, device=self.q.device).masked_fill_(future, float("-inf"))[None, None]
-            out = tri if out is None else out + tri
-        m = self.mask
-        if m is not None:
+    def terms(self, b: int | None, heads: list[int] | None, rows: slice, dtype=torch.float32) -> torch.Tensor | None:
+        """The additive term for example ``b`` (None: all), query heads ``heads`` (None: all) and
+        the queries ``rows`` only, (B|1, h|1, tq, Tk): a (T, T) float mask is never built whole,
+        which at 8k tokens would be 268 MB a layer."""
+        tq_all, tk = self.q.shape[2], self.k.shape[2]
+        start, stop, _ = rows.indices(tq_all)
+        out = None
+
+        def pick(x: torch.Tensor) -> torch.Tensor:       # (B|1, H|1, Tq|1, Tk) -> the asked part
+            if b is not None and x.shape[0] > 1:
+                x = x[b:b + 1]
+            if heads is not None and x.shape[1] > 1:
+                x = x[:, heads]
+            return x[:, :, start:stop] if x.shape[2] > 1 else x
+
+        if self.bias is not None:
+            out = pick(self.bias).to(dtype)
+        if self.mask is not None:
+            m = pick(self.mask)
             if m.dtype == torch.bool:
                 m = torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill_(~m, float("-inf"))
             else:   # Hugging Face's float masks use the dtype's minimum: the same cells, exactly -inf
                 m = m.to(dtype)
                 m = m.masked_fill(m <= torch.finfo(m.dtype).min / 2, float("-inf"))
             out = m if out is None else out + m
+        if self.causal:
+            qpos = torch.arange(start, stop, device=self.q.device) + (tk - tq_all)
+            future = torch.arange(tk, device=self.q.device)[None, :] > qpos[:, None]          # (tq, Tk)
+            tri = torch.zeros(future.shape, dtype=dtype, device=self.q.device).masked_fill_(future, float("-inf"))
+            out = tri[None, None] if out is None else out + tri
         return out
 
-    def scores(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
-        """Pre-softmax scores, float32, bias and mask added: (H, tq, Tk) of example ``b``, or
-        (B, H, tq, Tk) of every example when ``b`` is None. ``heads``: query heads (list or
-        slice; all by default); ``rows``: a slice of queries."""
+    def scores(self, b: int | None = 0, heads=None, rows=None, cols=None) -> torch.Tensor:
+        """Pre-softmax scores, float32, bias and mask added: (H, tq, tk) of example ``b``, or
+        (B, H, tq, tk) of every example when ``b`` is None. ``heads``: query heads (list or
+        slice; all by default); ``rows`` / ``cols``: slices of queries / keys. With every head,
+        query heads are grouped over their shared key head, never copied out per head."""
         n_heads = self.q.shape[1]
         heads = range(n_heads) if heads is None else heads
         heads = list(range(*heads.indices(n_heads))) if isinstance(heads, slice) else list(heads)
         rows = slice(None) if rows is None else rows
+        cols = slice(None) if cols is None else cols
         ex = slice(None) if b is None else slice(b, b + 1)
-        q = self.q[ex][:, heads, rows].float()                                    # (B, h, tq, Dh)
-        k = self.k[ex][:, [self.kv_head(h) for h in heads]].float()               # (B, h, Tk, Dh)
-        s = (q @ k.transpose(-1, -2)) * self.scale                               # (B, h, tq, Tk)
+        k = self.k[ex][:, :, cols].float()                                       # (B, Hkv, tk, Dh)
+        if heads == list(range(n_heads)):
+            q = self.q[ex][:, :, rows].float()                                   # (B, H, tq, Dh)
+            bq, _, tq, dh = q.shape
+            q = q.reshape(bq, k.shape[1], self.group, tq, dh)                    # (B, Hkv, g, tq, Dh)
+            s = (q @ k.transpose(-1, -2)[:, :, None]).reshape(bq, n_heads, tq, k.shape[2])
+        else:
+            q = self.q[ex][:, heads, rows].float()                               # (B, h, tq, Dh)
+            s = q @ k[:, [self.kv_head(h) for h in heads]].transpose(-1, -2)     # (B, h, tq, tk)
+        s = s * self.scale
         if self.softcap:
             s = self.softcap * torch.tanh(s / self.softcap)
-        add = self.additive()
+        add = self.terms(b, None if len(heads) == n_heads else heads, rows)      # (B|1, h|1, tq, Tk)
         if add is not None:
-            add = add if add.shape[0] == 1 else add[ex]                          # (B|1, H|1, Tq, Tk)
-            add = add[:, heads] if add.shape[1] > 1 else add
-            s = s + add[:, :, rows]
+            s = s + add[..., cols]
         return s if b is None else s[0]
 
     def weights(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
-        """softmax of ``scores`` (same arguments and shape); masked cells 0, a fully masked row 0."""
+        """softmax of ``scores`` over every key (same arguments and shape); masked cells 0, a
+        fully masked row 0."""
         return softmax_rows(self.scores(b, heads, rows))
 
 

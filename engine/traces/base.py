@@ -8,9 +8,30 @@ from the queries and keys the seam recorded). A view never asks which one it has
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+
+DENSE_VIEW_BYTES = 2 * 2**30      # a view that needs every head of a kind at once stops here
+
+
+class TraceTooLarge(ValueError):
+    """A whole-kind view asked of a trace too long to hold every head at once, said with numbers."""
+
+
+@dataclass
+class Thumbnails:
+    """Every head of one kind pooled to at most ``size`` pixels a side, and how."""
+    pooled: np.ndarray        # (L, H, rows, cols) float32
+    how: str                  # "max" keeps peaks, "mean" keeps mass ("exact" when nothing was pooled)
+    t_query: int              # tokens the rows stand for
+    t_key: int                # tokens the columns stand for
+
+    @property
+    def exact(self) -> bool:
+        return self.pooled.shape[2:] == (self.t_query, self.t_key)
 
 
 class AttentionTrace:
@@ -35,8 +56,39 @@ class AttentionTrace:
         raise NotImplementedError
 
     def weights(self, kind: str) -> np.ndarray:
-        """(L, H, Tq, Tk) float32: every head of one kind at once (views that draw all heads)."""
+        """(L, H, Tq, Tk) float32: every head of one kind at once (views that draw all heads).
+        TraceTooLarge when that would not fit: ask for thumbnails, tiles or rows instead."""
+        self.check_dense(kind)
         return np.stack([self.layer(kind, i) for i in range(self.shape(kind)[0])])
+
+    def thumbnails(self, kind: str, size: int, how: str = "max") -> Thumbnails:
+        """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling)."""
+        import torch
+
+        from engine.traces.pooling import bins, pool_2d
+
+        L, H, tq, tk = self.shape(kind)
+        rows, cols = bins(tq, size), bins(tk, size)
+        pooled = np.stack([pool_2d(torch.from_numpy(np.ascontiguousarray(self.layer(kind, i))), rows, cols, how).numpy()
+                           for i in range(L)])
+        return Thumbnails(pooled.astype(np.float32, copy=False), how, tq, tk)
+
+    def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
+        """(r, c) exact weights of one head for queries ``rows`` and keys ``cols``."""
+        return self.head(kind, layer, head)[rows, cols]
+
+    def dense_bytes(self, kind: str) -> int:
+        """What every head of ``kind`` takes as float32."""
+        return int(np.prod(self.shape(kind), dtype=np.int64)) * 4
+
+    def check_dense(self, kind: str) -> None:
+        """TraceTooLarge, with the numbers, when every head of ``kind`` at once would not fit."""
+        need = self.dense_bytes(kind)
+        if need > DENSE_VIEW_BYTES:
+            L, H, tq, tk = self.shape(kind)
+            raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
+                                f"{need / 2**30:,.1f} GB, more than the {DENSE_VIEW_BYTES / 2**30:g} GB a view may "
+                                "take: this view needs all of them, the heads overview and head detail do not.")
 
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:

@@ -1,11 +1,14 @@
 """RecordedTrace: attention computed from the queries and keys the seam recorded.
 
 A Run records one forward (engine.seam.Recorder): per site the call's q, k, mask, bias,
-scale and softcap, on the model's device and in its dtype. Any head is then
-softmax(q k^T * scale + bias) exactly, computed when a view asks and kept in a small cache;
-``densify`` computes every head at once in the worker when the whole trace is small, so the
-window only copies arrays. Word merging (subwords -> words) is applied to what is computed,
-so every view and the neuron view see the same merged numbers.
+scale and softcap, on the model's device and in its dtype; memory is linear in T. Any head
+is then softmax(q k^T * scale + bias) exactly, computed when a view asks and kept in a small
+cache; ``densify`` computes every head at once in the worker when the whole trace is small,
+so the window only copies arrays. A long trace is never held whole: ``thumbnails`` pools
+every head in chunks of query rows (and keeps each row's log-sum-exp as it goes), ``tile``
+computes any block exactly as exp(q_i k_j * scale + b_ij - lse_i), ``row`` one query.
+Word merging (subwords -> words) is applied to what is computed, so every view and the
+neuron view see the same merged numbers.
 """
 from __future__ import annotations
 
@@ -16,11 +19,14 @@ import torch
 
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.seam.call import AttentionCall
-from engine.traces.base import AttentionTrace
+from engine.seam.call import softmax_rows
+from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
+from engine.traces.pooling import bins, pool_last
 from engine.traces.words import merge_pieces
 
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once
 HEAD_CACHE = 64                   # layers kept by a large trace that computes on demand
+CHUNK_BYTES = 64 * 2**20          # scores computed at once: a block of query rows of every head
 
 
 class RecordedTrace(AttentionTrace):
@@ -40,6 +46,7 @@ class RecordedTrace(AttentionTrace):
         self.source_tokens, self.target_tokens = list(source_tokens), list(target_tokens)
         self._dense: dict[str, np.ndarray] = {}
         self._layers: OrderedDict = OrderedDict()
+        self._lse: dict[tuple[str, int], torch.Tensor] = {}   # (kind, layer) -> (H, Tq) log-sum-exp per row
 
     # ---- the protocol ---------------------------------------------------------------------
     @property
@@ -53,6 +60,10 @@ class RecordedTrace(AttentionTrace):
     def layer(self, kind: str, layer: int) -> np.ndarray:
         if kind in self._dense:
             return self._dense[kind][layer]
+        L, H, tq, tk = self.shape(kind)
+        if H * tq * tk * 4 > CHUNK_BYTES * 16:
+            raise TraceTooLarge(f"One layer of {kind} is {H} heads x {tq:,} x {tk:,} = {H * tq * tk * 4 / 2**30:,.1f} GB "
+                                "at once; ask for thumbnails, a tile or a row.")
         key = (kind, layer)
         if key not in self._layers:
             self._layers[key] = self._compute(kind, layer)
@@ -65,6 +76,56 @@ class RecordedTrace(AttentionTrace):
         if kind not in self._dense:
             self._dense[kind] = super().weights(kind)
         return self._dense[kind]
+
+    def head(self, kind: str, layer: int, head: int) -> np.ndarray:
+        if kind in self._dense or (kind, layer) in self._layers or self.groups:
+            return self.layer(kind, layer)[head]
+        tq, tk = self.piece_span(kind)
+        return self.tile(kind, layer, head, slice(0, tq), slice(0, tk))
+
+    @torch.no_grad()
+    def thumbnails(self, kind: str, size: int, how: str = "max") -> Thumbnails:
+        """Every head pooled to at most ``size`` a side, computed a block of query rows at a time
+        (never a whole layer at once); each row's log-sum-exp is kept for ``tile``."""
+        L, H, tq, tk = self.shape(kind)
+        if kind in self._dense or self.groups:
+            return super().thumbnails(kind, size, how)
+        rows_n, cols_n = bins(tq, size), bins(tk, size)
+        out = np.empty((L, H, rows_n, cols_n), np.float32)
+        for layer in range(L):
+            call = self.calls[kind][layer]
+            across = torch.empty(H, tq, cols_n, device=call.q.device)          # keys pooled, every row
+            lse = torch.empty(H, tq, device=call.q.device)
+            step = max(1, CHUNK_BYTES // (H * call.k.shape[2] * 4))
+            for r0 in range(0, tq, step):
+                rows = slice(r0, min(tq, r0 + step))
+                s = call.scores(self.batch_index, None, rows)                  # (H, r, Tk)
+                lse[:, rows] = torch.logsumexp(s, -1)
+                w = softmax_rows(s)[:, :, :tk]
+                across[:, rows] = pool_last(w, cols_n, how)
+            self._lse[(kind, layer)] = lse
+            out[layer] = pool_last(across.transpose(1, 2), rows_n, how).transpose(1, 2).cpu().numpy()
+        return Thumbnails(out, how, tq, tk)
+
+    @torch.no_grad()
+    def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
+        """Exact weights of queries ``rows`` x keys ``cols`` of one head: with the rows'
+        log-sum-exp known (after ``thumbnails``), only the block's scores are computed."""
+        if kind in self._dense or (kind, layer) in self._layers or self.groups:
+            return self.layer(kind, layer)[head][rows, cols]
+        tq, tk = self.piece_span(kind)
+        rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
+        call = self.calls[kind][layer]
+        lse = self._lse.get((kind, layer))
+        if lse is not None:
+            s = call.scores(self.batch_index, [head], rows, cols)[0]             # (r, c)
+            w = torch.exp(s - lse[head, rows, None])
+        else:
+            w = call.weights(self.batch_index, [head], rows)[0][:, cols]         # full rows, then the block
+        return torch.nan_to_num_(w, nan=0.0).cpu().numpy().astype(np.float32, copy=False)
+
+    def row(self, kind: str, layer: int, head: int, query: int) -> np.ndarray:
+        return self.tile(kind, layer, head, slice(query, query + 1), slice(None))[0]
 
     # ---- recording-specific ---------------------------------------------------------------
     def call(self, kind: str, layer: int) -> AttentionCall:

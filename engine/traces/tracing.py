@@ -1,8 +1,10 @@
 """Text in, a trace out: the one entry point the window's worker and the CLI use to look at a model.
 
 The adapter frames the text as the model reads it (and says what it cut or did not know);
-the forward runs under the seam's recorder, with the fused kernel; the trace is computed
-from the recorded queries and keys. Empty text is refused with a clear message.
+what the Run will need is estimated and a Run that cannot fit is refused with the numbers
+(engine.traces.estimate); the forward runs under the seam's recorder, with the fused
+kernel, reporting each attention site it passes and stopping there when asked; the trace is
+computed from the recorded queries and keys. Empty text is refused with a clear message.
 """
 from __future__ import annotations
 
@@ -12,28 +14,50 @@ from engine.adapters import adapter_for
 from engine.inputs import check_text
 from engine.interventions.spec import applied, marked
 from engine.loading.loaded import LoadedModel
-from engine.seam import recording
+from engine.seam import SeamHook, hooks, recording
+from engine.traces.estimate import check_run
 from engine.traces.recorded import RecordedTrace
 from engine.traces.words import merged_tokens, word_groups
 
 
+class RunCancelled(Exception):
+    """The user stopped a Run; nothing is kept."""
+
+
+class _Progress(SeamHook):
+    """Says how many of the forward's attention sites have run, and stops it when asked."""
+
+    def __init__(self, total: int, report=None, stop=None):
+        self.total, self.done, self.report, self.stop = total, 0, report, stop
+
+    def see(self, call) -> None:
+        if self.stop is not None and self.stop():
+            raise RunCancelled("The Run was stopped.")
+        self.done += 1
+        if self.report is not None:
+            self.report(("run", self.done, self.total))
+
+
 @torch.no_grad()
 def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: str | None = None,
-               max_new_tokens: int = 64, merge_subwords: bool = False, interventions=None) -> RecordedTrace:
+               max_new_tokens: int = 64, merge_subwords: bool = False, report=None, stop=None,
+               interventions=None) -> RecordedTrace:
     """Run ``loaded`` on ``text`` and return what every head attended to.
 
     encoder-decoders: ``target`` is an optional target prefix; without one the model
     translates greedily first, so the trace shows the attention behind its own output.
     encoders: ``pair`` is an optional second sentence (segment B). ``merge_subwords`` joins
-    word pieces into words (engine.traces.words). ``interventions`` (engine.interventions)
-    change the model for the framing (a translation is the changed model's) and the forward;
-    knocked-out cells read 0 in the trace."""
+    word pieces into words (engine.traces.words). ``report`` gets ("run", sites done, sites)
+    as the forward passes each attention site; ``stop()`` true ends it (RunCancelled).
+    ``interventions`` (engine.interventions) change the model for the framing (a translation
+    is the changed model's) and the forward; knocked-out cells read 0 in the trace."""
     text = check_text(text)
     loaded.model.eval()
     adapter = adapter_for(loaded)
     with applied(interventions):
         framed = adapter.frame(text, pair=pair, target=target, max_new_tokens=max_new_tokens)
-    with applied(interventions) as changes, recording() as rec:
+    check_run(adapter, framed, loaded.name)
+    with applied(interventions) as changes, recording() as rec, hooks(_Progress(len(adapter.sites()), report, stop)):
         adapter.forward(framed)
     rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}

@@ -3,12 +3,17 @@
 Arrow keys move between heads (left/right) and layers (up/down); the value under the
 cursor is read out below the map. The head shown is the state's selection; the map and its
 labels are prepared in a worker.
+
+A long text (more than DETAIL_EXACT tokens a side) makes the map a viewport: the whole head
+first, each screen pixel the max of the tokens it covers; zoom (wheel) or pan (drag) and the
+visible block is computed again from the recording, down to one cell a pixel
+(engine.traces.viewport). The cursor always reads the exact weight of one cell.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QVBoxLayout,
                                QWidget)
 
@@ -21,18 +26,26 @@ from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
 from gui.elided import ElidedLabel
 from gui.views.token_labels import view_ticks, zoomable
+from gui.worker import MODEL, Jobs
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")
+DETAIL_EXACT = 1024       # up to this many tokens a side, the whole map is computed cell for cell
+VIEW_PIXELS = 1024        # a long head's first view: at most this many pixels a side
 
 
-def aggregate(weights: np.ndarray, layer: int, head: int, how: str) -> np.ndarray:
-    """(L, H, Tq, Tk) -> (Tq, Tk) for one head or a layer's mean / max over heads."""
+def aggregate(layer_weights: np.ndarray, head: int, how: str) -> np.ndarray:
+    """(H, Tq, Tk) of one layer -> (Tq, Tk) for one head or the layer's mean / max over heads."""
     if how == "mean of heads":
-        return weights[layer].mean(axis=0)
+        return layer_weights.mean(axis=0)
     if how == "max of heads":
-        return weights[layer].max(axis=0)
-    return weights[layer, head]
+        return layer_weights.max(axis=0)
+    return layer_weights[head]
+
+
+def is_long(trace, kind: str) -> bool:
+    _, _, tq, tk = trace.shape(kind)
+    return max(tq, tk) > DETAIL_EXACT
 
 
 def short(token: str, limit: int = 12) -> str:
@@ -43,16 +56,37 @@ def short(token: str, limit: int = 12) -> str:
 def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool, threshold: float,
                    normalise: bool) -> dict:
     """What Head detail draws, in a worker: the true weights of the cells shown, the display
-    map, which rows/columns are shown, and the thinned axis labels."""
-    raw = aggregate(trace.weights(kind), layer, head, how)  # (Tq, Tk)
+    map, which rows/columns are shown, and the thinned axis labels. A long trace: the whole
+    head at VIEW_PIXELS (``long``), no matrix held."""
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
+    if is_long(trace, kind):
+        from engine.traces.viewport import viewport
+        tq, tk = len(q), len(k)
+        shown = display_weights(viewport(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
+                                threshold, normalise)
+        return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown, long=(tq, tk),
+                    q_index=np.arange(tq), k_index=np.arange(tk), q_labels=[short(x) for x in q],
+                    k_labels=[short(x) for x in k], threshold=threshold, normalise=normalise)
+    if how == "one head":
+        raw = trace.head(kind, layer, head)                   # (Tq, Tk)
+    else:
+        raw = aggregate(trace.layer(kind, layer), head, how)
     q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown
     shown = display_weights(matrix, threshold, normalise)
     return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
                 q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
-                k_labels=[short(k[i]) for i in k_index])
+                k_labels=[short(k[i]) for i in k_index], long=None)
+
+
+def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
+                   normalise: bool):
+    """The visible block of a long head, exact at the screen's resolution, in a worker."""
+    from engine.traces.viewport import viewport
+
+    return rows, cols, display_weights(viewport(trace, kind, layer, head, how, rows, cols, pixels), threshold,
+                                       normalise)
 
 
 class HeadDetail(PreparedView, QWidget):
@@ -98,6 +132,15 @@ class HeadDetail(PreparedView, QWidget):
         self.image = pg.ImageItem(axisOrder="row-major")
         self.item.addItem(self.image)
         self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
+        # A long head's zoomed block, drawn over the whole-head view at full resolution.
+        self.zoom_image = pg.ImageItem(axisOrder="row-major")
+        self.zoom_image.setZValue(1)
+        self.zoom_image.setColorMap(colormap(state.colormap))
+        self.item.addItem(self.zoom_image)
+        self.zoom_jobs = Jobs(self, "Head detail could not zoom", lane=MODEL)
+        self.zoom_block = None
+        self.zoom_timer = QTimer(self, singleShot=True, interval=120)
+        self.zoom_timer.timeout.connect(self._zoom)
         self.item.showAxis("top")
         self.item.hideAxis("bottom")
         self.item.setLabel("left", "query")
@@ -105,7 +148,7 @@ class HeadDetail(PreparedView, QWidget):
         self.readout = ElidedLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.item.vb.sigResized.connect(self._label_axes)
-        zoomable(self.item, self._label_axes)       # wheel zooms, drag pans, double-click resets
+        zoomable(self.item, self._on_range)         # wheel zooms, drag pans, double-click resets
 
         box = QVBoxLayout(self)
         box.setContentsMargins(2, 2, 2, 2)
@@ -129,6 +172,34 @@ class HeadDetail(PreparedView, QWidget):
 
     def _on_colormap(self, name: str) -> None:
         self.colorbar.setColorMap(colormap(name))
+        self.zoom_image.setColorMap(colormap(name))
+
+    def _on_range(self) -> None:
+        self._label_axes()
+        if self.drawing is not None and self.drawing.get("long"):
+            self.zoom_timer.start()
+
+    def _zoom(self) -> None:
+        """Compute the visible block of a long head at the screen's resolution (worker)."""
+        d = self.drawing
+        if d is None or not d.get("long"):
+            return
+        tq, tk = d["long"]
+        (x0, x1), (y0, y1) = self.item.vb.viewRange()
+        cols = (max(0, int(np.floor(x0))), min(tk, int(np.ceil(x1))))
+        rows = (max(0, int(np.floor(y0))), min(tq, int(np.ceil(y1))))
+        if cols[1] <= cols[0] or rows[1] <= rows[0] or (rows == (0, tq) and cols == (0, tk)):
+            self.zoom_image.clear()
+            return
+        pixels = (max(1, int(self.item.vb.height())), max(1, int(self.item.vb.width())))
+        self.zoom_jobs.start(zoomed_drawing, d["trace"], d["kind"], d["layer"], d["head"], d["how"], rows, cols,
+                             pixels, d["threshold"], d["normalise"], on_returned=self._zoomed)
+
+    def _zoomed(self, result) -> None:
+        (r0, r1), (c0, c1), image = result
+        self.zoom_block = (r0, r1), (c0, c1)          # the tokens the zoomed image covers
+        self.zoom_image.setImage(image, autoLevels=False, levels=(0.0, 1.0))
+        self.zoom_image.setRect(QRectF(c0, r0, c1 - c0, r1 - r0))
 
     def set_trace(self, trace) -> None:
         self.readout.setText(" ")      # the old text's tokens are gone
@@ -160,6 +231,7 @@ class HeadDetail(PreparedView, QWidget):
 
     def clear_drawing(self) -> None:
         self.image.clear()
+        self.zoom_image.clear()
         self.matrix = None
         self.readout.setText(" ")
         self._label_axes()
@@ -170,9 +242,14 @@ class HeadDetail(PreparedView, QWidget):
         hide_empty(self.item, AXES)
         self.colorbar.setVisible(True)
         self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
+        self.zoom_image.clear()
         self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
         self.head_box.setEnabled(d["how"] == "one head")
-        tq, tk = self.matrix.shape
+        tq, tk = d["long"] or self.matrix.shape
+        self.image.setRect(QRectF(0, 0, tk, tq))        # token coordinates, however many pixels
+        if d["long"]:
+            self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
+                                 "(the visible part is computed again, down to one cell a pixel), drag pans.")
         self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
         self._label_axes()
@@ -186,16 +263,21 @@ class HeadDetail(PreparedView, QWidget):
         self.key_axis.set_ticks(k, view_ticks(k, vb, True, line))
 
     def _on_hover(self, scene_pos) -> None:
-        if self.matrix is None:
-            return
         d = self.drawing
+        if d is None or (self.matrix is None and not d.get("long")):
+            return
         p = self.item.vb.mapSceneToView(scene_pos)
         qi, ki = int(np.floor(p.y())), int(np.floor(p.x()))
-        tq, tk = self.matrix.shape
+        tq, tk = d["long"] or self.matrix.shape
         if 0 <= qi < tq and 0 <= ki < tk:
             q, k = d["trace"].query_tokens(d["kind"]), d["trace"].key_tokens(d["kind"])
             qo, ko = int(self.q_index[qi]), int(self.k_index[ki])
-            self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {self.matrix[qi, ki]:.4f}")
+            if d["long"]:        # one exact cell, computed from the recording
+                from engine.traces.viewport import cell
+                value = cell(d["trace"], d["kind"], d["layer"], d["head"], d["how"], qo, ko)
+            else:
+                value = self.matrix[qi, ki]
+            self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {value:.4f}")
 
     def keyPressEvent(self, event) -> None:
         moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
@@ -204,6 +286,11 @@ class HeadDetail(PreparedView, QWidget):
             self.state.select(layer=self.layer + move[0], head=self.head + move[1])
         else:
             super().keyPressEvent(event)
+
+    def closeEvent(self, event) -> None:
+        self.zoom_timer.stop()
+        self.zoom_jobs.shutdown()
+        super().closeEvent(event)
 
     def export_target(self) -> QWidget:
         return self.plot

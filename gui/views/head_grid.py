@@ -3,6 +3,12 @@
 Rows are layers, columns heads; inside a tile, rows are query tokens and columns key tokens.
 Hover says which layer, head, query and key a pixel is and its weight; a click opens the head.
 The kind shown is the state's selected kind; the colour codes are built in a worker.
+
+A long text is pooled, and says so: each tile is at most ``tile_pixels`` a side (fewer the
+more heads there are), each pixel the max over its block of tokens, so a sink column, the
+diagonal and any strong link stay visible. Hover then names the block and reads its
+strongest cell exactly (never a pooled number); a click opens the head in Head detail,
+which zooms to full resolution.
 """
 from __future__ import annotations
 
@@ -18,6 +24,20 @@ from gui.elided import ElidedLabel
 from gui.views.prepared import PreparedView, prepares
 
 HINT = "Hover a cell to read it; click to open that head."
+EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is drawn cell for cell
+MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however many heads
+
+
+def tile_pixels(layers: int, heads: int) -> int:
+    """The side of a pooled tile: the mosaic near MOSAIC_PIXELS, each tile 32 to 256 pixels."""
+    return int(min(256, max(32, (MOSAIC_PIXELS / max(1, layers * heads)) ** 0.5)))
+
+
+def thumbnails(trace, kind: str):
+    """Every head as drawn: exact for a small trace, pooled by max for a long one (engine.traces.base)."""
+    L, H, tq, tk = trace.shape(kind)
+    size = max(tq, tk) if max(tq, tk) <= EXACT_TOKENS and trace.dense_bytes(kind) <= 2**28 else tile_pixels(L, H)
+    return trace.thumbnails(kind, size, "max")
 
 
 @prepares
@@ -118,8 +138,13 @@ class HeadGrid(PreparedView, QWidget):
         self._set_readout(HINT)
 
     def apply_drawing(self, drawing) -> None:
-        self.mosaic, layout, _kind, self.drawn_trace = drawing
+        self.mosaic, layout, _kind, self.drawn_trace, thumbs = drawing
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
+        if not thumbs.exact:
+            (q0, q1), (k0, k1) = self.block(0, 0)
+            self._set_readout(f"{thumbs.t_query:,} x {thumbs.t_key:,} tokens: each pixel is the max over a block of "
+                              f"about {q1 - q0} x {k1 - k0} tokens (peaks stay visible). Hover reads a block exactly; "
+                              "click opens the head to zoom in.")
         if layout != self.layout_:
             self.layout_ = layout
             self._place_labels()
@@ -153,11 +178,26 @@ class HeadGrid(PreparedView, QWidget):
         return self.layout_.locate(p.y(), p.x())
 
     def describe(self, layer: int, head: int, qi: int, ki: int) -> str:
-        tr, kind = self.drawn_trace, self.drawing[2]   # what is on screen
+        tr, kind, thumbs = self.drawn_trace, self.drawing[2], self.drawing[4]   # what is on screen
         q, k = tr.query_tokens(kind), tr.key_tokens(kind)
-        w = float(tr.head(kind, layer, head)[qi, ki])
+        if not thumbs.exact:    # a pooled pixel: its block, and its strongest cell read exactly
+            (q0, q1), (k0, k1) = self.block(qi, ki)
+            block = tr.tile(kind, layer, head, slice(q0, q1), slice(k0, k1))
+            bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
+            qi, ki = q0 + int(bq), k0 + int(bk)
+            return (f"layer {layer}, head {head}: queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1} (one pixel, max of "
+                    f"the block): strongest query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}: weight {block[bq, bk]:.4f}")
+        w = float(tr.tile(kind, layer, head, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
         return (f"layer {layer}, head {head}: query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}: "
                 f"weight {w:.4f}")
+
+    def block(self, qi: int, ki: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The tokens [start, stop) of queries and of keys that pixel (qi, ki) of a tile stands for."""
+        from engine.traces.pooling import bin_span
+
+        thumbs = self.drawing[4]
+        rows, cols = thumbs.pooled.shape[2:]
+        return bin_span(thumbs.t_query, rows, qi), bin_span(thumbs.t_key, cols, ki)
 
     def _on_hover(self, scene_pos) -> None:
         cell = self.cell_at_scene(scene_pos)
@@ -181,5 +221,6 @@ class HeadGrid(PreparedView, QWidget):
 
 
 def _grid_job(trace, kind: str, threshold: float):
-    mosaic, layout = grid_drawing(trace.weights(kind), threshold)
-    return mosaic, layout, kind, trace
+    thumbs = thumbnails(trace, kind)
+    mosaic, layout = grid_drawing(thumbs.pooled, threshold)
+    return mosaic, layout, kind, trace, thumbs

@@ -1,0 +1,150 @@
+"""Traces at any length: every view asks the trace for what it draws, and a long trace is
+never held whole. Pooled thumbnails, tiles and rows equal slices of the dense reference for
+every kind of attention the seam sees (grouped-query, sliding window, softcap, T5's bias);
+whole-kind views of a trace too large are refused with the numbers, and so is a Run that
+would not fit; a Run reports its progress and stops when asked; the heads grid pools a long
+trace and reads blocks exactly; Head detail becomes a viewport computed from the recording.
+"""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.loading.catalog import open_model
+from engine.loading.demo import random_model
+from engine.traces.base import TraceTooLarge
+from engine.traces.recorded import RecordedTrace
+from engine.traces.tracing import RunCancelled, trace_text
+from tests.hf_tiny import tiny_folder
+
+TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
+
+
+def fresh(trace) -> RecordedTrace:
+    """The same recording as a trace that has computed nothing yet (as a long one starts)."""
+    return RecordedTrace(trace.calls, model_name=trace.model_name, family=trace.family,
+                         source_tokens=trace.source_tokens, target_tokens=trace.target_tokens)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("long")
+    found = {arch: open_model(str(tiny_folder(root, arch)), "cpu") for arch in ("llama", "mistral", "gemma2", "t5")}
+    found["translator"] = random_model("translator", seed=4)
+    return found
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "gemma2", "t5", "translator"])
+def test_thumbnails_tiles_and_rows_equal_the_dense_reference(models, name):
+    trace = trace_text(models[name], TEXT, target="the dog" if name in ("t5", "translator") else None)
+    for kind in trace.kinds:
+        dense = trace.weights(kind)                                 # (L, H, Tq, Tk), computed whole (small)
+        lazy = fresh(trace)
+        _, _, tq, tk = dense.shape
+        for how, pool in (("max", F.adaptive_max_pool2d), ("mean", F.adaptive_avg_pool2d)):
+            th = lazy.thumbnails(kind, 5, how)
+            ref = pool(torch.from_numpy(dense).flatten(0, 1), (min(tq, 5), min(tk, 5))).reshape(th.pooled.shape)
+            np.testing.assert_allclose(th.pooled, ref.numpy(), atol=1e-6)
+        rows, cols = slice(1, tq - 1), slice(2, tk)
+        np.testing.assert_allclose(lazy.tile(kind, 1, 3, rows, cols), dense[1, 3, rows, cols], atol=1e-6)   # with lse
+        np.testing.assert_allclose(fresh(trace).tile(kind, 0, 2, rows, cols), dense[0, 2, rows, cols], atol=1e-6)
+        np.testing.assert_allclose(fresh(trace).row(kind, 1, 1, tq - 1), dense[1, 1, tq - 1], atol=1e-6)
+        np.testing.assert_allclose(fresh(trace).head(kind, 1, 0), dense[1, 0], atol=1e-6)
+
+
+def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypatch):
+    import engine.traces.base as base
+    trace = fresh(trace_text(random_model("gpt", seed=1), TEXT))
+    monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
+    with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* GB"):
+        trace.weights("decoder self")
+    assert trace.thumbnails("decoder self", 4).pooled.shape == (2, 4, 4, 4)   # the overview still draws
+
+
+def test_a_run_that_cannot_fit_is_refused_before_its_forward(monkeypatch):
+    import engine.traces.estimate as estimate
+    from engine.traces.estimate import RunTooLarge
+    from engine.adapters import adapter_for
+    loaded = random_model("gpt", seed=1)
+    estimate.estimate_run(adapter_for(loaded), adapter_for(loaded).frame(TEXT))   # the model's probe, taken once
+    monkeypatch.setattr(estimate, "available_memory", lambda: 10_000)
+    calls = []
+    monkeypatch.setattr(loaded.model, "forward", lambda *a, **k: calls.append(1))
+    with pytest.raises(RunTooLarge, match=r"tokens: recording .*free"):
+        trace_text(loaded, TEXT)
+    assert calls == []                           # refused before the forward ran
+
+
+def test_the_estimate_grows_linearly_for_the_recording():
+    from engine.adapters import adapter_for
+    from engine.traces.estimate import estimate_run
+    loaded = random_model("gpt", seed=1)
+    adapter = adapter_for(loaded)
+    short, long = (estimate_run(adapter, adapter.frame(" ".join(["dog"] * n))) for n in (10, 40))
+    assert long.recording == 4 * short.recording and long.dense == 16 * short.dense
+    # the recording is exactly what a Run keeps
+    from engine.seam import recording
+    with torch.no_grad(), recording() as rec:
+        adapter.forward(adapter.frame(" ".join(["dog"] * 40)))
+    assert long.recording == sum(c.q.nbytes + c.k.nbytes for c in rec.calls.values())
+
+
+def test_a_run_reports_each_site_and_stops_when_asked():
+    loaded = random_model("translator", seed=2)
+    seen = []
+    trace_text(loaded, TEXT, target="der hund", report=seen.append)
+    n = len(seen)
+    assert n == 6 and seen[-1] == ("run", 6, 6) and [s[1] for s in seen] == list(range(1, 7))
+    with pytest.raises(RunCancelled):
+        trace_text(loaded, TEXT, target="der hund", stop=lambda: True)
+
+
+def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn, monkeypatch):
+    import gui.views.head_grid as grid
+    from gui.state import AppState
+    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)             # "long" from 9 tokens on
+    monkeypatch.setattr(grid, "tile_pixels", lambda layers, heads: 6)
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    view = grid.HeadGrid(state)
+    qtbot.addWidget(view)
+    trace = trace_text(state.loaded, TEXT)
+    state.set_trace(trace)
+    drawn(view)
+    assert view.layout_.tile_h == 6 and "max over a block" in view.readout.text()
+    text = view.describe(1, 2, 3, 4)
+    (q0, q1), (k0, k1) = view.block(3, 4)
+    block = trace.weights("decoder self")[1, 2, q0:q1, k0:k1]
+    assert f"queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1}" in text and f"weight {block.max():.4f}" in text
+
+
+def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
+    import gui.views.head_detail as detail
+    from engine.traces.viewport import viewport
+    from gui.state import AppState
+    monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
+    monkeypatch.setattr(detail, "VIEW_PIXELS", 6)
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    view = detail.HeadDetail(state)
+    qtbot.addWidget(view)
+    view.resize(500, 500)
+    view.show()
+    trace = trace_text(state.loaded, TEXT)
+    state.set_trace(trace)
+    state.select("decoder self", 1, 2)
+    drawn(view)
+    dense = trace.weights("decoder self")[1, 2]
+    t = dense.shape[0]
+    assert view.image.image.shape == (6, 6) and view.drawing["long"] == (t, t)
+    np.testing.assert_allclose(view.image.image, F.adaptive_max_pool2d(torch.from_numpy(dense)[None], 6)[0].numpy(),
+                               atol=1e-6)
+    view.item.setRange(xRange=(2, 7), yRange=(3, 9), padding=0)        # zoom in: 5 x 6 cells, fewer than the pixels
+    qtbot.waitUntil(lambda: view.zoom_image.image is not None and not view.zoom_jobs.busy, timeout=10000)
+    (r0, r1), (c0, c1) = view.zoom_block
+    assert (r0, c0) == (3, 2) and view.zoom_image.image.shape == (r1 - r0, c1 - c0)
+    np.testing.assert_allclose(view.zoom_image.image, dense[r0:r1, c0:c1], atol=1e-6)   # one cell a pixel, exact
+    np.testing.assert_allclose(viewport(trace, "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t)), dense,
+                               atol=1e-6)
+    view._on_hover(view.item.vb.mapViewToScene(__import__("pyqtgraph").Point(c0 + 0.5, r0 + 0.5)))
+    assert f"{dense[r0, c0]:.4f}" in view.readout.text()
