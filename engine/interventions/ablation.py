@@ -8,24 +8,10 @@ decoding session) and kept for the calls that follow (one new token per step).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from engine.interventions.refs import ZERO, HeadRef
 from engine.seam import SeamHook, Site
-
-ZERO, MEAN = "zero", "mean"
-
-
-@dataclass(frozen=True, order=True)
-class HeadRef:
-    """One query head: the attention kind (engine.kinds), the layer within it, the head."""
-    kind: str
-    layer: int
-    head: int
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.layer}.{self.head}"
 
 
 class HeadAblation(SeamHook):

@@ -8,29 +8,13 @@ recorded call's mask, so a trace drawn from the recording shows what was compute
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
+from engine.interventions.refs import Edge
 from engine.kinds import CROSS
 from engine.seam import AttentionCall, SeamHook, Site
-
-
-@dataclass(frozen=True)
-class Edge:
-    """Query position(s) -> key position(s) blocked in some layers of one kind.
-
-    Positions are 0-based over the ids fed on each side (a translator's cross-attention:
-    target queries, source keys). ``None`` means every position (a whole row or column),
-    ``layers=None`` every layer."""
-    kind: str
-    queries: tuple[int, ...] | None
-    keys: tuple[int, ...] | None
-    layers: tuple[int, ...] | None = None
-
-    def __str__(self) -> str:
-        show = lambda xs: "*" if xs is None else ",".join(map(str, xs))  # noqa: E731
-        return f"{self.kind} {show(self.queries)}->{show(self.keys)} @ {'all' if self.layers is None else show(self.layers)}"
 
 
 class Knockout(SeamHook):

@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, replace
 
-from engine.interventions.ablation import MEAN, ZERO, HeadAblation, HeadRef
-from engine.interventions.knockout import Edge, Knockout
-from engine.seam.call import Site
+from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
 
 __all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "marked", "problem"]
 
@@ -50,6 +48,9 @@ class Interventions:
 
     def hooks(self) -> list:
         """Fresh seam hooks for one forward or one decoding session (none when empty)."""
+        from engine.interventions.ablation import HeadAblation   # torch: only when a model runs
+        from engine.interventions.knockout import Knockout
+
         out = []
         if self.ablated:
             out.append(HeadAblation(dict(self.ablated)))
@@ -76,7 +77,7 @@ def problem(spec: Interventions, calls: dict) -> str | None:
             return f"the model has no {ref.kind} attention (it has {', '.join(layers)})"
         if not 0 <= ref.layer < layers[ref.kind]:
             return f"{ref}: {ref.kind} layers are 0 to {layers[ref.kind] - 1}"
-        heads = calls[Site(ref.kind, ref.layer)].q.shape[1]
+        heads = next(c for s, c in calls.items() if (s.kind, s.layer) == (ref.kind, ref.layer)).q.shape[1]
         if not 0 <= ref.head < heads:
             return f"{ref}: heads are 0 to {heads - 1}"
     for e in spec.knockout:
