@@ -56,7 +56,7 @@ def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypa
     import engine.traces.base as base
     trace = fresh(trace_text(random_model("gpt", seed=1), TEXT))
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
-    with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* GB"):
+    with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* MB"):
         trace.weights("decoder self")
     assert trace.thumbnails("decoder self", 4).pooled.shape == (2, 4, 4, 4)   # the overview still draws
 
@@ -148,3 +148,23 @@ def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
                                atol=1e-6)
     view._on_hover(view.item.vb.mapViewToScene(__import__("pyqtgraph").Point(c0 + 0.5, r0 + 0.5)))
     assert f"{dense[r0, c0]:.4f}" in view.readout.text()
+
+
+def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, monkeypatch):
+    """Rollout and head statistics need every head at once: on a trace too long for that they
+    say so with the numbers, in the view, and no error dialog appears."""
+    import engine.traces.base as base
+    from gui.state import AppState
+    from gui.views.rollout import RolloutView
+    from gui.worker import job_failures
+    failures = []
+    job_failures().failed.connect(lambda title, message: failures.append(message))
+    monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    view = RolloutView(state)
+    qtbot.addWidget(view)
+    state.set_trace(fresh(trace_text(state.loaded, TEXT)))
+    drawn(view)
+    assert "MB" in view.note.text() and "layers x" in view.note.text() and view.drawing is None
+    assert failures == []

@@ -17,6 +17,11 @@ from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 DENSE_VIEW_BYTES = 2 * 2**30      # a view that needs every head of a kind at once stops here
 
 
+def size(n: float) -> str:
+    """Bytes as people read them: MB below a gigabyte, GB above."""
+    return f"{n / 2**30:,.1f} GB" if n >= 2**30 else f"{n / 2**20:,.1f} MB"
+
+
 class TraceTooLarge(ValueError):
     """A whole-kind view asked of a trace too long to hold every head at once, said with numbers."""
 
@@ -87,8 +92,8 @@ class AttentionTrace:
         if need > DENSE_VIEW_BYTES:
             L, H, tq, tk = self.shape(kind)
             raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
-                                f"{need / 2**30:,.1f} GB, more than the {DENSE_VIEW_BYTES / 2**30:g} GB a view may "
-                                "take: this view needs all of them, the heads overview and head detail do not.")
+                                f"{size(need)}, more than the {size(DENSE_VIEW_BYTES)} a view may take: this view "
+                                "needs all of them; the heads overview and head detail draw it (pooled, zoomable).")
 
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:

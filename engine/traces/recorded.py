@@ -147,7 +147,9 @@ class RecordedTrace(AttentionTrace):
 
     def densify(self, limit: int = DENSE_LIMIT_BYTES) -> "RecordedTrace":
         """Compute every head now (in the worker) when all of them fit in ``limit`` bytes."""
-        if self.nbytes() <= limit:
+        from engine.traces import base
+
+        if self.nbytes() <= min(limit, base.DENSE_VIEW_BYTES):
             for kind in self.kinds:
                 self.weights(kind)
             self._layers.clear()

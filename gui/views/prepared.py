@@ -12,11 +12,14 @@ frozen window. So a view splits its redraw in two:
 - ``apply_drawing(drawing)`` (GUI thread): hands the finished arrays to the plot items.
 
 A newer redraw supersedes one still waiting (Jobs' rule), so dragging a threshold never
-piles up work. ``DRAWN_OFF_THREAD`` lists the preparing functions, for the test that checks
+piles up work. A view that needs every head of a kind at once, asked of a trace too long
+for that (engine.traces.base.TraceTooLarge), is not an error: it says so in the view, with
+the numbers, and the views that pool or zoom draw as usual. ``DRAWN_OFF_THREAD`` lists the preparing functions, for the test that checks
 none of them runs on the GUI thread.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication
@@ -25,6 +28,22 @@ from PySide6.QtWidgets import QWidget
 from gui.worker import SHARED, Jobs, process_events_until
 
 DRAWN_OFF_THREAD: list[Callable] = []
+
+
+@dataclass
+class Refused:
+    """What a drawing job hands back when the trace is too long for the view: the reason."""
+    reason: str
+
+
+def _guarded(func: Callable, *args) -> Any:
+    """``func(*args)`` in the worker, a too-long trace turned into a Refused drawing."""
+    from engine.traces.base import TraceTooLarge
+
+    try:
+        return func(*args)
+    except TraceTooLarge as exc:
+        return Refused(str(exc))
 
 
 def prepares(func: Callable) -> Callable:
@@ -68,12 +87,23 @@ class PreparedView:
             self.drawing = None
             self.clear_drawing()
             return
-        func, *args = job
-        self.draw_jobs.start(func, *args, on_returned=self._applied)
+        self.draw_jobs.start(_guarded, *job, on_returned=self._applied)
 
     def _applied(self, drawing: Any) -> None:
+        if isinstance(drawing, Refused):
+            self.drawing = None
+            self.clear_drawing()
+            self.show_refusal(drawing.reason)
+            return
         self.drawing = drawing
         self.apply_drawing(drawing)
+
+    def show_refusal(self, reason: str) -> None:
+        """Say in the view why it draws nothing for this trace (its note, else its readout)."""
+        label = getattr(self, "note", None) or getattr(self, "readout", None)
+        if label is not None:
+            label.setText(reason)
+        self.setToolTip(reason)
 
     def closeEvent(self, event) -> None:
         self.draw_jobs.shutdown()
