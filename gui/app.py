@@ -1,6 +1,7 @@
 """Start the Qt application and show the main window (``attnscope`` with no subcommand)."""
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -10,6 +11,7 @@ def run_app(args) -> int:
     from PySide6.QtWidgets import QApplication
 
     from gui.main_window import MainWindow
+    from gui.worker import active_threads
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("attnscope")
@@ -24,4 +26,11 @@ def run_app(args) -> int:
     window.deleteLater()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     del window
+    if active_threads():
+        # A forward or a decoding step still runs (cancelled: its result would be dropped) and
+        # cannot stop inside itself; the thread pools would wait for it at exit, keeping the
+        # process alive seconds after its window. Settings are saved (closeEvent): end now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code

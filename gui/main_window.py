@@ -36,6 +36,7 @@ from gui.views.head_grid import HeadGrid
 from gui.views.registry import VIEWS
 from gui.worker import MODEL, Jobs, error_message, job_failures, shutdown_all
 
+UNSAVED = "The model trained in the Training panel has not been saved. Save it before quitting?"
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
 LIVE_DELAY_MS = 350
 DEFAULT_TEXT = {   # by family, then by role for the rest (Hugging Face models)
@@ -74,18 +75,21 @@ def _open_model(source: str, device: str, report=None, stop=None):
     return catalog.open_model(source, _usable_device(device, devices), progress=report, stop=stop)
 
 
-def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False):
+def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False,
+                 report=None, stop=None, interventions=None):
+    """A Run in the model worker: its progress (attention sites passed) reported, stopped on Esc."""
     from engine.traces.tracing import trace_text
 
     start = time.perf_counter()
-    trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords)
+    trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
+                       report=report, stop=stop, interventions=interventions)
     return trace, time.perf_counter() - start
 
 
-def _model_output(loaded: LoadedModel, text: str) -> str:
+def _model_output(loaded: LoadedModel, text: str, interventions=None) -> str:
     from gui.output_line import output_line
 
-    return output_line(loaded, text)
+    return output_line(loaded, text, interventions)
 
 
 class MainWindow(QMainWindow):
@@ -123,6 +127,7 @@ class MainWindow(QMainWindow):
         self.state.trace_changed.connect(self._on_trace)
         self.state.head_selected.connect(self._show_head_detail)
         self.state.output_changed.connect(self._on_output)
+        self.state.interventions_changed.connect(lambda _spec: self.run())   # every view re-runs with the change
         self.state.model_changed.connect(lambda _m: self._on_output(""))
         self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
@@ -212,6 +217,7 @@ class MainWindow(QMainWindow):
         HelpButton(self.grid, "Heads overview", lambda page: self.show_help(page))
         for key in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(key), self, activated=self.run)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop_run)
 
     def _build_docks(self) -> None:
         areas = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
@@ -454,7 +460,18 @@ class MainWindow(QMainWindow):
         self.state.set_output("")   # the old text's output is gone until the new one is written
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
                             loaded.is_hf and self.merge_box.isChecked(),
-                            on_returned=self._trace_done)
+                            interventions=self.state.interventions,
+                            on_yielded=self._run_progress, on_returned=self._trace_done)
+
+    def _run_progress(self, record) -> None:
+        """("run", attention sites passed, sites): a long Run says how far it is (Esc stops it)."""
+        _, done, total = record
+        self.busy_label.setText(f"running… {done}/{total} attention layers (Esc stops)")
+
+    def stop_run(self) -> None:
+        if self.run_jobs.busy:
+            self.run_jobs.cancel()
+            self.statusBar().showMessage("Run stopped; the heads on screen are the last finished Run's.", 6000)
 
     def _trace_done(self, result) -> None:
         trace, seconds = result
@@ -463,7 +480,8 @@ class MainWindow(QMainWindow):
         self.state.set_trace(trace)
         loaded = self.state.loaded
         if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
-            self.output_jobs.start(_model_output, loaded, self.state.text, on_returned=self.state.set_output)
+            self.output_jobs.start(_model_output, loaded, self.state.text, self.state.interventions,
+                                   on_returned=self.state.set_output)
 
     def _on_output(self, text: str) -> None:
         loaded = self.state.loaded
@@ -621,7 +639,7 @@ class MainWindow(QMainWindow):
         if not unsaved:
             return True
         box = QMessageBox(QMessageBox.Icon.Question, "Unsaved model",
-                          "The model trained in the Training panel has not been saved. Save it before quitting?",
+                          " ".join(dict.fromkeys(getattr(v, "unsaved_message", UNSAVED) for v in unsaved)),
                           QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
                           | QMessageBox.StandardButton.Cancel, self)
         answer = box.exec()
@@ -640,7 +658,9 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.settings.setValue("live", "true" if self.live_box.isChecked() else "false")
         self.settings.sync()
-        shutdown_all()
+        # Ask every job to stop, but do not wait out a forward that cannot stop inside itself:
+        # gui.app ends the process without it (it was alive 5 s after the window had gone).
+        shutdown_all(timeout_s=0.2)
         super().closeEvent(event)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit
+from PySide6.QtWidgets import QAbstractButton, QLabel
 
 from gui.theme import ACCENTS, theme_palette
 

@@ -98,7 +98,7 @@ class CompareView(QWidget):
         self.table.cellClicked.connect(self._open_row)
         self.summary = QLabel("Press Compare.")
         self.summary.setWordWrap(True)
-        split = QSplitter()
+        split = self.split = QSplitter()   # hidden while there is no model B: nothing to compare
         split.addWidget(self.plots)
         split.addWidget(self.table)
         split.setSizes([700, 260])
@@ -129,6 +129,8 @@ class CompareView(QWidget):
         elif hf and self.b_source is None:
             self.b_source = SAME_WEIGHTS
         self._show_b()
+        if self.b_source is None:
+            self.summary.setText("No model B yet: open one above (a checkpoint or a Hugging Face folder).")
 
     def _clear(self, summary: str) -> None:
         self.result, self.compared_text = None, None
@@ -138,6 +140,9 @@ class CompareView(QWidget):
             pane.getAxis("bottom").setTicks([[]])
             show_empty(pane, f"{text} appears here after Compare.", ("left", "bottom"))
         self.panes[0].getAxis("left").setTicks([[]])
+        for bar in (self.bar, self.diff_bar):     # no colours drawn, no scale for them
+            bar.setVisible(False)
+        self.panes[2].setTitle("A - B")
         self.table.setRowCount(0)
         self.kind_box.blockSignals(True)
         self.kind_box.clear()
@@ -168,6 +173,7 @@ class CompareView(QWidget):
         text = "none yet: open a model to compare with" if b is None else (
             b if isinstance(b, str) else getattr(b, "name", str(b)))
         self.b_label.setText(f"A: {self.state.loaded.name if self.state.loaded else '-'}    B: {text}")
+        self.split.setVisible(b is not None)
 
     def set_b(self, source) -> None:
         """B is SAME_WEIGHTS, a model source (path), or a LoadedModel."""
@@ -189,7 +195,7 @@ class CompareView(QWidget):
     def run(self) -> None:
         a = self.state.loaded
         if a is None or self.b_source is None:
-            self.summary.setText("Choose model B first.")
+            self.summary.setText("Choose model B first: open another model (a checkpoint or a folder) above.")
             return
         if self.result is None:
             self.summary.setText("Comparing…")
@@ -227,6 +233,8 @@ class CompareView(QWidget):
         l, h = min(self.state.layer, n_layers - 1), min(self.state.head, n_heads - 1)
         for pane in self.panes:
             hide_empty(pane, ("bottom",))
+        for bar in (self.bar, self.diff_bar):
+            bar.setVisible(True)
         hide_empty(self.panes[0], ("left",))
         self.images[0].setImage(ta.head(kind, l, h), autoLevels=False, levels=(0, 1))
         self.images[1].setImage(tb.head(kind, l, h), autoLevels=False, levels=(0, 1))

@@ -21,7 +21,7 @@ from engine.training.timelapse import Probe, load_timelapse, save_timelapse, tim
 from engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
-from gui.worker import TRAINING, Jobs, error_message, job_failures
+from gui.worker import TRAINING, Jobs, error_message, job_failures, process_events_until
 
 DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "HAMLET. To be, or not to be, that is"}
 
@@ -60,13 +60,21 @@ def training_run(family: str, corpus: str | None, config: TrainConfig, device: s
             yield record
 
 
+LAPSE_HINT = "time-lapse: probe traces appear here while training"
+
+
+def percent(step: int, total: int) -> int:
+    """Whole percent done, rounded down: the bar and the sentences say the same number."""
+    return 100 * max(0, step) // max(1, total)
+
+
 class TrainingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self.jobs = Jobs(self, "Training failed", lane=TRAINING)
         self.trained = None                     # the LoadedModel of the last run
-        self.unsaved = False                    # trained and not saved since
+        self._unsaved = False                   # trained and not saved since
         self.steps: list[int] = []
         self.losses: list[float] = []
         self.val_steps: list[int] = []
@@ -140,7 +148,7 @@ class TrainingPanel(QWidget):
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, 0)
         self.slider.valueChanged.connect(self.show_probe)
-        self.lapse_label = QLabel("time-lapse: probe traces appear here while training")
+        self.lapse_label = QLabel(LAPSE_HINT)
         lapse = QWidget()
         lapse_layout = QVBoxLayout(lapse)
         lapse_layout.setContentsMargins(0, 0, 0, 0)
@@ -164,6 +172,27 @@ class TrainingPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(split)
         self._update_buttons()
+
+    @property
+    def unsaved(self) -> bool:
+        """Work that exists nowhere else: a run going on, or a trained model not saved since."""
+        return self.jobs.busy or self._unsaved
+
+    @unsaved.setter
+    def unsaved(self, value: bool) -> None:
+        self._unsaved = value
+
+    @property
+    def unsaved_message(self) -> str:
+        """What the window asks before closing over it."""
+        if self.jobs.busy:
+            return ("Training is still running. Save the model trained so far (the run stops first), "
+                    "or discard it?")
+        return "The model trained in the Training panel has not been saved. Save it before quitting?"
+
+    def _show_progress(self, step: int) -> None:
+        self.progress.setValue(step)
+        self.progress.setFormat(f"{percent(step, self.progress.maximum())} %")
 
     def _on_family(self, family: str) -> None:
         self.probe_text.setText(DEFAULT_PROBES[family])
@@ -190,9 +219,11 @@ class TrainingPanel(QWidget):
         self.train_curve.setData([], [])
         self.val_curve.setData([], [])
         self.slider.setRange(0, 0)
+        self.lapse_state.set_trace(None)        # the last run's time-lapse is not this run's
+        self.lapse_label.setText(LAPSE_HINT)
         config = self.config()
         self.progress.setRange(0, config.steps)
-        self.progress.setValue(0)
+        self._show_progress(0)
         self.status.setText("Preparing the corpus and the tokenizer…")
         self._started = time.perf_counter()
         corpus = self.corpus.text().strip() or None
@@ -226,7 +257,7 @@ class TrainingPanel(QWidget):
             if follow:
                 self.slider.setValue(len(self.probes) - 1)
                 self.show_probe(len(self.probes) - 1)
-        self.progress.setValue(p.step)
+        self._show_progress(p.step)
         eta = (p.total_steps - p.step) * p.elapsed_s / max(1, p.step)
         val = f", validation {p.val_loss:.3f}" if p.val_loss is not None else ""
         self.status.setText(f"step {p.step}/{p.total_steps}: loss {p.loss:.3f}{val}, "
@@ -243,7 +274,7 @@ class TrainingPanel(QWidget):
         took = time.perf_counter() - self._started
         steps, total = training.get("steps"), self.progress.maximum()
         head = (f"Done: {steps} steps" if steps == total else
-                f"Stopped at step {steps} of {total} ({100 * steps / max(1, total):.0f} %)")
+                f"Stopped at step {steps} of {total} ({percent(steps, total)} %)")
         val = training.get("val_loss")
         self.status.setText(f"{head} in {took:.0f} s, validation loss "
                             f"{float('nan') if val is None else val:.3f}. Save it, or show it in the window.")
@@ -279,6 +310,12 @@ class TrainingPanel(QWidget):
         self.unsaved = False
 
     def save_dialog(self) -> None:
+        if self.jobs.busy:      # asked while training (the window is closing): stop, keep what was trained
+            self.jobs.stop()
+            self.status.setText("Stopping after this step…")
+            process_events_until(lambda: not self.jobs.busy, 600)
+        if self.trained is None:
+            return
         path, _ = QFileDialog.getSaveFileName(self, "Save Checkpoint", f"{self.family.currentText()}.safetensors",
                                               "attnscope checkpoint (*.safetensors)")
         if path:
