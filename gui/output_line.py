@@ -11,15 +11,16 @@ def ended_at_once(token: str, probability: float) -> str:
     return f"the model ended immediately ({token} p = {probability:.3f})"
 
 
-def output_line(loaded, text: str) -> str:
-    """The model's own greedy output for ``text`` (worker thread: it runs the model)."""
+def output_line(loaded, text: str, interventions=None) -> str:
+    """The model's own greedy output for ``text`` (worker thread: it runs the model), changed
+    by ``interventions`` (engine.interventions) when given."""
     from engine.decoding.records import DecodeSettings
     from engine.decoding.session import decode_all, model_output
 
-    written = model_output(loaded, text)
+    written = model_output(loaded, text, interventions=interventions)
     if written.strip() or not loaded.generates:
         return written
-    first = decode_all(loaded, text, DecodeSettings(max_new_tokens=1)).steps   # what it ended with, and how sure
+    first = decode_all(loaded, text, DecodeSettings(max_new_tokens=1), interventions).steps   # what it ended with, and how sure
     return ended_at_once(first[0].token, first[0].probability) if first else written
 
 

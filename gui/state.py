@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from engine.interventions.spec import Interventions
 from engine.loading.loaded import LoadedModel
 from engine.traces.base import AttentionTrace
 
@@ -24,6 +25,7 @@ class AppState(QObject):
     colormap_changed = Signal(str)
     theme_changed = Signal(bool)             # dark
     output_changed = Signal(str)
+    interventions_changed = Signal(object)   # engine.interventions.Interventions: what is switched off
     presentation_changed = Signal(bool)      # large fonts and thick marks, for a projector             # the model's own output for the text (translation, continuation)
 
     def __init__(self, parent: QObject | None = None):
@@ -41,9 +43,12 @@ class AppState(QObject):
         self.head: int = 0
         self.output: str = ""
         self.presentation: bool = False
+        self.interventions = Interventions()  # heads ablated, edges knocked out: every Run and step uses them
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
+        if not self.interventions.empty:     # another model's heads and positions
+            self.set_interventions(Interventions())
         self.trace = None
         self.model_changed.emit(loaded)
         self.trace_changed.emit(None)        # the old model's readouts are gone everywhere
@@ -89,6 +94,12 @@ class AppState(QObject):
         """Select a head and ask for it to be shown (a click in the grid or statistics)."""
         self.select(kind, layer, head)
         self.head_selected.emit(self.kind or "", self.layer, self.head)
+
+    def set_interventions(self, spec: Interventions) -> None:
+        """Change what is switched off; the window re-runs and every view follows."""
+        if spec != self.interventions:
+            self.interventions = spec
+            self.interventions_changed.emit(spec)
 
     def set_colormap(self, name: str) -> None:
         if name != self.colormap:

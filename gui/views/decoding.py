@@ -31,11 +31,21 @@ if TYPE_CHECKING:
 TITLE = 'Decoding failed'     # the title of this view's error dialogs
 
 
-def _start_session(loaded, text: str, settings: DecodeSettings):
+def _start_session(loaded, text: str, settings: DecodeSettings, interventions=None):
     from engine.decoding.session import DecodeSession   # torch, in the worker: the panel is drawn without it
 
-    session = DecodeSession(loaded, text, settings)
+    session = DecodeSession(loaded, text, settings, interventions)
     return session, session.steps()
+
+
+def diff_text(rec: DecodeStep) -> str:
+    """A step's change under the interventions, as rich text: KL, then each top token's p
+    before -> after (the token the plain model would have chosen marked)."""
+    d = rec.diff
+    plain = max(d.rows, key=lambda r: r[1])[0]
+    parts = [f"{'<b>' if t == rec.token else ''}{html.escape(t)}{'</b>' if t == rec.token else ''}"
+             f"{' (plain choice)' if t == plain and t != rec.token else ''} {b:.3f} → {a:.3f}" for t, b, a in d.rows]
+    return f"<i>with the interventions</i>: KL {d.kl:.4f} nats &nbsp; " + " &nbsp;|&nbsp; ".join(parts)
 
 
 def _advance(steps):
@@ -110,6 +120,11 @@ class DecodingPanel(QWidget):
         self.input_note.setWordWrap(True)
         emphasise(self.input_note, italic=True)
         self.input_note.hide()
+        # This step without and with the Interventions panel's changes; hidden when there are none.
+        self.diff = QLabel()
+        self.diff.setTextFormat(Qt.TextFormat.RichText)
+        self.diff.setWordWrap(True)
+        self.diff.hide()
 
         # ---- plots ----
         # Candidates as horizontal bars, their tokens on the left axis: one row each, so
@@ -153,11 +168,13 @@ class DecodingPanel(QWidget):
         layout.addLayout(controls)
         layout.addWidget(self.output)
         layout.addWidget(self.input_note)
+        layout.addWidget(self.diff)
         layout.addWidget(split, 1)
         self._show_knobs("greedy")
         state.model_changed.connect(self._on_model)
         state.trace_changed.connect(self._on_trace)
         state.selection_changed.connect(self._on_selection)
+        state.interventions_changed.connect(lambda _spec: self.reset())   # steps afresh with the change
         state.theme_changed.connect(lambda _dark: self.redraw())   # pruned beams in the new theme's grey
         self._text: str | None = None  # the text the current session decodes
         self.reset()
@@ -193,6 +210,7 @@ class DecodingPanel(QWidget):
         self.output.setText("Press Step (→) to decode the text, one token at a time.")
         self.input_note.clear()
         self.input_note.hide()
+        self.diff.hide()
         self.bar_item.setOpts(x0=[], y=[], width=[])
         self.bars.getPlotItem().getAxis("left").setTicks([[]])
         show_empty(self.bars.getPlotItem(), "Candidates for the next token appear after a step.", ("left", "bottom"))
@@ -222,7 +240,7 @@ class DecodingPanel(QWidget):
             return      # nothing to decode: the Step button is off, and the window's banner says why
         if self._steps is None:
             self._text = self.state.text or ""
-            self.jobs.start(_start_session, loaded, self.state.text or "", self.settings(),
+            self.jobs.start(_start_session, loaded, self.state.text or "", self.settings(), self.state.interventions,
                             on_returned=self._session_ready, on_error=self._failed)
         else:
             self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed,
@@ -341,6 +359,9 @@ class DecodingPanel(QWidget):
         shown = " ".join(html.escape(t) for t in tokens[:-1]) + f" <b>{html.escape(tokens[-1])}</b>"
         state = "finished" if rec.finished else f"step {rec.step + 1}"
         self.output.setText(f"{state}: {shown} &nbsp; <i>(p = {rec.probability:.3f})</i>")
+        self.diff.setVisible(rec.diff is not None)
+        if rec.diff is not None:
+            self.diff.setText(diff_text(rec))
         if session is not None:   # the window's output line follows the steps
             self.state.set_output(shown_output(session.stepper.tokenizer.decode(rec.output_ids), rec.token,
                                                rec.probability, rec.finished, rec.step))

@@ -17,13 +17,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from gui.views.ablation_marks import AblationMarks, toggle_from_click
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 from gui.elided import ElidedLabel
 from gui.views.prepared import PreparedView, prepares
 
-HINT = "Hover a cell to read it; click to open that head."
+HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
 EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is drawn cell for cell
 MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however many heads
 
@@ -89,6 +90,7 @@ class HeadGrid(PreparedView, QWidget):
         self.labels: list[pg.TextItem] = []
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
+        self.marks = AblationMarks(self)           # ablated heads (Shift/Ctrl-click a tile) framed and crossed
 
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
@@ -136,9 +138,11 @@ class HeadGrid(PreparedView, QWidget):
         self.image.clear()
         self.layout_ = self.mosaic = None
         self._set_readout(HINT)
+        self.marks.update()
 
     def apply_drawing(self, drawing) -> None:
         self.mosaic, layout, _kind, self.drawn_trace, thumbs = drawing
+        self.marks.update()
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
@@ -208,7 +212,7 @@ class HeadGrid(PreparedView, QWidget):
 
     def _on_click(self, event) -> None:
         cell = self.cell_at_scene(event.scenePos())
-        if cell is not None:
+        if cell is not None and not toggle_from_click(self.state, self.drawing[2], cell[0], cell[1], event.modifiers()):
             self.state.select_head(self.drawing[2], cell[0], cell[1])
 
     def scene_pos_of(self, layer: int, head: int, qi: int, ki: int):

@@ -37,4 +37,6 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("Training", lazy("training", "TrainingPanel"), "bottom"),
     ViewSpec("Positions", lazy("positional", "PositionalLab"), "bottom"),
     ViewSpec("Compare", lazy("compare", "CompareView"), "bottom"),
+    ViewSpec("Interventions", lazy("interventions", "InterventionsPanel"), "right"),
+    ViewSpec("Lens", lazy("lens", "LensView"), "bottom"),
 ]

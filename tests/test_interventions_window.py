@@ -1,0 +1,87 @@
+"""The window with interventions (issue 33): a Shift-click on a tile switches a head off,
+the tile is marked, every view re-runs with the change, the translation on the output line
+and in the Decoding panel changes, and each step shows its probabilities before/after; a
+knockout from the panel zeroes its cell in Head detail; the Lens view fills its table."""
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from engine.interventions import HeadRef
+from engine.kinds import CROSS, DECODER_SELF
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSLATOR = str(ROOT / "resources/checkpoints/translator.safetensors")
+GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
+CHANGED = "The woman helps the man who cannot work."   # one of the ten texts the head changes (test_interventions)
+STRONGEST = HeadRef(CROSS, 1, 1)                        # test_interventions.strongest_cross_head on the bundled translator
+
+
+def _open(window, title):
+    window.docks[title].show()
+    return window.view(title)
+
+
+def _run(w, qtbot, text):
+    w.text_edit.setText(text)
+    w.run()
+    qtbot.waitUntil(lambda: not w.run_jobs.busy and not w.output_jobs.busy and bool(w.state.output), timeout=30000)
+
+
+def test_shift_click_ablates_a_head_and_the_translation_changes_everywhere(window_on, qtbot, drawn):
+    w = window_on(TRANSLATOR)
+    _run(w, qtbot, CHANGED)
+    before = w.state.output
+    w.state.select(kind=CROSS)
+    drawn(w.grid)
+    grid = w.grid
+    qtbot.waitUntil(lambda: grid.drawing is not None and grid.drawing[2] == CROSS, timeout=20000)
+    old_trace = w.state.trace
+    pos = grid.plot.mapFromScene(grid.scene_pos_of(STRONGEST.layer, STRONGEST.head, 0, 0))
+    qtbot.mouseClick(grid.plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, pos)
+    assert w.state.interventions.mode(STRONGEST) == "zero"
+    qtbot.waitUntil(lambda: w.state.trace is not old_trace and not w.run_jobs.busy, timeout=30000)
+    qtbot.waitUntil(lambda: bool(w.state.output) and w.state.output != before, timeout=30000)
+    drawn(grid)
+    assert (STRONGEST.layer, STRONGEST.head) in grid.marks.tiles and not grid.marks.item.path().isEmpty()
+    assert "den nicht" in w.output_label.text() and "der nicht" in before
+    panel = _open(w, "Decoding")
+    panel.step()
+    qtbot.waitUntil(lambda: bool(panel.history), timeout=30000)
+    assert panel.diff.isVisible() and "KL" in panel.diff.text()
+    while not panel.ended:
+        n = len(panel.history)
+        panel.step()
+        qtbot.waitUntil(lambda: len(panel.history) > n or panel.ended, timeout=30000)
+    assert "den" in [s.token for s in panel.history] and "(plain choice)" in " ".join(
+        __import__("gui.views.decoding", fromlist=["diff_text"]).diff_text(s) for s in panel.history)
+    effect = _open(w, "Interventions")
+    effect._on_trace(w.state.trace)
+    qtbot.waitUntil(lambda: "KL" in effect.effect.text(), timeout=30000)
+    # Shift-click again: the head is back, and so is the translation
+    old_trace = w.state.trace
+    qtbot.mouseClick(grid.plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, pos)
+    assert w.state.interventions.empty
+    qtbot.waitUntil(lambda: w.state.trace is not old_trace and w.state.output == before, timeout=30000)
+
+
+def test_knockout_from_the_panel_zeroes_its_cell_and_the_lens_fills(window_on, qtbot, drawn):
+    w = window_on(GPT)
+    _run(w, qtbot, "To be, or not to be, that is")
+    w.state.select(kind=DECODER_SELF, layer=2, head=1)
+    panel = _open(w, "Interventions")
+    lens = _open(w, "Lens")
+    qtbot.waitUntil(lambda: lens.lens is not None, timeout=30000)
+    assert lens.table.rowCount() == 4 and lens.table.columnCount() == len(w.state.trace.target_tokens)
+    base = w.state.trace.head(DECODER_SELF, 2, 1)
+    panel.query_box.setCurrentIndex(panel.query_box.findData(5))
+    panel.key_box.setCurrentIndex(panel.key_box.findData(4))
+    panel.layers_box.setCurrentIndex(panel.layers_box.findData(2))
+    old = w.state.trace
+    panel.block_button.click()
+    qtbot.waitUntil(lambda: w.state.trace is not old and not w.run_jobs.busy, timeout=30000)
+    after = w.state.trace.head(DECODER_SELF, 2, 1)
+    assert base[5, 4] > 0 and after[5, 4] == 0 and abs(after[5].sum() - 1) < 1e-5
+    assert np.array_equal(base[:5], after[:5])
+    qtbot.waitUntil(lambda: "KL" in panel.effect.text(), timeout=30000)
+    assert "knockout: decoder self 5->4 @ 2" in [panel.active.item(i).text() for i in range(panel.active.count())]
