@@ -184,3 +184,16 @@ def test_closing_during_a_forward_ends_the_process_without_waiting_for_it(tmp_pa
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "settings.ini").exists()      # closeEvent saved the settings before the end
+
+
+def test_a_prompt_longer_than_the_context_is_noted_once_in_the_banner(gpt_window, qtbot):
+    w = gpt_window
+    context = w.state.loaded.meta.get("config", {}).get("block_size", 256)
+    w.text_edit.setText(" ".join(["to be or not to be"] * (context // 2)))
+    w.run()
+    qtbot.waitUntil(lambda: w.banner.isVisible() and w.banner.text().strip() != "", timeout=30000)
+    panel = _open(w, "Decoding")
+    panel.step()
+    qtbot.waitUntil(lambda: len(panel.history) >= 1 or panel.ended, timeout=30000)
+    assert panel.session.notes                         # the session knows it was cut ...
+    assert not panel.input_note.isVisible()            # ... and the banner has said it already

@@ -269,8 +269,9 @@ class DecodingPanel(QWidget):
 
     def _session_ready(self, result) -> None:
         self.session, self._steps = result
-        self.input_note.setText(" ".join(self.session.notes))
-        self.input_note.setVisible(bool(self.session.notes))
+        notes = self._own_notes(self.session.notes)
+        self.input_note.setText(" ".join(notes))
+        self.input_note.setVisible(bool(notes))
         self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed,
                         on_finished=self._drain_queue)
 
@@ -283,6 +284,15 @@ class DecodingPanel(QWidget):
             self.ended = record.finished
             self.redraw()
         self._update_buttons()
+
+    def _own_notes(self, notes: list[str]) -> list[str]:
+        """What the session says about its input that the window has not said: the window's
+        banner already carries the Run's notes for this same text (a prompt longer than the
+        context is cut by one rule, said once there), so the panel repeats none of it."""
+        trace = self.state.trace
+        if trace is not None and trace.notes and self._text == self.state.text:
+            return []
+        return list(notes)
 
     def _drain_queue(self) -> None:
         """After a step's worker has finished (so the panel is idle): run one queued click."""
