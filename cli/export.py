@@ -25,6 +25,8 @@ def register(sub) -> None:
     p.add_argument("--view", choices=VIEWS, default="grid")
     p.add_argument("--format", choices=["png", "svg", "npz", "csv"], default="png")
     p.add_argument("--kind", default=None, help="attention kind (default: the last the model has)")
+    p.add_argument("--value-weighted", action="store_true",
+                   help="alpha_ij ||f(x_j)|| per row as shares (Kobayashi et al., 2020) instead of the weights")
     p.add_argument("--layer", type=int_in(0, 10_000), default=0)
     p.add_argument("--head", type=int_in(0, 10_000), default=0)
     p.add_argument("--size", default=(1200, 800), type=image_size, help="image size WxH, each side 16 to 8192")
@@ -45,7 +47,7 @@ def run(args) -> int:
     if loaded is None:
         return BAD_INPUT
     try:
-        trace = trace_text(loaded, args.text, target=args.target, pair=args.pair)
+        trace = trace_text(loaded, args.text, target=args.target, pair=args.pair, value_weighted=args.value_weighted)
     except InputError as exc:
         say(exc)
         return BAD_INPUT

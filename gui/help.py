@@ -90,6 +90,24 @@ the queries and keys themselves. For a model with learned positions, its own tab
 0, the range of its colours stated on its bar. The table lists every head's largest
 difference, sortable. For a Hugging Face BERT, B is the same weights in attnscope's own
 encoder: the differences are rounding (~1e-7).</p>""",
+    "Interventions": """<h2>Interventions</h2>
+<p>Change the model and watch what happens. <b>Switch head off</b> (or Shift/Ctrl-click a tile
+in the heads overview) removes the selected head's output: its slice of the output
+projection's input is zero. <b>Replace by its mean</b> puts the head's mean output over the
+text's positions at every position. <b>Knock out</b> blocks attention from a query position to
+a key position (or every one) in one layer or all: that score becomes -inf and the row's
+other weights renormalise (Geva et al., 2023). Every view runs again with the change, the
+ablated tiles are framed and crossed, the Decoding panel steps the changed model and shows
+each step's probabilities before and after, and the panel shows the next-token change at
+the end of the text: p before and after, (p_new - p_base) / p_base, and the KL divergence.
+<b>Value-weighted</b> shows alpha_ij ||f(x_j)|| instead of the weights (Kobayashi et al.,
+2020): how far each key actually moves the head's output, each row as shares of its sum.</p>""",
+    "Lens": """<h2>Lens</h2>
+<p>The logit lens: for each decoder layer (rows) and position (columns), the token the
+residual stream after that layer would predict, read through the model's own final norm and
+unembedding (with Gemma's final softcap and tied embeddings where the model has them). The
+colour is the probability it gives the token the last layer predicts there, so you can see
+at which layer the model settles on its answer. Hover a cell for its top five.</p>""",
 }
 PAGES["Kinds of attention"] = f"<h2>Kinds of attention</h2>{KINDS}{MAPS}"
 

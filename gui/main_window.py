@@ -76,13 +76,13 @@ def _open_model(source: str, device: str, report=None, stop=None):
 
 
 def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False,
-                 report=None, stop=None, interventions=None):
+                 report=None, stop=None, interventions=None, value_weighted=False):
     """A Run in the model worker: its progress (attention sites passed) reported, stopped on Esc."""
     from engine.traces.tracing import trace_text
 
     start = time.perf_counter()
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
-                       report=report, stop=stop, interventions=interventions)
+                       report=report, stop=stop, interventions=interventions, value_weighted=value_weighted)
     return trace, time.perf_counter() - start
 
 
@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
         self.state.head_selected.connect(self._show_head_detail)
         self.state.output_changed.connect(self._on_output)
         self.state.interventions_changed.connect(lambda _spec: self.run())   # every view re-runs with the change
+        self.state.measure_changed.connect(lambda _on: self.run())
         self.state.model_changed.connect(lambda _m: self._on_output(""))
         self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
@@ -460,7 +461,7 @@ class MainWindow(QMainWindow):
         self.state.set_output("")   # the old text's output is gone until the new one is written
         self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
                             loaded.is_hf and self.merge_box.isChecked(),
-                            interventions=self.state.interventions,
+                            interventions=self.state.interventions, value_weighted=self.state.value_weighted,
                             on_yielded=self._run_progress, on_returned=self._trace_done)
 
     def _run_progress(self, record) -> None:

@@ -26,6 +26,7 @@ class AppState(QObject):
     theme_changed = Signal(bool)             # dark
     output_changed = Signal(str)
     interventions_changed = Signal(object)   # engine.interventions.Interventions: what is switched off
+    measure_changed = Signal(bool)           # value-weighted attention (True) or the weights
     presentation_changed = Signal(bool)      # large fonts and thick marks, for a projector             # the model's own output for the text (translation, continuation)
 
     def __init__(self, parent: QObject | None = None):
@@ -44,6 +45,7 @@ class AppState(QObject):
         self.output: str = ""
         self.presentation: bool = False
         self.interventions = Interventions()  # heads ablated, edges knocked out: every Run and step uses them
+        self.value_weighted = False           # views draw alpha_ij ||f(x_j)|| instead of the weights
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
@@ -100,6 +102,12 @@ class AppState(QObject):
         if spec != self.interventions:
             self.interventions = spec
             self.interventions_changed.emit(spec)
+
+    def set_value_weighted(self, on: bool) -> None:
+        """Weights or value-weighted attention in every view; the window re-runs."""
+        if on != self.value_weighted:
+            self.value_weighted = on
+            self.measure_changed.emit(on)
 
     def set_colormap(self, name: str) -> None:
         if name != self.colormap:

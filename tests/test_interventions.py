@@ -308,3 +308,47 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["translator", "gpt", "random-bert", "gpt2", "llama", "t5", "bart", "minilm"])
+def test_value_weighted_vectors_sum_to_the_attention_output(models, name):
+    """sum_j sum_h alpha_ij f_h(x_j) + b_O equals what the output projection wrote (1e-5)."""
+    from engine.interventions.value_weighted import head_vectors
+
+    loaded = models[name] if name in models else open_model(name, "cpu")
+    loaded.model.eval()
+    adapter = adapter_for(loaded)
+    site = next(s for s in adapter.sites() if s.layer == 1)
+    w_out, b_out = adapter.output_projection(site)
+    proj = next(m for m in loaded.model.modules() if getattr(m, "weight", None) is w_out or
+                (getattr(m, "weight", None) is not None and m.weight.dim() == 2 and m.weight.data_ptr() == w_out.data_ptr()))
+    written = []
+    handle = proj.register_forward_hook(lambda _m, _i, out: written.append(out.detach()))
+    try:
+        with torch.no_grad(), recording(keep_values=True) as rec:
+            adapter.forward(adapter.frame(TEXT))
+    finally:
+        handle.remove()
+    call = rec.calls[site]
+    alpha = call.weights()                                                    # (H, Tq, Tk)
+    total = sum(alpha[h] @ head_vectors(call, w_out, h) for h in range(alpha.shape[0]))   # (Tq, D)
+    if b_out is not None:
+        total = total + b_out.float()
+    torch.testing.assert_close(total, written[-1][0].float(), atol=1e-5, rtol=1e-5)
+
+
+def test_value_weighted_trace_rows_are_shares_of_alpha_times_norm(models):
+    gpt = models["gpt"]
+    plain = trace_text(gpt, TEXT)
+    vw = trace_text(gpt, TEXT, value_weighted=True)
+    adapter = adapter_for(gpt)
+    with torch.no_grad(), recording(keep_values=True) as rec:
+        adapter.forward(adapter.frame(TEXT))
+    call = rec.calls[Site(DECODER_SELF, 2)]
+    from engine.interventions.value_weighted import value_norms
+
+    expected = plain.layer(DECODER_SELF, 2) * value_norms(call, adapter.output_projection(call.site)[0]).numpy()[:, None]
+    expected /= expected.sum(-1, keepdims=True)
+    assert abs(vw.layer(DECODER_SELF, 2) - expected).max() < 1e-5
+    assert abs(vw.layer(DECODER_SELF, 2) - plain.layer(DECODER_SELF, 2)).max() > 1e-3
+    assert vw.kinds == plain.kinds and vw.target_tokens == plain.target_tokens

@@ -85,3 +85,18 @@ def test_knockout_from_the_panel_zeroes_its_cell_and_the_lens_fills(window_on, q
     assert np.array_equal(base[:5], after[:5])
     qtbot.waitUntil(lambda: "KL" in panel.effect.text(), timeout=30000)
     assert "knockout: decoder self 5->4 @ 2" in [panel.active.item(i).text() for i in range(panel.active.count())]
+
+
+def test_value_weighted_box_redraws_every_view_from_the_value_weighted_trace(window_on, qtbot):
+    from engine.interventions.value_weighted import ValueWeightedTrace
+
+    w = window_on(GPT)
+    _run(w, qtbot, "To be, or not to be, that is")
+    panel = _open(w, "Interventions")
+    plain = w.state.trace
+    panel.value_box.setChecked(True)
+    qtbot.waitUntil(lambda: isinstance(w.state.trace, ValueWeightedTrace) and not w.run_jobs.busy, timeout=30000)
+    vw = w.state.trace.head(DECODER_SELF, 1, 0)
+    assert abs(vw.sum(-1) - 1).max() < 1e-5 and abs(vw - plain.head(DECODER_SELF, 1, 0)).max() > 1e-3
+    panel.value_box.setChecked(False)
+    qtbot.waitUntil(lambda: not isinstance(w.state.trace, ValueWeightedTrace) and not w.run_jobs.busy, timeout=30000)

@@ -87,6 +87,12 @@ class Adapter:
         raise InputError(f"{self.loaded.name} has no decoder blocks the logit lens can read "
                          "(it needs a model that predicts tokens: a decoder or an encoder-decoder).")
 
+    def output_projection(self, site: Site) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The output projection of ``site``: (W_O (D, Hq * Dv), its bias (D,) or None), so head
+        h's slice W_O[:, h * Dv:(h + 1) * Dv] carries its output into the residual stream
+        (value-weighted attention)."""
+        raise NotImplementedError
+
     def greedy(self, text: str, max_new_tokens: int) -> list[int]:
         """The model's greedy output ids for ``text``, without the end token (no recording)."""
         from engine.decoding.records import DecodeSettings

@@ -15,6 +15,7 @@ from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows
 from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
 from engine.inputs import InputError, keep_end
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from engine.seam import SeamHook, hooks
 
 
 def special_frame(tokenizer) -> tuple[list[int], list[int]]:
@@ -49,6 +50,14 @@ class HFAdapter(Adapter):
     def site_modules(self):
         return {m.attnscope_site: m for m in self.model.modules() if getattr(m, "attnscope_site", None) is not None}
 
+    def output_projection(self, site):
+        """Found, not named (o_proj, c_proj, out_proj, o, dense ...): in one small forward, the
+        matrix whose input is exactly the heads' merged output at ``site``."""
+        found = self.__dict__.get("_projections")
+        if found is None:
+            found = self._projections = find_projections(self)
+        return found[site]
+
     def plain_token_ids(self) -> list[int]:
         pieces = [p or "" for p in self.tok.convert_ids_to_tokens(list(range(len(self.tok))))]
         return without_byte_pieces(pieces, set(getattr(self.tok, "all_special_ids", []) or []))
@@ -61,6 +70,57 @@ class HFAdapter(Adapter):
         ``limit`` (no end token)."""
         plain = list(self.tok(text, add_special_tokens=False, verbose=False)["input_ids"])
         return keep_end(plain, limit, notes, self.lead, reads=self.loaded.max_len)
+
+
+class _MergedOutputs(SeamHook):
+    """Keeps each site's heads' output, merged as the projection reads it: (B, Tq, Hq * Dv)."""
+
+    def __init__(self):
+        self.merged = {}
+
+    def edits(self, site):
+        return site is not None
+
+    def edits_output_only(self, site):
+        return True
+
+    def output(self, call, out):                                  # (B, Hq, Tq, Dv)
+        self.merged[call.site] = out.transpose(1, 2).flatten(2).detach()
+        return out
+
+
+@torch.no_grad()
+def find_projections(adapter) -> dict:
+    """Site -> (W_O (D, Hq * Dv), bias or None), by matching every 2-D weight's input (forward
+    hooks, one forward on a few plain tokens) against the heads' merged output."""
+    model = adapter.model
+    candidates = [m for m in model.modules() if getattr(m, "weight", None) is not None and m.weight.dim() == 2
+                  and not isinstance(m, torch.nn.Embedding)]
+    inputs: dict[int, list[torch.Tensor]] = {}
+
+    def keep(module, args, _out):
+        if args and isinstance(args[0], torch.Tensor):
+            inputs.setdefault(id(module), []).append(args[0].detach())
+    handles = [m.register_forward_hook(keep) for m in candidates]
+    merged = _MergedOutputs()
+    try:
+        framed, _ = adapter.frame_ids(adapter.plain_token_ids()[:6])
+        with hooks(merged):
+            adapter.forward(framed)
+    finally:
+        for h in handles:
+            h.remove()
+    out = {}
+    for site, value in merged.merged.items():
+        for m in candidates:
+            if any(x.shape == value.shape and torch.equal(x, value) for x in inputs.get(id(m), [])):
+                conv1d = m.weight.shape[0] == value.shape[-1] and type(m).__name__ == "Conv1D"   # GPT-2: (in, out)
+                out[site] = (m.weight.T if conv1d else m.weight, getattr(m, "bias", None))
+                break
+        else:
+            raise InputError(f"{adapter.loaded.name}: no output projection reads the heads of {site}, so "
+                             "value-weighted attention cannot be computed for it.")
+    return out
 
 
 class HFEncoderAdapter(HFAdapter):

@@ -19,6 +19,10 @@ class ScratchAdapter(Adapter):
     def site_modules(self):
         return {m.site: m for m in self.model.modules() if isinstance(m, MultiHeadAttention) and m.site is not None}
 
+    def output_projection(self, site):
+        proj = self.site_modules()[site].c_proj              # nn.Linear (D, D): weight (out, in)
+        return proj.weight, proj.bias
+
     def plain_token_ids(self) -> list[int]:
         tok = self.loaded.tokenizer
         return without_byte_pieces(raw_pieces(tok, range(tok.vocab_size)), set(tok.special_ids))

@@ -41,7 +41,7 @@ class _Progress(SeamHook):
 @torch.no_grad()
 def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: str | None = None,
                max_new_tokens: int = 64, merge_subwords: bool = False, report=None, stop=None,
-               interventions=None) -> RecordedTrace:
+               interventions=None, value_weighted: bool = False):
     """Run ``loaded`` on ``text`` and return what every head attended to.
 
     encoder-decoders: ``target`` is an optional target prefix; without one the model
@@ -50,14 +50,17 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     word pieces into words (engine.traces.words). ``report`` gets ("run", sites done, sites)
     as the forward passes each attention site; ``stop()`` true ends it (RunCancelled).
     ``interventions`` (engine.interventions) change the model for the framing (a translation
-    is the changed model's) and the forward; knocked-out cells read 0 in the trace."""
+    is the changed model's) and the forward; knocked-out cells read 0 in the trace.
+    ``value_weighted``: rows of alpha_ij ||f(x_j)|| (engine.interventions.value_weighted),
+    over word pieces (never merged: each piece has its own value vector)."""
     text = check_text(text)
     loaded.model.eval()
     adapter = adapter_for(loaded)
     with applied(interventions):
         framed = adapter.frame(text, pair=pair, target=target, max_new_tokens=max_new_tokens)
     check_run(adapter, framed, loaded.name)
-    with applied(interventions) as changes, recording() as rec, hooks(_Progress(len(adapter.sites()), report, stop)):
+    merge_subwords = merge_subwords and not value_weighted
+    with applied(interventions) as changes, recording(keep_values=value_weighted) as rec, hooks(_Progress(len(adapter.sites()), report, stop)):
         adapter.forward(framed)
     rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}
@@ -71,4 +74,8 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     trace = RecordedTrace(calls, model_name=loaded.name, family=loaded.family, source_tokens=src, target_tokens=tgt,
                           notes=notes, groups=groups,
                           pieces={"source": framed.source_tokens, "target": framed.target_tokens})
+    if value_weighted:
+        from engine.interventions.value_weighted import value_weighted as weighed
+
+        return weighed(trace.densify(), calls, adapter)
     return trace.densify()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
 
 from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
 from gui.flow import FlowLayout
@@ -77,6 +77,13 @@ class InterventionsPanel(QWidget):
         self.block_button.setToolTip("Attention knockout: that score set to -inf; the row's other weights renormalise")
         self.block_button.clicked.connect(self._block)
 
+        self.value_box = QCheckBox("Value-weighted attention")
+        self.value_box.setToolTip("Every view draws alpha_ij ||f(x_j)|| (Kobayashi et al., 2020): how far each key "
+                                  "moves the head's output, each row as shares of its sum; off: the weights")
+        self.value_box.setChecked(state.value_weighted)
+        self.value_box.toggled.connect(state.set_value_weighted)
+        state.measure_changed.connect(self.value_box.setChecked)
+
         self.active = QListWidget()
         self.active.setMaximumHeight(110)
         self.effect = QLabel()
@@ -91,6 +98,7 @@ class InterventionsPanel(QWidget):
                                                  self.restore_button, self.clear_button))
         layout.addLayout(FlowLayout().addWidgets(QLabel("Knock out query"), self.query_box, QLabel("→ key"),
                                                  self.key_box, QLabel("in"), self.layers_box, self.block_button))
+        layout.addWidget(self.value_box)
         layout.addWidget(self.active)
         layout.addWidget(self.effect, 1)
         state.selection_changed.connect(lambda *_: self._refresh())

@@ -1,0 +1,66 @@
+"""Value-weighted attention (Kobayashi et al., 2020): how much each key moves the output.
+
+A head's output at query i is sum_j alpha_ij f(x_j) with f(x_j) = (x_j W_V + b_V) W_O^h:
+the value the head reads (its bias included: the recorded v) carried through the head's
+slice of the output projection. ||alpha_ij f(x_j)|| = alpha_ij ||f(x_j)|| says how far key j
+actually moves the output, which a large weight on a small vector (a sink token) does not.
+W_O^h comes from the adapter (``output_projection``): the family knows its projection.
+The trace shown divides each row by its sum, so rows read as shares (0..1) like weights.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.seam import AttentionCall
+from engine.traces.base import AttentionTrace
+
+
+def head_vectors(call: AttentionCall, w_out: torch.Tensor, head: int, b: int = 0) -> torch.Tensor:
+    """f(x_j) of one head for every key j: (Tk, D) = v_j (Dv,) @ W_O^h.T, W_O (D, Hq * Dv)."""
+    v = call.v[b, call.kv_head(head)].float()                       # (Tk, Dv)
+    dv = v.shape[-1]
+    return v @ w_out[:, head * dv:(head + 1) * dv].float().T          # (Tk, D)
+
+
+@torch.no_grad()
+def value_norms(call: AttentionCall, w_out: torch.Tensor, b: int = 0) -> torch.Tensor:
+    """||f(x_j)|| per head and key: (Hq, Tk) float32."""
+    return torch.stack([head_vectors(call, w_out, h, b).norm(dim=-1) for h in range(call.q.shape[1])])
+
+
+class ValueWeightedTrace(AttentionTrace):
+    """A trace whose rows are alpha_ij ||f(x_j)||, each row divided by its sum; everything else
+    (kinds, tokens, notes) is the weights trace's."""
+
+    def __init__(self, base: AttentionTrace, norms: dict[str, np.ndarray]):
+        self.base = base
+        self.norms = norms                               # kind -> (L, H, Tk) float32
+        self.model_name, self.family = base.model_name, base.family
+        self.source_tokens, self.target_tokens = base.source_tokens, base.target_tokens
+        self.notes = list(base.notes) + ["Value-weighted attention: alpha_ij ||f(x_j)|| with f(x_j) = (x_j W_V + b_V) "
+                                          "W_O^h, each row divided by its sum (Kobayashi et al., 2020)."]
+
+    @property
+    def kinds(self) -> list[str]:
+        return self.base.kinds
+
+    def shape(self, kind: str) -> tuple[int, int, int, int]:
+        return self.base.shape(kind)
+
+    def layer(self, kind: str, layer: int) -> np.ndarray:
+        w = self.base.layer(kind, layer) * self.norms[kind][layer][:, None, :]     # (H, Tq, Tk)
+        total = w.sum(-1, keepdims=True)
+        return np.divide(w, total, out=np.zeros_like(w), where=total > 0).astype(np.float32, copy=False)
+
+
+@torch.no_grad()
+def value_weighted(trace, calls: dict, adapter) -> ValueWeightedTrace:
+    """``trace`` (from the recorded ``calls``: kind -> calls by layer, values kept) as value-weighted
+    attention; W_O of each site from ``adapter.output_projection``."""
+    norms = {}
+    for kind, layer_calls in calls.items():
+        tk = trace.shape(kind)[3]
+        norms[kind] = np.stack([value_norms(c, adapter.output_projection(c.site)[0])[:, :tk].cpu().numpy()
+                                for c in layer_calls]).astype(np.float32)
+    return ValueWeightedTrace(trace, norms)
