@@ -168,3 +168,12 @@ def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, mo
     drawn(view)
     assert "MB" in view.note.text() and "layers x" in view.note.text() and view.drawing is None
     assert failures == []
+
+
+def test_the_forward_hands_each_rows_log_sum_exp_to_the_recording(models):
+    """The fused kernel computes every row's log-sum-exp anyway: the Run keeps it, so tiles
+    and pooled overviews need no pass over whole rows (a causal prompt with no padding)."""
+    trace = trace_text(models["llama"], TEXT)
+    call = trace.calls["decoder self"][1]
+    assert call.lse is not None and call.lse.shape == call.q.shape[:3]
+    np.testing.assert_allclose(call.lse[0].numpy(), torch.logsumexp(call.scores(0), -1).numpy(), atol=1e-5)

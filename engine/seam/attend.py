@@ -42,6 +42,11 @@ class SeamHook:
         """True when this hook only replaces head outputs at ``site`` (the fused kernel still runs)."""
         return False
 
+    wants_lse = False   # a hook that keeps each query's log-sum-exp asks the kernel for it
+
+    def after(self, call: AttentionCall) -> None:
+        """Called once the call's output is computed (``call.lse`` set when a hook wanted it)."""
+
 
 @contextlib.contextmanager
 def hooks(*new: SeamHook):
@@ -64,9 +69,36 @@ def attend(call: AttentionCall) -> torch.Tensor:
         h.see(call)
     editors = [h for h in active if h.edits(call.site)]
     dense = call.softcap is not None or any(not h.edits_output_only(call.site) for h in editors)
-    out = _eager(call, editors) if dense else _fused(call)
+    if dense:
+        out = _eager(call, editors)
+    elif any(h.wants_lse for h in active) and _cpu_flash(call):
+        out = _fused_with_lse(call)
+    else:
+        out = _fused(call)
     for h in editors:
         out = h.output(call, out)
+    for h in active:
+        h.after(call)
+    return out
+
+
+def _cpu_flash(call: AttentionCall) -> bool:
+    """torch's CPU flash kernel computes each row's log-sum-exp as it goes and hands it back
+    (float32, no mask but the causal flag: the long causal prompt, or a text with no padding)."""
+    return (call.q.device.type == "cpu" and call.q.dtype == torch.float32 and call.bias is None
+            and call.mask is None and call.dropout == 0.0
+            and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"))
+
+
+def _fused_with_lse(call: AttentionCall) -> torch.Tensor:
+    """The fused output, and ``call.lse`` (B, Hq, Tq): what a recorded trace needs to compute
+    any block of weights exactly later without a pass over whole rows."""
+    k, v = call.k, call.v
+    if call.group > 1:
+        k, v = k.repeat_interleave(call.group, dim=1), v.repeat_interleave(call.group, dim=1)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(call.q, k, v, 0.0, call.causal,
+                                                                          scale=call.scale)
+    call.lse = lse
     return out
 
 

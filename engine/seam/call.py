@@ -37,6 +37,7 @@ class AttentionCall:
     causal: bool = False                 # no mask given: query i sees keys up to i (Tq == Tk), as sdpa's is_causal
     dropout: float = 0.0
     module: object = None                # the calling module (site discovery only)
+    lse: torch.Tensor | None = None      # (B, Hq, Tq) each query's log-sum-exp, when the kernel gave it
 
     @property
     def group(self) -> int:
@@ -50,44 +51,58 @@ class AttentionCall:
         """A copy that keeps no graph, no module and (unless asked) no values: what a recording holds."""
         d = lambda t: None if t is None else t.detach()  # noqa: E731
         return replace(self, q=d(self.q), k=d(self.k), v=d(self.v) if keep_values else None, mask=d(self.mask),
-                       bias=d(self.bias), module=None)
+                       bias=d(self.bias), module=None, lse=d(self.lse))
 
     def additive(self, dtype=torch.float32) -> torch.Tensor | None:
         """bias + mask + causal triangle as one additive term (-inf where masked), broadcastable
         to (B, H, Tq, Tk). Built for every query: at long T ask ``terms`` for the rows you need."""
         return self.terms(None, None, slice(None), dtype)
 
+    def _pick(self, x: torch.Tensor, b: int | None, heads: list[int] | None, rows: slice) -> torch.Tensor:
+        """(B|1, H|1, Tq|1, Tk) -> the part for example ``b``, query ``heads`` and queries ``rows``."""
+        if b is not None and x.shape[0] > 1:
+            x = x[b:b + 1]
+        if heads is not None and x.shape[1] > 1:
+            x = x[:, heads]
+        return x[:, :, rows] if x.shape[2] > 1 else x
+
+    def _future(self, rows: slice) -> torch.Tensor:
+        """(tq, Tk) bool: the keys after each query of ``rows`` (the causal triangle, bottom-right aligned)."""
+        tq_all, tk = self.q.shape[2], self.k.shape[2]
+        start, stop, _ = rows.indices(tq_all)
+        qpos = torch.arange(start, stop, device=self.q.device) + (tk - tq_all)
+        return torch.arange(tk, device=self.q.device)[None, :] > qpos[:, None]
+
     def terms(self, b: int | None, heads: list[int] | None, rows: slice, dtype=torch.float32) -> torch.Tensor | None:
         """The additive term for example ``b`` (None: all), query heads ``heads`` (None: all) and
         the queries ``rows`` only, (B|1, h|1, tq, Tk): a (T, T) float mask is never built whole,
         which at 8k tokens would be 268 MB a layer."""
-        tq_all, tk = self.q.shape[2], self.k.shape[2]
-        start, stop, _ = rows.indices(tq_all)
-        out = None
-
-        def pick(x: torch.Tensor) -> torch.Tensor:       # (B|1, H|1, Tq|1, Tk) -> the asked part
-            if b is not None and x.shape[0] > 1:
-                x = x[b:b + 1]
-            if heads is not None and x.shape[1] > 1:
-                x = x[:, heads]
-            return x[:, :, start:stop] if x.shape[2] > 1 else x
-
-        if self.bias is not None:
-            out = pick(self.bias).to(dtype)
-        if self.mask is not None:
-            m = pick(self.mask)
-            if m.dtype == torch.bool:
-                m = torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill_(~m, float("-inf"))
-            else:   # Hugging Face's float masks use the dtype's minimum: the same cells, exactly -inf
-                m = m.to(dtype)
-                m = m.masked_fill(m <= torch.finfo(m.dtype).min / 2, float("-inf"))
-            out = m if out is None else out + m
-        if self.causal:
-            qpos = torch.arange(start, stop, device=self.q.device) + (tk - tq_all)
-            future = torch.arange(tk, device=self.q.device)[None, :] > qpos[:, None]          # (tq, Tk)
-            tri = torch.zeros(future.shape, dtype=dtype, device=self.q.device).masked_fill_(future, float("-inf"))
-            out = tri[None, None] if out is None else out + tri
+        out = None if self.bias is None else self._pick(self.bias, b, heads, rows).to(dtype)
+        if self.mask is not None or self.causal:
+            shape = (1, 1, len(range(*rows.indices(self.q.shape[2]))), self.k.shape[2])
+            for x in (out, None if self.mask is None else self._pick(self.mask, b, heads, rows)):
+                shape = torch.broadcast_shapes(shape, x.shape) if x is not None else shape
+            zero = torch.zeros(shape, dtype=dtype, device=self.q.device)
+            out = self.mask_scores(zero if out is None else out + zero, b, heads, rows)
         return out
+
+    def mask_scores(self, s: torch.Tensor, b: int | None, heads: list[int] | None, rows: slice,
+                    cols: slice = slice(None)) -> torch.Tensor:
+        """``s`` (B|1, h|1, tq, tk) with the mask and the causal triangle applied: -inf where a key
+        may not be seen, in place where it can be (one pass over the scores, no float mask)."""
+        if self.mask is not None:
+            m = self._pick(self.mask, b, heads, rows)[..., cols]
+            if m.dtype == torch.bool:
+                s = s.masked_fill_(~m, float("-inf")) if s.shape == torch.broadcast_shapes(s.shape, m.shape) \
+                    else s.masked_fill(~m, float("-inf"))
+            else:   # Hugging Face's float masks use the dtype's minimum: the same cells, exactly -inf
+                s = s.masked_fill(m <= torch.finfo(m.dtype).min / 2, float("-inf"))
+                s = s + m.masked_fill(m <= torch.finfo(m.dtype).min / 2, 0.0).to(s.dtype)
+        if self.causal:
+            future = self._future(rows)[:, cols]
+            s = s.masked_fill_(future, float("-inf")) if s.shape[-2:] == future.shape \
+                else s.masked_fill(future, float("-inf"))
+        return s
 
     def scores(self, b: int | None = 0, heads=None, rows=None, cols=None) -> torch.Tensor:
         """Pre-softmax scores, float32, bias and mask added: (H, tq, tk) of example ``b``, or
@@ -112,9 +127,10 @@ class AttentionCall:
         s = s * self.scale
         if self.softcap:
             s = self.softcap * torch.tanh(s / self.softcap)
-        add = self.terms(b, None if len(heads) == n_heads else heads, rows)      # (B|1, h|1, tq, Tk)
-        if add is not None:
-            s = s + add[..., cols]
+        picked = None if len(heads) == n_heads else heads
+        if self.bias is not None:
+            s += self._pick(self.bias, b, picked, rows)[..., cols].float()
+        s = self.mask_scores(s, b, picked, rows, cols)                           # -inf where masked, in place
         return s if b is None else s[0]
 
     def weights(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:

@@ -13,15 +13,21 @@ from engine.seam.call import AttentionCall, Site
 
 
 class Recorder(SeamHook):
-    """``calls[site]``: the last call seen at each site, detached (values kept if asked)."""
+    """``calls[site]``: the last call seen at each site, detached (values kept if asked), with
+    each query's log-sum-exp when ``lse`` is asked and the kernel gives it for free."""
 
-    def __init__(self, keep_values: bool = False):
+    def __init__(self, keep_values: bool = False, lse: bool = False):
         self.keep_values = keep_values
+        self.wants_lse = lse
         self.calls: dict[Site, AttentionCall] = {}
 
     def see(self, call: AttentionCall) -> None:
         if call.site is not None:
             self.calls[call.site] = call.detached(self.keep_values)
+
+    def after(self, call: AttentionCall) -> None:
+        if call.site is not None and call.lse is not None and call.site in self.calls:
+            self.calls[call.site].lse = call.lse.detach()
 
     def clear(self) -> None:
         self.calls.clear()
@@ -36,8 +42,8 @@ class Recorder(SeamHook):
 
 
 @contextlib.contextmanager
-def recording(keep_values: bool = False):
+def recording(keep_values: bool = False, lse: bool = False):
     """``with recording() as rec: model(...)``: every attention call inside lands in ``rec``."""
-    rec = Recorder(keep_values)
+    rec = Recorder(keep_values, lse)
     with hooks(rec):
         yield rec

@@ -19,7 +19,6 @@ import torch
 
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.seam.call import AttentionCall
-from engine.seam.call import softmax_rows
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
 from engine.traces.pooling import bins, pool_last
 from engine.traces.words import merge_pieces
@@ -95,16 +94,25 @@ class RecordedTrace(AttentionTrace):
         for layer in range(L):
             call = self.calls[kind][layer]
             across = torch.empty(H, tq, cols_n, device=call.q.device)          # keys pooled, every row
-            lse = torch.empty(H, tq, device=call.q.device)
+            known = call.lse is not None                                       # the kernel's, from the forward
+            lse = call.lse[self.batch_index].float() if known else torch.empty(H, tq, device=call.q.device)
             step = max(1, CHUNK_BYTES // (H * call.k.shape[2] * 4))
             for r0 in range(0, tq, step):
                 rows = slice(r0, min(tq, r0 + step))
                 s = call.scores(self.batch_index, None, rows)                  # (H, r, Tk)
-                lse[:, rows] = torch.logsumexp(s, -1)
-                w = softmax_rows(s)[:, :, :tk]
-                across[:, rows] = pool_last(w, cols_n, how)
+                s = s if s.shape[-1] == tk else s[:, :, :tk]
+                if not known:
+                    lse[:, rows] = torch.logsumexp(s, -1)
+                row_lse = lse[:, rows, None]                                   # (H, r, 1)
+                if how == "max":   # exp is monotonic: the max of a block's weights is exp(max score - lse)
+                    across[:, rows] = pool_last(s, cols_n, "max").sub_(row_lse)
+                else:
+                    across[:, rows] = pool_last(s.sub_(row_lse).exp_().nan_to_num_(nan=0.0), cols_n, "mean")
             self._lse[(kind, layer)] = lse
-            out[layer] = pool_last(across.transpose(1, 2), rows_n, how).transpose(1, 2).cpu().numpy()
+            pooled = pool_last(across.transpose(1, 2), rows_n, how).transpose(1, 2)
+            if how == "max":
+                pooled = pooled.exp_().nan_to_num_(nan=0.0)                    # a fully masked block reads 0
+            out[layer] = pooled.cpu().numpy()
         return Thumbnails(out, how, tq, tk)
 
     @torch.no_grad()
@@ -117,6 +125,8 @@ class RecordedTrace(AttentionTrace):
         rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
         call = self.calls[kind][layer]
         lse = self._lse.get((kind, layer))
+        if lse is None and call.lse is not None:
+            lse = call.lse[self.batch_index].float()
         if lse is not None:
             s = call.scores(self.batch_index, [head], rows, cols)[0]             # (r, c)
             w = torch.exp(s - lse[head, rows, None])
