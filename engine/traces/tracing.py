@@ -60,7 +60,8 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
         framed = adapter.frame(text, pair=pair, target=target, max_new_tokens=max_new_tokens)
     check_run(adapter, framed, loaded.name)
     merge_subwords = merge_subwords and not value_weighted
-    with applied(interventions) as changes, recording(keep_values=value_weighted) as rec, hooks(_Progress(len(adapter.sites()), report, stop)):
+    progress = _Progress(len(adapter.sites()), report, stop)
+    with applied(interventions) as changes, recording(keep_values=value_weighted, lse=True) as rec, hooks(progress):
         adapter.forward(framed)
     rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}
