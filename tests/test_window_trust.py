@@ -95,11 +95,11 @@ def test_ten_quick_runs_compute_only_the_newest(window, qtbot, monkeypatch):
     gate, texts = threading.Event(), []
     real = gui.main_window._timed_trace
 
-    def slow_first(loaded, text, *args):
+    def slow_first(loaded, text, *args, **kwargs):
         texts.append(text)
         if len(texts) == 1:
             gate.wait(10)
-        return real(loaded, text, *args)
+        return real(loaded, text, *args, **kwargs)
 
     monkeypatch.setattr(gui.main_window, "_timed_trace", slow_first)
     before = window.state.trace

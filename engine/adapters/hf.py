@@ -147,7 +147,7 @@ class HFDecoderAdapter(HFAdapter):
 
     def frame(self, text, pair=None, target=None, max_new_tokens=64):
         notes = []
-        ids = self.prompt_ids(text, self.loaded.max_len, notes)
+        ids = self.prompt_ids(text, self.loaded.max_len - 1, notes)   # as decoding reads it (room for a token)
         unknown_pieces_note(self.tok, ids, notes)
         return Framed(target_ids=ids, target_tokens=readable_tokens(self.tok, ids), notes=notes)
 

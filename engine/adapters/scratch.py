@@ -98,7 +98,8 @@ class GPTAdapter(ScratchAdapter):
     def frame(self, text, pair=None, target=None, max_new_tokens=64):
         tok, notes = self.loaded.tokenizer, []
         unknown_note(tok, text, notes)
-        ids = keep_end(tok.encode(text), self.model.config.block_size, notes)
+        n = self.model.config.block_size   # as decoding reads it: room for the first new token
+        ids = keep_end(tok.encode(text), n - 1, notes, reads=n)
         return Framed(target_ids=ids, target_tokens=tok.tokens(ids), notes=notes)
 
     def frame_ids(self, ids):
