@@ -29,7 +29,8 @@ from engine.seam import hooks
 class DecodeSession:
     """Decoding ``text`` with ``loaded``: ``steps()`` yields one DecodeStep per token."""
 
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None, interventions=None):
+    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None, interventions=None,
+                 compare: bool = True):
         text = check_text(text, "decode")
         self.settings = settings or DecodeSettings()
         if self.settings.strategy not in STRATEGIES:
@@ -40,11 +41,12 @@ class DecodeSession:
         # With interventions the session steps the changed model, and beside it the plain one
         # fed the same tokens (``base``), so each step says what the change did to its choice.
         # The hooks live for the whole session: a mean taken from the prompt, positions counted.
+        # ``compare=False`` (the output line: only the changed text is wanted) steps no base.
         self.changes = interventions.hooks() if interventions is not None else []
         with torch.no_grad(), hooks(*self.changes):
             self.stepper = adapter_for(loaded).stepper(text, self.settings)   # InputError for an encoder
         with torch.no_grad():
-            self.base = adapter_for(loaded).stepper(text, self.settings) if self.changes else None
+            self.base = adapter_for(loaded).stepper(text, self.settings) if self.changes and compare else None
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
         self.notes = list(self.stepper.notes)   # e.g. the text was cut to the model's length
@@ -187,9 +189,9 @@ def _top(probs: torch.Tensor, tok, n: int) -> list[tuple[str, float]]:
 
 
 def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None,
-               interventions=None) -> DecodeResult:
+               interventions=None, compare: bool = True) -> DecodeResult:
     """Run a session to its end (for the CLI and tests)."""
-    session = DecodeSession(loaded, text, settings, interventions)
+    session = DecodeSession(loaded, text, settings, interventions, compare)
     steps = list(session.steps())
     tok = session.stepper.tokenizer
     ids = steps[-1].output_ids if steps else []
@@ -204,4 +206,4 @@ def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = No
     if not loaded.generates:
         return ""
     n = max_new_tokens or (40 if loaded.role == "encoder-decoder" else 24)
-    return decode_all(loaded, text, DecodeSettings(max_new_tokens=n), interventions).text
+    return decode_all(loaded, text, DecodeSettings(max_new_tokens=n), interventions, compare=False).text

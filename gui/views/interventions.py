@@ -104,6 +104,7 @@ class InterventionsPanel(QWidget):
         state.selection_changed.connect(lambda *_: self._refresh())
         state.trace_changed.connect(self._on_trace)
         state.interventions_changed.connect(lambda _spec: self._refresh())
+        self.stale = True
         self._on_trace(state.trace)
 
     # ---- what is selected --------------------------------------------------------------------
@@ -157,8 +158,17 @@ class InterventionsPanel(QWidget):
             self._fill(self.key_box, [("every", ALL)] + [(f"{i} {t}", i) for i, t in enumerate(trace.key_tokens(kind))])
             self._fill(self.layers_box, [("all layers", ALL)] + [(f"layer {i}", i) for i in range(n_layers)])
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.stale:
+            self._on_trace(self.state.trace)
+
     def _on_trace(self, trace) -> None:
         self._refresh()
+        self.stale = not self.isVisible()      # measured when the panel is shown, not behind a tab
+        if self.stale:
+            self.jobs.cancel()
+            return
         loaded, spec = self.state.loaded, self.state.interventions
         if trace is None or loaded is None or spec.empty:
             self.jobs.cancel()
