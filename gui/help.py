@@ -95,7 +95,8 @@ encoder: the differences are rounding (~1e-7).</p>""",
 in the heads overview) removes the selected head's output: its slice of the output
 projection's input is zero. <b>Replace by its mean</b> puts the head's mean output over the
 text's positions at every position. <b>Knock out</b> blocks attention from a query position to
-a key position (or every one) in one layer or all: that score becomes -inf and the row's
+a key position (or every one) in one layer or all (or Shift-click a cell of Head detail;
+Ctrl-click blocks the key's column, Alt-click the query's row): that score becomes -inf and the row's
 other weights renormalise (Geva et al., 2023). Every view runs again with the change, the
 ablated tiles are framed and crossed, the Decoding panel steps the changed model and shows
 each step's probabilities before and after, and the panel shows the next-token change at

@@ -100,3 +100,31 @@ def test_value_weighted_box_redraws_every_view_from_the_value_weighted_trace(win
     assert abs(vw.sum(-1) - 1).max() < 1e-5 and abs(vw - plain.head(DECODER_SELF, 1, 0)).max() > 1e-3
     panel.value_box.setChecked(False)
     qtbot.waitUntil(lambda: not isinstance(w.state.trace, ValueWeightedTrace) and not w.run_jobs.busy, timeout=30000)
+
+
+def test_clicks_in_head_detail_knock_out_a_cell_a_column_and_a_row(window_on, qtbot, drawn):
+    import pyqtgraph as pg
+
+    from engine.interventions import Edge
+
+    w = window_on(GPT)
+    _run(w, qtbot, "To be, or not to be, that is")
+    detail = _open(w, "Head detail")
+    w.state.select(kind=DECODER_SELF, layer=2, head=1)
+    qtbot.waitUntil(lambda: detail.drawing is not None and detail.drawing["layer"] == 2, timeout=20000)
+    drawn(detail)
+
+    def click(q, k, modifier):
+        scene = detail.item.vb.mapViewToScene(pg.Point(k + 0.5, q + 0.5))
+        qtbot.mouseClick(detail.plot.viewport(), Qt.MouseButton.LeftButton, modifier, detail.plot.mapFromScene(scene))
+
+    click(5, 4, Qt.KeyboardModifier.ShiftModifier)
+    assert w.state.interventions.knockout == (Edge(DECODER_SELF, (5,), (4,), (2,)),)
+    click(6, 1, Qt.KeyboardModifier.ControlModifier)
+    click(7, 0, Qt.KeyboardModifier.AltModifier)
+    assert w.state.interventions.knockout[1:] == (Edge(DECODER_SELF, None, (1,), (2,)), Edge(DECODER_SELF, (7,), None, (2,)))
+    qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.trace.head(DECODER_SELF, 2, 1)[6, 1] == 0, timeout=30000)
+    after = w.state.trace.head(DECODER_SELF, 2, 1)
+    assert after[5, 4] == 0 and (after[:, 1] == 0).all() and (after[7] == 0).all()
+    click(3, 2, Qt.KeyboardModifier.NoModifier)          # a plain click changes nothing
+    assert len(w.state.interventions.knockout) == 3

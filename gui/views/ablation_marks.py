@@ -44,15 +44,3 @@ class AblationMarks:
                 self.tiles.append((ref.layer, ref.head))
         self.item.setPath(path)
 
-
-def toggle_from_click(state, kind: str, layer: int, head: int, modifiers) -> bool:
-    """Shift/Ctrl-click on a tile switches that head off (zero ablation) or back on; True when
-    the click was that (a plain click opens the head as before)."""
-    from PySide6.QtCore import Qt
-
-    from engine.interventions.refs import HeadRef
-
-    if not modifiers & (Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.ControlModifier):
-        return False
-    state.set_interventions(state.interventions.toggle(HeadRef(kind, layer, head)))
-    return True

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, Q
 from engine.inspection.analysis import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap
 from gui.flow import FlowLayout
+from gui.views.intervention_clicks import knockout_from_click
 from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
@@ -147,6 +148,7 @@ class HeadDetail(PreparedView, QWidget):
         self.item.setLabel("top", "key")
         self.readout = ElidedLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
+        self.plot.scene().sigMouseClicked.connect(self._on_click)
         self.item.vb.sigResized.connect(self._label_axes)
         zoomable(self.item, self._on_range)         # wheel zooms, drag pans, double-click resets
 
@@ -262,16 +264,31 @@ class HeadDetail(PreparedView, QWidget):
         self.item.getAxis("left").setTicks([view_ticks(q, vb, False, line)])
         self.key_axis.set_ticks(k, view_ticks(k, vb, True, line))
 
-    def _on_hover(self, scene_pos) -> None:
+    def _cell_at(self, scene_pos) -> tuple[int, int] | None:
+        """(query, key) token positions under a scene point, or None off the map."""
         d = self.drawing
         if d is None or (self.matrix is None and not d.get("long")):
-            return
+            return None
         p = self.item.vb.mapSceneToView(scene_pos)
         qi, ki = int(np.floor(p.y())), int(np.floor(p.x()))
         tq, tk = d["long"] or self.matrix.shape
         if 0 <= qi < tq and 0 <= ki < tk:
+            return int(self.q_index[qi]), int(self.k_index[ki])
+        return None
+
+    def _on_click(self, event) -> None:
+        """Shift-click a cell: knock out that edge in this layer; Ctrl-click: the key's whole
+        column; Alt-click: the query's whole row (engine.interventions, through the state)."""
+        cell = self._cell_at(event.scenePos())
+        if cell is not None and self.drawing is not None:
+            knockout_from_click(self.state, self.drawing["kind"], self.drawing["layer"], *cell, event.modifiers())
+
+    def _on_hover(self, scene_pos) -> None:
+        d = self.drawing
+        cell = self._cell_at(scene_pos)
+        if cell is not None:
             q, k = d["trace"].query_tokens(d["kind"]), d["trace"].key_tokens(d["kind"])
-            qo, ko = int(self.q_index[qi]), int(self.k_index[ki])
+            qo, ko = cell
             if d["long"]:        # one exact cell, computed from the recording
                 from engine.traces.viewport import cell
                 value = cell(d["trace"], d["kind"], d["layer"], d["head"], d["how"], qo, ko)

@@ -17,7 +17,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from gui.views.ablation_marks import AblationMarks, toggle_from_click
+from gui.views.ablation_marks import AblationMarks
+from gui.views.intervention_clicks import toggle_from_click
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile

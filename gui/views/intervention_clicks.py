@@ -1,0 +1,34 @@
+"""Clicks that change the model: Shift/Ctrl-click a heads-grid tile to switch the head off,
+Shift/Ctrl/Alt-click a Head detail cell to knock an edge, a column or a row out. Each only
+writes AppState.interventions; the window re-runs and every view follows."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from engine.interventions.refs import Edge, HeadRef
+
+SHIFT, CTRL, ALT = Qt.KeyboardModifier.ShiftModifier, Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.AltModifier
+
+
+def toggle_from_click(state, kind: str, layer: int, head: int, modifiers) -> bool:
+    """Shift/Ctrl-click on a tile switches that head off (zero ablation) or back on; True when
+    the click was that (a plain click opens the head as before)."""
+    if not modifiers & (SHIFT | CTRL):
+        return False
+    state.set_interventions(state.interventions.toggle(HeadRef(kind, layer, head)))
+    return True
+
+
+def knockout_from_click(state, kind: str, layer: int, query: int, key: int, modifiers) -> bool:
+    """Shift-click: the edge query -> key in this layer; Ctrl-click: the key's whole column;
+    Alt-click: the query's whole row. True when the click was one of those."""
+    if modifiers & CTRL:
+        edge = Edge(kind, None, (key,), (layer,))
+    elif modifiers & ALT:
+        edge = Edge(kind, (query,), None, (layer,))
+    elif modifiers & SHIFT:
+        edge = Edge(kind, (query,), (key,), (layer,))
+    else:
+        return False
+    state.set_interventions(state.interventions.block(edge))
+    return True
