@@ -17,8 +17,9 @@ VIEWS = ("grid", "head", "lines")
 
 def register(sub) -> None:
     p = sub.add_parser("export", help="write views (PNG/SVG) or the trace (NPZ/CSV) of a model on a text")
-    p.add_argument("model", help="checkpoint, Hugging Face folder, 'minilm' or 'random-<family>'")
-    p.add_argument("--text", required=True, type=text)
+    p.add_argument("model", help="checkpoint, Hugging Face folder, 'minilm', 'random-<family>', or a recording "
+                                 "(attnscope record; then no --text)")
+    p.add_argument("--text", default=None, type=text)
     p.add_argument("--target", default=None, type=text, help="translator: a target prefix (default: its own translation)")
     p.add_argument("--pair", default=None, type=text, help="BERT: a second sentence")
     p.add_argument("--out", required=True, type=out_folder, help="folder to write into")
@@ -43,14 +44,23 @@ def run(args) -> int:
     if problem:
         say(problem)
         return BAD_INPUT
-    loaded = open_or_explain(args.model, args.device or "cpu")
-    if loaded is None:
-        return BAD_INPUT
-    try:
-        trace = trace_text(loaded, args.text, target=args.target, pair=args.pair, value_weighted=args.value_weighted)
-    except InputError as exc:
-        say(exc)
-        return BAD_INPUT
+    from engine.traces.recording_file import is_recording, load_recording
+
+    if args.text is None or is_recording(args.model):    # a recording draws with no model
+        if args.text is None and not str(args.model).endswith(".safetensors"):
+            say("--text is required (unless MODEL is a recording made by attnscope record)")
+            return BAD_INPUT
+        loaded, trace = None, load_recording(args.model)     # RecordingError: one sentence, exit 2
+    else:
+        loaded = open_or_explain(args.model, args.device or "cpu")
+        if loaded is None:
+            return BAD_INPUT
+        try:
+            trace = trace_text(loaded, args.text, target=args.target, pair=args.pair,
+                               value_weighted=args.value_weighted)
+        except InputError as exc:
+            say(exc)
+            return BAD_INPUT
     out = args.out
     if args.format in ("npz", "csv"):
         from engine.inspection import export

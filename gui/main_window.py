@@ -52,6 +52,9 @@ SHORTCUTS = [
     ("Ctrl+Shift+O", "Open a Hugging Face model folder"),
     ("Ctrl+E", "Export the focused view (PNG or SVG)"),
     ("Ctrl+Shift+E", "Export the trace (NPZ or CSV)"),
+    ("Ctrl+Shift+S", "Save the Run's recording (queries and keys: every view, no model needed)"),
+    ("Ctrl+Shift+R", "Open a recording"),
+    ("Esc", "Stop a long Run"),
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
     ("F1", "What am I looking at: help for the focused view"),
     ("Ctrl+/", "This list of shortcuts"),
@@ -86,6 +89,18 @@ def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_s
     return trace, time.perf_counter() - start
 
 
+def _save_recording(trace, path: str) -> str:
+    from engine.traces.recording_file import save_recording
+
+    return str(save_recording(trace, path))
+
+
+def _open_recording(path: str):
+    from engine.traces.recording_file import load_recording
+
+    return load_recording(path)
+
+
 def _model_output(loaded: LoadedModel, text: str, interventions=None) -> str:
     from gui.output_line import output_line
 
@@ -105,6 +120,7 @@ class MainWindow(QMainWindow):
             self.state.colormap = "viridis"
         self.model_jobs = Jobs(self, "Could not open the model", lane=MODEL)
         self.run_jobs = Jobs(self, "The model could not run", lane=MODEL)
+        self.file_jobs = Jobs(self, "The recording could not be read or written", lane=MODEL)
         self.output_jobs = Jobs(self, "The model could not write its output", lane=MODEL)
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
@@ -271,6 +287,8 @@ class MainWindow(QMainWindow):
         file.addSeparator()
         file.addAction("&Export View…", self.export_view_dialog, QKeySequence("Ctrl+E"))
         file.addAction("Export &Trace (NPZ/CSV)…", self.export_trace_dialog, QKeySequence("Ctrl+Shift+E"))
+        file.addAction("&Save Recording…", self.save_recording_dialog, QKeySequence("Ctrl+Shift+S"))
+        file.addAction("Open Recordin&g…", self.open_recording_dialog, QKeySequence("Ctrl+Shift+R"))
         file.addSeparator()
         file.addAction("&Quit", self.close, QKeySequence.StandardKey.Quit)
 
@@ -532,6 +550,37 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"Saved {path}", 5000)
             except Exception as exc:  # whatever went wrong, the user is told, never the console only
                 self.show_error("Could not export the view", exc)
+
+    def save_recording_dialog(self) -> None:
+        """The Run's recording as one .safetensors file (engine.traces.recording_file), in a worker."""
+        from engine.traces.recorded import RecordedTrace
+
+        if not isinstance(self.state.trace, RecordedTrace):
+            self.show_error("Nothing to save", "Run the model on a text first: a recording is what a Run computes.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Save Recording", str(Path(str(self.settings.value(
+            "last_export_dir", ""))) / "recording.safetensors"), "attnscope recording (*.safetensors)")
+        if path:
+            self.file_jobs.start(_save_recording, self.state.trace, path,
+                                 on_returned=lambda written: self.statusBar().showMessage(f"Saved {written}", 6000))
+
+    def open_recording_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open Recording", str(self.settings.value("last_dir", "")),
+                                              "attnscope recording (*.safetensors)")
+        if path:
+            self.open_recording(path)
+
+    def open_recording(self, path: str) -> None:
+        """A saved Run, drawn by every view with no model (checked in the worker; a bad file: one dialog)."""
+        self._live_timer.stop()
+        self.run_jobs.cancel()
+        self.file_jobs.start(_open_recording, path, on_returned=self._recording_opened)
+
+    def _recording_opened(self, trace) -> None:
+        self.state.set_trace(trace)
+        n = max(len(trace.source_tokens), len(trace.target_tokens))
+        self.statusBar().showMessage(f"Recording of {trace.model_name}: {n:,} tokens, drawn with no model. "
+                                     "A Run replaces it.", 10000)
 
     def export_trace_dialog(self) -> None:
         if self.state.trace is None:

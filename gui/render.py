@@ -77,7 +77,8 @@ def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, siz
 
     state = AppState()
     state.dark = dark
-    state.set_model(loaded)
+    if loaded is not None:          # a recording draws with no model
+        state.set_model(loaded)
     state.set_trace(trace)
     state.select(kind, layer, head)     # every view shows the state's selection
     if view == "grid":

@@ -1,0 +1,57 @@
+"""attnscope record MODEL --text-file F --out R.safetensors: a Run's recording as one file.
+
+The recording (queries and keys as the model used them, each row's log-sum-exp, masks,
+tokens; engine.traces.recording_file) opens in File > Open Recording and in
+``attnscope export R.safetensors`` with no model: record where the model runs (a GPU
+machine), look anywhere.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli.common import BAD_INPUT, open_or_explain, print_json, say, text
+
+MAX_TEXT_BYTES = 16 << 20
+
+
+def register(sub) -> None:
+    p = sub.add_parser("record", help="run a model on a text and save its recording (queries, keys) as one file")
+    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", type=text)
+    source.add_argument("--text-file", type=Path, help="a UTF-8 text file (a long context)")
+    p.add_argument("--target", default=None, type=text, help="encoder-decoders: a target prefix")
+    p.add_argument("--pair", default=None, type=text, help="encoders: a second sentence")
+    p.add_argument("--out", required=True, type=Path, help="the .safetensors file to write")
+    p.set_defaults(func=run)
+
+
+def read_text_file(path: Path) -> str:
+    """A text file's contents, refused in one sentence when it is not UTF-8 text of a sane size."""
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file.")
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValueError(f"{path} is {path.stat().st_size:,} bytes; attnscope reads texts up to {MAX_TEXT_BYTES:,}.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start} cannot be read).") from None
+
+
+def run(args) -> int:
+    from engine.traces.recording_file import save_recording
+    from engine.traces.tracing import trace_text
+
+    try:
+        body = args.text if args.text is not None else read_text_file(args.text_file)
+    except ValueError as exc:
+        say(exc)
+        return BAD_INPUT
+    loaded = open_or_explain(args.model, args.device or "auto")
+    if loaded is None:
+        return BAD_INPUT
+    trace = trace_text(loaded, body, target=args.target, pair=args.pair)
+    path = save_recording(trace, args.out)
+    shapes = {kind: list(trace.shape(kind)) for kind in trace.kinds}
+    print_json({"written": str(path), "bytes": path.stat().st_size, "kinds": shapes, "notes": trace.notes})
+    return 0

@@ -1,0 +1,183 @@
+"""A Run's recording as one file: record on a GPU machine, look on a laptop, with no model.
+
+One ``.safetensors`` file (tensors and a string table only: opening it can never run code)
+holding, per attention site, the queries and keys as the model used them, each row's
+log-sum-exp when the kernel gave it, the mask and bias when there were any; and in its
+metadata the format's name and version, the model's name and family, the tokens of each
+side (and the word pieces behind merged words), the notes, and per site its scale,
+softcap, window and causal flag. Every view draws a trace opened from it exactly as the
+Run's own: it is the same RecordedTrace. Opening validates it all and refuses a damaged,
+foreign or inconsistent file in one sentence.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from engine.runtime.files import atomic_path
+from engine.seam.call import AttentionCall, Site
+from engine.traces.recorded import RecordedTrace
+
+FORMAT = "attnscope-recording"
+VERSION = 1
+MAX_META_BYTES = 64 << 20
+PARTS = ("q", "k", "lse")          # per site
+SHARED = ("mask", "bias")          # often one tensor for every layer: stored once, named by the sites
+
+
+class RecordingError(ValueError):
+    """A recording file that cannot be opened, said in one sentence for the user."""
+
+
+def save_recording(trace: RecordedTrace, path: str | Path) -> Path:
+    """Write ``trace``'s recording to ``path`` (.safetensors), atomically."""
+    from safetensors.torch import save_file
+
+    if not isinstance(trace, RecordedTrace):
+        raise RecordingError("Only a Run's own trace has a recording to save (this one was read from a file of "
+                             "weights); run the model on the text first.")
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        path = path.with_name(path.name + ".safetensors")
+    tensors, sites, shared = {}, [], {}
+    b = trace.batch_index
+    for kind in trace.kinds:
+        for layer, call in enumerate(trace.calls[kind]):
+            site = {"kind": kind, "layer": layer, "scale": call.scale, "softcap": call.softcap,
+                    "window": call.window, "causal": call.causal}
+            for part in PARTS + SHARED:
+                value = getattr(call, part)
+                if value is None:
+                    continue
+                if part in SHARED:         # the same mask object in every layer is written once
+                    key = (value.data_ptr(), tuple(value.shape), tuple(value.stride()))
+                    if key not in shared:
+                        shared[key] = f"{part}/{len(shared)}"
+                        tensors[shared[key]] = _example(value, b)
+                    site[part] = shared[key]
+                else:
+                    tensors[f"{kind}/{layer}/{part}"] = _example(value, b)
+            sites.append(site)
+    meta = {"format": FORMAT, "version": VERSION, "model_name": trace.model_name, "family": trace.family,
+            "source_tokens": trace.source_tokens, "target_tokens": trace.target_tokens, "pieces": trace.pieces,
+            "groups": trace.groups, "notes": trace.notes, "sites": sites}
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={"attnscope": json.dumps(meta)})
+    return path
+
+
+def _example(value, b: int):
+    """The example the trace shows, on the CPU, contiguous."""
+    value = value[b:b + 1] if value.shape[0] > 1 else value
+    return value.detach().to("cpu").contiguous()
+
+
+def is_recording(path: str | Path) -> bool:
+    """Whether ``path`` is a file attnscope would open as a recording (read from its header only)."""
+    try:
+        return _meta(Path(path)).get("format") == FORMAT
+    except (RecordingError, OSError):
+        return False
+
+
+def _meta(path: Path) -> dict:
+    from safetensors import safe_open
+
+    if not path.is_file():
+        raise RecordingError(f"{path} is not a file.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            raw = (f.metadata() or {}).get("attnscope")
+    except Exception as exc:
+        raise RecordingError(f"{path.name} is not a readable safetensors file ({str(exc).splitlines()[0][:120]}). "
+                             "Copy it again.") from None
+    if raw is None:
+        raise RecordingError(f"{path.name} is a safetensors file but not an attnscope recording.")
+    if len(raw) > MAX_META_BYTES:
+        raise RecordingError(f"{path.name}: its description is {len(raw):,} bytes, too large to be a recording's.")
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        raise RecordingError(f"{path.name}: its description is not valid JSON; the file is damaged.") from None
+    if not isinstance(meta, dict):
+        raise RecordingError(f"{path.name}: its description is not a JSON object; the file is damaged.")
+    return meta
+
+
+def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
+    """The trace a recording file holds, every check passed; RecordingError otherwise."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    meta = _meta(path)
+    if meta.get("format") != FORMAT:
+        raise RecordingError(f"{path.name} is a safetensors file but not an attnscope recording.")
+    if meta.get("version") != VERSION:
+        raise RecordingError(f"{path.name} is a recording of format version {meta.get('version')!r}; this attnscope "
+                             f"reads version {VERSION}. Open it with the attnscope that wrote it.")
+    tokens = {side: meta.get(f"{side}_tokens") for side in ("source", "target")}
+    pieces = meta.get("pieces") or {}
+    if not all(isinstance(v, list) and all(isinstance(t, str) for t in v) for v in (*tokens.values(), *pieces.values())):
+        raise RecordingError(f"{path.name}: its token lists are not lists of text; the file is damaged.")
+    try:
+        with safe_open(str(path), framework="pt", device=device) as f:
+            names = set(f.keys())
+            calls: dict[str, list[AttentionCall]] = {}
+            for site in meta.get("sites", []):
+                kind, layer = site.get("kind"), site.get("layer")
+                if kind not in KINDS or not isinstance(layer, int):
+                    raise RecordingError(f"{path.name}: it names an attention site {kind!r} {layer!r} attnscope "
+                                         "does not know; the file is damaged or foreign.")
+                parts = {p: f.get_tensor(f"{kind}/{layer}/{p}") if f"{kind}/{layer}/{p}" in names else None
+                         for p in PARTS}
+                for p in SHARED:
+                    ref = site.get(p)
+                    if ref is not None and ref not in names:
+                        raise RecordingError(f"{path.name}: {kind} {layer} names a {p} the file does not hold; "
+                                             "the file is damaged.")
+                    parts[p] = None if ref is None else f.get_tensor(ref)
+                calls.setdefault(kind, []).append(_checked_call(path, Site(kind, layer), parts, site, pieces, tokens))
+    except RecordingError:
+        raise
+    except Exception as exc:
+        raise RecordingError(f"{path.name} is damaged or truncated ({str(exc).splitlines()[0][:120]}). "
+                             "Copy it again.") from None
+    if not calls:
+        raise RecordingError(f"{path.name} holds no attention sites.")
+    for kind, layers in calls.items():
+        if [c.site.layer for c in layers] != list(range(len(layers))):
+            raise RecordingError(f"{path.name}: the {kind} layers are not numbered 0, 1, ... ; the file is damaged.")
+    trace = RecordedTrace(calls, model_name=str(meta.get("model_name", path.stem)), family=str(meta.get("family", "")),
+                          source_tokens=tokens["source"], target_tokens=tokens["target"],
+                          notes=[str(n) for n in meta.get("notes", [])] + [f"Opened from the recording {path.name}."],
+                          groups=meta.get("groups") or None, pieces=pieces or None)
+    return trace.densify()
+
+
+def _checked_call(path, site, parts, desc, pieces, tokens) -> AttentionCall:
+    q, k = parts["q"], parts["k"]
+    name = f"{path.name}: {site}"
+    if q is None or k is None:
+        raise RecordingError(f"{name} has no queries or keys; the file is damaged.")
+    if q.dim() != 4 or k.dim() != 4 or q.shape[0] != 1 or k.shape[0] != 1 or q.shape[3] != k.shape[3]:
+        raise RecordingError(f"{name}: queries {tuple(q.shape)} and keys {tuple(k.shape)} do not fit together.")
+    if not (q.is_floating_point() and k.is_floating_point()) or q.shape[1] % k.shape[1]:
+        raise RecordingError(f"{name}: queries and keys must be floating point, query heads a multiple of key heads.")
+    sides = {side: len(pieces.get(side, tokens[side])) for side in ("source", "target")}
+    if q.shape[2] < sides[QUERY_SIDE[site.kind]] or k.shape[2] < sides[KEY_SIDE[site.kind]]:
+        raise RecordingError(f"{name}: {q.shape[2]} queries and {k.shape[2]} keys, fewer than its "
+                             f"{sides[QUERY_SIDE[site.kind]]} x {sides[KEY_SIDE[site.kind]]} tokens.")
+    lse = parts["lse"]
+    if lse is not None and tuple(lse.shape) != tuple(q.shape[:3]):
+        raise RecordingError(f"{name}: its log-sum-exp does not match its queries; the file is damaged.")
+    for extra in ("mask", "bias"):
+        t = parts[extra]
+        if t is not None and (t.dim() != 4 or t.shape[-1] != k.shape[2]):
+            raise RecordingError(f"{name}: its {extra} does not match its keys; the file is damaged.")
+    scale, softcap, window = desc.get("scale"), desc.get("softcap"), desc.get("window")
+    if not isinstance(scale, (int, float)) or not (softcap is None or isinstance(softcap, (int, float))):
+        raise RecordingError(f"{name}: its scale or softcap is not a number; the file is damaged.")
+    return AttentionCall(site, q, k, None, mask=parts["mask"], bias=parts["bias"], scale=float(scale),
+                         softcap=softcap, window=window if isinstance(window, int) else None,
+                         causal=bool(desc.get("causal")), lse=lse)
