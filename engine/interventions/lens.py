@@ -59,15 +59,21 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
     finally:
         for h in handles:
             h.remove()
-    per_layer = [_replay(adapter, framed, blocks[-1], h) for h in stream[:-1]] + [final]
-    probs = torch.softmax(torch.stack([x[0].float() for x in per_layer]), -1)   # (L, T, V)
-    top_p, top_ids = probs.topk(min(k, probs.shape[-1]), dim=-1)               # (L, T, k)
-    predicted = probs[-1].argmax(-1)                                           # (T,)
-    final_p = probs.gather(-1, predicted.expand(probs.shape[0], -1)[..., None])[..., 0]   # (L, T)
+    # One layer's (T, V) distribution at a time: all of them at once would be L x T x V floats
+    # (16 layers x 1,024 tokens x 32k words: 2 GB).
+    predicted = final[0].argmax(-1)                                            # (T,)
+    tops, top_ps, finals = [], [], []
+    for hidden in stream[:-1] + [None]:
+        logits = final if hidden is None else _replay(adapter, framed, blocks[-1], hidden)
+        probs = torch.softmax(logits[0].float(), -1)                           # (T, V)
+        p, i = probs.topk(min(k, probs.shape[-1]), dim=-1)                     # (T, k)
+        tops.append(i.cpu())
+        top_ps.append(p.cpu())
+        finals.append(probs.gather(-1, predicted[:, None])[:, 0].cpu())        # (T,)
+    ids = torch.stack(tops).numpy()                                            # (L, T, k)
     tok = adapter_tokens(loaded)
-    ids = top_ids.cpu().numpy()
-    return Lens(list(framed.target_ids), list(framed.target_tokens), ids, top_p.cpu().numpy(),
-                [[tok.tokens(row.tolist()) for row in layer] for layer in ids], final_p.cpu().numpy())
+    return Lens(list(framed.target_ids), list(framed.target_tokens), ids, torch.stack(top_ps).numpy(),
+                [[tok.tokens(row.tolist()) for row in layer] for layer in ids], torch.stack(finals).numpy())
 
 
 def _replay(adapter, framed, last_block, hidden: torch.Tensor) -> torch.Tensor:
