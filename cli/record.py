@@ -11,9 +11,6 @@ from pathlib import Path
 
 from cli.common import BAD_INPUT, open_or_explain, print_json, say, text
 
-MAX_TEXT_BYTES = 16 << 20
-
-
 def register(sub) -> None:
     p = sub.add_parser("record", help="run a model on a text and save its recording (queries, keys) as one file")
     p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>")
@@ -26,19 +23,8 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def read_text_file(path: Path) -> str:
-    """A text file's contents, refused in one sentence when it is not UTF-8 text of a sane size."""
-    if not path.is_file():
-        raise ValueError(f"{path} is not a file.")
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise ValueError(f"{path} is {path.stat().st_size:,} bytes; attnscope reads texts up to {MAX_TEXT_BYTES:,}.")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start} cannot be read).") from None
-
-
 def run(args) -> int:
+    from engine.inputs import read_text_file
     from engine.traces.recording_file import save_recording
     from engine.traces.tracing import trace_text
 

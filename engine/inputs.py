@@ -7,8 +7,28 @@ and a note says so once; words the vocabulary lacks are listed once each. No tor
 from __future__ import annotations
 
 
+from pathlib import Path
+
+MAX_TEXT_FILE_BYTES = 16 << 20     # a long context: 16 MB of text is millions of tokens
+
+
 class InputError(ValueError):
     """A problem with the text a user gave, worded for the user."""
+
+
+def read_text_file(path: str | Path) -> str:
+    """A text file's contents for a Run (a long context), refused in one sentence when it is
+    not a UTF-8 text file of a sane size."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path} is not a file.")
+    if path.stat().st_size > MAX_TEXT_FILE_BYTES:
+        raise InputError(f"{path.name} is {path.stat().st_size:,} bytes; attnscope reads texts up to "
+                         f"{MAX_TEXT_FILE_BYTES:,} bytes.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start} cannot be read).") from None
 
 
 def check_text(text: str, what: str = "run") -> str:

@@ -55,6 +55,7 @@ SHORTCUTS = [
     ("Ctrl+Shift+S", "Save the Run's recording (queries and keys: every view, no model needed)"),
     ("Ctrl+Shift+R", "Open a recording"),
     ("Esc", "Stop a long Run"),
+    ("Ctrl+Shift+T", "Open a text file as the text (a long context)"),
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
     ("F1", "What am I looking at: help for the focused view"),
     ("Ctrl+/", "This list of shortcuts"),
@@ -289,6 +290,7 @@ class MainWindow(QMainWindow):
         file.addAction("Export &Trace (NPZ/CSV)…", self.export_trace_dialog, QKeySequence("Ctrl+Shift+E"))
         file.addAction("&Save Recording…", self.save_recording_dialog, QKeySequence("Ctrl+Shift+S"))
         file.addAction("Open Recordin&g…", self.open_recording_dialog, QKeySequence("Ctrl+Shift+R"))
+        file.addAction("Open Te&xt File…", self.open_text_dialog, QKeySequence("Ctrl+Shift+T"))
         file.addSeparator()
         file.addAction("&Quit", self.close, QKeySequence.StandardKey.Quit)
 
@@ -563,6 +565,24 @@ class MainWindow(QMainWindow):
         if path:
             self.file_jobs.start(_save_recording, self.state.trace, path,
                                  on_returned=lambda written: self.statusBar().showMessage(f"Saved {written}", 6000))
+
+    def open_text_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open Text File", str(self.settings.value("last_dir", "")),
+                                              "Text (*.txt *.md);;All files (*)")
+        if path:
+            self.open_text(path)
+
+    def open_text(self, path: str) -> None:
+        """A text file as the text, run at once (thousands of tokens: the views pool and zoom)."""
+        from engine.inputs import InputError, read_text_file
+
+        try:
+            body = read_text_file(path)
+        except InputError as exc:
+            self.show_error("Could not open the text", exc)
+            return
+        self.text_edit.setText(" ".join(body.split()))    # one line, as typed: the Run reads the text box
+        self.run()
 
     def open_recording_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open Recording", str(self.settings.value("last_dir", "")),

@@ -177,3 +177,25 @@ def test_the_forward_hands_each_rows_log_sum_exp_to_the_recording(models):
     call = trace.calls["decoder self"][1]
     assert call.lse is not None and call.lse.shape == call.q.shape[:3]
     np.testing.assert_allclose(call.lse[0].numpy(), torch.logsumexp(call.scores(0), -1).numpy(), atol=1e-5)
+
+
+def test_head_detail_goes_to_a_position_or_a_token(qtbot, drawn, monkeypatch):
+    import gui.views.head_detail as detail
+    from gui.state import AppState
+    monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    view = detail.HeadDetail(state)
+    qtbot.addWidget(view)
+    view.resize(500, 500)
+    view.show()
+    trace = trace_text(state.loaded, TEXT)
+    state.set_trace(trace)
+    drawn(view)
+    tokens = trace.query_tokens("decoder self")
+    first = view.go_to("cat", span=2)
+    assert tokens[first] == "cat" and view.go_to("cat", span=2) == tokens.index("cat", first + 1)
+    assert view.go_to("12", span=2) == 12
+    (x0, x1), (y0, y1) = view.item.vb.viewRange()
+    assert y0 <= 12 <= y1 and y1 - y0 < 8
+    assert view.go_to("zebra") is None and "No token" in view.readout.text()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QVBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QVBoxLayout,
                                QWidget)
 
 from engine.inspection.analysis import display_weights, special_mask
@@ -121,8 +121,14 @@ class HeadDetail(PreparedView, QWidget):
         self.threshold.valueChanged.connect(lambda _: self.redraw())
         self.normalise.toggled.connect(lambda _: self.redraw())
         self.hide_special.toggled.connect(lambda _: self.redraw())
+        self.find_box = QLineEdit()
+        self.find_box.setPlaceholderText("go to token…")
+        self.find_box.setToolTip("A position (e.g. 4096) or a token (e.g. dog, again for the next one): the map "
+                                 "zooms to it, query row and key column")
+        self.find_box.setMaximumWidth(140)
+        self.find_box.returnPressed.connect(lambda: self.go_to(self.find_box.text()))
         controls = FlowLayout().addWidgets(self.kind_box, self.layer_box, self.head_box, self.agg_box,
-                                           self.threshold, self.normalise, self.hide_special)
+                                           self.threshold, self.normalise, self.hide_special, self.find_box)
 
         self.key_axis = VerticalTokenAxis("top")
         self.plot = pg.PlotWidget(axisItems={"top": self.key_axis})
@@ -295,6 +301,32 @@ class HeadDetail(PreparedView, QWidget):
             else:
                 value = self.matrix[qi, ki]
             self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {value:.4f}")
+
+    def go_to(self, what: str, span: int = 48) -> int | None:
+        """Zoom to a token: ``what`` is a position or a token's text (the next match after the
+        last one found). Returns the position, or None when there is none."""
+        d = self.drawing
+        if d is None or not what.strip():
+            return None
+        queries = d["trace"].query_tokens(d["kind"])
+        what = what.strip()
+        if what.isdigit():
+            pos = int(what)
+        else:
+            after = getattr(self, "_found", -1)
+            order = list(range(after + 1, len(queries))) + list(range(0, after + 1))
+            pos = next((i for i in order if queries[i].removeprefix("##").lower() == what.lower()), None)
+        if pos is None or not 0 <= pos < len(queries):
+            self.readout.setText(f"No token {what!r} here ({len(queries):,} tokens).")
+            return None
+        self._found = pos
+        rows, cols = self.q_index, self.k_index
+        qi = int(np.searchsorted(rows, pos)) if not d["long"] else pos
+        ki = min(qi, len(cols) - 1)
+        self.item.setRange(xRange=(max(0, ki - span), ki + span), yRange=(max(0, qi - span), qi + span), padding=0)
+        self.readout.setText(f"token {pos:,} {queries[pos]!r}: zoomed to its row (and the column at the same "
+                             "position); double-click shows the whole map again.")
+        return pos
 
     def keyPressEvent(self, event) -> None:
         moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
