@@ -8,7 +8,8 @@ bench/_timing's rules):
 
 - ``plain_run``: Run clicked, the model as it is;
 - ``toggle_ablation``: Shift-click's effect, head (1, 2) of the decoder switched off or back
-  on (``AppState.set_interventions``), which re-runs the window with the change.
+  on (``AppState.set_interventions``), which re-runs the window with the change; the toggles
+  that switched it off are also given apart (``switch_off``: the Runs with the ablation).
 
 Each is timed from the click to the trace drawn in every visible view and the window grabbed
 (painted). An ablation is an output hook at the seam (the fused kernel still runs) and the
@@ -59,7 +60,7 @@ class ToggleOverRun:
         w.text_edit.setText(self.text)
         self._wait(w.run)
         self.head = HeadRef("decoder self", *HEAD)
-        self.times = {"plain_run": [], "toggle_ablation": []}
+        self.times = {"plain_run": [], "toggle_ablation": [], "switch_off": []}
         self.per_call, self.calls = per_call, 0
         self.marked: list[bool] = []      # after each toggle: the grid marks exactly the ablated tile
 
@@ -84,6 +85,8 @@ class ToggleOverRun:
         self.marked.append(self.w.grid.marks.tiles == ([HEAD] if state.interventions.mode(self.head) else []))
         if timed:
             self.times["toggle_ablation"].append(ms)
+            if state.interventions.mode(self.head):      # this toggle switched the head off
+                self.times["switch_off"].append(ms)
 
     def __call__(self, timed: bool) -> None:
         for _ in range(self.per_call):
@@ -98,6 +101,8 @@ class ToggleOverRun:
         return {"tokens": self.tokens, "plain_run_ms": summary(t["plain_run"]),
                 "toggle_ablation_ms": summary(t["toggle_ablation"]),
                 "toggle_over_plain_run": ratio(t["toggle_ablation"], t["plain_run"]),
+                "switch_off_ms": summary(t["switch_off"]),
+                "switch_off_over_plain_run": ratio(t["switch_off"], t["plain_run"]),
                 "grid_marked_the_ablated_tile_after_every_toggle": all(self.marked) and bool(self.marked)}
 
 
