@@ -9,24 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from engine.adapters.roles import KINDS_OF_FAMILY, ROLE_OF_FAMILY
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
-
-# Every family is one of three roles; tracing, decoding and the views speak roles.
-ROLE_OF_FAMILY = {
-    "translator": "encoder-decoder", "gpt": "decoder", "bert": "encoder",
-    "hf-bert": "encoder", "hf-encoder": "encoder", "hf-decoder": "decoder", "hf-seq2seq": "encoder-decoder",
-}
-KINDS_OF_ROLE = {
-    "encoder": (ENCODER_SELF,),
-    "decoder": (DECODER_SELF,),
-    "encoder-decoder": (ENCODER_SELF, DECODER_SELF, CROSS),
-}
-KINDS_OF_FAMILY = {family: KINDS_OF_ROLE[role] for family, role in ROLE_OF_FAMILY.items()}
-
 
 @dataclass
 class LoadedModel:
