@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 
 def run_app(args) -> int:
@@ -26,7 +27,7 @@ def run_app(args) -> int:
     window.deleteLater()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     del window
-    if active_threads():
+    if active_threads() and _is_the_program():
         # A forward or a decoding step still runs (cancelled: its result would be dropped) and
         # cannot stop inside itself; the thread pools would wait for it at exit, keeping the
         # process alive seconds after its window. Settings are saved (closeEvent): end now.
@@ -34,3 +35,9 @@ def run_app(args) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def _is_the_program() -> bool:
+    """Whether this process is attnscope itself (``attnscope`` or ``python main.py``), which may
+    end at once; a script that calls ``main.main()`` keeps control after the window closes."""
+    return Path(sys.argv[0]).name in ("attnscope", "main.py")
