@@ -291,15 +291,15 @@ class HeadDetail(PreparedView, QWidget):
 
     def _on_hover(self, scene_pos) -> None:
         d = self.drawing
-        cell = self._cell_at(scene_pos)
-        if cell is not None:
+        hit = self._cell_at(scene_pos)
+        if hit is not None:
             q, k = d["trace"].query_tokens(d["kind"]), d["trace"].key_tokens(d["kind"])
-            qo, ko = cell
+            qo, ko = hit
             if d["long"]:        # one exact cell, computed from the recording
                 from engine.traces.viewport import cell
                 value = cell(d["trace"], d["kind"], d["layer"], d["head"], d["how"], qo, ko)
-            else:
-                value = self.matrix[qi, ki]
+            else:                # the matrix holds the cells shown (specials may be hidden)
+                value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]
             self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {value:.4f}")
 
     def go_to(self, what: str, span: int = 48) -> int | None:
