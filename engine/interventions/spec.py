@@ -63,9 +63,6 @@ class Interventions:
         return [f"{m} ablation: {h}" for h, m in self.ablated] + [f"knockout: {e}" for e in self.knockout]
 
 
-NONE = Interventions()
-
-
 def problem(spec: Interventions, calls: dict) -> str | None:
     """Why ``spec`` does not fit the model whose recorded ``calls`` (Site -> AttentionCall of one
     forward) are given: a kind, layer, head or position it does not have; None if it fits."""
