@@ -27,7 +27,7 @@ from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis
 from gui.elided import ElidedLabel
 from gui.views.token_labels import view_ticks, zoomable
-from gui.worker import MODEL, Jobs
+from gui.worker import Jobs
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")
@@ -55,7 +55,7 @@ def short(token: str, limit: int = 12) -> str:
 
 @prepares
 def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool, threshold: float,
-                   normalise: bool) -> dict:
+                   normalise: bool, log_scale: bool = False) -> dict:
     """What Head detail draws, in a worker: the true weights of the cells shown, the display
     map, which rows/columns are shown, and the thinned axis labels. A long trace: the whole
     head at VIEW_PIXELS (``long``), no matrix held."""
@@ -64,10 +64,11 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
         from engine.traces.viewport import viewport
         tq, tk = len(q), len(k)
         shown = display_weights(viewport(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
-                                threshold, normalise)
+                                threshold, normalise, log_scale)
         return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown, long=(tq, tk),
                     q_index=np.arange(tq), k_index=np.arange(tk), q_labels=[short(x) for x in q],
-                    k_labels=[short(x) for x in k], threshold=threshold, normalise=normalise)
+                    k_labels=[short(x) for x in k], threshold=threshold, normalise=normalise,
+                    log_scale=log_scale)
     if how == "one head":
         raw = trace.head(kind, layer, head)                   # (Tq, Tk)
     else:
@@ -75,19 +76,19 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown
-    shown = display_weights(matrix, threshold, normalise)
+    shown = display_weights(matrix, threshold, normalise, log_scale)
     return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
                 q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
                 k_labels=[short(k[i]) for i in k_index], long=None)
 
 
 def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
-                   normalise: bool):
+                   normalise: bool, log_scale: bool = False):
     """The visible block of a long head, exact at the screen's resolution, in a worker."""
     from engine.traces.viewport import viewport
 
     return rows, cols, display_weights(viewport(trace, kind, layer, head, how, rows, cols, pixels), threshold,
-                                       normalise)
+                                       normalise, log_scale)
 
 
 class HeadDetail(PreparedView, QWidget):
@@ -121,6 +122,10 @@ class HeadDetail(PreparedView, QWidget):
         self.threshold.valueChanged.connect(lambda _: self.redraw())
         self.normalise.toggled.connect(lambda _: self.redraw())
         self.hide_special.toggled.connect(lambda _: self.redraw())
+        self.log_box = QCheckBox("log colour")
+        self.log_box.setToolTip("Colour by log10 of the weight, 1e-4 to 1 (long texts: weights near 1/T); "
+                                "the cursor still reads the true weight")
+        self.log_box.toggled.connect(lambda _: self.redraw())
         self.find_box = QLineEdit()
         self.find_box.setPlaceholderText("go to token…")
         self.find_box.setToolTip("A position (e.g. 4096) or a token (e.g. dog, again for the next one): the map "
@@ -128,7 +133,8 @@ class HeadDetail(PreparedView, QWidget):
         self.find_box.setMaximumWidth(140)
         self.find_box.returnPressed.connect(lambda: self.go_to(self.find_box.text()))
         controls = FlowLayout().addWidgets(self.kind_box, self.layer_box, self.head_box, self.agg_box,
-                                           self.threshold, self.normalise, self.hide_special, self.find_box)
+                                           self.threshold, self.normalise, self.hide_special, self.log_box,
+                                           self.find_box)
 
         self.key_axis = VerticalTokenAxis("top")
         self.plot = pg.PlotWidget(axisItems={"top": self.key_axis})
@@ -144,7 +150,7 @@ class HeadDetail(PreparedView, QWidget):
         self.zoom_image.setZValue(1)
         self.zoom_image.setColorMap(colormap(state.colormap))
         self.item.addItem(self.zoom_image)
-        self.zoom_jobs = Jobs(self, "Head detail could not zoom", lane=MODEL)
+        self.zoom_jobs = Jobs(self, "Head detail could not zoom")   # beside the drawing: never behind a model job
         self.zoom_block = None
         self.zoom_timer = QTimer(self, singleShot=True, interval=120)
         self.zoom_timer.timeout.connect(self._zoom)
@@ -201,7 +207,7 @@ class HeadDetail(PreparedView, QWidget):
             return
         pixels = (max(1, int(self.item.vb.height())), max(1, int(self.item.vb.width())))
         self.zoom_jobs.start(zoomed_drawing, d["trace"], d["kind"], d["layer"], d["head"], d["how"], rows, cols,
-                             pixels, d["threshold"], d["normalise"], on_returned=self._zoomed)
+                             pixels, d["threshold"], d["normalise"], d["log_scale"], on_returned=self._zoomed)
 
     def _zoomed(self, result) -> None:
         (r0, r1), (c0, c1), image = result
@@ -235,7 +241,8 @@ class HeadDetail(PreparedView, QWidget):
         if self.trace is None or self.kind is None:
             return None
         return (detail_drawing, self.trace, self.kind, self.layer, self.head, self.agg_box.currentText(),
-                self.hide_special.isChecked(), self.threshold.value(), self.normalise.isChecked())
+                self.hide_special.isChecked(), self.threshold.value(), self.normalise.isChecked(),
+                self.log_box.isChecked())
 
     def clear_drawing(self) -> None:
         self.image.clear()

@@ -15,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gui.views.ablation_marks import AblationMarks
 from gui.views.intervention_clicks import toggle_from_click
+from engine.inspection.analysis import log_colour
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
@@ -43,10 +44,12 @@ def thumbnails(trace, kind: str):
 
 
 @prepares
-def grid_drawing(weights: np.ndarray, threshold: float):
+def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False):
     """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker."""
     if threshold > 0:
         weights = np.where(weights < threshold, 0.0, weights)
+    if log_scale:
+        weights = log_colour(weights)
     return tile(display_codes(weights), fill=GAP_CODE)
 
 
@@ -76,6 +79,11 @@ class HeadGrid(PreparedView, QWidget):
         top.addWidget(self.kind_box)
         top.addWidget(self.readout, 1)
         top.addWidget(self.threshold)
+        self.log_box = QCheckBox("log colour")
+        self.log_box.setToolTip("Colour by log10 of the weight, 1e-4 to 1: at thousands of tokens every weight is "
+                                "about 1/T and a linear scale shows only the sink; hover still reads the true weight")
+        self.log_box.toggled.connect(lambda _: self.redraw())
+        top.addWidget(self.log_box)
 
         self.plot = pg.GraphicsLayoutWidget()
         self.view = self.plot.addViewBox(lockAspect=False, invertY=True, enableMouse=False)
@@ -133,7 +141,7 @@ class HeadGrid(PreparedView, QWidget):
     def drawing_job(self):
         if self.trace is None or self.kind is None:
             return None
-        return _grid_job, self.trace, self.kind, self.threshold.value()
+        return _grid_job, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked()
 
     def clear_drawing(self) -> None:
         self.image.clear()
@@ -225,7 +233,7 @@ class HeadGrid(PreparedView, QWidget):
         return self.plot
 
 
-def _grid_job(trace, kind: str, threshold: float):
+def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False):
     thumbs = thumbnails(trace, kind)
-    mosaic, layout = grid_drawing(thumbs.pooled, threshold)
+    mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale)
     return mosaic, layout, kind, trace, thumbs
