@@ -352,3 +352,24 @@ def test_value_weighted_trace_rows_are_shares_of_alpha_times_norm(models):
     assert abs(vw.layer(DECODER_SELF, 2) - expected).max() < 1e-5
     assert abs(vw.layer(DECODER_SELF, 2) - plain.layer(DECODER_SELF, 2)).max() > 1e-3
     assert vw.kinds == plain.kinds and vw.target_tokens == plain.target_tokens
+
+
+def test_decoding_takes_a_mean_ablated_heads_mean_over_the_whole_text(models):
+    """The translator's decoding starts from a lone [BOS]; the mean is still over the text's
+    positions (the source, and the plain model's own translation on the decoder side)."""
+    from engine.decoding.session import DecodeSession
+    from engine.interventions.ablation import HeadAblation
+
+    translator = models["translator"]
+    adapter = adapter_for(translator)
+    site, head = Site(DECODER_SELF, 0), 2
+    plain = _Outputs(site)
+    framed = adapter.frame(TEN[0])
+    with torch.no_grad(), hooks(plain):
+        adapter.forward(framed)
+    session = DecodeSession(translator, TEN[0], interventions=Interventions().ablate([HeadRef(DECODER_SELF, 0, head)], "mean"))
+    ablation = next(h for h in session.changes if isinstance(h, HeadAblation))
+    assert plain.out.shape[2] == len(framed.target_ids) > 3
+    torch.testing.assert_close(ablation.means[(site, head)], plain.out[0, head].mean(0), atol=1e-6, rtol=0)
+    steps = list(session.steps())
+    assert steps and all(s.diff is not None for s in steps)

@@ -22,6 +22,7 @@ from engine.adapters import adapter_for
 from engine.adapters.base import as_numpy as _rows
 from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
 from engine.inputs import check_text
+from engine.traces.estimate import check_decoding
 from engine.loading.loaded import LoadedModel
 from engine.seam import hooks
 
@@ -43,10 +44,15 @@ class DecodeSession:
         # The hooks live for the whole session: a mean taken from the prompt, positions counted.
         # ``compare=False`` (the output line: only the changed text is wanted) steps no base.
         self.changes = interventions.hooks() if interventions is not None else []
+        with torch.no_grad():
+            self._prime_means(text)
         with torch.no_grad(), hooks(*self.changes):
             self.stepper = adapter_for(loaded).stepper(text, self.settings)   # InputError for an encoder
         with torch.no_grad():
             self.base = adapter_for(loaded).stepper(text, self.settings) if self.changes and compare else None
+        beams = self.settings.beam_width if self.settings.strategy == "beam" else 1
+        check_decoding(adapter_for(loaded), len(self.stepper.prompt_ids) + len(self.stepper.source_tokens),
+                       self.stepper.limit, beams * (2 if self.base is not None else 1), loaded.name)
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
         self.notes = list(self.stepper.notes)   # e.g. the text was cut to the model's length
@@ -61,6 +67,17 @@ class DecodeSession:
             yield from self._beam()
         else:
             yield from self._single()
+
+    def _prime_means(self, text: str) -> None:
+        """A mean-ablated head gets its mean over the text's positions from one forward of the
+        text as the plain model frames it (a translator: the source and its own translation),
+        not from the session's first step, which for a translator is a lone [BOS]."""
+        means = [h for h in self.changes if getattr(h, "takes_means", False)]
+        if means and self.loaded.generates:
+            adapter = adapter_for(self.loaded)
+            framed = adapter.frame(text)
+            with hooks(*means):
+                adapter.forward(framed)
 
     def _step(self, feed: torch.Tensor):
         """(logits (B, V), self rows, cross rows, logits without the interventions or None)."""

@@ -21,6 +21,11 @@ class HeadAblation(SeamHook):
             self.at.setdefault(Site(ref.kind, ref.layer), []).append((ref.head, mode))
         self.means: dict[tuple[Site, int], torch.Tensor] = {}     # (site, head) -> (Dv,)
 
+    @property
+    def takes_means(self) -> bool:
+        """True when some head is mean-ablated (its mean is taken from the first call it sees)."""
+        return any(mode != ZERO for heads in self.at.values() for _, mode in heads)
+
     def edits(self, site):
         return site in self.at
 
