@@ -3,8 +3,8 @@
 Why at the seam's ``output``: the heads' outputs (B, Hq, Tq, Dv) are what the output
 projection mixes; zeroing head h there is exactly zeroing h's slice of W_O's input columns,
 and the fused kernel still runs (``edits_output_only``). The mean of a head is taken over
-the positions of the first call at its site (the whole text in a Run, the prompt in a
-decoding session) and kept for the calls that follow (one new token per step).
+the positions of the first call at its site (the whole text in a Run; a decoding session
+first runs the text once for it) and kept for the calls that follow (one new token per step).
 """
 from __future__ import annotations
 
