@@ -207,3 +207,14 @@ def test_log_colour_shows_weights_near_one_over_t():
     w = np.array([[0.0, 1e-5, 1e-4, 1e-2, 1.0]], np.float32)
     np.testing.assert_allclose(display_weights(w, log_scale=True), [[0.0, 0.0, 0.0, 0.5, 1.0]], atol=1e-6)
     np.testing.assert_allclose(display_weights(w), w)
+
+
+def test_a_decoding_session_that_cannot_fit_is_refused_with_numbers(monkeypatch):
+    import engine.traces.estimate as estimate
+    from engine.decoding.session import DecodeSession, DecodeSettings
+    from engine.traces.estimate import RunTooLarge
+    loaded = random_model("gpt", seed=1)
+    DecodeSession(loaded, TEXT, DecodeSettings(max_new_tokens=5))               # fits
+    monkeypatch.setattr(estimate, "available_memory", lambda: 1000)
+    with pytest.raises(RunTooLarge, match=r"Decoding .* tokens .*its cache .* free"):
+        DecodeSession(loaded, TEXT, DecodeSettings(strategy="beam", beam_width=4, max_new_tokens=5))

@@ -96,3 +96,19 @@ def check_run(adapter, framed, name: str) -> RunEstimate:
         raise RunTooLarge(f"A Run of {name} on this text would not fit in memory: {est.describe()}. "
                           "Shorten the text, or run on a machine (or GPU) with more memory.")
     return est
+
+
+def check_decoding(adapter, prompt_tokens: int, new_tokens: int, beams: int, name: str) -> int:
+    """Bytes a decoding session's cache will reach (keys and values of every layer for the
+    prompt and every token it may add, per beam, plus one prefill's working memory);
+    RunTooLarge naming the numbers when that does not fit."""
+    per = _per_token(adapter)
+    total = prompt_tokens + new_tokens
+    cache = 2 * sum(per.k.values()) * total * max(1, beams)
+    need = cache + 16 * per.width * prompt_tokens * 4
+    free = available_memory()
+    if need > MEMORY_SHARE * free:
+        raise RunTooLarge(f"Decoding {name} from a {prompt_tokens:,}-token prompt for up to {new_tokens:,} tokens "
+                          f"({max(1, beams)} beam(s)) would need about {gib(need)} (its cache {gib(cache)}), and "
+                          f"{gib(free)} is free. Shorten the text or ask for fewer tokens or beams.")
+    return need
