@@ -128,3 +128,14 @@ def test_clicks_in_head_detail_knock_out_a_cell_a_column_and_a_row(window_on, qt
     assert after[5, 4] == 0 and (after[:, 1] == 0).all() and (after[7] == 0).all()
     click(3, 2, Qt.KeyboardModifier.NoModifier)          # a plain click changes nothing
     assert len(w.state.interventions.knockout) == 3
+
+
+def test_a_click_on_a_merged_word_knocks_out_every_piece_of_it():
+    from types import SimpleNamespace
+
+    from gui.views.intervention_clicks import positions
+
+    merged = SimpleNamespace(groups={"source": [0, 1, 1, 2], "target": [0, 0, 1]})
+    assert positions(merged, CROSS, "key", 1) == (1, 2)          # cross keys are source pieces
+    assert positions(merged, CROSS, "query", 0) == (0, 1)        # cross queries are target pieces
+    assert positions(SimpleNamespace(groups={}), DECODER_SELF, "query", 4) == (4,)

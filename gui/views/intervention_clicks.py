@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from engine.interventions.refs import Edge, HeadRef
+from engine.kinds import KEY_SIDE, QUERY_SIDE
 
 SHIFT, CTRL, ALT = Qt.KeyboardModifier.ShiftModifier, Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.AltModifier
 
@@ -19,15 +20,25 @@ def toggle_from_click(state, kind: str, layer: int, head: int, modifiers) -> boo
     return True
 
 
+def positions(trace, kind: str, side: str, index: int) -> tuple[int, ...]:
+    """The token positions fed that row or column ``index`` of a trace stands for: itself, or
+    every piece of the word when the trace merges word pieces (a knockout blocks ids fed)."""
+    groups = getattr(trace, "groups", None) or {}
+    side_name = (QUERY_SIDE if side == "query" else KEY_SIDE)[kind]
+    word_of = groups.get(side_name)
+    return (index,) if word_of is None else tuple(i for i, w in enumerate(word_of) if w == index)
+
+
 def knockout_from_click(state, kind: str, layer: int, query: int, key: int, modifiers) -> bool:
     """Shift-click: the edge query -> key in this layer; Ctrl-click: the key's whole column;
     Alt-click: the query's whole row. True when the click was one of those."""
+    q, k = positions(state.trace, kind, "query", query), positions(state.trace, kind, "key", key)
     if modifiers & CTRL:
-        edge = Edge(kind, None, (key,), (layer,))
+        edge = Edge(kind, None, k, (layer,))
     elif modifiers & ALT:
-        edge = Edge(kind, (query,), None, (layer,))
+        edge = Edge(kind, q, None, (layer,))
     elif modifiers & SHIFT:
-        edge = Edge(kind, (query,), (key,), (layer,))
+        edge = Edge(kind, q, k, (layer,))
     else:
         return False
     state.set_interventions(state.interventions.block(edge))

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
 
 from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
+from engine.kinds import KEY_SIDE, QUERY_SIDE
 from gui.flow import FlowLayout
 from gui.worker import MODEL, Jobs
 
@@ -154,8 +155,9 @@ class InterventionsPanel(QWidget):
         self.active.addItems(spec.describe() or ["Nothing switched off: the model as it is."])
         if has:
             n_layers = trace.shape(kind)[0]
-            self._fill(self.query_box, [("every", ALL)] + [(f"{i} {t}", i) for i, t in enumerate(trace.query_tokens(kind))])
-            self._fill(self.key_box, [("every", ALL)] + [(f"{i} {t}", i) for i, t in enumerate(trace.key_tokens(kind))])
+            pieces = getattr(trace, "pieces", None) or {"source": trace.source_tokens, "target": trace.target_tokens}
+            for box, side in ((self.query_box, QUERY_SIDE), (self.key_box, KEY_SIDE)):   # ids fed, never merged words
+                self._fill(box, [("every", ALL)] + [(f"{i} {t}", i) for i, t in enumerate(pieces[side[kind]])])
             self._fill(self.layers_box, [("all layers", ALL)] + [(f"layer {i}", i) for i in range(n_layers)])
 
     def showEvent(self, event) -> None:
