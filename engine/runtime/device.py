@@ -18,8 +18,9 @@ def available_devices() -> list[str]:
     import torch
 
     names = []
-    if torch.cuda.is_available():
-        names.append("cuda")
+    if torch.cuda.is_available():          # each GPU by its index when there are several
+        count = torch.cuda.device_count()
+        names += [f"cuda:{i}" for i in range(count)] if count > 1 else ["cuda"]
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         names.append("mps")
@@ -41,6 +42,6 @@ def pick_device(preference: str | None = "auto") -> torch.device:
     kind = pref.split(":")[0]
     if kind not in CHOICES:
         raise ValueError(f"unknown device {preference!r}: use one of {', '.join(CHOICES)}")
-    if kind != "cpu" and kind not in available_devices():
+    if kind != "cpu" and kind not in {name.split(":")[0] for name in available_devices()}:
         raise ValueError(f"device {preference!r} is not available here; available: {', '.join(available_devices())}")
     return torch.device(pref)
