@@ -54,11 +54,12 @@ def blocked_cells(edges: list[Edge], call: AttentionCall, start: int) -> torch.T
     qpos = torch.arange(start, start + tq, device=dev)
     first_key = 0 if call.site.kind == CROSS else max(0, start + tq - tk)
     kpos = torch.arange(first_key, first_key + tk, device=dev)
+    def hit(pos: torch.Tensor, wanted) -> torch.Tensor:      # (n,) bool: positions among ``wanted`` (None: all)
+        return torch.ones_like(pos, dtype=torch.bool) if wanted is None else torch.isin(pos, torch.tensor(wanted, device=dev))
+
     out = torch.zeros(tq, tk, dtype=torch.bool, device=dev)
     for e in edges:
-        qs = torch.ones_like(qpos, dtype=torch.bool) if e.queries is None else torch.isin(qpos, torch.tensor(e.queries, device=dev))
-        ks = torch.ones_like(kpos, dtype=torch.bool) if e.keys is None else torch.isin(kpos, torch.tensor(e.keys, device=dev))
-        out |= qs[:, None] & ks[None, :]
+        out |= hit(qpos, e.queries)[:, None] & hit(kpos, e.keys)[None, :]
     return out
 
 

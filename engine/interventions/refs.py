@@ -32,4 +32,5 @@ class Edge:
 
     def __str__(self) -> str:
         show = lambda xs: "*" if xs is None else ",".join(map(str, xs))  # noqa: E731
-        return f"{self.kind} {show(self.queries)}->{show(self.keys)} @ {'all' if self.layers is None else show(self.layers)}"
+        layers = "all" if self.layers is None else show(self.layers)
+        return f"{self.kind} {show(self.queries)}->{show(self.keys)} @ {layers}"

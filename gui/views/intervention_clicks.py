@@ -8,7 +8,8 @@ from PySide6.QtCore import Qt
 from engine.interventions.refs import Edge, HeadRef
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 
-SHIFT, CTRL, ALT = Qt.KeyboardModifier.ShiftModifier, Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.AltModifier
+KEYS = Qt.KeyboardModifier
+SHIFT, CTRL, ALT = KEYS.ShiftModifier, KEYS.ControlModifier, KEYS.AltModifier
 
 
 def toggle_from_click(state, kind: str, layer: int, head: int, modifiers) -> bool:
