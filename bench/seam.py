@@ -9,7 +9,9 @@ class. At 512 and 2,048 tokens, interleaved in one loop on the app's model threa
 
 - ``sdpa_bare``: transformers' own ``sdpa`` attention, plain forward (the baseline);
 - ``seam_recording``: attnscope's attention function with the Recorder on, which is what a
-  Run does before it computes any head (queries and keys kept per layer);
+  Run does before it computes any head (queries and keys kept per layer, and each query's
+  log-sum-exp from the kernel: torch's CPU flash kernel, keys and values repeated per
+  query head for it);
 - ``eager_weights``: the old path, transformers' eager attention with ``output_attentions``
   (the dense (L, H, T, T) weights of every layer), at 512 tokens only: at 2,048 it would
   hold 16 x 32 x 2048^2 x 4 B = 8.6 GB of weights at once.
@@ -60,7 +62,7 @@ def bench(model, tokens: int, repeats: int, with_eager: bool) -> dict:
 
     def seam_recording():
         model.set_attn_implementation(NAME)
-        with torch.no_grad(), recording() as rec:
+        with torch.no_grad(), recording(lse=True) as rec:
             model(input_ids=ids)
         kept["bytes"] = sum(c.q.nbytes + c.k.nbytes for c in rec.calls.values())
 
