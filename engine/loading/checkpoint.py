@@ -315,9 +315,11 @@ def _build(path: Path, meta: dict, tokenizer=None) -> LoadedModel:
         raise CheckpointError(f"{name}: the tokenizer in the file is missing or invalid ({_first_line(exc)}).") from None
     src_vocab, tgt_vocab = _vocab_sizes(family, config)
     for tok, vocab, side in ((tokenizer, src_vocab, "source "), (target or tokenizer, tgt_vocab, "target ")):
-        if tok.vocab_size > vocab:
+        if tok.id_bound > vocab:
             side = side if family == "translator" else ""
-            raise CheckpointError(f"{name}: the {side}tokenizer has {tok.vocab_size} tokens but the model's "
+            size = (f"has {tok.vocab_size} tokens" if tok.id_bound == tok.vocab_size
+                    else f"gives ids up to {tok.id_bound - 1}")
+            raise CheckpointError(f"{name}: the {side}tokenizer {size} but the model's "
                                   f"embedding has only {vocab} rows, so ids beyond {vocab - 1} would fail on every "
                                   "run. The tokenizer and the model do not belong together; save the model again.")
     try:

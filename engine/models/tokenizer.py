@@ -82,6 +82,12 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.hf.get_vocab_size()
 
+    @property
+    def id_bound(self) -> int:
+        """One past the largest id this tokenizer can give: the embedding rows a model needs
+        (more than ``vocab_size`` when a file's ids leave gaps)."""
+        return max(self.hf.get_vocab(with_added_tokens=True).values(), default=-1) + 1
+
     def token_id(self, token: str) -> int:
         i = self.hf.token_to_id(token)
         return self.unk_id if i is None else i
@@ -179,6 +185,8 @@ class ByteTokenizer:
     @property
     def vocab_size(self) -> int:
         return self._vocab_size
+
+    id_bound = vocab_size
 
     def encode(self, text: str) -> list[int]:
         return [b for b in text.encode("utf-8") if b < self._vocab_size]

@@ -244,6 +244,14 @@ class Factory:
         return folder
 
 
+def _tokenizer_with_gap(f: Factory) -> str:
+    """The gpt tokenizer with one word's id moved far past the last row: as many tokens as rows."""
+    tok = json.loads(f.parts("gpt")[0]["tokenizer"])
+    vocab = tok["model"]["vocab"]
+    vocab[next(w for w in vocab if w.isalpha())] = 100_000
+    return json.dumps(tok)
+
+
 def _code_file(marker: Path) -> str:
     return f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
 
@@ -309,6 +317,8 @@ def build_files(f: Factory) -> None:
           f.consistent("cfg-gpt-small-vocab.safetensors", "gpt", vocab_size=10))
     f.add("config", "translator tokenizer ids beyond the target vocabulary",
           f.consistent("cfg-tr-small-vocab.safetensors", "translator", src_vocab_size=12, tgt_vocab_size=12))
+    f.add("config", "tokenizer with a gap: an id beyond the embedding though its count fits",
+          f.checkpoint("cfg-gpt-tok-gap.safetensors", "gpt", meta={"tokenizer": _tokenizer_with_gap(f)}))
 
     # unbounded memory or time
     huge = [("translator", "max_len", 10**9), ("translator", "n_encoder_layers", 10**9), ("translator", "d_model", 10**9),
