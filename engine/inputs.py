@@ -32,6 +32,22 @@ def read_text_file(path: str | Path) -> str:
 
 
 def check_text(text: str, what: str = "run") -> str:
+    """``text`` stripped, or InputError in one sentence: the engine's one door for text, so a
+    script that calls it gets the CLI's and the window's refusals (no text, bytes that are not
+    UTF-8, lone surrogates, something that is not text at all)."""
+    from engine.loading.validation import text_problem
+
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"The text to {what} is not valid UTF-8 (byte 0x{text[exc.start]:02x} at "
+                             f"byte {exc.start + 1}); pass UTF-8 text.") from None
+    elif text is not None and not isinstance(text, str):
+        raise InputError(f"The text to {what} should be a string, not {type(text).__name__}.")
+    problem = text_problem(text or "")
+    if problem:
+        raise InputError(f"Cannot {what} this text: {problem}.")
     text = (text or "").strip()
     if not text:
         raise InputError(f"There is no text to {what}: type a sentence first.")

@@ -64,3 +64,28 @@ def test_text_problems():
     assert text_problem("the dog 😀") is None
     assert "byte 0xff" in text_problem("a\udcffb")
     assert "U+D800" in text_problem("a\ud800b")
+
+
+@pytest.mark.parametrize("text, phrase", [("a\udcffb", "byte 0xff"), ("a\ud800b", r"U\+D800"),
+                                          (b"the \xff dog", "not valid UTF-8"), (42, "not int")])
+def test_the_engine_refuses_text_that_is_not_unicode_at_its_own_door(text, phrase):
+    """A script calling the engine directly (no CLI, no window) gets InputError, not a raw
+    TypeError or UnicodeEncodeError from the tokenizer."""
+    from engine.decoding.session import DecodeSession
+    from engine.inputs import InputError
+    from engine.traces.tracing import trace_text
+
+    for loaded in (random_model("gpt", layers=1, heads=2, width=16), random_model("bert", layers=1, heads=2, width=16)):
+        with pytest.raises(InputError, match=phrase):
+            trace_text(loaded, text)
+    with pytest.raises(InputError, match=phrase):
+        DecodeSession(random_model("translator", layers=1, heads=2, width=16), text)
+
+
+def test_the_engine_reads_utf8_bytes_as_text():
+    from engine.traces.tracing import trace_text
+
+    loaded = random_model("gpt", layers=1, heads=2, width=16)
+    from_bytes, from_text = trace_text(loaded, "the dog".encode()), trace_text(loaded, "the dog")
+    kind = from_text.kinds[0]
+    assert from_bytes.key_tokens(kind) == from_text.key_tokens(kind)
