@@ -223,8 +223,9 @@ def hf_config(raw: dict, source: str):
         with _quiet_transformers():
             return CONFIG_MAPPING[raw["model_type"]].from_dict({k: v for k, v in raw.items() if k != "auto_map"})
     except Exception as exc:
+        cause = exc.__cause__ or exc  # transformers' @strict wraps the validator's own sentence
         raise HFModelError(f"{source}: config.json does not describe a working {raw.get('model_type')} model "
-                           f"({_first(exc)}).") from None
+                           f"({_first(cause)}).") from None
 
 
 def check_hf_sizes(config, source: str) -> None:
@@ -244,6 +245,27 @@ def check_hf_sizes(config, source: str) -> None:
               ("vocab_size", get("vocab_size"), VOCAB),
               ("max_position_embeddings", get("max_position_embeddings"), POSITIONS)]
     check_values(source, values)
+    names = getattr(config, "attribute_map", None) or {}
+    _check_heads(source, get("hidden_size"), get("num_attention_heads"), get("num_key_value_heads"),
+                 getattr(config, "head_dim", None), lambda n: names.get(n, n))
+
+
+def _check_heads(source: str, width, heads, kv_heads, head_dim, own) -> None:
+    """The head counts split the width and the query heads in whole parts, said in the
+    config's own names (``own``: GPT-2's n_embd for hidden_size, ...); transformers' own
+    messages say "look at the above report"."""
+    def divisors(n):
+        return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+    w, h, kv = own("hidden_size"), own("num_attention_heads"), own("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(width, int) and heads > 0 and head_dim is None and width % heads:
+        raise HFModelError(f"{source}: config.json has {w} {width} and {h} {heads}, but each head takes {w} / {h} "
+                           f"dimensions and {width} / {heads} is not whole: {h} should divide {width} "
+                           f"({divisors(width)}).")
+    if isinstance(heads, int) and isinstance(kv_heads, int) and heads > 0 and kv_heads > 0 and heads % kv_heads:
+        raise HFModelError(f"{source}: config.json has {h} {heads} and {kv} {kv_heads}, but each key/value head "
+                           f"serves {h} / {kv} query heads and {heads} / {kv_heads} is not whole: {kv} should divide "
+                           f"{heads} ({divisors(heads)}).")
 
 
 SIDE_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",

@@ -89,3 +89,22 @@ def test_the_engine_reads_utf8_bytes_as_text():
     from_bytes, from_text = trace_text(loaded, "the dog".encode()), trace_text(loaded, "the dog")
     kind = from_text.kinds[0]
     assert from_bytes.key_tokens(kind) == from_text.key_tokens(kind)
+
+
+@pytest.mark.parametrize("raw, phrases", [
+    ({"model_type": "llama", "hidden_size": 30, "num_attention_heads": 4}, ["hidden size (30)", "attention heads (4)"]),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3},
+     ["num_attention_heads 4 and num_key_value_heads 3", "should divide 4 (1, 2, 4)"]),
+    ({"model_type": "gpt2", "n_embd": 30, "n_head": 4}, ["n_embd 30 and n_head 4", "n_head should divide 30"]),
+    ({"model_type": "bert", "hidden_size": 30, "num_attention_heads": 4}, ["hidden_size 30 and num_attention_heads 4"]),
+])
+def test_hugging_face_head_counts_that_do_not_divide_are_said_in_the_configs_terms(raw, phrases):
+    """Not transformers' "Class validation error for validator ..." or "look at the above report!"."""
+    from engine.loading.hf import HFModelError, check_hf_sizes, hf_config
+
+    with pytest.raises(HFModelError) as err:
+        check_hf_sizes(hf_config(raw, "m"), "m")
+    message = str(err.value)
+    assert "validator" not in message and "report" not in message
+    for phrase in phrases:
+        assert phrase in message
