@@ -161,3 +161,17 @@ def test_export_of_a_text_too_long_says_so_in_its_notes_and_nothing_on_stderr(tm
     assert out.stderr == ""
     note, = json.loads(out.stdout)["notes"]
     assert "the model takes 64, so it was truncated" in note
+
+
+def test_compare_minilm_on_a_long_text_prints_no_transformers_warning(capfd):
+    code = main(["compare", "minilm", "--text", "the cat sat on the mat . " * 100])
+    out, err = capfd.readouterr()
+    assert code == 0 and json.loads(out)["max_abs_diff"] < 1e-3
+    assert err == ""
+
+
+def test_train_out_a_folder_says_it_is_a_folder(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["train", "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "no extension" not in err and str(tmp_path / "model.safetensors") in err

@@ -81,11 +81,13 @@ def _unique_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def check_checkpoint_path(path: str | Path) -> Path:
     """The path a checkpoint can be saved to, checked before any work is done (CheckpointError if not)."""
     path = Path(path)
-    if path.suffix != ".safetensors":
-        raise CheckpointError(f"Checkpoints are saved as .safetensors files, not {path.suffix or 'no extension'}: "
-                              f"name it {path.stem or 'model'}.safetensors.")
     if path.is_dir():
-        raise CheckpointError(f"{path} is a folder; give a file name ending in .safetensors.")
+        raise CheckpointError(f"{path} is a folder; give a file name ending in .safetensors, e.g. "
+                              f"{path / 'model.safetensors'}.")
+    if path.suffix != ".safetensors":
+        what = f"{path.suffix} files" if path.suffix else "names without an extension"
+        raise CheckpointError(f"Checkpoints are saved as .safetensors files, not {what}: "
+                              f"name it {path.stem or 'model'}.safetensors.")
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent

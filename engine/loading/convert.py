@@ -25,7 +25,7 @@ class HFTokenizerAdapter:
     special_ids = property(lambda self: set(self.hf.all_special_ids))
 
     def encode(self, text: str) -> list[int]:
-        return self.hf(text, add_special_tokens=False)["input_ids"]
+        return self.hf(text, add_special_tokens=False, verbose=False)["input_ids"]  # too long: the adapter's note
 
     def tokens(self, ids) -> list[str]:
         return self.hf.convert_ids_to_tokens([int(i) for i in ids])
@@ -34,7 +34,7 @@ class HFTokenizerAdapter:
         return self.hf.decode([int(i) for i in ids], skip_special_tokens=True)
 
     def unknown_words(self, text: str) -> list[str]:
-        enc = self.hf(text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.hf(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         return [text[a:b] for (a, b), i in zip(enc["offset_mapping"], enc["input_ids"]) if i == self.unk_id]
 
 
