@@ -724,6 +724,8 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self._live_timer.stop()
+        for view in self.views.values():   # timers of their own (Decoding's Play) stop with the window
+            getattr(view, "window_closing", lambda: None)()
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self.settings.setValue("live", "true" if self.live_box.isChecked() else "false")

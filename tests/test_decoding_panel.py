@@ -116,3 +116,12 @@ def test_a_text_cut_to_the_models_length_is_said_under_the_steps(panel, qtbot):
     assert panel.input_note.text() == " ".join(panel.session.notes)
     panel.reset()                                    # a new text or model: the note goes with the session
     assert not panel.input_note.isVisible() and panel.input_note.text() == ""
+
+
+def test_closing_the_window_during_play_stops_play(window, qtbot):
+    """The panel sits in a dock, so it gets no closeEvent of its own when the window closes."""
+    panel = window.view("Decoding")
+    panel.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=10000)
+    window.close()
+    assert not panel.timer.isActive() and not panel.play_button.isChecked()   # no tick, so no step after

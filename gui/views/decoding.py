@@ -407,7 +407,12 @@ class DecodingPanel(QWidget):
             self.beams.addTopLevelItem(item)
         self._update_buttons()
 
-    def closeEvent(self, event) -> None:
+    def window_closing(self) -> None:
+        """Play stops with the window (a dock's panel gets no closeEvent of its own): no step after."""
+        self.play_button.setChecked(False)
         self.timer.stop()
         self.jobs.shutdown()
+
+    def closeEvent(self, event) -> None:
+        self.window_closing()
         super().closeEvent(event)
