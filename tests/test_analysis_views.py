@@ -185,3 +185,22 @@ def test_stats_run_the_models_forward_on_the_model_thread_once(qtbot, drawn, mon
     s.set_trace(trace_text(s.loaded, "the small cat sees the dog"))
     drawn(view)
     assert threads == [call_on_lane(MODEL, threading.get_ident)]
+
+
+def test_rollout_opens_on_a_self_kind_when_the_selection_is_cross(qtbot, drawn):
+    """Rollout cannot follow cross attention: it opens on the first self kind and lists only
+    self kinds; the max of heads still follows cross."""
+    state = AppState()
+    state.set_model(random_model("translator", seed=2))
+    state.set_trace(trace_text(state.loaded, "the big dog sees the cat .", target="der große hund"))
+    state.select(kind="cross", layer=0)
+    view = RolloutView(state)
+    qtbot.addWidget(view)
+    drawn(view)
+    assert view.kind_box.currentText() == "encoder self"
+    assert "cross" not in [view.kind_box.itemText(i) for i in range(view.kind_box.count())]
+    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("encoder self"))[0], atol=1e-6)
+    view.mode.setCurrentText("max of heads")
+    drawn(view)
+    assert view.kind_box.currentText() == "cross"
+    np.testing.assert_allclose(view.image.image, state.trace.weights("cross")[0].max(0), atol=1e-6)

@@ -125,3 +125,20 @@ def test_closing_the_window_during_play_stops_play(window, qtbot):
     qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=10000)
     window.close()
     assert not panel.timer.isActive() and not panel.play_button.isChecked()   # no tick, so no step after
+
+
+def test_beam_hypotheses_wrap_whole_instead_of_being_cut(panel, qtbot):
+    """Hypotheses share their start: a row cut at one side makes finished beams look the same."""
+    panel.strategy.setCurrentText("beam")
+    panel.beam_width.setValue(3)
+    panel.reset()
+    step_and_wait(panel, qtbot, 6)
+    tree = panel.beams
+    tree.setColumnWidth(0, 120)
+    tree.doItemsLayout()
+    metrics = tree.fontMetrics()
+    item = tree.topLevelItem(0)
+    text = item.text(0)
+    assert metrics.horizontalAdvance(text) > tree.columnWidth(0)   # too wide for one line
+    assert tree.visualItemRect(item).height() >= 2 * metrics.lineSpacing()
+    assert item.toolTip(0) == text

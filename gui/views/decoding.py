@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, QPushButton, QSlider,
-                               QSpinBox, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, QPushButton, QSlider, QSpinBox,
+                               QSplitter, QStyledItemDelegate, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.decoding.records import STRATEGIES, DecodeSettings, DecodeStep
 from gui.flow import FlowLayout
@@ -58,6 +58,17 @@ def _close_on_model_thread(steps) -> None:
     work, which belongs on the model thread), and only after a step still running there."""
     if steps is not None:
         lane_pool(MODEL).start(steps.close)
+
+
+class _WrappedRows(QStyledItemDelegate):
+    """Rows as tall as their text wrapped to the column's width (Qt's own size hint is one line)."""
+
+    def sizeHint(self, option, index):
+        size = super().sizeHint(option, index)
+        width = max(40, self.parent().columnWidth(index.column()) - 8)
+        text = str(index.data() or "")
+        rect = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), Qt.TextFlag.TextWordWrap, text)
+        return QSize(size.width(), max(size.height(), rect.height() + 4))
 
 
 class DecodingPanel(QWidget):
@@ -147,7 +158,13 @@ class DecodingPanel(QWidget):
         self.beams = QTreeWidget()
         self.beams.setHeaderLabels(["hypothesis", "score", "parent", "state"])
         self.beams.setRootIsDecorated(False)
-        self.beams.setTextElideMode(Qt.TextElideMode.ElideLeft)  # the newest tokens stay visible
+        # Hypotheses share their start and often their end: wrapped, each is read whole (the
+        # middle elided only when a row still cannot hold it); the tooltip has it all.
+        self.beams.setWordWrap(True)
+        self.beams.setUniformRowHeights(False)
+        self.beams.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.beams.setItemDelegateForColumn(0, _WrappedRows(self.beams))
+        self.beams.header().sectionResized.connect(lambda *_: self.beams.doItemsLayout())
         self.beams.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.beams.header().setStretchLastSection(False)
         for column in (1, 2, 3):
@@ -401,6 +418,7 @@ class DecodingPanel(QWidget):
         for hyp in rec.beams:
             status = "finished" if hyp.finished else "pruned" if hyp.pruned else "live"
             item = QTreeWidgetItem([" ".join(hyp.tokens), f"{hyp.score:.3f}", str(hyp.parent), status])
+            item.setToolTip(0, " ".join(hyp.tokens))
             if hyp.pruned:
                 for c in range(4):
                     item.setForeground(c, QBrush(accent("muted")))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
 from engine.inspection.analysis import layer_aggregate, rollout
+from engine.kinds import CROSS
 from gui.flow import FlowLayout
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
@@ -46,7 +47,7 @@ class RolloutView(PreparedView, QWidget):
         self.kind_box.currentTextChanged.connect(lambda k: k and self.state.select(kind=k))
         self.mode = QComboBox()
         self.mode.addItems(MODES)
-        self.mode.currentTextChanged.connect(lambda _: self.redraw())
+        self.mode.currentTextChanged.connect(self.set_trace)   # rollout lists the self kinds only
         self.layer = QSpinBox()
         self.layer.setPrefix("after layer ")
         self.layer.valueChanged.connect(lambda v: self.state.select(layer=v))
@@ -63,9 +64,22 @@ class RolloutView(PreparedView, QWidget):
         state.selection_changed.connect(self.set_trace)
         self.set_trace(state.trace)
 
-    def set_trace(self, *_args) -> None:
+    def shown_kind(self) -> str | None:
+        """The state's kind, or, while rolling out and the state is on cross attention (which
+        Rollout cannot follow), the trace's first self kind: the view opens on something to show."""
         trace, kind = self.state.trace, self.state.kind
-        fill_kind_box(self.kind_box, trace.kinds if trace else [], kind)
+        if trace is None or kind not in trace.kinds or kind != CROSS or not self._rolling():
+            return kind
+        selves = [k for k in trace.kinds if k != CROSS]
+        return selves[0] if selves else kind
+
+    def _rolling(self) -> bool:
+        return self.mode.currentText().startswith("rollout")
+
+    def set_trace(self, *_args) -> None:
+        trace, kind = self.state.trace, self.shown_kind()
+        kinds = trace.kinds if trace else []
+        fill_kind_box(self.kind_box, [k for k in kinds if k != CROSS] or kinds if self._rolling() else kinds, kind)
         if trace is not None and kind in trace.kinds:
             self.layer.blockSignals(True)
             self.layer.setRange(0, trace.shape(kind)[0] - 1)
@@ -74,7 +88,7 @@ class RolloutView(PreparedView, QWidget):
         self.redraw()
 
     def drawing_job(self):
-        trace, kind = self.state.trace, self.state.kind
+        trace, kind = self.state.trace, self.shown_kind()
         if trace is None or kind not in trace.kinds:
             return None
         return rollout_drawing, trace, kind, self.state.layer, self.mode.currentText()
@@ -85,11 +99,12 @@ class RolloutView(PreparedView, QWidget):
         self.note.setText("Nothing to show yet: run a text.")
 
     def apply_drawing(self, d: dict) -> None:
-        self.note.setText(d["note"])
         self.matrix = d["matrix"]
-        if self.matrix is None:
+        if self.matrix is None:   # the message once, where the map would be
+            self.note.setText(" ")
             self.plot.clear_matrix(d["note"])
             return
+        self.note.setText(d["note"])
         self.plot.show_matrix(self.matrix, d["rows"], d["cols"], top=d["top"])
 
     def export_target(self) -> QWidget:
