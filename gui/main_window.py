@@ -342,8 +342,10 @@ class MainWindow(QMainWindow):
         """The models to open, the loaded one checked."""
         menu = self.model_menu
         menu.clear()
+        listed: list[str] = []
 
         def add(label: str, source: str) -> None:
+            listed.append(source)
             act = menu.addAction(label, lambda: self.open_source(source))
             act.setCheckable(True)
             act.setChecked(_same_source(source, self.current_source))
@@ -354,7 +356,8 @@ class MainWindow(QMainWindow):
         menu.addSeparator()
         for src in catalog.RANDOM_SOURCES:
             add(f"Untrained {src.split('-', 1)[1]} (random weights)", src)
-        recent = recent_files(self.settings)
+        # A recent file that is a bundled one (opened from its folder) is listed once, as bundled.
+        recent = [p for p in recent_files(self.settings) if not any(_same_source(p, s) for s in listed)]
         if recent:
             menu.addSeparator()
             for path in recent[:5]:

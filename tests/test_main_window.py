@@ -212,3 +212,18 @@ def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
     assert set(threads) == {"_open_model", "_timed_trace", "_model_output", "_start_session"}
     ids = set().union(*threads.values())
     assert len(ids) == 1 and threading.get_ident() not in ids
+
+
+def test_a_recent_file_that_is_bundled_is_listed_once_in_the_model_menu(window, qtbot):
+    from pathlib import Path
+
+    from engine.loading import catalog
+    from gui.settings import push_recent
+
+    gpt = next(p for p in catalog.bundled_checkpoints() if p.stem == "gpt")
+    push_recent(window.settings, str(Path(gpt).resolve()))
+    window.current_source = str(gpt)
+    window._fill_model_menu()
+    gpts = [a for a in window.model_menu.actions() if "gpt" in a.text().lower() and "untrained" not in a.text().lower()]
+    assert [a.text() for a in gpts] == ["gpt (bundled)"]
+    assert sum(a.isChecked() for a in window.model_menu.actions()) == 1
