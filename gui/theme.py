@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QToolTip, QWidget
 
 BACKGROUND = {False: "w", True: "k"}
 FOREGROUND = {False: (30, 30, 30), True: (220, 220, 220)}
@@ -137,6 +137,7 @@ def apply_font(large: bool) -> None:
         _BASE_POINT_SIZE.append(font.pointSizeF() if font.pointSizeF() > 0 else 9.0)
     font.setPointSizeF(_BASE_POINT_SIZE[0] * (PRESENTATION_SCALE if large else 1.0))
     app.setFont(font)
+    QToolTip.setFont(font)   # hover tips keep their own font otherwise
     for widget in QApplication.allWidgets():
         if widget.property(_FONT_SCALE) is not None:
             _apply_font(widget)
@@ -156,12 +157,15 @@ def restyle_plots(root: QWidget, dark: bool, large: bool = False) -> None:
                 item.setPen(pg.mkPen(fg, width=scale))
                 item.setTextPen(fg)
                 item.setStyle(tickFont=tick_font)
+                item.labelStyle = {**item.labelStyle, "font-size": f"{tick_font.pointSizeF():.0f}pt"}  # its title
+                item._updateLabel()
             elif isinstance(item, pg.LabelItem):
                 item.setText(item.text, color=fg.name(), size=f"{tick_font.pointSizeF():.0f}pt")
             elif isinstance(item, pg.LegendItem):
                 item.setLabelTextColor(fg)
-            elif isinstance(item, pg.TextItem):
+            elif isinstance(item, pg.TextItem):   # the grid's L0 / H0, ...
                 item.setColor(fg)
+                item.setFont(tick_font)
             elif isinstance(item, (pg.PlotCurveItem, pg.ScatterPlotItem)) and not getattr(item, "fixed_width", False):
                 _scale_pen(item, scale)
 

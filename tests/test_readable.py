@@ -3,7 +3,7 @@ its colours mean (a colorbar with its range)."""
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.state import AppState
 
@@ -113,11 +113,16 @@ def test_presentation_mode_is_larger_everywhere_and_kept(qtbot, tmp_path, monkey
     w = MainWindow(source="random-translator", device="cpu")
     qtbot.addWidget(w)
     detail = w.view("Head detail")
+    qtbot.waitUntil(lambda: bool(w.grid.labels), timeout=30000)   # L0, H0 made before the switch
     before = QApplication.font().pointSizeF()
     w.presentation_action.setChecked(True)
     try:
         assert QApplication.font().pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
         assert detail.item.getAxis("left").style["tickFont"].pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
+        large = before * PRESENTATION_SCALE
+        assert [label.textItem.font().pointSizeF() for label in w.grid.labels] == [pytest.approx(large)] * len(w.grid.labels)
+        assert detail.item.getAxis("left").labelStyle["font-size"] == f"{large:.0f}pt"   # "query"
+        assert QToolTip.font().pointSizeF() == pytest.approx(large)                      # the hover tip
         lines = w.view("Head lines")                       # built after the switch: large too
         assert lines.item.getAxis("left").style["tickFont"].pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
         w.close()

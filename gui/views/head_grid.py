@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout,
+                               QWidget)
 
 from gui.views.ablation_marks import AblationMarks
 from gui.views.intervention_clicks import toggle_from_click
@@ -179,6 +180,7 @@ class HeadGrid(PreparedView, QWidget):
             item = kept.get(text)
             if item is None:
                 item = pg.TextItem(text, color=pg.getConfigOption("foreground"), anchor=anchor)
+                item.setFont(QApplication.font())   # presentation mode's size for labels made after it
                 self.view.addItem(item)
             item.setPos(x, y)
             self.labels.append(item)
