@@ -1,9 +1,9 @@
 """Start the Qt application and show the main window (``attnscope`` with no subcommand)."""
 from __future__ import annotations
 
+import atexit
 import os
 import sys
-from pathlib import Path
 
 
 def run_app(args) -> int:
@@ -27,17 +27,17 @@ def run_app(args) -> int:
     window.deleteLater()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     del window
-    if active_threads() and _is_the_program():
+    if active_threads():
         # A forward or a decoding step still runs (cancelled: its result would be dropped) and
-        # cannot stop inside itself; the thread pools would wait for it at exit, keeping the
-        # process alive seconds after its window. Settings are saved (closeEvent): end now.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        # cannot stop inside itself; Qt's thread pools would wait for it when the interpreter
+        # tears them down, keeping the process alive seconds (or for ever) after its window.
+        # Settings are saved (closeEvent). Whoever called us finishes first; then the process
+        # ends at once, without the wait.
+        atexit.register(_end_now, code)
     return code
 
 
-def _is_the_program() -> bool:
-    """Whether this process is attnscope itself (``attnscope`` or ``python main.py``), which may
-    end at once; a script that calls ``main.main()`` keeps control after the window closes."""
-    return Path(sys.argv[0]).name in ("attnscope", "main.py")
+def _end_now(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
