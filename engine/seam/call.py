@@ -117,14 +117,13 @@ class AttentionCall:
         ex = slice(None) if b is None else slice(b, b + 1)
         k = self.k[ex][:, :, cols].float()                                       # (B, Hkv, tk, Dh)
         if heads == list(range(n_heads)):
-            q = self.q[ex][:, :, rows].float()                                   # (B, H, tq, Dh)
+            q = self.q[ex][:, :, rows].float() * self.scale                      # (B, H, tq, Dh), scaled
             bq, _, tq, dh = q.shape
             q = q.reshape(bq, k.shape[1], self.group, tq, dh)                    # (B, Hkv, g, tq, Dh)
             s = (q @ k.transpose(-1, -2)[:, :, None]).reshape(bq, n_heads, tq, k.shape[2])
         else:
-            q = self.q[ex][:, heads, rows].float()                               # (B, h, tq, Dh)
+            q = self.q[ex][:, heads, rows].float() * self.scale                  # (B, h, tq, Dh), scaled
             s = q @ k[:, [self.kv_head(h) for h in heads]].transpose(-1, -2)     # (B, h, tq, tk)
-        s = s * self.scale
         if self.softcap:
             s = self.softcap * torch.tanh(s / self.softcap)
         picked = None if len(heads) == n_heads else heads

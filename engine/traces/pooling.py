@@ -2,38 +2,53 @@
 
 A 8,192 x 8,192 head drawn in a 128-pixel tile is 4,096 weights a pixel. ``max`` keeps
 peaks (a sink column, a diagonal, one strong link stay visible); ``mean`` keeps mass (a
-pixel is the mean weight of its block). The bins are torch's adaptive pooling bins: bin i of
-n over T covers [floor(i T / n), ceil((i + 1) T / n)), so every token is in a bin and a bin
-is never empty; ``bin_span`` gives a bin's tokens for hover and zoom.
+pixel is the mean weight of its block). Blocks are uniform: ``block(T, size)`` tokens each
+(the last one shorter), so a pixel always covers the same number of tokens and ``bin_span``
+names them for hover and zoom; a block reduces with one vectorised pass over a view, never
+a copy of the scores.
 """
 from __future__ import annotations
 
 import math
 
 import torch
-import torch.nn.functional as F
 
 HOW = ("max", "mean")
 
 
+def block(length: int, size: int) -> int:
+    """Tokens a pixel covers when ``length`` tokens are drawn in at most ``size`` pixels."""
+    return max(1, math.ceil(length / max(1, size)))
+
+
 def bins(length: int, size: int) -> int:
-    """How many bins to draw ``length`` tokens in at most ``size`` pixels (never more bins than tokens)."""
-    return max(1, min(length, size))
+    """How many pixels ``length`` tokens take at most ``size`` pixels (never more than tokens)."""
+    return math.ceil(length / block(length, size))
 
 
 def bin_span(length: int, n: int, i: int) -> tuple[int, int]:
-    """Tokens [start, stop) of bin ``i`` of ``n`` over ``length``."""
-    return (i * length) // n, math.ceil((i + 1) * length / n)
+    """Tokens [start, stop) of pixel ``i`` of ``n`` over ``length`` tokens."""
+    b = block(length, n)
+    return i * b, min(length, (i + 1) * b)
 
 
 def pool_last(x: torch.Tensor, n: int, how: str) -> torch.Tensor:
-    """(..., T) -> (..., n), max or mean over adaptive bins of the last axis."""
-    if x.shape[-1] == n:
+    """(..., T) -> (..., bins(T, n)): max or mean over uniform blocks of the last axis."""
+    return pool_blocks(x, block(x.shape[-1], n), how)
+
+
+def pool_blocks(x: torch.Tensor, b: int, how: str) -> torch.Tensor:
+    """(..., T) -> (..., ceil(T / b)): max or mean over blocks of ``b`` tokens (the last shorter)."""
+    t = x.shape[-1]
+    if b == 1:
         return x
-    lead = x.shape[:-1]
-    flat = x.reshape(-1, 1, x.shape[-1])
-    out = F.adaptive_max_pool1d(flat, n) if how == "max" else F.adaptive_avg_pool1d(flat, n)
-    return out.reshape(*lead, n)
+    full, rest = divmod(t, b)
+    x = x.contiguous()
+    reduce = (lambda v: v.amax(-1)) if how == "max" else (lambda v: v.mean(-1))
+    parts = [reduce(x[..., :full * b].view(*x.shape[:-1], full, b))] if full else []
+    if rest:
+        parts.append(reduce(x[..., full * b:])[..., None])
+    return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
 
 def pool_2d(x: torch.Tensor, rows: int, cols: int, how: str) -> torch.Tensor:
