@@ -221,6 +221,7 @@ def test_a_recent_file_that_is_bundled_is_listed_once_in_the_model_menu(window, 
     from gui.settings import push_recent
 
     gpt = next(p for p in catalog.bundled_checkpoints() if p.stem == "gpt")
+    window.settings.setValue("recent_files", [])   # only this file, whatever earlier tests opened
     push_recent(window.settings, str(Path(gpt).resolve()))
     window.current_source = str(gpt)
     window._fill_model_menu()
