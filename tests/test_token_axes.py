@@ -50,3 +50,31 @@ def test_the_key_title_sits_above_the_rotated_labels(qtbot):
     widest = QFontMetrics(axis.style.get("tickFont") or axis.font()).horizontalAdvance("a-long-token")
     title = axis.label.boundingRect().height()
     assert axis.height() >= widest + 12 + int(title)
+
+
+def test_a_map_with_longer_tokens_paints_once_at_its_new_size(qtbot):
+    """The first long Run after a short one: each view laid out, its axes sized to the new
+    tokens and relabelled before it paints, not in three or four paints one after another
+    (pyqtgraph widening an axis while painting), which froze the window."""
+    from PySide6.QtCore import QCoreApplication
+    from gui.views.prepared import settle
+
+    view = TokenMatrix(AppState(), "rollout")
+    qtbot.addWidget(view)
+    view.resize(700, 400)
+    view.show()
+    short = ["the", "dog"] * 20
+    view.show_matrix(np.random.default_rng(0).random((40, 40)), short, short)
+    for _ in range(6):
+        QCoreApplication.processEvents()
+    paints = []
+    original = view.paintEvent
+    view.paintEvent = lambda event: (paints.append(view.item.vb.size()), original(event))
+    longer = ["attention", "every"] * 200
+    view.show_matrix(np.random.default_rng(1).random((400, 400)), longer, longer)
+    settle(view)      # what PreparedView does after apply_drawing
+    for _ in range(6):
+        QCoreApplication.processEvents()
+    assert len(paints) == 1
+    metrics = QFontMetrics(view.item.getAxis("left").style.get("tickFont") or view.item.getAxis("left").font())
+    assert view.item.getAxis("left").width() >= metrics.horizontalAdvance("attention")

@@ -24,7 +24,7 @@ from gui.views.intervention_clicks import knockout_from_click
 from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
-from gui.views.token_axis import VerticalTokenAxis
+from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.elided import ElidedLabel
 from gui.views.token_labels import view_ticks, zoomable
 from gui.worker import Jobs
@@ -267,6 +267,7 @@ class HeadDetail(PreparedView, QWidget):
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
         self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
+        fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
         self._label_axes()
 
     def _label_axes(self, *_args) -> None:

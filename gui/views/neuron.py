@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import attach_colorbar, colormap
+from gui.views.prepared import settle
+from gui.views.token_axis import fit_row_axis
 from gui.views.token_labels import fitting_ticks
 from gui.elided import ElidedLabel
 from gui.worker import MODEL, Jobs
@@ -145,13 +147,16 @@ class NeuronView(QWidget):
             self.bars[name].setLevels((-top, top))       # diverging maps: centred at 0, symmetric
         self.images["q . k / sqrt(d)"].setImage(shown[:, None], autoLevels=False, levels=(-slim, slim))
         self.images["softmax"].setImage(row["weights"][:, None], autoLevels=False, levels=(0, 1))
+        fit_row_axis(self._left.getAxis("left"), self.data.trace.query_tokens(kind))
         self._left.getAxis("left").setTicks([[(0.5, self.data.trace.query_tokens(kind)[qi])]])
         for name in PANES[1:]:
             plot = self.images[name].getViewBox()
             plot.setYRange(0, len(keys), padding=0)
         self.plots.getItem(0, 1).showAxis("left")
         keys_plot = self.plots.getItem(0, 1)
+        fit_row_axis(keys_plot.getAxis("left"), keys)
         keys_plot.getAxis("left").setTicks([fitting_ticks(keys, keys_plot.vb.height(), self.fontMetrics().height() + 2)])
+        settle(self)   # laid out and labelled before it paints: one paint, not three
         top = int(np.argmax(row["weights"]))
         self.note.setText(f"query {qi} {self.data.trace.query_tokens(kind)[qi]!r}: strongest key {top} {keys[top]!r} "
                           f"(weight {row['weights'][top]:.3f}, score {row['scores'][top]:.2f})"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QWidget
 
 from gui.worker import SHARED, Jobs, process_events_until
@@ -97,6 +97,7 @@ class PreparedView:
             return
         self.drawing = drawing
         self.apply_drawing(drawing)
+        settle(self)
 
     def show_refusal(self, reason: str) -> None:
         """Say in the view why it draws nothing for this trace (its note, else its readout)."""
@@ -108,6 +109,20 @@ class PreparedView:
     def closeEvent(self, event) -> None:
         self.draw_jobs.shutdown()
         super().closeEvent(event)
+
+
+def settle(root: QWidget) -> None:
+    """Lay out and relabel now what a drawing changed (an axis made room for longer tokens,
+    an image of another shape), so the view paints once, at its new size: left to the paint,
+    the layout and the view boxes' range signals came after it, each with one more paint
+    (three or four a view on the first long Run after a short one, the window frozen meanwhile)."""
+    import pyqtgraph as pg
+
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
+    views = root.findChildren(pg.GraphicsView) + ([root] if isinstance(root, pg.GraphicsView) else [])
+    for view in views:
+        view.scene().prepareForPaint()   # view boxes apply their new range: axes relabel now
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
 
 
 def wait_until_drawn(root: QWidget, timeout_s: float = 60.0) -> bool:

@@ -65,3 +65,17 @@ class VerticalTokenAxis(pg.AxisItem):
             p.rotate(-90)
             p.drawText(QPointF(0 if top else -metrics.horizontalAdvance(text), 0), text)
             p.restore()
+
+
+def fit_row_axis(axis: pg.AxisItem, tokens: list[str]) -> None:
+    """A left axis as wide as the widest of *all* ``tokens``, set when the tokens change
+    (before the view paints). Left to itself, pyqtgraph widens the axis while painting, to
+    the labels it just drew: the view box shrinks, is laid out and painted again, three or
+    four times a view on the first long Run after a short one."""
+    metrics = QFontMetrics(axis.style.get("tickFont") or axis.font())
+    widest = max((metrics.horizontalAdvance(t) for t in set(tokens)), default=0)
+    width = min(300, widest + axis.style["tickTextOffset"][0] + max(0, axis.style["tickLength"]) + 4)
+    if axis.label.isVisible():   # a title ("query") beside the labels
+        width += int(axis.label.boundingRect().height() * 0.8)
+    if width != axis.fixedWidth:
+        axis.setWidth(width)

@@ -7,7 +7,7 @@ import pyqtgraph as pg
 
 from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
-from gui.views.token_axis import VerticalTokenAxis
+from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.views.token_labels import view_ticks, zoomable
 
 
@@ -54,6 +54,7 @@ class TokenMatrix(pg.PlotWidget):
         self.image.setImage(matrix, autoLevels=False, levels=(0, top))
         self.colorbar.setLevels((0.0, float(top)))
         self._rows, self._cols = rows, cols
+        fit_row_axis(self.item.getAxis("left"), rows)
         self._label()
         h, w = max(1, matrix.shape[0]), max(1, matrix.shape[1])
         self.item.vb.setLimits(xMin=0, xMax=w, yMin=0, yMax=h)
