@@ -24,12 +24,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.inputs import read_text_file
+    from engine.inputs import read_utf8
     from engine.traces.recording_file import save_recording
     from engine.traces.tracing import trace_text
 
     try:
-        body = args.text if args.text is not None else read_text_file(args.text_file)
+        body = args.text if args.text is not None else read_utf8(args.text_file)
     except ValueError as exc:
         say(exc)
         return BAD_INPUT

@@ -16,19 +16,21 @@ class InputError(ValueError):
     """A problem with the text a user gave, worded for the user."""
 
 
-def read_text_file(path: str | Path) -> str:
-    """A text file's contents for a Run (a long context), refused in one sentence when it is
-    not a UTF-8 text file of a sane size."""
+def read_utf8(path: str | Path, what: str = "text file", limit: int = MAX_TEXT_FILE_BYTES) -> str:
+    """The text of a user's file (a text to run, a corpus, a pairs file); InputError (a
+    ValueError) with a message if it is missing, not a regular file (a pipe or a device would
+    never end), larger than ``limit`` bytes, or not UTF-8."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path} is not a file.")
-    if path.stat().st_size > MAX_TEXT_FILE_BYTES:
-        raise InputError(f"{path.name} is {path.stat().st_size:,} bytes; attnscope reads texts up to "
-                         f"{MAX_TEXT_FILE_BYTES:,} bytes.")
+        raise InputError(f"No such {what}: {path}" if not path.exists() else f"{path} is not a regular {what}.")
+    size = path.stat().st_size
+    if size > limit:
+        raise InputError(f"{path.name} is {size / (1 << 20):,.0f} MiB; a {what} may be at most "
+                         f"{limit >> 20} MiB. Use a sample of it.")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start} cannot be read).") from None
+        raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start}); save it as UTF-8 and try again.") from None
 
 
 def check_text(text: str, what: str = "run") -> str:

@@ -577,10 +577,10 @@ class MainWindow(QMainWindow):
 
     def open_text(self, path: str) -> None:
         """A text file as the text, run at once (thousands of tokens: the views pool and zoom)."""
-        from engine.inputs import InputError, read_text_file
+        from engine.inputs import InputError, read_utf8
 
         try:
-            body = read_text_file(path)
+            body = read_utf8(path)
         except InputError as exc:
             self.show_error("Could not open the text", exc)
             return

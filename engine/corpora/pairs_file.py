@@ -13,10 +13,11 @@ def read_pairs_tsv(path: str | Path, limit: int | None = None) -> list[tuple[str
 
     Raises ValueError with a message for the user: the file is missing, is not UTF-8 text,
     or a non-blank line has no tab (the number of the first such line is named)."""
-    from engine.corpora.english_text import read_utf8
+    from engine.corpora.english_text import MAX_CORPUS_BYTES
+    from engine.inputs import read_utf8
 
     path = Path(path)
-    text = read_utf8(path, "pairs file")
+    text = read_utf8(path, "pairs file", MAX_CORPUS_BYTES)
     pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
