@@ -99,9 +99,15 @@ class AttentionCall:
                 s = s.masked_fill(m <= torch.finfo(m.dtype).min / 2, float("-inf"))
                 s = s + m.masked_fill(m <= torch.finfo(m.dtype).min / 2, 0.0).to(s.dtype)
         if self.causal:
-            future = self._future(rows)[:, cols]
-            s = s.masked_fill_(future, float("-inf")) if s.shape[-2:] == future.shape \
-                else s.masked_fill(future, float("-inf"))
+            future = self._future(rows)[:, cols]                                # (tq, tk)
+            if s.shape[-2:] != future.shape:
+                return s.masked_fill(future, float("-inf"))
+            # Only keys after the block's first query are ever masked: touch those columns alone
+            # (at 8k tokens, a block of rows sees thousands of keys and masks a handful).
+            tq_all, tk_all = self.q.shape[2], self.k.shape[2]
+            first = rows.indices(tq_all)[0] + (tk_all - tq_all) + 1 - cols.indices(tk_all)[0]
+            first = min(max(0, first), future.shape[-1])
+            s[..., first:].masked_fill_(future[:, first:], float("-inf"))
         return s
 
     def scores(self, b: int | None = 0, heads=None, rows=None, cols=None) -> torch.Tensor:
