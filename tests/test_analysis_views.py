@@ -204,3 +204,17 @@ def test_rollout_opens_on_a_self_kind_when_the_selection_is_cross(qtbot, drawn):
     drawn(view)
     assert view.kind_box.currentText() == "cross"
     np.testing.assert_allclose(view.image.image, state.trace.weights("cross")[0].max(0), atol=1e-6)
+
+
+def test_a_view_does_not_paint_its_old_picture_while_its_new_one_is_prepared(state, qtbot, drawn):
+    """The first long Run after a short one resized every view, and each painted its old
+    picture at the new size before its new drawing came: paints the window waited for."""
+    view = RolloutView(state)
+    qtbot.addWidget(view)
+    view.show()
+    drawn(view)
+    assert view.updatesEnabled()
+    state.set_trace(trace_text(state.loaded, "the big dog sees the small cat near the old house ."))
+    assert not view.updatesEnabled()      # held until the drawing is applied (at most HOLD_MS)
+    drawn(view)
+    qtbot.waitUntil(view.updatesEnabled, timeout=5000)

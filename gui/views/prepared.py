@@ -22,12 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication, QEvent, QTimer
 from PySide6.QtWidgets import QWidget
 
 from gui.worker import SHARED, Jobs, process_events_until
 
 DRAWN_OFF_THREAD: list[Callable] = []
+HOLD_PAINT = True   # a view waiting for its new drawing does not paint its old one meanwhile
+HOLD_MS = 250       # ... for at most this long
 
 
 @dataclass
@@ -69,7 +71,9 @@ class PreparedView:
     def _init_prepared(self, title: str, lane: str = SHARED) -> None:
         """``lane``: SHARED for numpy drawing; MODEL when the preparation runs torch (see gui.worker)."""
         self.draw_jobs = Jobs(self, f"{title} could not be drawn", lane=lane)
+        self.draw_jobs.busy_changed.connect(lambda busy: busy or self._paint_again())
         self.drawing: Any = None        # what is on screen now (the last applied drawing)
+        self._drawn_trace = None        # the trace it was drawn from
 
     def drawing_job(self) -> tuple | None:
         raise NotImplementedError
@@ -87,7 +91,18 @@ class PreparedView:
             self.drawing = None
             self.clear_drawing()
             return
+        if HOLD_PAINT and self.trace is not self._drawn_trace and self.isVisible() and self.updatesEnabled():
+            # A new trace's drawing is on its way: the old one is not painted again meanwhile
+            # (the first long Run after a short one resized every view, and each painted its
+            # old picture at the new size first). Never longer than HOLD_MS, for a drawing that
+            # takes long; a zoom or a threshold on the same trace is painted as it goes.
+            self.setUpdatesEnabled(False)
+            QTimer.singleShot(HOLD_MS, self, self._paint_again)
         self.draw_jobs.start(_guarded, *job, on_returned=self._applied)
+
+    def _paint_again(self) -> None:
+        if not self.updatesEnabled():
+            self.setUpdatesEnabled(True)
 
     def _applied(self, drawing: Any) -> None:
         if isinstance(drawing, Refused):
@@ -96,8 +111,10 @@ class PreparedView:
             self.show_refusal(drawing.reason)
             return
         self.drawing = drawing
+        self._drawn_trace = self.trace
         self.apply_drawing(drawing)
         settle(self)
+        self._paint_again()
 
     def show_refusal(self, reason: str) -> None:
         """Say in the view why it draws nothing for this trace (its note, else its readout)."""
