@@ -17,6 +17,7 @@ the new global options.
 from __future__ import annotations
 
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication, QToolTip, QWidget
 
@@ -69,13 +70,17 @@ def theme_palette(dark: bool) -> QPalette:
 def apply_theme(dark: bool) -> None:
     """Fusion style with a dark or light palette; accents follow at once, plots in MainWindow.set_dark."""
     app = QApplication.instance()
-    app.setStyle("Fusion")
+    if app.style().name().lower() != "fusion":
+        # Setting a style deletes the one before while every widget still holds it: done
+        # again on each theme switch (or window), it crashed Qt when widgets of a closed
+        # window were still around. Fusion is set once; the palette carries the theme.
+        app.setStyle("Fusion")
     _CURRENT["dark"] = dark
     # Plots made later (views are built when first shown) take their colours from here.
     pg.setConfigOptions(background=BACKGROUND[dark], foreground=FOREGROUND[dark])
     app.setPalette(theme_palette(dark))
     for widget in QApplication.allWidgets():
-        if widget.property(_ACCENT):
+        if shiboken6.isValid(widget) and widget.property(_ACCENT):
             _apply_accent(widget)
 
 
