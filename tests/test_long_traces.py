@@ -131,12 +131,12 @@ def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn
     assert f"queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1}" in text and f"weight {block.max():.4f}" in text
 
 
-def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
+def long_head_detail(qtbot, drawn, monkeypatch, pixels: int = 1024):
+    """Head detail on the GPT's trace, with "long" meaning more than 8 tokens: (state, view, trace)."""
     import gui.views.head_detail as detail
-    from engine.traces.viewport import viewport
     from gui.state import AppState
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
-    monkeypatch.setattr(detail, "VIEW_PIXELS", 6)
+    monkeypatch.setattr(detail, "VIEW_PIXELS", pixels)
     state = AppState()
     state.set_model(random_model("gpt", seed=1))
     view = detail.HeadDetail(state)
@@ -145,6 +145,13 @@ def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
     view.show()
     trace = trace_text(state.loaded, TEXT)
     state.set_trace(trace)
+    drawn(view)
+    return state, view, trace
+
+
+def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
+    from engine.traces.viewport import viewport
+    state, view, trace = long_head_detail(qtbot, drawn, monkeypatch, pixels=6)
     state.select("decoder self", 1, 2)
     drawn(view)
     dense = trace.weights("decoder self")[1, 2]
@@ -192,18 +199,7 @@ def test_the_forward_hands_each_rows_log_sum_exp_to_the_recording(models):
 
 
 def test_head_detail_goes_to_a_position_or_a_token(qtbot, drawn, monkeypatch):
-    import gui.views.head_detail as detail
-    from gui.state import AppState
-    monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
-    state = AppState()
-    state.set_model(random_model("gpt", seed=1))
-    view = detail.HeadDetail(state)
-    qtbot.addWidget(view)
-    view.resize(500, 500)
-    view.show()
-    trace = trace_text(state.loaded, TEXT)
-    state.set_trace(trace)
-    drawn(view)
+    state, view, trace = long_head_detail(qtbot, drawn, monkeypatch)
     tokens = trace.query_tokens("decoder self")
     first = view.go_to("cat", span=2)
     assert tokens[first] == "cat" and view.go_to("cat", span=2) == tokens.index("cat", first + 1)
