@@ -58,10 +58,6 @@ def hooks(*new: SeamHook):
         _HOOKS.reset(token)
 
 
-def active_hooks() -> tuple:
-    return _HOOKS.get()
-
-
 def attend(call: AttentionCall) -> torch.Tensor:
     """The call's output (B, Hq, Tq, Dv), after every active hook has seen and edited it."""
     active = _HOOKS.get()

@@ -29,9 +29,6 @@ class Recorder(SeamHook):
         if call.site is not None and call.lse is not None and call.site in self.calls:
             self.calls[call.site].lse = call.lse.detach()
 
-    def clear(self) -> None:
-        self.calls.clear()
-
     def kinds(self) -> list[str]:
         return list(dict.fromkeys(s.kind for s in self.calls))
 

@@ -13,9 +13,6 @@ import math
 
 import torch
 
-HOW = ("max", "mean")
-
-
 def block(length: int, size: int) -> int:
     """Tokens a pixel covers when ``length`` tokens are drawn in at most ``size`` pixels."""
     return max(1, math.ceil(length / max(1, size)))

@@ -166,7 +166,7 @@ class RecordedTrace(AttentionTrace):
 
     def nbytes(self) -> int:
         """What every head of every kind takes as float32."""
-        return sum(int(np.prod(self.shape(k))) * 4 for k in self.kinds)
+        return sum(self.dense_bytes(k) for k in self.kinds)
 
     def densify(self, limit: int = DENSE_LIMIT_BYTES) -> "RecordedTrace":
         """Compute every head now (in the worker) when all of them fit in ``limit`` bytes."""
