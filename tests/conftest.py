@@ -22,6 +22,14 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 @pytest.fixture(autouse=True)
+def _own_settings(tmp_path_factory, monkeypatch):
+    """Each test's window starts from settings of its own: one that switches presentation mode
+    or the theme on (both kept across starts) must not leave a later test's window larger or
+    darker than it expects (the theme contrast test failed on a clipped label that way)."""
+    monkeypatch.setenv("ATTNSCOPE_SETTINGS", str(tmp_path_factory.mktemp("settings") / "settings.ini"))
+
+
+@pytest.fixture(autouse=True)
 def _delete_closed_widgets_now():
     """pytest-qt closes a test's widgets with deleteLater(), and Qt runs deferred deletes only
     when an event loop is re-entered: maybe in a later test, after Python has collected part
