@@ -46,7 +46,10 @@ weight.</p>""",
 <p>The same weights as lines, the way bertviz draws them: queries on the left, keys on the
 right, one line per weight, its opacity the weight. Each head has its colour; turn heads on
 and off with the numbered buttons. Hover a token to keep only its lines. For a sentence
-pair, "A -> B" keeps the lines from the first sentence to the second.</p>""",
+pair, "A -> B" keeps the lines from the first sentence to the second.</p>
+<p>A long text has far too many lines to draw: there each query gets lines to its few
+strongest keys only (how many: "strongest ... keys a query"), with their exact weights, and
+the line under the picture says how much of the weight the other keys take, not drawn.</p>""",
     "Rollout": f"""<h2>Rollout</h2>
 <p>Attention rollout (Abnar and Zuidema, 2020): how much of each input token reaches each
 position after a layer, following the attention of every layer before it (with the

@@ -19,6 +19,8 @@ TIPS: dict[str, dict[str, str]] = {
                    "normalise": "Stretch each head so its strongest line is fully opaque",
                    "hide_special": "Leave out [CLS], [SEP], <s>, </s> and other special tokens",
                    "pair_filter": "For a sentence pair: only lines from sentence A to B, or B to A",
+                   "keys_per_query": "A long text: how many of each query's strongest keys get a line (the weight "
+                                     "of the other keys is said below the lines, not drawn)",
                    "all_button": "Show every head of the layer at once, each in its colour"},
     "Rollout": {"kind_box": KIND, "mode": "Rollout through the layers (with or without the residual), or one "
                 "layer's mean / max over heads", "layer": "Show the rollout after this layer"},

@@ -6,8 +6,16 @@ bucket, and the GUI thread hands each group to one PlotCurveItem drawn as plain 
 segments (``connect="pairs"``, no antialiasing, one ``drawLines`` call per group). Tokens
 are the tick labels of two axes, one picture each, not hundreds of text items. The layer
 and the head shown follow the state's selection; other head buttons add heads beside it.
+
+A long text (more than LONG_TOKENS tokens, or too long to hold every head of the kind at
+once) has too many lines to draw or even hold: there, each query gets lines to its k
+strongest keys only (engine.inspection.top_keys, read from the trace a block of rows at a
+time), and the view says so, with the weight the other keys take that is not drawn.
 """
 from __future__ import annotations
+
+import threading
+import weakref
 
 import numpy as np
 import pyqtgraph as pg
@@ -16,6 +24,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QVBoxLayout, QWidget)
 
 from engine.inspection.analysis import display_weights, special_mask
+from engine.inspection.top_keys import TopKeys, top_keys
+from engine.traces import base
 from gui.flow import FlowLayout
 from gui.theme import text_on
 from gui.views.kinds import fill_kind_box
@@ -27,6 +37,9 @@ BUCKETS = 8          # opacity levels per head
 PAIR_FILTERS = ("all", "A -> B", "B -> A")
 HINT = "Hover a token to keep only its lines."
 MAX_PLOT_WIDTH = 620  # px: the token columns and the band of lines between them
+LONG_TOKENS = 1024    # more queries or keys than this: lines to each query's strongest keys only
+KEYS_PER_QUERY = 4    # ... that many at first: 4 x 8k queries = 32k lines a head, drawn in a blink
+MAX_KEYS_PER_QUERY = 16
 
 
 def head_color(h: int, n: int) -> QColor:
@@ -41,11 +54,83 @@ def segments(kind_weights: np.ndarray, layer: int, heads: list[int], q_keep: np.
         w = display_weights(kind_weights[layer, h], threshold, normalise)  # (Tq, Tk)
         w = w * q_keep[:, None] * k_keep[None, :]
         q_idx, k_idx = np.nonzero(w > 0)
-        values = w[q_idx, k_idx]
-        bucket = np.minimum(BUCKETS, np.ceil(values * BUCKETS)).astype(int)
-        out[h] = [(q_idx[bucket == b], k_idx[bucket == b], b / BUCKETS) for b in range(1, BUCKETS + 1)
-                  if (bucket == b).any()]
+        out[h] = _buckets(q_idx, k_idx, w[q_idx, k_idx])
     return out
+
+
+def _buckets(q_idx: np.ndarray, k_idx: np.ndarray, values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Lines (query, key, weight) grouped by opacity bucket: (queries, keys, opacity) per bucket."""
+    bucket = np.minimum(BUCKETS, np.ceil(values * BUCKETS)).astype(int)
+    return [(q_idx[bucket == b], k_idx[bucket == b], b / BUCKETS) for b in range(1, BUCKETS + 1)
+            if (bucket == b).any()]
+
+
+def top_segments(tops: dict[int, TopKeys], q_keep: np.ndarray, k_keep: np.ndarray, threshold: float,
+                 normalise: bool) -> dict[int, list[tuple[np.ndarray, np.ndarray, float]]]:
+    """As ``segments``, for a long trace: only the lines to each query's strongest keys. The
+    threshold and the per-head scale mean what they mean for every line (a row's strongest key
+    is its max, so the kept weights' max is the head's)."""
+    out = {}
+    for h, top in tops.items():
+        w = top.weights                                                    # (Tq, k)
+        if normalise and w.size and w.max() > 0:
+            w = w / w.max()
+        keep = (w > 0) & (w >= threshold) & (q_keep[:, None] > 0) & (k_keep[top.keys] > 0)
+        q_idx, slot = np.nonzero(keep)
+        out[h] = _buckets(q_idx, top.keys[q_idx, slot], w[q_idx, slot])
+    return out
+
+
+def is_long(trace, kind: str) -> bool:
+    """Whether Head lines draws only each query's strongest keys: more than LONG_TOKENS queries
+    or keys (tens of lines a query blur into one band), or every head of the kind too large
+    to hold at once (engine.traces.base.DENSE_VIEW_BYTES)."""
+    _, _, tq, tk = trace.shape(kind)
+    return max(tq, tk) > LONG_TOKENS or trace.dense_bytes(kind) > base.DENSE_VIEW_BYTES
+
+
+class TopKeysCache:
+    """The strongest keys already read for the view's trace, per (kind, layer, head, k, keys
+    allowed): hovering a token, moving the threshold or adding a head filters them again
+    instead of reading whole heads again (about a second a head at 8k tokens). Filled by
+    drawing jobs in workers, hence the lock; it holds its trace weakly."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._lock = threading.Lock()
+        self._trace = lambda: None
+        self._tops: dict[tuple, TopKeys] = {}
+
+    def get(self, trace, kind: str, layer: int, heads: list[int], k: int,
+            keys: np.ndarray | None) -> dict[int, TopKeys]:
+        allowed = None if keys is None else keys.tobytes()
+        ids = {h: (kind, layer, h, k, allowed) for h in heads}
+        with self._lock:
+            if self._trace() is not trace:
+                self._trace, self._tops = weakref.ref(trace), {}
+            found = {h: self._tops[i] for h, i in ids.items() if i in self._tops}
+        missing = [h for h in heads if h not in found]
+        found.update(top_keys(trace, kind, layer, missing, k, keys))
+        with self._lock:
+            if self._trace() is trace:
+                self._tops.update({ids[h]: found[h] for h in missing})
+                while len(self._tops) > self.size:
+                    self._tops.pop(next(iter(self._tops)))
+        return {h: found[h] for h in heads}
+
+
+def top_summary(tops: dict[int, TopKeys], shown: np.ndarray, k: int, hide_special: bool, lines: int) -> str:
+    """What a long trace's lines are, in words: how many queries, how many keys each, and the
+    weight of the keys not drawn (averaged over the queries shown and the heads)."""
+    n = int(shown.sum())
+    which = " other than special tokens" if hide_special else ""
+    if not tops or n == 0:
+        return f"{n:,} queries: the {k} strongest keys{which} of each are drawn; choose a head."
+    k = next(iter(tops.values())).k           # fewer when fewer keys may be chosen
+    left = 100 * float(np.mean([top.leftover[shown > 0].mean() for top in tops.values()]))
+    share = f"{left:.0f} %" if left >= 1 or left == 0 else f"{left:.1f} %"
+    return (f"{n:,} queries: the {k} strongest keys{which} of each; the rest, {share} of the weight on "
+            f"average, not drawn ({lines:,} lines).")
 
 
 def keep_masks(q_tokens: list[str], k_tokens: list[str], hide_special: bool, pair_mode: str,
@@ -77,16 +162,27 @@ def keep_masks(q_tokens: list[str], k_tokens: list[str], hide_special: bool, pai
 
 @prepares
 def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: float, normalise: bool,
-                  hide_special: bool, pair_mode: str, focus) -> dict:
-    """Every line's end points, per head and opacity bucket, and the axis labels (a worker)."""
+                  hide_special: bool, pair_mode: str, focus, k: int = KEYS_PER_QUERY,
+                  cache: TopKeysCache | None = None) -> dict:
+    """Every line's end points, per head and opacity bucket, and the axis labels (a worker);
+    on a long trace the lines of each query's ``k`` strongest keys, and a summary that says so."""
     q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
     tq, tk = len(q_tokens), len(k_tokens)
     scale_q, scale_k = max(tq, tk) / tq, max(tq, tk) / tk
     q_keep, k_keep = keep_masks(q_tokens, k_tokens, hide_special, pair_mode, focus)
-    weights = trace.weights(kind)
-    layer = min(layer, weights.shape[0] - 1)
+    n_layers, n_heads = trace.shape(kind)[:2]
+    layer = min(layer, n_layers - 1)
+    long = is_long(trace, kind)
+    if long:
+        # The keys that may be chosen do not depend on the hovered token: hovering filters
+        # the lines already chosen (from the cache), it does not choose others.
+        shown, allowed = keep_masks(q_tokens, k_tokens, hide_special, pair_mode, None)
+        tops = (cache or TopKeysCache()).get(trace, kind, layer, heads, k, None if allowed.all() else allowed > 0)
+        per_head = top_segments(tops, q_keep, k_keep, threshold, normalise)
+    else:
+        per_head = segments(trace.weights(kind), layer, heads, q_keep, k_keep, threshold, normalise)
     groups, drawn = [], {}
-    for h, buckets in segments(weights, layer, heads, q_keep, k_keep, threshold, normalise).items():
+    for h, buckets in per_head.items():
         drawn[h] = 0
         for q_idx, k_idx, alpha in buckets:
             n = len(q_idx)
@@ -96,7 +192,8 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
             y[1::2] = (k_idx + 0.5) * scale_k
             groups.append((h, min(1.0, 0.1 + 0.9 * alpha), x, y))
             drawn[h] += n
-    return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=weights.shape[1],
+    summary = top_summary(tops, shown, k, hide_special, sum(drawn.values())) if long else None
+    return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=n_heads, summary=summary,
                 scale_q=scale_q, scale_k=scale_k, height=max(tq, tk), q_tokens=q_tokens, k_tokens=k_tokens)
 
 
@@ -145,8 +242,16 @@ class HeadLines(PreparedView, QWidget):
         self.pair_filter = QComboBox()
         self.pair_filter.addItems(PAIR_FILTERS)
         self.pair_filter.currentTextChanged.connect(lambda _: self.redraw())
+        self.keys_per_query = QSpinBox()          # a long trace only: lines to each query's strongest keys
+        self.keys_per_query.setRange(1, MAX_KEYS_PER_QUERY)
+        self.keys_per_query.setValue(KEYS_PER_QUERY)
+        self.keys_per_query.setPrefix("strongest ")
+        self.keys_per_query.setSuffix(" keys a query")
+        self.keys_per_query.valueChanged.connect(lambda _: self.redraw())
+        self.keys_per_query.setVisible(False)
+        self.top_cache = TopKeysCache()
         controls = FlowLayout().addWidgets(self.kind_box, self.layer_box, self.threshold, self.normalise,
-                                           self.hide_special, self.pair_filter)
+                                           self.hide_special, self.pair_filter, self.keys_per_query)
         self.head_row.addWidgets(QLabel("heads:"), self.all_button)
 
         self.plot = pg.PlotWidget()
@@ -163,6 +268,8 @@ class HeadLines(PreparedView, QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.item.vb.sigResized.connect(lambda *_: self._label_axes())   # labels that fit the new height
         self.readout = ElidedLabel(HINT)
+        self.summary = ElidedLabel(" ")           # a long trace: what its lines show and what they leave out
+        self.summary.setVisible(False)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -176,6 +283,7 @@ class HeadLines(PreparedView, QWidget):
         centred.addWidget(self.plot, 4)
         centred.addStretch(1)
         layout.addLayout(centred, 1)
+        layout.addWidget(self.summary)
         layout.addWidget(self.readout)
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
@@ -185,6 +293,7 @@ class HeadLines(PreparedView, QWidget):
     # ---- data ---------------------------------------------------------------------------------
     def set_trace(self, trace) -> None:
         self.focus = None
+        self.top_cache = TopKeysCache()
         self.readout.setText(HINT)
         self._on_selection()
 
@@ -220,6 +329,7 @@ class HeadLines(PreparedView, QWidget):
         if self._shown_head != (kind, self.state.head):
             self._shown_head = (kind, self.state.head)
             self._check_heads([self.state.head])
+        self.keys_per_query.setVisible(is_long(trace, kind))
         tokens = trace.key_tokens(kind)
         self.pair_filter.setVisible(tokens.count("[SEP]") >= 2 and kind == trace.kinds[0])
 
@@ -244,18 +354,23 @@ class HeadLines(PreparedView, QWidget):
             return None
         pair_mode = self.pair_filter.currentText() if self.pair_filter.isVisibleTo(self) else "all"
         return (lines_drawing, trace, self.kind, self.state.layer, self.heads(), self.threshold.value(),
-                self.normalise.isChecked(), self.hide_special.isChecked(), pair_mode, self.focus)
+                self.normalise.isChecked(), self.hide_special.isChecked(), pair_mode, self.focus,
+                self.keys_per_query.value(), self.top_cache)
 
     def clear_drawing(self) -> None:
         for c in self._curves:
             self.item.removeItem(c)
         self._curves, self.drawn = [], {}
+        self.summary.setVisible(False)
         for side in ("left", "right"):
             self.item.getAxis(side).setTicks([[]])
 
     def apply_drawing(self, d: dict) -> None:
         self.clear_drawing()
         self.drawn = d["drawn"]
+        if d["summary"]:
+            self.summary.setText(d["summary"])
+            self.summary.setVisible(True)
         for h, alpha, x, y in d["groups"]:
             c = QColor(head_color(h, d["n_heads"]))
             c.setAlphaF(alpha)

@@ -92,6 +92,12 @@ class HeadStats(PreparedView, QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
+        # Why the table is empty, when it is (a trace too long for every head at once): said
+        # in the view, not only in a tooltip nobody hovers.
+        self.note = QLabel(" ")
+        self.note.setWordWrap(True)
+        self.note.setVisible(False)
+        layout.addWidget(self.note)
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
         self.set_trace(state.trace)
@@ -114,8 +120,14 @@ class HeadStats(PreparedView, QWidget):
     def clear_drawing(self) -> None:
         self.stats = None
         self.table.setRowCount(0)
+        self.note.setVisible(False)
+
+    def show_refusal(self, reason: str) -> None:
+        super().show_refusal(reason)
+        self.note.setVisible(True)
 
     def apply_drawing(self, d: dict) -> None:
+        self.note.setVisible(False)
         self.stats = d["stats"]
         self.table.setSortingEnabled(False)
         n_layers, n_heads = self.stats["entropy"].shape

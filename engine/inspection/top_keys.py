@@ -1,0 +1,80 @@
+"""The strongest keys of every query of a head, and the weight they leave out.
+
+Why: a view that draws one line per weight (Head lines) cannot draw T x T lines of a long
+text, and cannot even hold them (a 1B-shaped model at 8,192 tokens: 128 GB for one kind).
+What it can draw, and say plainly, is each query's k strongest keys with their exact weights
+and the mass of the rest. This asks the trace (any AttentionTrace: dense, recorded) for a
+block of query rows at a time through ``tile``, so memory stays a few MB whatever T is, and
+the numbers are the trace's own, not an approximation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+CHUNK_BYTES = 4 * 2**20     # one block of query rows of one head: (rows, Tk) float32 at most this
+
+
+@dataclass
+class TopKeys:
+    """Each query's k strongest keys in one head, strongest first (equal weights in key order,
+    as a stable sort would give), and what they leave out."""
+    keys: np.ndarray        # (Tq, k) int64 key positions
+    weights: np.ndarray     # (Tq, k) float32 their exact weights
+    leftover: np.ndarray    # (Tq,) float32: the row's weight on every key not kept (1 - kept for a softmax row)
+
+    @property
+    def k(self) -> int:
+        return self.keys.shape[1]
+
+
+def strongest(w: np.ndarray, k: int) -> np.ndarray:
+    """(r, c) weights -> (r, k) column indices of each row's k largest, largest first, ties in
+    column order: what ``np.argsort(-w, kind="stable")[:, :k]`` gives, without sorting whole
+    rows (a partition, then only the k kept are sorted)."""
+    r, c = w.shape
+    if k >= c:
+        return np.argsort(-w, axis=1, kind="stable")
+    part = np.argpartition(-w, k - 1, axis=1)[:, :k]                 # the k largest, any order
+    edge = np.take_along_axis(w, part, 1).min(1, keepdims=True)     # (r, 1) each row's k-th largest
+    if ((w >= edge).sum(1) == k).all():                              # no tie at the edge: those k, in key order
+        cols = np.sort(part, axis=1)
+    else:                                                            # more keys tie at the edge than fit:
+        chosen, tied = w > edge, w == edge                           # the first ones, in key order
+        tied &= np.cumsum(tied, axis=1) <= k - chosen.sum(1, keepdims=True)
+        cols = np.nonzero(chosen | tied)[1].reshape(r, k)            # ascending key order in each row
+    order = np.argsort(-np.take_along_axis(w, cols, 1), axis=1, kind="stable")
+    return np.take_along_axis(cols, order, 1)
+
+
+def top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.ndarray | None = None,
+             chunk_bytes: int = CHUNK_BYTES) -> dict[int, TopKeys]:
+    """Per head of ``heads`` (one layer): its ``k`` strongest keys of every query (``head_top_keys``)."""
+    return {h: head_top_keys(trace, kind, layer, h, k, keys, chunk_bytes) for h in heads}
+
+
+def head_top_keys(trace, kind: str, layer: int, head: int, k: int, keys: np.ndarray | None = None,
+                  chunk_bytes: int = CHUNK_BYTES) -> TopKeys:
+    """The ``k`` strongest keys of every query of one head, computed ``chunk_bytes`` of rows at
+    a time through ``trace.tile``. ``keys`` (Tk,) bool, when given, says which keys may be
+    chosen (special tokens hidden, one sentence of a pair); the weight on the others counts
+    in the leftover, which is each row's own sum minus what was kept (an all-masked row
+    leaves 0, not 1)."""
+    _, _, tq, tk = trace.shape(kind)
+    allowed = np.arange(tk) if keys is None else np.flatnonzero(keys)
+    k = max(0, min(k, len(allowed)))
+    out_keys = np.zeros((tq, k), np.int64)
+    out_weights = np.zeros((tq, k), np.float32)
+    leftover = np.zeros(tq, np.float32)
+    step = max(1, chunk_bytes // (4 * max(1, tk)))
+    for r0 in range(0, tq, step):
+        rows = slice(r0, min(tq, r0 + step))
+        w = trace.tile(kind, layer, head, rows, slice(0, tk))              # (r, Tk), exact
+        candidates = w if keys is None else w[:, allowed]                # (r, n allowed)
+        chosen = allowed[strongest(candidates, k)] if k else np.zeros((w.shape[0], 0), np.int64)
+        kept = np.take_along_axis(w, chosen, 1)                          # (r, k)
+        out_keys[rows], out_weights[rows] = chosen, kept
+        rest = w.sum(1, dtype=np.float64) - kept.sum(1, dtype=np.float64)
+        leftover[rows] = np.maximum(rest, 0.0)
+    return TopKeys(out_keys, out_weights, leftover)
