@@ -17,7 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = OneLineParser(prog="attnscope", description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None, type=device,
-                        help="auto, cpu, cuda or mps (default: the saved setting, else auto)")
+                        help="auto, cpu, cuda, cuda:N, mps, or spread (a Hugging Face model over every GPU, then "
+                             "the RAM, then the disk; needs accelerate). Default: the saved setting, else auto")
     parser.add_argument("--model", default=None, help="checkpoint or Hugging Face folder to open in the window")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, 
 
 from engine.loading import catalog
 from engine import version
-from engine.runtime.device import available_devices, pick_device
+from engine.runtime.device import SPREAD, available_devices, pick_device
 from engine.loading.loaded import LoadedModel
 from gui.colormaps import COLORMAPS
 from gui.elided import ElidedLabel
@@ -74,7 +74,9 @@ def _open_model(source: str, device: str, report=None, stop=None):
     """The worker's part of opening a model: first the devices this machine has (asking
     torch, which the model needs anyway), then the model on ``device`` if it is one of them,
     its progress reported as it loads (engine.loading.progress records), stopped on Cancel."""
-    devices = available_devices()
+    from engine.loading.placement import accelerate_missing
+
+    devices = available_devices() + ([SPREAD] if accelerate_missing() is None else [])
     yield devices
     return catalog.open_model(source, _usable_device(device, devices), progress=report, stop=stop)
 
@@ -179,7 +181,8 @@ class MainWindow(QMainWindow):
         # Until the model's worker has asked torch which devices there are (_show_devices):
         # the two every machine has, and the chosen one.
         self.device_box.addItems(list(dict.fromkeys(["auto", "cpu", self.state.device])))
-        self.device_box.setToolTip("Where the model runs")
+        self.device_box.setToolTip("Where the model runs. spread: a Hugging Face model over every GPU, then the RAM, "
+                                   "then the disk (accelerate), for a model larger than one device")
         self.device_box.setCurrentText(self.state.device)
         self.device_box.currentTextChanged.connect(self._on_device)
         for edit in (self.text_edit, self.target_edit, self.pair_edit):
@@ -442,7 +445,8 @@ class MainWindow(QMainWindow):
         if not self.text_edit.text().strip():
             self.text_edit.setText(DEFAULT_TEXT.get(fam, DEFAULT_TEXT[role]))
         self.model_label.setText(f"{loaded.name} ({fam})")
-        self.device_label.setText(str(loaded.device))
+        self.device_label.setText(str(loaded.device) if not loaded.spread else "spread")
+        self.device_label.setToolTip(loaded.meta.get("placement", ""))
         self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
         self.setWindowTitle(f"attnscope: {loaded.name}")
         self.run()
@@ -458,7 +462,12 @@ class MainWindow(QMainWindow):
         self.state.device = name
         self.settings.setValue("device", name)
         loaded = self.state.loaded
-        if loaded is not None:
+        if loaded is None:
+            return
+        if self.current_source and ((name == SPREAD and loaded.is_hf) or loaded.spread):
+            # accelerate places the layers while it loads them: a spread model is opened again
+            self.open_source(self.current_source)
+        else:
             self.model_jobs.start(_move_model, loaded, name, on_returned=self.state.set_model)
 
     # ---- running -------------------------------------------------------------------------

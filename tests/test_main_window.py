@@ -116,7 +116,7 @@ def test_a_device_this_machine_lacks_becomes_auto_once_the_worker_lists_the_devi
     assert w.device_box.currentText() == "cuda:7"            # shown until the worker has asked torch
     qtbot.waitUntil(lambda: w.state.loaded is not None, timeout=20000)
     assert w.state.device == "auto" and w.device_box.currentText() == "auto"
-    assert [w.device_box.itemText(i) for i in range(w.device_box.count())] == ["auto", *available_devices()]
+    assert [w.device_box.itemText(i) for i in range(w.device_box.count())] == ["auto", *available_devices(), "spread"]
     assert w.state.loaded.device.type == pick_device("auto").type
     w.close()
 

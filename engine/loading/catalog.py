@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.loading.hub_cache import looks_like_hub_id
+from engine.runtime.device import SPREAD
 from engine.loading.validation import ModelLoadError
 
 if TYPE_CHECKING:
@@ -58,8 +59,9 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     from engine.runtime.device import pick_device
 
     dev = device if isinstance(device, torch.device) else pick_device(device)
+    spread = isinstance(device, str) and device.strip().lower() == SPREAD
     try:
-        return _open(str(source), dev, progress, stop)
+        return _open(str(source), dev, progress, stop, spread)
     except ModelLoadError:
         raise
     except Exception as exc:  # defence in depth: the checks should have caught it
@@ -69,18 +71,22 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
                              "and hub ids.") from None
 
 
-def _open(source: str, dev: torch.device, progress, stop) -> LoadedModel:
+def _open(source: str, dev: torch.device, progress, stop, spread: bool = False) -> LoadedModel:
+    """``spread``: a Hugging Face model over every device (engine.loading.placement); our own
+    models are small and run on ``dev``, the best single device."""
+    hf_device = SPREAD if spread else str(dev)
     if source in RANDOM_SOURCES:
         from engine.loading.demo import random_model
         return random_model(source.split("-", 1)[1]).to(dev)
     if source == MINILM:
         from engine.loading.hf import load_hf_model, minilm_path
-        return load_hf_model(minilm_path(), device=str(dev), progress=progress, stop=stop)
+        return load_hf_model(minilm_path(), device=hf_device, progress=progress, stop=stop)
     path = Path(source).expanduser()
     missing = not path.exists() and not path.is_symlink()
     if path.is_dir() or (missing and looks_like_hub_id(source)):
         from engine.loading.hf import load_hf_model
-        return load_hf_model(str(path) if path.is_dir() else source, device=str(dev), progress=progress, stop=stop)
+        return load_hf_model(str(path) if path.is_dir() else source, device=hf_device, progress=progress,
+                             stop=stop)
     if missing:
         raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model folder "
                              f"or hub id, '{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")

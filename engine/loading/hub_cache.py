@@ -8,15 +8,24 @@ as a folder, with no network, as transformers does with ``local_files_only``.
 
 What is in the cache, and whether each can be opened, is engine.loading.cache_listing.
 
+A download that ends early (cancelled, failed) must not leave a snapshot that a later open
+takes for the model: huggingface_hub writes ``refs/main`` with the first file it fetches, so
+``unreferenced_unless_finished`` puts the ref back as it was; a download killed with its
+process leaves one anyway, which ``lacks_weights`` tells (a later online open resumes it).
+
 The cache folder is worked out when asked, from the environment as huggingface_hub reads
 it (HF_HUB_CACHE, then HF_HOME/hub, then XDG_CACHE_HOME/huggingface/hub), not from
 huggingface_hub's constants, which are fixed when it is first imported.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
+
+from engine.loading.validation import ModelLoadError
+from engine.loading.weights import INDEX, SINGLE, read_index
 
 # "org/name" or a bare "name" (the hub's old canonical models); never a path with more parts.
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
@@ -67,3 +76,39 @@ def newest_snapshot(repo: Path) -> Path | None:
     except OSError:
         return None
     return max(snaps, key=lambda p: p.stat().st_mtime, default=None)
+
+
+def lacks_weights(folder: Path) -> bool:
+    """Whether a snapshot misses weights it should hold: none at all, or a file its index
+    names (a link whose blob is gone counts as missing). Reads the index only."""
+    for fmt in ("safetensors", "bin"):
+        if (folder / SINGLE[fmt]).is_file():
+            return False
+        if (folder / INDEX[fmt]).exists():
+            try:
+                files = set(read_index(folder, INDEX[fmt], fmt).values())
+            except ModelLoadError:
+                return False                  # a broken index: the weights check says what is wrong
+            return not all((folder / f).is_file() for f in files)
+    return True
+
+
+@contextlib.contextmanager
+def unreferenced_unless_finished(repo_id: str, revision: str = "main", cache: Path | None = None):
+    """Around a download of ``repo_id``: if it ends with an exception (cancelled, failed),
+    ``refs/<revision>`` is put back as it was (removed if there was none), so the files it
+    left are not found by ``cached_snapshot``. The files stay: a later download resumes."""
+    ref = repo_folder(repo_id, cache) / "refs" / revision
+    try:
+        before = ref.read_bytes()
+    except OSError:
+        before = None
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if before is None:
+                ref.unlink(missing_ok=True)
+            else:
+                ref.write_bytes(before)
+        raise

@@ -47,7 +47,16 @@ class LoadedModel:
         return self.target_tokenizer or self.tokenizer
 
     @property
+    def spread(self) -> bool:
+        """Spread over several devices by accelerate (engine.loading.placement): it cannot move whole."""
+        return bool(getattr(self.model, "hf_device_map", None))
+
+    @property
     def device(self) -> torch.device:
+        """Where the model takes its input (a spread model: where its first module runs)."""
+        if self.spread:
+            from engine.loading.placement import input_device
+            return input_device(self.model)
         return next(self.model.parameters()).device
 
     @property
@@ -64,5 +73,7 @@ class LoadedModel:
         return 512
 
     def to(self, device: torch.device | str) -> "LoadedModel":
+        if self.spread:    # accelerate's hooks hold each layer's place: open it again instead
+            raise ValueError(f"{self.name} is spread over several devices; open it again to run it on {device}.")
         self.model.to(device)
         return self

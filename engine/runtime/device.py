@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-CHOICES = ("auto", "cpu", "cuda", "mps")
+SPREAD = "spread"    # a Hugging Face model over every GPU, then the CPU, then the disk (engine.loading.placement)
+CHOICES = ("auto", "cpu", "cuda", "mps", SPREAD)
 
 
 def available_devices() -> list[str]:
@@ -31,13 +32,14 @@ def available_devices() -> list[str]:
 def pick_device(preference: str | None = "auto") -> torch.device:
     """Resolve a preference ('auto', 'cpu', 'cuda', 'cuda:1', 'mps') to a usable device.
 
-    'auto' takes the best available. Asking for a device this machine lacks raises a
+    'auto' takes the best available; so does 'spread' (a placement only a Hugging Face model's
+    load can make, engine.loading.placement: anything else runs on one device). Asking for a device this machine lacks raises a
     ValueError with a message a user can act on, rather than failing later inside torch.
     """
     import torch
 
     pref = (preference or "auto").strip().lower()
-    if pref == "auto":
+    if pref in ("auto", SPREAD):
         return torch.device(available_devices()[0])
     kind = pref.split(":")[0]
     if kind not in CHOICES:

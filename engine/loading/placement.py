@@ -1,0 +1,102 @@
+"""A model larger than one device, spread over every GPU, then the CPU, then the disk.
+
+Why accelerate: it is what transformers itself uses for ``device_map="auto"``; it places
+whole decoder layers (never half a layer) on each device in order, and moves the hidden
+state from one device to the next inside the forward. attnscope adds nothing to the
+forward: the seam runs where each layer runs, so the recorder keeps each layer's queries
+and keys on that layer's device (a layer kept on the disk runs on the CPU), and a trace
+copies only what a view draws to the host.
+
+The budget per device is what attnscope allows itself everywhere (engine.loading.validation
+MEMORY_SHARE of the free memory), so "spread" never takes a GPU or the RAM to its last
+byte; what fits nowhere else goes to a temporary folder on the disk (safetensors weights are
+read from their own files there, not copied). A model that does not fit even so is refused
+with the numbers before anything is read.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+import torch
+
+from engine.loading.validation import MEMORY_SHARE, ModelLoadError, available_memory, gib
+
+
+def accelerate_missing() -> str | None:
+    """Why spreading cannot be done here (accelerate not installed), or None."""
+    try:
+        import accelerate  # noqa: F401
+    except ImportError:
+        return "Spreading a model over devices needs accelerate: pip install accelerate"
+    return None
+
+
+def device_budgets() -> dict:
+    """max_memory for accelerate: bytes allowed per GPU index and for "cpu"."""
+    budgets: dict = {}
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            free, _total = torch.cuda.mem_get_info(i)
+            budgets[i] = int(MEMORY_SHARE * free)
+    budgets["cpu"] = int(MEMORY_SHARE * available_memory())
+    return budgets
+
+
+def compute_device() -> str:
+    """Where most of a spread model computes (its dtype is chosen for it): a GPU when there is one."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass
+class SpreadPlan:
+    """The from_pretrained arguments of one spread load, and the folder that holds what goes to disk."""
+    budgets: dict
+    offload: tempfile.TemporaryDirectory = field(repr=False)
+
+    def kwargs(self) -> dict:
+        return dict(device_map="auto", max_memory=dict(self.budgets), offload_folder=self.offload.name)
+
+
+def plan_spread(source: str, needed: int) -> SpreadPlan:
+    """The budgets for a model of ``needed`` bytes; ModelLoadError with the numbers when the
+    GPUs, the RAM and the free disk together cannot hold it."""
+    missing = accelerate_missing()
+    if missing:
+        raise ModelLoadError(f"{source}: {missing}.")
+    budgets = device_budgets()
+    offload = tempfile.TemporaryDirectory(prefix="attnscope-offload-")
+    disk = int(MEMORY_SHARE * shutil.disk_usage(offload.name).free)
+    if needed > sum(budgets.values()) + disk:
+        room = [f"GPU {i}: {gib(b)}" for i, b in budgets.items() if i != "cpu"]
+        room += [f"RAM: {gib(budgets['cpu'])}", f"disk: {gib(disk)}"]
+        offload.cleanup()
+        raise ModelLoadError(f"{source}: this model needs about {gib(needed)}; spread over {', '.join(room)} "
+                             "it still does not fit. Free memory or disk, or use a smaller model.")
+    return SpreadPlan(budgets, offload)
+
+
+def describe_map(device_map: dict) -> str:
+    """Where a spread model's modules went, for the status bar:
+    "spread by accelerate: 9 modules on GPU 0, 7 on cpu, 2 on disk"."""
+    counts: dict[str, int] = {}
+    for where in device_map.values():
+        name = f"GPU {where}" if isinstance(where, int) else str(where)
+        counts[name] = counts.get(name, 0) + 1
+    if len(counts) == 1:
+        return f"spread by accelerate: all of it on {next(iter(counts))}"
+    (first, n), *rest = counts.items()
+    parts = [f"{n} module{'s' if n > 1 else ''} on {first}"] + [f"{m} on {where}" for where, m in rest]
+    return "spread by accelerate: " + ", ".join(parts)
+
+
+def input_device(model) -> torch.device:
+    """Where a spread model takes its input ids: where its first module runs (a module kept on
+    the disk runs on the CPU)."""
+    device_map = getattr(model, "hf_device_map", None) or {}
+    for where in device_map.values():
+        if isinstance(where, int):
+            return torch.device("cuda", where)
+        return torch.device(where if where not in ("disk", "meta") else "cpu")
+    return torch.device("cpu")

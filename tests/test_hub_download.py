@@ -1,0 +1,330 @@
+"""Downloading a hub id (engine/loading/hf.py ``_download``), end to end against a fake hub.
+
+Why: a hub id not in the local cache is downloaded when the hub can be reached, and no
+test machine can reach it. So the hub is faked where attnscope meets huggingface_hub:
+``hf_hub_download``, ``HfApi.list_repo_files`` and ``snapshot_download`` copy files from a
+"remote" folder into a cache laid out as huggingface_hub writes one (blobs named by their
+hash, ``snapshots/<commit>/`` links to them, ``refs/main`` written by the first file, as the
+real functions do), honour ``allow_patterns`` as huggingface_hub filters them (fnmatch), and
+drive the given tqdm class as the real ``snapshot_download`` does: "Downloading bytes" bars
+(unit "B") updated from the worker threads, and the "Fetching N files" bar (unit "it")
+updated by huggingface_hub's own ``hf_thread_map`` as each file lands.
+
+The remote repo is a tiny random Qwen2 saved in shards, with decoys that must never be
+fetched: code (``modeling_evil.py``), the same weights as .bin shards beside the
+safetensors ones, files of other frameworks and a subfolder. Each test checks what was
+fetched, what the loader reported, and what a later open (online or offline) makes of the
+cache, with no network anywhere.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import huggingface_hub
+import pytest
+import torch
+
+import engine.loading.hf as hf
+from engine.loading.catalog import open_model
+from engine.loading.hf import HFModelError, load_hf_model
+from engine.loading.hub_cache import cached_snapshot, repo_folder
+from engine.loading.progress import LoadCancelled
+from tests.hf_sharded import build_model, save_sharded
+
+REPO = "tiny-org/qwen-sharded"
+DECOYS = {"modeling_evil.py": "import os\nos.system('echo pwned')\n", "README.md": "# a model\n",
+          "tf_model.h5": "not weights", "onnx/model.onnx": "not weights", "onnx/config.json": "{}"}
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory):
+    """Remote repos by layout: {"safetensors": folder, "bin": folder, "single": folder}, and
+    the model they all hold (its state dict, to compare what was opened against)."""
+    root = tmp_path_factory.mktemp("remote")
+    model, tokenizer = build_model("qwen2")
+    folders = {"safetensors": save_sharded(model, tokenizer, root / "safetensors", "safetensors"),
+               "bin": save_sharded(model, tokenizer, root / "bin", "bin")}
+    for file in save_sharded(model, tokenizer, root / "bin-copy", "bin").glob("pytorch_model*"):
+        shutil.copy(file, folders["safetensors"] / file.name)    # the same weights as .bin: never needed
+    single = root / "single"
+    model.save_pretrained(single, max_shard_size="100MB")
+    tokenizer.save_pretrained(single)
+    for file in folders["safetensors"].glob("model-*-of-*.safetensors"):
+        shutil.copy(file, single / file.name)                    # stray shards beside model.safetensors
+    folders["single"] = single
+    for folder in folders.values():
+        for name, text in DECOYS.items():
+            (folder / name).parent.mkdir(exist_ok=True)
+            (folder / name).write_text(text)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    return folders, state
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+class FakeHub:
+    """huggingface_hub's three entry points, serving ``remote`` as ``repo_id``; ``closed``
+    makes every call fail (a second open must not reach the hub)."""
+
+    def __init__(self, remote: Path, repo_id: str = REPO):
+        self.remote, self.repo_id = remote, repo_id
+        self.commit = hashlib.sha1(f"{repo_id}:{remote}".encode()).hexdigest()
+        self.calls: list[str] = []          # every call made, in order
+        self.fetched: list[str] = []        # files snapshot_download placed in the cache
+        self.closed = False
+
+    def _call(self, what: str, repo_id: str) -> None:
+        self.calls.append(what)
+        if self.closed:
+            raise AssertionError(f"the hub was asked ({what}) after the model was cached")
+        assert repo_id == self.repo_id
+
+    def _put(self, filename: str, cache_dir) -> Path:
+        """One file into the cache as huggingface_hub writes it: blob, link, refs/main."""
+        source = self.remote / filename
+        if not source.is_file():
+            raise huggingface_hub.errors.EntryNotFoundError(f"{filename} is not in {self.repo_id}")
+        repo = repo_folder(self.repo_id, Path(cache_dir))
+        blob = repo / "blobs" / hashlib.sha256(source.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / "main").write_text(self.commit)
+        link = repo / "snapshots" / self.commit / filename
+        if not link.exists():
+            shutil.copyfile(source, str(blob) + ".incomplete")
+            os.replace(str(blob) + ".incomplete", blob)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.path.relpath(blob, link.parent), link)
+        return link
+
+    def hf_hub_download(self, repo_id, filename, *, cache_dir=None, **_):
+        self._call(f"hf_hub_download {filename}", repo_id)
+        return str(self._put(filename, cache_dir))
+
+    def list_repo_files(self, repo_id, **_):
+        self._call("list_repo_files", repo_id)
+        return _files(self.remote)
+
+    def snapshot_download(self, repo_id, *, cache_dir=None, allow_patterns=None, ignore_patterns=None,
+                          tqdm_class=None, max_workers=1, **_):
+        from huggingface_hub.utils import filter_repo_objects
+        from huggingface_hub.utils.tqdm import _create_progress_bar, hf_thread_map
+
+        self._call("snapshot_download", repo_id)
+        assert ignore_patterns is None
+        files = list(filter_repo_objects(_files(self.remote), allow_patterns=allow_patterns))
+        assert files == [f for f in _files(self.remote) if any(fnmatch.fnmatch(f, p) for p in allow_patterns)]
+        repo = repo_folder(repo_id, Path(cache_dir))
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / "main").write_text(self.commit)          # written before any file, as the real one does
+        snapshot = repo / "snapshots" / self.commit
+        bytes_bar = _create_progress_bar(cls=tqdm_class, log_level=logging.INFO, desc="Downloading bytes", total=0,
+                                         initial=0, unit="B", unit_scale=True)
+
+        def fetch(name):
+            if not (snapshot / name).exists():
+                bytes_bar.total += (self.remote / name).stat().st_size
+                bytes_bar.update((self.remote / name).stat().st_size)      # from the worker thread
+                self._put(name, cache_dir)
+                self.fetched.append(name)
+
+        try:
+            hf_thread_map(fetch, files, desc=f"Fetching {len(files)} files", max_workers=max_workers,
+                          tqdm_class=tqdm_class)
+        finally:
+            bytes_bar.close()
+        return str(snapshot)
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache of this test's own, found through HF_HOME."""
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    return tmp_path / "hf-home" / "hub"
+
+
+@pytest.fixture
+def serve(remote, hub_cache, monkeypatch):
+    """``serve(layout)``: the hub online, serving the remote repo of that layout; its FakeHub."""
+    def start(layout: str = "safetensors", folder: Path | None = None) -> FakeHub:
+        hub = FakeHub(folder or remote[0][layout])
+        monkeypatch.setattr(hf, "_online", lambda *a, **k: True)
+        monkeypatch.setattr(huggingface_hub, "hf_hub_download", hub.hf_hub_download)
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", hub.snapshot_download)
+        monkeypatch.setattr(huggingface_hub.HfApi, "list_repo_files",
+                            lambda self, repo_id, **kw: hub.list_repo_files(repo_id, **kw))
+        return hub
+    return start
+
+
+def _offline(monkeypatch):
+    def no_network(*a, **k):
+        return False
+    monkeypatch.setattr(hf, "_online", no_network)
+
+
+def _same_weights(loaded, state) -> None:
+    got = loaded.model.state_dict()
+    for name, tensor in state.items():
+        if name in got:
+            assert torch.equal(got[name].to(tensor.dtype), tensor), name
+    assert {"model.embed_tokens.weight", "model.layers.1.mlp.down_proj.weight"} <= set(got)
+
+
+WEIGHTS = {"safetensors": lambda f: f.startswith("model") and f.endswith(".safetensors") or f == INDEX_ST,
+           "bin": lambda f: f.startswith("pytorch_model"),
+           "single": lambda f: f == "model.safetensors"}
+INDEX_ST = "model.safetensors.index.json"
+
+
+@pytest.mark.parametrize("layout", ["safetensors", "bin", "single"])
+def test_downloaded_repo_opens_with_its_weights_and_no_code(serve, remote, layout):
+    hub = serve(layout)
+    records = []
+    loaded = open_model(REPO, "cpu", progress=records.append)
+    assert loaded.family == "hf-decoder" and loaded.meta["source"] == REPO
+    _same_weights(loaded, remote[1])
+
+    snapshot = cached_snapshot(REPO)
+    here = set(_files(snapshot))
+    weights = {f for f in _files(hub.remote) if WEIGHTS[layout](f)}
+    assert weights and weights <= here, "every weight file transformers reads was fetched"
+    shards = {f for f in weights if "-of-" in f}
+    assert len(shards) >= (2 if layout != "single" else 0)
+    assert not any(f.endswith(".py") for f in here), "code is never fetched"
+    assert not {"tf_model.h5", "onnx/model.onnx", "onnx/config.json", "README.md"} & here
+    other = {"safetensors": "pytorch_model", "bin": "model", "single": "model-"}[layout]
+    assert not [f for f in here if f.startswith(other) and f not in weights], "no second weight format"
+    assert {"config.json", "tokenizer.json", "tokenizer_config.json"} <= here
+    assert set(hub.fetched) | {"config.json"} | ({INDEX_ST} if layout == "safetensors" else set()) \
+        | ({"pytorch_model.bin.index.json"} if layout == "bin" else set()) >= here
+
+    fetching = [r for r in records if r.text.startswith("downloading")]
+    n = len(here)
+    assert fetching and fetching[-1].text.endswith(f"file {n:,} of {n:,}"), [r.text for r in records]
+    fractions = [r.fraction for r in records]
+    assert fractions == sorted(fractions), fractions
+    assert fractions[-1] == 1.0 and all(0.0 <= f <= 1.0 for f in fractions)
+
+
+def test_second_open_is_served_from_the_cache(serve, remote, monkeypatch):
+    hub = serve("safetensors")
+    load_hf_model(REPO, "cpu")
+    first = list(hub.calls)
+    assert "snapshot_download" in first
+    hub.closed = True
+
+    def no_probe(*a, **k):
+        raise AssertionError("a cached model needs no network probe")
+    monkeypatch.setattr(hf, "_online", no_probe)
+    again = open_model(REPO, "cpu")
+    _same_weights(again, remote[1])
+    assert hub.calls == first, "the second open asked the hub nothing"
+
+
+def test_cancel_after_the_first_file_leaves_no_model_that_looks_complete(serve, hub_cache, monkeypatch):
+    hub = serve("safetensors")
+    asked = []
+
+    def stop():
+        asked.append(len(hub.fetched))
+        return len(hub.fetched) >= 1
+    with pytest.raises(LoadCancelled, match="cancelled"):
+        open_model(REPO, "cpu", stop=stop)
+    shards = [f for f in _files(hub.remote) if f.startswith("model-")]
+    assert 1 <= len(hub.fetched) < len(shards), "the download stopped soon after the first file"
+    assert asked and asked[0] == 0, "stop was asked while the download ran"
+
+    # The half-downloaded snapshot is on disk but is not the cache's copy of the model:
+    # an offline open says the model is not there, not that it is broken, nor opens it.
+    assert cached_snapshot(REPO) is None
+    assert (repo_folder(REPO) / "snapshots" / hub.commit / "config.json").exists()
+    _offline(monkeypatch)
+    with pytest.raises(HFModelError, match="offline"):
+        open_model(REPO, "cpu")
+
+    # Online again, the download resumes: the files already here are not fetched twice.
+    again = serve("safetensors")
+    loaded = open_model(REPO, "cpu")
+    assert loaded.family == "hf-decoder" and cached_snapshot(REPO) is not None
+    assert again.fetched and not set(again.fetched) & set(hub.fetched), "no file fetched twice"
+
+
+def test_snapshot_left_by_a_killed_download_is_resumed_online_and_refused_offline(serve, remote, monkeypatch):
+    """A download killed with the process (no exception to clean up after) leaves refs/main
+    pointing at a snapshot that lacks shards."""
+    hub = serve("safetensors")
+    load_hf_model(REPO, "cpu")
+    snapshot = cached_snapshot(REPO)
+    lost = sorted(f for f in _files(snapshot) if f.startswith("model-"))[-1]
+    (snapshot / lost).unlink()
+
+    _offline(monkeypatch)
+    with pytest.raises(HFModelError, match=f"{lost} is missing.*stopped early"):
+        open_model(REPO, "cpu")
+
+    monkeypatch.setattr(hf, "_online", lambda *a, **k: True)
+    hub.fetched.clear()
+    loaded = open_model(REPO, "cpu")
+    _same_weights(loaded, remote[1])
+    assert hub.fetched == [lost], "only the missing shard was fetched again"
+
+
+def test_repo_without_weights_is_refused_in_one_sentence(serve, remote, tmp_path):
+    bare = tmp_path / "bare"
+    shutil.copytree(remote[0]["safetensors"], bare,
+                    ignore=lambda d, names: [n for n in names if n.startswith(("model", "pytorch_model"))])
+    hub = serve(folder=bare)
+    with pytest.raises(HFModelError, match=f"{REPO} on the Hugging Face hub has no weights attnscope can read"):
+        open_model(REPO, "cpu")
+    assert "snapshot_download" not in hub.calls, "nothing is fetched for a repo with no weights"
+    assert cached_snapshot(REPO) is None
+
+
+def test_offline_and_not_cached_says_so(hub_cache, monkeypatch):
+    calls = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: calls.append(a))
+    _offline(monkeypatch)
+    with pytest.raises(HFModelError) as err:
+        open_model(REPO, "cpu")
+    assert "offline" in str(err.value) and str(hub_cache) in str(err.value) and REPO in str(err.value)
+    assert not calls
+
+
+def test_online_probe_honours_offline_mode_endpoint_and_proxy(monkeypatch):
+    """No socket when HF_HUB_OFFLINE is on; the host probed is HF_ENDPOINT's (a mirror); a
+    configured proxy is trusted (a direct connection would fail behind it)."""
+    import socket
+
+    tried = []
+
+    def connect(address, timeout=None):
+        tried.append(address)
+        raise OSError("no network here")
+    monkeypatch.setattr(socket, "create_connection", connect)
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    assert hf._online() is False and tried == []
+    monkeypatch.setenv("HF_HUB_OFFLINE", "false")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "yes")          # huggingface_hub honours either
+    assert hf._online() is False and tried == []
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    assert hf._online() is False and tried == [("huggingface.co", 443)]
+    monkeypatch.setenv("HF_ENDPOINT", "http://mirror.example:8080/")
+    assert hf._online() is False and tried[-1] == ("mirror.example", 8080)
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")   # not the proxy of an http endpoint
+    assert hf._online() is False and len(tried) == 3
+    monkeypatch.delenv("HF_ENDPOINT")
+    assert hf._online() is True and len(tried) == 3
