@@ -35,7 +35,9 @@ import torch
 
 from engine.loading.loaded import LoadedModel
 from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
+from engine.loading.placement import compute_device, describe_map, plan_spread
 from engine.loading.progress import BUILD_SHARE, LoadCancelled, Reporter
+from engine.runtime.device import SPREAD
 from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, has_weights, read_index
 from engine.seam.hf_attention import NAME as SEAM, SiteError, assign_sites, register as register_seam
 from engine.loading.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
@@ -130,10 +132,11 @@ def _broken_json_file(path: Path) -> str | None:
     return None
 
 
-def check_folder(path: Path, device="cpu") -> tuple[dict, WeightFiles, list[str]]:
+def check_folder(path: Path, device="cpu", spread: bool = False) -> tuple[dict, WeightFiles, list[str]]:
     """Everything about a local folder that can be checked before transformers touches it:
     (config, weight files, notes for the user). HFModelError for anything that would fail,
-    the memory check included: the weights' bytes in the dtype they will be held in on ``device``."""
+    the memory check included: the weights' bytes in the dtype they will be held in on ``device``
+    (``spread``: over every device and the disk, checked by engine.loading.placement instead)."""
     raw = read_config(path)
     if not has_weights(path):
         raise HFModelError(f"{path} has a config.json but no weights (model.safetensors, pytorch_model.bin, or "
@@ -161,8 +164,9 @@ def check_folder(path: Path, device="cpu") -> tuple[dict, WeightFiles, list[str]
     dtype, note = load_dtype(weights.dtype, device)
     if note:
         notes.append(note)
-    check_memory(str(path), memory_needed(weights, dtype),
-                 f"this model ({weights.describe()}, held in {_DTYPE_NAME[dtype]})")
+    if not spread:
+        check_memory(str(path), memory_needed(weights, dtype),
+                     f"this model ({weights.describe()}, held in {_DTYPE_NAME[dtype]})")
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise HFModelError(f"{path} has no tokenizer (tokenizer.json, vocab.txt, a sentencepiece model, ...): every "
                            "word would become unknown. Copy the tokenizer files of the model into the folder.")
@@ -400,15 +404,22 @@ def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progres
 
 @contextlib.contextmanager
 def _quiet_transformers():
-    """No progress bars or load reports on the terminal: what goes wrong becomes one HFModelError."""
+    """No progress bars or load reports on the terminal (transformers', or accelerate's when a
+    model is spread): what goes wrong becomes one HFModelError, where the model went a note."""
+    import logging
+
     from transformers.utils import logging as hf_logging
 
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    accelerate_log = logging.getLogger("accelerate")
+    accelerate_level = accelerate_log.level
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    accelerate_log.setLevel(logging.ERROR)
     try:
         yield
     finally:
+        accelerate_log.setLevel(accelerate_level)
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
@@ -443,24 +454,30 @@ def _counting_tensors(reporter: Reporter):
         loading.tqdm = original
 
 
-def _read_weights(source: str, model, reporter: Reporter) -> None:
+def _read_weights(source: str, model, reporter: Reporter) -> int:
     """Every weight read once and checked finite (engine.loading.validation.check_tensors),
     with the bytes read reported: weights kept in their stored dtype are the file's own
-    memory map, so this is where a cold disk is read, and where the bar moves."""
-    params = list(model.named_parameters())
+    memory map, so this is where a cold disk is read, and where the bar moves. A spread
+    model's weights kept on the disk (the "meta" device until a forward reads them) are
+    not read here; how many is returned."""
+    params = [(n, p) for n, p in model.named_parameters() if p.device.type != "meta"]
     total = sum(p.numel() * p.element_size() for _, p in params)
     done = 0
     for name, p in params:
         check_tensors(source, [(name, p)])
         done += p.numel() * p.element_size()
         reporter.reading(done, total)
+    return sum(1 for _, p in model.named_parameters() if p.device.type == "meta")
 
 
 def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
     reporter.report(0.0, f"checking {reporter.name}", force=True)
     path, local = resolve_hf_source(path_or_name, reporter)
-    raw, weights, notes = check_folder(path, device)
-    dtype, _note = load_dtype(weights.dtype, device)
+    spread = str(device) == SPREAD
+    compute = compute_device() if spread else device
+    raw, weights, notes = check_folder(path, compute, spread)
+    dtype, _note = load_dtype(weights.dtype, compute)
+    plan = plan_spread(str(path), memory_needed(weights, dtype)) if spread else None
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     role = hf_role(raw.get("model_type"), str(path))
@@ -472,7 +489,8 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
         with _quiet_transformers(), _counting_tensors(reporter):
             model, info = maker.from_pretrained(source, config=config, attn_implementation=SEAM,
                                                 local_files_only=True, output_loading_info=True,
-                                                trust_remote_code=False, dtype=dtype)
+                                                trust_remote_code=False, dtype=dtype,
+                                                **(plan.kwargs() if plan else {}))
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, trust_remote_code=False)
     except LoadCancelled:
         raise
@@ -489,13 +507,15 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
     if mismatched:
         raise HFModelError(f"{source}: {len(mismatched)} tensors do not match the sizes in config.json "
                            f"(e.g. {mismatched[0][0] if isinstance(mismatched[0], tuple) else mismatched[0]}).")
-    _read_weights(source, model, reporter)
+    on_disk = _read_weights(source, model, reporter)
     vocab = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > vocab:
         raise HFModelError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model's embedding has only "
                            f"{vocab} rows, so ids beyond {vocab - 1} would fail on every run. "
                            "The tokenizer files do not belong to these weights.")
-    model.eval().to(device)
+    model.eval()
+    if plan is None:
+        model.to(device)
     try:
         assign_sites(model, role)      # every attention module learns its site at the seam
     except SiteError as exc:
@@ -505,6 +525,11 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
         name = "all-MiniLM-L6-v2"
     meta = {"source": source if local else path_or_name, "hf_config": config.to_dict(), "model_type": config.model_type,
             "role": role}
+    if plan is not None:
+        meta["placement"] = describe_map(getattr(model, "hf_device_map", None) or {"": str(model.device)})
+        notes.append(meta["placement"] + (f"; {on_disk} weights stay on the disk, read at each forward (not checked "
+                                          "at load)" if on_disk else "") + ".")
+        model.attnscope_offload = plan.offload   # the disk's share lives as long as the model
     if notes:
         meta["notes"] = " ".join(notes)
     family = "hf-bert" if config.model_type == "bert" else FAMILY_OF_ROLE[role]
