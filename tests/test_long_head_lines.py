@@ -154,7 +154,10 @@ def test_a_long_trace_draws_each_querys_strongest_keys_and_says_what_is_left(qtb
     view.set_heads([1, 3])
     drawn(view)
     assert view.drawn == {h: expected_lines(trace, 0, h, 2, 0.1) for h in (1, 3)}
-    assert "the 2 strongest keys" in view.summary.text()
+    text = view.summary.text()
+    candidates = sum(expected_lines(trace, 0, h, 2, 0.0) for h in (1, 3))
+    assert "the 2 strongest keys" in text and f"Of these {candidates:,} lines, the {sum(view.drawn.values()):,} " \
+        "above the threshold are drawn." in text
 
 
 def test_hover_and_hidden_specials_filter_the_strongest_keys(qtbot, drawn, monkeypatch, llama):

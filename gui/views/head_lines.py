@@ -75,10 +75,16 @@ def top_segments(tops: dict[int, TopKeys], q_keep: np.ndarray, k_keep: np.ndarra
         w = top.weights                                                    # (Tq, k)
         if normalise and w.size and w.max() > 0:
             w = w / w.max()
-        keep = (w > 0) & (w >= threshold) & (q_keep[:, None] > 0) & (k_keep[top.keys] > 0)
+        keep = (w >= threshold) & top_lines(top, q_keep, k_keep)
         q_idx, slot = np.nonzero(keep)
         out[h] = _buckets(q_idx, top.keys[q_idx, slot], w[q_idx, slot])
     return out
+
+
+def top_lines(top: TopKeys, q_keep: np.ndarray, k_keep: np.ndarray) -> np.ndarray:
+    """(Tq, k) bool: which of the strongest keys' lines may be drawn before the threshold (a
+    weight above 0, its query and its key kept)."""
+    return (top.weights > 0) & (q_keep[:, None] > 0) & (k_keep[top.keys] > 0)
 
 
 def is_long(trace, kind: str) -> bool:
@@ -119,9 +125,11 @@ class TopKeysCache:
         return {h: found[h] for h in heads}
 
 
-def top_summary(tops: dict[int, TopKeys], shown: np.ndarray, k: int, hide_special: bool, lines: int) -> str:
-    """What a long trace's lines are, in words: how many queries, how many keys each, and the
-    weight of the keys not drawn (averaged over the queries shown and the heads)."""
+def top_summary(tops: dict[int, TopKeys], shown: np.ndarray, k: int, hide_special: bool, lines: int,
+                candidates: int) -> str:
+    """What a long trace's lines are, in words: how many queries, how many keys each, the
+    weight of the keys not drawn (averaged over the queries shown and the heads), and how many
+    of the lines the threshold left (``lines`` of ``candidates``)."""
     n = int(shown.sum())
     which = " other than special tokens" if hide_special else ""
     if not tops or n == 0:
@@ -129,8 +137,11 @@ def top_summary(tops: dict[int, TopKeys], shown: np.ndarray, k: int, hide_specia
     k = next(iter(tops.values())).k           # fewer when fewer keys may be chosen
     left = 100 * float(np.mean([top.leftover[shown > 0].mean() for top in tops.values()]))
     share = f"{left:.0f} %" if left >= 1 or left == 0 else f"{left:.1f} %"
-    return (f"{n:,} queries: the {k} strongest keys{which} of each; the rest, {share} of the weight on "
-            f"average, not drawn ({lines:,} lines).")
+    said = (f"{n:,} queries: the {k} strongest keys{which} of each; the rest, {share} of the weight on "
+            "average, not drawn")
+    if lines == candidates:
+        return f"{said} ({lines:,} lines)."
+    return f"{said}. Of these {candidates:,} lines, the {lines:,} above the threshold are drawn."
 
 
 def keep_masks(q_tokens: list[str], k_tokens: list[str], hide_special: bool, pair_mode: str,
@@ -192,7 +203,10 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
             y[1::2] = (k_idx + 0.5) * scale_k
             groups.append((h, min(1.0, 0.1 + 0.9 * alpha), x, y))
             drawn[h] += n
-    summary = top_summary(tops, shown, k, hide_special, sum(drawn.values())) if long else None
+    summary = None
+    if long:
+        candidates = sum(int(top_lines(top, q_keep, k_keep).sum()) for top in tops.values())
+        summary = top_summary(tops, shown, k, hide_special, sum(drawn.values()), candidates)
     return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=n_heads, summary=summary,
                 scale_q=scale_q, scale_k=scale_k, height=max(tq, tk), q_tokens=q_tokens, k_tokens=k_tokens)
 
