@@ -7,7 +7,9 @@ labels are prepared in a worker.
 A long text (more than DETAIL_EXACT tokens a side) makes the map a viewport: the whole head
 first, each screen pixel the max of the tokens it covers; zoom (wheel) or pan (drag) and the
 visible block is computed again from the recording, down to one cell a pixel
-(engine.traces.viewport). The cursor always reads the exact weight of one cell.
+(engine.traces.viewport). The cursor always reads the exact weight of one cell. A minimap in
+the corner where the axes meet shows the whole head and frames the part shown; a click or a
+drag there moves the view (gui.views.minimap).
 """
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from gui.flow import FlowLayout
 from gui.views.intervention_clicks import knockout_from_click
 from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
+from gui.views.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.elided import ElidedLabel
+from gui.theme import is_dark
 from gui.views.token_labels import view_ticks, zoomable
 from gui.worker import Jobs
 
@@ -58,14 +62,19 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
                    normalise: bool, log_scale: bool = False) -> dict:
     """What Head detail draws, in a worker: the true weights of the cells shown, the display
     map, which rows/columns are shown, and the thinned axis labels. A long trace: the whole
-    head at VIEW_PIXELS (``long``), no matrix held."""
+    head at VIEW_PIXELS (``long``), no matrix held, and that picture pooled again (max) for
+    the minimap (``overview``)."""
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if is_long(trace, kind):
+        import torch
+        from engine.traces.pooling import pool_2d
         from engine.traces.viewport import viewport
         tq, tk = len(q), len(k)
         shown = display_weights(viewport(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
                                 threshold, normalise, log_scale)
+        overview = pool_2d(torch.from_numpy(shown), MINIMAP_PIXELS, MINIMAP_PIXELS, "max").numpy()
         return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown, long=(tq, tk),
+                    overview=overview,
                     q_index=np.arange(tq), k_index=np.arange(tk), q_labels=[short(x) for x in q],
                     k_labels=[short(x) for x in k], threshold=threshold, normalise=normalise,
                     log_scale=log_scale)
@@ -163,6 +172,18 @@ class HeadDetail(PreparedView, QWidget):
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         self.item.vb.sigResized.connect(self._label_axes)
         zoomable(self.item, self._on_range)         # wheel zooms, drag pans, double-click resets
+        # A long head's minimap, in the empty corner where the query and key axes meet: the
+        # axes keep to the map's edges when the corner grows for it.
+        self.minimap = Minimap(is_dark())
+        self.minimap.hide()
+        layout = self.item.layout
+        layout.addItem(self.minimap, 1, 0)
+        layout.setAlignment(self.minimap, Qt.AlignmentFlag.AlignCenter)
+        layout.setAlignment(self.item.getAxis("left"), Qt.AlignmentFlag.AlignRight)
+        layout.setAlignment(self.key_axis, Qt.AlignmentFlag.AlignBottom)
+        self.minimap.moved.connect(self._centre_on)
+        self.item.vb.sigRangeChanged.connect(self._frame_view)
+        self.minimap.sigResized.connect(self._frame_view)
 
         box = QVBoxLayout(self)
         box.setContentsMargins(2, 2, 2, 2)
@@ -173,6 +194,7 @@ class HeadDetail(PreparedView, QWidget):
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
+        state.theme_changed.connect(self.minimap.set_dark)
         self.set_trace(state.trace)
 
     # The selection lives in the state; these read it (tests and keys use them).
@@ -187,6 +209,7 @@ class HeadDetail(PreparedView, QWidget):
     def _on_colormap(self, name: str) -> None:
         self.colorbar.setColorMap(colormap(name))
         self.zoom_image.setColorMap(colormap(name))
+        self.minimap.set_colormap(colormap(name))
 
     def _on_range(self) -> None:
         self._label_axes()
@@ -207,9 +230,12 @@ class HeadDetail(PreparedView, QWidget):
             return
         pixels = (max(1, int(self.item.vb.height())), max(1, int(self.item.vb.width())))
         self.zoom_jobs.start(zoomed_drawing, d["trace"], d["kind"], d["layer"], d["head"], d["how"], rows, cols,
-                             pixels, d["threshold"], d["normalise"], d["log_scale"], on_returned=self._zoomed)
+                             pixels, d["threshold"], d["normalise"], d["log_scale"],
+                             on_returned=lambda result: self._zoomed(result, d))
 
-    def _zoomed(self, result) -> None:
+    def _zoomed(self, result, drawing=None) -> None:
+        if drawing is not None and drawing is not self.drawing:
+            return                                     # a block of the head shown before
         (r0, r1), (c0, c1), image = result
         self.zoom_block = (r0, r1), (c0, c1)          # the tokens the zoomed image covers
         self.zoom_image.setImage(image, autoLevels=False, levels=(0.0, 1.0))
@@ -251,6 +277,7 @@ class HeadDetail(PreparedView, QWidget):
         self.readout.setText(" ")
         self._label_axes()
         self.colorbar.setVisible(False)
+        self._show_minimap(None)
         show_empty(self.item, "Run a text, then click a head in the overview: it opens here, large.", AXES)
 
     def apply_drawing(self, d: dict) -> None:
@@ -258,6 +285,7 @@ class HeadDetail(PreparedView, QWidget):
         self.colorbar.setVisible(True)
         self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
         self.zoom_image.clear()
+        self.zoom_jobs.cancel()                        # a block of the head before is of no use now
         self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
         self.head_box.setEnabled(d["how"] == "one head")
         tq, tk = d["long"] or self.matrix.shape
@@ -266,9 +294,49 @@ class HeadDetail(PreparedView, QWidget):
             self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
         self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
+        self._show_minimap(d)
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
         fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
         self._label_axes()
+
+    def _show_minimap(self, d: dict | None) -> None:
+        """The minimap of a long drawing, or none (a short head, nothing drawn)."""
+        if d is None or not d.get("long"):
+            self.minimap.hide()
+            self.minimap.clear()
+            self._fit_minimap()
+            return
+        self.minimap.show_head(d["overview"], d["long"], colormap(self.state.colormap))
+        self.minimap.show()
+        self._fit_minimap()
+        self._frame_view()
+
+    def _fit_minimap(self) -> None:
+        """The minimap's side follows the plot's size; the corner makes room for it."""
+        layout, shown = self.item.layout, self.minimap.isVisible()
+        side = side_for(self.plot.width(), self.plot.height())
+        room = side + 2 * MARGIN if shown else 0
+        if shown:
+            self.minimap.setMinimumSize(side, side)
+            self.minimap.setMaximumSize(side, side)
+        layout.setColumnMinimumWidth(0, room)
+        layout.setRowMinimumHeight(1, room)
+
+    def _frame_view(self, *_args) -> None:
+        if self.minimap.isVisible():
+            self.minimap.show_range(*self.item.vb.viewRange())
+
+    def _centre_on(self, x: float, y: float) -> None:
+        """Move the view's centre to key ``x``, query ``y`` at the same zoom (the minimap's
+        click or drag); the visible block is then computed again as for any pan."""
+        (x0, x1), (y0, y1) = self.item.vb.viewRange()
+        w, h = x1 - x0, y1 - y0
+        self.item.vb.setRange(xRange=(x - w / 2, x + w / 2), yRange=(y - h / 2, y + h / 2), padding=0)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.minimap.isVisible():
+            self._fit_minimap()
 
     def _label_axes(self, *_args) -> None:
         """As many token labels as fit the map's size now, on both axes."""
@@ -283,6 +351,8 @@ class HeadDetail(PreparedView, QWidget):
         d = self.drawing
         if d is None or (self.matrix is None and not d.get("long")):
             return None
+        if not self.item.vb.sceneBoundingRect().contains(scene_pos):
+            return None                  # on an axis or the minimap: no cell, even zoomed in
         p = self.item.vb.mapSceneToView(scene_pos)
         qi, ki = int(np.floor(p.y())), int(np.floor(p.x()))
         tq, tk = d["long"] or self.matrix.shape
@@ -300,7 +370,12 @@ class HeadDetail(PreparedView, QWidget):
     def _on_hover(self, scene_pos) -> None:
         d = self.drawing
         hit = self._cell_at(scene_pos)
-        if hit is not None:
+        if hit is None and self.minimap.isVisible() and self.minimap.sceneBoundingRect().contains(scene_pos):
+            p = self.minimap.mapSceneToView(scene_pos)
+            tq, tk = d["long"]
+            self.readout.setText(f"Minimap of the whole head, near query {int(np.clip(p.y(), 0, tq - 1)):,}, key "
+                                 f"{int(np.clip(p.x(), 0, tk - 1)):,}: click or drag to move the view there.")
+        elif hit is not None:
             q, k = d["trace"].query_tokens(d["kind"]), d["trace"].key_tokens(d["kind"])
             qo, ko = hit
             if d["long"]:        # one exact cell, computed from the recording
