@@ -206,3 +206,19 @@ def test_head_statistics_say_in_the_view_why_the_table_is_empty(qtbot, drawn, mo
     state.set_trace(trace_text(state.loaded, TEXT))
     drawn(view)
     assert view.table.rowCount() == 8 and not view.note.isVisible()
+
+
+def test_rollout_refused_says_why_where_the_map_would_be(qtbot, drawn, monkeypatch):
+    """Not "Nothing to show yet: run a text." after a Run: the map's place says the text is too
+    long, and the note under it has the numbers."""
+    import engine.traces.base as base
+    from gui.views.rollout import TOO_LONG, RolloutView
+    state, view = shown_view(qtbot, RolloutView)
+    monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
+    state.set_trace(fresh(trace_text(state.loaded, TEXT)))
+    drawn(view)
+    assert view.plot.item._empty_label.text == TOO_LONG and "2 layers x 4 heads" in view.note.text()
+    monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 2**31)
+    state.set_trace(trace_text(state.loaded, TEXT))
+    drawn(view)
+    assert view.matrix is not None and not view.plot.item._empty_label.isVisible()

@@ -18,6 +18,7 @@ MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads",
 
 
 NOT_SELF = "Rollout follows self-attention; choose an encoder or decoder self kind."
+TOO_LONG = "Not drawn: this text is too long to hold every head at once (the numbers are below)."
 
 
 @prepares
@@ -97,6 +98,12 @@ class RolloutView(PreparedView, QWidget):
         self.matrix = None
         self.plot.clear_matrix()
         self.note.setText("Nothing to show yet: run a text.")
+
+    def show_refusal(self, reason: str) -> None:
+        """The reason, with its numbers, under the map; where the map would be, a line that says
+        why it is empty (it read "Nothing to show yet: run a text." after a Run)."""
+        super().show_refusal(reason)
+        self.plot.clear_matrix(TOO_LONG)
 
     def apply_drawing(self, d: dict) -> None:
         self.matrix = d["matrix"]
