@@ -14,7 +14,8 @@ The remote repo is a tiny random Qwen2 saved in shards, with decoys that must ne
 fetched: code (``modeling_evil.py``), the same weights as .bin shards beside the
 safetensors ones, files of other frameworks and a subfolder. Each test checks what was
 fetched, what the loader reported, and what a later open (online or offline) makes of the
-cache, with no network anywhere.
+cache, with no network anywhere. The last tests run huggingface_hub itself, only its HTTP
+transport faked.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import torch
 import engine.loading.hf as hf
 from engine.loading.catalog import open_model
 from engine.loading.hf import HFModelError, load_hf_model
-from engine.loading.hub_cache import cached_snapshot, repo_folder
+from engine.loading.hub_cache import cached_snapshot, lacks_weights, repo_folder
 from engine.loading.progress import LoadCancelled
 from tests.hf_sharded import build_model, save_sharded
 
@@ -259,6 +260,25 @@ def test_cancel_after_the_first_file_leaves_no_model_that_looks_complete(serve, 
     assert again.fetched and not set(again.fetched) & set(hub.fetched), "no file fetched twice"
 
 
+def test_cancel_that_surfaces_as_a_library_error_is_still_a_cancel(serve, monkeypatch):
+    """A LoadCancelled raised inside a progress callback that the library runs from native
+    code (hf_xet's) may come back as the library's own error: the user cancelled, so the
+    load says cancelled, not "Could not download"."""
+    hub = serve("safetensors")
+    stopped = []
+
+    def failing(*a, **k):
+        stopped.append(True)
+        raise RuntimeError("progress callback failed")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", failing)
+    with pytest.raises(LoadCancelled):
+        open_model(REPO, "cpu", stop=lambda: bool(stopped))
+    stopped.clear()
+    with pytest.raises(HFModelError, match=f"Could not download {REPO}: progress callback failed"):
+        open_model(REPO, "cpu", stop=lambda: False)
+    assert hub.calls.count("list_repo_files") == 2
+
+
 def test_snapshot_left_by_a_killed_download_is_resumed_online_and_refused_offline(serve, remote, monkeypatch):
     """A download killed with the process (no exception to clean up after) leaves refs/main
     pointing at a snapshot that lacks shards."""
@@ -328,3 +348,105 @@ def test_online_probe_honours_offline_mode_endpoint_and_proxy(monkeypatch):
     assert hf._online() is False and len(tried) == 3
     monkeypatch.delenv("HF_ENDPOINT")
     assert hf._online() is True and len(tried) == 3
+
+
+# --- the real huggingface_hub, over a fake network ------------------------------------------
+# The fakes above stand in for huggingface_hub's functions. Here huggingface_hub itself runs
+# (repo info, tree listing, HEAD and GET of each file, its thread pool, its progress bars,
+# its cache writes, resuming), and only its HTTP client is replaced: a transport that
+# answers the hub's routes from the remote folder. What attnscope relies on in the library
+# (refs written early, the tqdm class it is handed, a LoadCancelled raised inside a worker)
+# is then the library's own behaviour, not a fake's.
+
+@pytest.fixture
+def real_hub(remote, hub_cache, monkeypatch):
+    """``real_hub(layout)``: huggingface_hub online against a transport serving that remote
+    repo; returns the list of requests made ("GET <file>", "HEAD <file>", "GET /api/...")."""
+    import httpx2
+    from huggingface_hub import constants
+    from huggingface_hub.utils import _http
+
+    factory = _http._GLOBAL_CLIENT_FACTORY
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf, "_online", lambda *a, **k: True)
+    served = {}
+
+    def handler(request):
+        folder, commit = served["folder"], served["commit"]
+        path = request.url.path
+        if path == f"/api/models/{REPO}/revision/main":
+            served["log"].append(f"GET {path}")
+            return httpx2.Response(200, json={"id": REPO, "sha": commit,
+                                              "siblings": [{"rfilename": f} for f in _files(folder)]})
+        if path.startswith(f"/api/models/{REPO}/tree/"):
+            served["log"].append(f"GET {path}")
+            return httpx2.Response(200, json=[{"type": "file", "path": f, "size": (folder / f).stat().st_size,
+                                               "oid": hashlib.sha1((folder / f).read_bytes()).hexdigest()}
+                                              for f in _files(folder)])
+        prefix = f"/{REPO}/resolve/"
+        if path.startswith(prefix):
+            name = path[len(prefix):].split("/", 1)[1]
+            served["log"].append(f"{request.method} {name}")
+            if name not in _files(folder):
+                return httpx2.Response(404, headers={"X-Error-Code": "EntryNotFound"})
+            data = (folder / name).read_bytes()
+            headers = {"X-Repo-Commit": commit, "ETag": f'"{hashlib.sha256(data).hexdigest()}"',
+                       "Content-Length": str(len(data))}
+            return httpx2.Response(200, headers=headers, content=data if request.method == "GET" else b"")
+        return httpx2.Response(404)
+
+    def serve_real(layout: str = "safetensors"):
+        served.update(folder=remote[0][layout], commit=hashlib.sha1(layout.encode()).hexdigest(), log=[])
+        return served["log"]
+
+    _http.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(handler), follow_redirects=True))
+    yield serve_real
+    _http.set_client_factory(factory)
+
+
+def _got(log) -> set[str]:
+    return {line.split(" ", 1)[1] for line in log if line.startswith("GET ") and not line.startswith("GET /api/")}
+
+
+@pytest.mark.parametrize("layout", ["safetensors", "single"])
+def test_real_library_fetches_every_shard_and_nothing_else(real_hub, remote, layout):
+    log = real_hub(layout)
+    records = []
+    loaded = open_model(REPO, "cpu", progress=records.append)
+    _same_weights(loaded, remote[1])
+    folder = remote[0][layout]
+    weights = {f for f in _files(folder) if WEIGHTS[layout](f)}
+    assert weights <= _got(log), "every weight file was downloaded"
+    assert not _got(log) - weights - set(hf.SIDE_FILES), f"only weights and side files: {sorted(_got(log))}"
+    assert set(_files(cached_snapshot(REPO))) == _got(log)
+    texts = [r.text for r in records]
+    n = len(_got(log))
+    assert any(t.endswith(f"file {n} of {n}") for t in texts), texts
+    assert [r.fraction for r in records] == sorted(r.fraction for r in records)
+
+    log.clear()
+    again = open_model(REPO, "cpu")
+    assert again.family == "hf-decoder" and log == [], "the second open is the cache's"
+
+
+def test_real_library_cancel_keeps_nothing_that_looks_like_the_model(real_hub, monkeypatch):
+    log = real_hub("safetensors")
+
+    def stop():      # once a shard's download has begun
+        return any(line.startswith("GET model-") for line in log)
+    with pytest.raises(LoadCancelled):
+        open_model(REPO, "cpu", stop=stop)
+    snapshot = repo_folder(REPO) / "snapshots" / hashlib.sha1(b"safetensors").hexdigest()
+    kept = set(_files(snapshot))
+    assert {"config.json", INDEX_ST} <= kept and lacks_weights(snapshot), "the download stopped part way"
+    assert cached_snapshot(REPO) is None, "and what it left is not the cache's copy of the model"
+
+    _offline(monkeypatch)
+    with pytest.raises(HFModelError, match="offline"):
+        open_model(REPO, "cpu")
+
+    monkeypatch.setattr(hf, "_online", lambda *a, **k: True)
+    log.clear()
+    loaded = open_model(REPO, "cpu")
+    assert loaded.family == "hf-decoder" and cached_snapshot(REPO) is not None
+    assert not _got(log) & kept, "what the cancelled download finished is not fetched again"
