@@ -57,6 +57,17 @@ def test_top_keys_of_a_dense_trace_are_numpys_top_k(chunk_bytes, k):
         assert top.k == min(k, 37)
 
 
+def test_fewer_keys_are_a_prefix_of_more():
+    """The view reads 16 keys a query once and shows any k of them: the same as reading k."""
+    trace = causal_dense(seed=2)
+    many = head_top_keys(trace, "decoder self", 0, 2, 16)
+    for k in (1, 4, 16, 30):
+        few, direct = many.first(k), head_top_keys(trace, "decoder self", 0, 2, min(k, 16))
+        np.testing.assert_array_equal(few.keys, direct.keys)
+        np.testing.assert_array_equal(few.weights, direct.weights)
+        np.testing.assert_allclose(few.leftover, direct.leftover, atol=1e-6)
+
+
 def test_strongest_breaks_ties_in_key_order():
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -149,7 +160,17 @@ def test_a_long_trace_draws_each_querys_strongest_keys_and_says_what_is_left(qtb
     assert f"{t:,} queries: the 4 strongest keys of each" in text and f"{left:.0f} % of the weight" in text
     assert "not drawn" in text and f"({view.drawn[0]:,} lines)" in text
 
+    read = trace.tile                                   # fewer keys, a hovered query: no head read again
+    monkeypatch.setattr(trace, "tile", lambda *args: pytest.fail("Head lines read the head again"))
     view.keys_per_query.setValue(2)
+    view.focus = ("query", 9)
+    view.redraw()
+    drawn(view)
+    shown = dict(view.drawn)
+    monkeypatch.setattr(trace, "tile", read)
+    assert shown == {0: expected_lines(trace, 0, 0, 2, 0.0, queries=np.arange(t) == 9)} == {0: 2}
+
+    view.focus = None
     view.threshold.setValue(0.1)
     view.set_heads([1, 3])
     drawn(view)

@@ -28,6 +28,13 @@ class TopKeys:
     def k(self) -> int:
         return self.keys.shape[1]
 
+    def first(self, k: int) -> "TopKeys":
+        """The ``k`` strongest of these: a prefix (they are sorted, ties in key order), so a view
+        that reads 16 a query once can show any k up to 16 without reading the head again."""
+        k = min(k, self.k)
+        rest = self.leftover + self.weights[:, k:].sum(1, dtype=np.float64)
+        return TopKeys(self.keys[:, :k], self.weights[:, :k], rest.astype(np.float32))
+
 
 def strongest(w: np.ndarray, k: int) -> np.ndarray:
     """(r, c) weights -> (r, k) column indices of each row's k largest, largest first, ties in

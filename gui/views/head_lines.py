@@ -97,8 +97,8 @@ def is_long(trace, kind: str) -> bool:
 
 class TopKeysCache:
     """The strongest keys already read for the view's trace, per (kind, layer, head, k, keys
-    allowed): hovering a token, moving the threshold or adding a head filters them again
-    instead of reading whole heads again (about a second a head at 8k tokens). Filled by
+    allowed): hovering a token, moving the threshold, changing k or adding a head filters them
+    again instead of reading whole heads again (seconds a head at 8k tokens on a CPU). Filled by
     drawing jobs in workers, hence the lock; it holds its trace weakly."""
 
     def __init__(self, size: int = 64):
@@ -188,7 +188,10 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
         # The keys that may be chosen do not depend on the hovered token: hovering filters
         # the lines already chosen (from the cache), it does not choose others.
         shown, allowed = keep_masks(q_tokens, k_tokens, hide_special, pair_mode, None)
-        tops = (cache or TopKeysCache()).get(trace, kind, layer, heads, k, None if allowed.all() else allowed > 0)
+        # Read as many keys as the spin box allows once; any k is then a prefix of those.
+        found = (cache or TopKeysCache()).get(trace, kind, layer, heads, MAX_KEYS_PER_QUERY,
+                                              None if allowed.all() else allowed > 0)
+        tops = {h: top.first(k) for h, top in found.items()}
         per_head = top_segments(tops, q_keep, k_keep, threshold, normalise)
     else:
         per_head = segments(trace.weights(kind), layer, heads, q_keep, k_keep, threshold, normalise)
