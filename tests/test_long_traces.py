@@ -15,6 +15,7 @@ from engine.loading.demo import random_model
 from engine.traces.base import TraceTooLarge
 from engine.traces.recorded import RecordedTrace
 from engine.traces.tracing import RunCancelled, trace_text
+from gui.views.mosaic import display_codes
 from tests.hf_tiny import tiny_folder
 
 TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
@@ -58,6 +59,7 @@ def test_thumbnails_tiles_and_rows_equal_the_dense_reference(models, name):
         for how in ("max", "mean"):
             th = lazy.thumbnails(kind, 5, how)
             np.testing.assert_allclose(th.pooled, blocks(dense, 5, how), atol=1e-6)
+            np.testing.assert_allclose(th.sink, blocks(dense[..., :1], 5, how)[..., 0], atol=1e-6)  # key 0 apart
         rows, cols = slice(1, tq - 1), slice(2, tk)
         np.testing.assert_allclose(lazy.tile(kind, 1, 3, rows, cols), dense[1, 3, rows, cols], atol=1e-6)   # with lse
         np.testing.assert_allclose(fresh(trace).tile(kind, 0, 2, rows, cols), dense[0, 2, rows, cols], atol=1e-6)
@@ -129,6 +131,36 @@ def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn
     (q0, q1), (k0, k1) = view.block(3, 4)
     block = trace.weights("decoder self")[1, 2, q0:q1, k0:k1]
     assert f"queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1}" in text and f"weight {block.max():.4f}" in text
+
+
+def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, drawn, monkeypatch):
+    import gui.views.head_grid as grid
+    from gui.state import AppState
+    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)
+    monkeypatch.setattr(grid, "tile_pixels", lambda layers, heads: 6)
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    view = grid.HeadGrid(state)
+    qtbot.addWidget(view)
+    trace = trace_text(state.loaded, TEXT)
+    state.set_trace(trace)
+    drawn(view)
+    thumbs, offset = view.drawing[4], view.drawing[5]
+    weights = trace.weights("decoder self")                              # (L, H, T, T)
+    assert offset == grid.SINK_OFFSET and view.layout_.tile_w == thumbs.pooled.shape[3] + offset
+    for qi in range(thumbs.pooled.shape[2]):                              # the strip: key 0 alone, max of each row block
+        (q0, q1), _ = view.block(qi, 0)
+        np.testing.assert_allclose(thumbs.sink[:, :, qi], weights[:, :, q0:q1, 0].max(-1), atol=1e-5)
+    y, x = view.layout_.tile_origin(1, 2)
+    strip = view.mosaic[y:y + view.layout_.tile_h, x:x + grid.SINK_PIXELS]
+    assert (strip == display_codes(thumbs.sink[1, 2])[:, None]).all()
+    assert (view.mosaic[y:y + view.layout_.tile_h, x + grid.SINK_PIXELS] == grid.GAP_CODE).all()
+    assert view.cell_at_scene(view.scene_pos_of(1, 2, 3, -1)) == (1, 2, 3, -1)
+    assert view.cell_at_scene(view.scene_pos_of(1, 2, 3, 0)) == (1, 2, 3, 0)
+    (q0, q1), _ = view.block(3, 0)
+    text = view.describe(1, 2, 3, -1)
+    assert "key 0" in text and f"weight {weights[1, 2, q0:q1, 0].max():.4f}" in text
+    assert "key 0" in view.readout.text() and "alone" in view.readout.text()
 
 
 def long_head_detail(qtbot, drawn, monkeypatch, pixels: int = 1024):

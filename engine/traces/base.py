@@ -33,6 +33,8 @@ class Thumbnails:
     how: str                  # "max" keeps peaks, "mean" keeps mass ("exact" when nothing was pooled)
     t_query: int              # tokens the rows stand for
     t_key: int                # tokens the columns stand for
+    sink: np.ndarray | None = None   # (L, H, rows) the first key's weight alone, each block of rows pooled
+                                     # as ``pooled`` is: an attention sink drawn apart from the pooled keys
 
     @property
     def exact(self) -> bool:
@@ -70,13 +72,17 @@ class AttentionTrace:
         """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling)."""
         import torch
 
-        from engine.traces.pooling import bins, pool_2d
+        from engine.traces.pooling import bins, pool_2d, pool_last
 
         L, H, tq, tk = self.shape(kind)
         rows, cols = bins(tq, size), bins(tk, size)
-        pooled = np.stack([pool_2d(torch.from_numpy(np.ascontiguousarray(self.layer(kind, i))), rows, cols, how).numpy()
-                           for i in range(L)])
-        return Thumbnails(pooled.astype(np.float32, copy=False), how, tq, tk)
+        pooled, sink = [], []
+        for i in range(L):
+            w = torch.from_numpy(np.ascontiguousarray(self.layer(kind, i)))          # (H, Tq, Tk)
+            pooled.append(pool_2d(w, rows, cols, how).numpy())
+            sink.append(pool_last(w[:, :, 0], rows, how).numpy())                    # (H, rows)
+        return Thumbnails(np.stack(pooled).astype(np.float32, copy=False), how, tq, tk,
+                          np.stack(sink).astype(np.float32, copy=False))
 
     def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
         """(r, c) exact weights of one head for queries ``rows`` and keys ``cols``."""

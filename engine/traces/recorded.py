@@ -93,11 +93,13 @@ class RecordedTrace(AttentionTrace):
             return super().thumbnails(kind, size, how)
         rows_n, cols_n = bins(tq, size), bins(tk, size)
         out = np.empty((L, H, rows_n, cols_n), np.float32)
+        sink = np.empty((L, H, rows_n), np.float32)
         for layer in range(L):
             call = self.calls[kind][layer]
             across = torch.empty(H, tq, cols_n, device=call.q.device)          # keys pooled, every row
             known = call.lse is not None                                       # the kernel's, from the forward
             lse = call.lse[self.batch_index].float() if known else torch.empty(H, tq, device=call.q.device)
+            first = torch.empty(H, tq, device=call.q.device)                   # each row's score of key 0
             # A plain causal call with its log-sum-exp known: a block of rows sees no key past its
             # last row, so only the keys up to there are scored (half the work on average) and
             # the blocks of keys after it are exactly 0.
@@ -111,6 +113,7 @@ class RecordedTrace(AttentionTrace):
                 cols = slice(0, min(tk, -(-(r1 + offset) // kb) * kb)) if causal else slice(None)
                 s = call.scores(self.batch_index, None, rows, cols)            # (H, r, k)
                 s = s if s.shape[-1] <= tk else s[:, :, :tk]
+                first[:, rows] = s[:, :, 0]
                 if not known:
                     lse[:, rows] = torch.logsumexp(s, -1)
                 row_lse = lse[:, rows, None]                                   # (H, r, 1)
@@ -126,7 +129,9 @@ class RecordedTrace(AttentionTrace):
             if how == "max":
                 pooled = pooled.exp_().nan_to_num_(nan=0.0)                    # a fully masked block reads 0
             out[layer] = pooled.cpu().numpy()
-        return Thumbnails(out, how, tq, tk)
+            first = first.sub_(lse).exp_().nan_to_num_(nan=0.0)                # key 0's weight, every row
+            sink[layer] = pool_blocks(first, block(tq, size), how).cpu().numpy()
+        return Thumbnails(out, how, tq, tk, sink)
 
     @torch.no_grad()
     def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:

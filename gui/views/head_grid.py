@@ -30,6 +30,8 @@ from gui.views.prepared import PreparedView, prepares
 HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
 EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is drawn cell for cell
 MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however many heads
+SINK_PIXELS = 3               # a pooled tile's first key (an attention sink) drawn apart this wide ...
+SINK_OFFSET = SINK_PIXELS + 1 # ... and a transparent pixel: the tile's own columns start here
 
 
 def tile_pixels(layers: int, heads: int) -> int:
@@ -45,13 +47,22 @@ def thumbnails(trace, kind: str):
 
 
 @prepares
-def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False):
-    """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker."""
+def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False, sink: np.ndarray | None = None):
+    """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker.
+    ``sink`` (L, H, Tq), the first key's own weights, is drawn apart at each tile's left:
+    SINK_PIXELS wide, then a transparent pixel, then the tile (its columns start SINK_OFFSET in)."""
+    if sink is not None:
+        strip = np.repeat(sink[..., None], SINK_PIXELS, axis=-1)                  # (L, H, Tq, SINK_PIXELS)
+        gap = np.zeros(sink.shape + (1,), np.float32)
+        weights = np.concatenate([strip, gap, weights], axis=-1)                   # (L, H, Tq, SINK_OFFSET + Tk)
     if threshold > 0:
         weights = np.where(weights < threshold, 0.0, weights)
     if log_scale:
         weights = log_colour(weights)
-    return tile(display_codes(weights), fill=GAP_CODE)
+    codes = display_codes(weights)
+    if sink is not None:
+        codes[..., SINK_PIXELS] = GAP_CODE
+    return tile(codes, fill=GAP_CODE)
 
 
 class HeadGrid(PreparedView, QWidget):
@@ -151,14 +162,16 @@ class HeadGrid(PreparedView, QWidget):
         self.marks.update()
 
     def apply_drawing(self, drawing) -> None:
-        self.mosaic, layout, _kind, self.drawn_trace, thumbs = drawing
+        self.mosaic, layout, _kind, self.drawn_trace, thumbs, offset = drawing
         self.marks.update()
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
+            apart = (f" The strip at each tile's left is key 0 ({self.drawn_trace.key_tokens(_kind)[0]!r}) alone, "
+                     "where an attention sink shows." if offset else "")
             self._set_readout(f"{thumbs.t_query:,} x {thumbs.t_key:,} tokens: each pixel is the max over a block of "
-                              f"about {q1 - q0} x {k1 - k0} tokens (peaks stay visible). Hover reads a block exactly; "
-                              "click opens the head to zoom in.")
+                              f"about {q1 - q0} x {k1 - k0} tokens (peaks stay visible).{apart} Hover reads a block "
+                              "exactly; click opens the head to zoom in.")
         if layout != self.layout_:
             self.layout_ = layout
             self._place_labels()
@@ -187,16 +200,31 @@ class HeadGrid(PreparedView, QWidget):
 
     # ---- hover and click -------------------------------------------------------------
     def cell_at_scene(self, scene_pos) -> tuple[int, int, int, int] | None:
+        """(layer, head, query pixel, key pixel) under the cursor; key pixel -1 is the first
+        key's strip drawn apart, None a gap."""
         if self.layout_ is None:
             return None
         p = self.view.mapSceneToView(scene_pos)
-        return self.layout_.locate(p.y(), p.x())
+        cell = self.layout_.locate(p.y(), p.x())
+        offset = self.drawing[5] if self.drawing is not None else 0
+        if cell is None or not offset:
+            return cell
+        layer, head, qi, ki = cell
+        if ki < SINK_PIXELS:
+            return layer, head, qi, -1
+        return None if ki < offset else (layer, head, qi, ki - offset)
 
     def describe(self, layer: int, head: int, qi: int, ki: int) -> str:
         tr, kind, thumbs = self.drawn_trace, self.drawing[2], self.drawing[4]   # what is on screen
         q, k = tr.query_tokens(kind), tr.key_tokens(kind)
         if not thumbs.exact:    # a pooled pixel: its block, and its strongest cell read exactly
             (q0, q1), (k0, k1) = self.block(qi, ki)
+            if ki < 0:          # the first key's strip
+                column = tr.tile(kind, layer, head, slice(q0, q1), slice(0, 1))[:, 0]
+                best = int(np.argmax(column))
+                return (f"layer {layer}, head {head}: queries {q0}-{q1 - 1} x key 0 {k[0]!r} (drawn apart): strongest "
+                        f"query {q0 + best} {q[q0 + best]!r}: weight {column[best]:.4f}; mean over the block "
+                        f"{column.mean():.4f}")
             block = tr.tile(kind, layer, head, slice(q0, q1), slice(k0, k1))
             bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
             qi, ki = q0 + int(bq), k0 + int(bk)
@@ -212,7 +240,8 @@ class HeadGrid(PreparedView, QWidget):
 
         thumbs = self.drawing[4]
         rows, cols = thumbs.pooled.shape[2:]
-        return bin_span(thumbs.t_query, rows, qi), bin_span(thumbs.t_key, cols, ki)
+        keys = (0, 1) if ki < 0 else bin_span(thumbs.t_key, cols, ki)     # -1: the first key, drawn apart
+        return bin_span(thumbs.t_query, rows, qi), keys
 
     def _on_hover(self, scene_pos) -> None:
         cell = self.cell_at_scene(scene_pos)
@@ -229,13 +258,18 @@ class HeadGrid(PreparedView, QWidget):
     def scene_pos_of(self, layer: int, head: int, qi: int, ki: int):
         """The scene point at the centre of one cell (for tests and keyboard focus)."""
         y, x = self.layout_.tile_origin(layer, head)
-        return self.view.mapViewToScene(pg.Point(x + ki + 0.5, y + qi + 0.5))
+        offset = self.drawing[5] if self.drawing is not None else 0
+        column = 0 if ki < 0 else ki + offset                              # -1: the first key's strip
+        return self.view.mapViewToScene(pg.Point(x + column + 0.5, y + qi + 0.5))
 
     def export_target(self) -> QWidget:
         return self.plot
 
 
 def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False):
+    """(mosaic, layout, kind, trace, thumbnails, key offset): a pooled grid draws the first key
+    apart (its column would be one pixel of a block of ~100 keys at 8k tokens)."""
     thumbs = thumbnails(trace, kind)
-    mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale)
-    return mosaic, layout, kind, trace, thumbs
+    sink = None if thumbs.exact else thumbs.sink
+    mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink)
+    return mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET
