@@ -114,7 +114,8 @@ def test_a_run_reports_each_site_and_stops_when_asked():
         trace_text(loaded, TEXT, target="der hund", stop=lambda: True)
 
 
-def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn, monkeypatch):
+def long_grid(qtbot, drawn, monkeypatch):
+    """The heads grid on the GPT's trace, "long" from 9 tokens on, tiles of 6 pixels: (module, view, trace)."""
     import gui.views.head_grid as grid
     from gui.state import AppState
     monkeypatch.setattr(grid, "EXACT_TOKENS", 8)             # "long" from 9 tokens on
@@ -126,6 +127,11 @@ def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn
     trace = trace_text(state.loaded, TEXT)
     state.set_trace(trace)
     drawn(view)
+    return grid, view, trace
+
+
+def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn, monkeypatch):
+    _, view, trace = long_grid(qtbot, drawn, monkeypatch)
     assert view.layout_.tile_h == 6 and "max over a block" in view.readout.text()
     text = view.describe(1, 2, 3, 4)
     (q0, q1), (k0, k1) = view.block(3, 4)
@@ -134,17 +140,7 @@ def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn
 
 
 def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, drawn, monkeypatch):
-    import gui.views.head_grid as grid
-    from gui.state import AppState
-    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)
-    monkeypatch.setattr(grid, "tile_pixels", lambda layers, heads: 6)
-    state = AppState()
-    state.set_model(random_model("gpt", seed=1))
-    view = grid.HeadGrid(state)
-    qtbot.addWidget(view)
-    trace = trace_text(state.loaded, TEXT)
-    state.set_trace(trace)
-    drawn(view)
+    grid, view, trace = long_grid(qtbot, drawn, monkeypatch)
     thumbs, offset = view.drawing[4], view.drawing[5]
     weights = trace.weights("decoder self")                              # (L, H, T, T)
     assert offset == grid.SINK_OFFSET and view.layout_.tile_w == thumbs.pooled.shape[3] + offset
