@@ -57,6 +57,19 @@ def test_top_keys_of_a_dense_trace_are_numpys_top_k(chunk_bytes, k):
         assert top.k == min(k, 37)
 
 
+def test_cross_attention_has_as_many_rows_as_targets():
+    rng = np.random.default_rng(4)
+    w = rng.random((1, 2, 7, 30)).astype(np.float32)                      # 7 target queries x 30 source keys
+    w /= w.sum(-1, keepdims=True)
+    trace = DenseTrace("t", "translator", {"cross": w}, source_tokens=[f"s{i}" for i in range(30)],
+                       target_tokens=[f"t{i}" for i in range(7)])
+    top = head_top_keys(trace, "cross", 0, 1, 5, chunk_bytes=4 * 30 * 2)
+    keys, weights, leftover = reference(w[0, 1], 5)
+    assert top.keys.shape == (7, 5)
+    np.testing.assert_array_equal(top.keys, keys)
+    np.testing.assert_allclose(top.leftover, leftover, atol=1e-6)
+
+
 def test_fewer_keys_are_a_prefix_of_more():
     """The view reads 16 keys a query once and shows any k of them: the same as reading k."""
     trace = causal_dense(seed=2)
