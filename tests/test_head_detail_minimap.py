@@ -7,7 +7,7 @@ import torch
 from PySide6.QtCore import Qt
 
 from engine.traces.pooling import pool_2d
-from gui.views.minimap import FRAME_LEAST, PIXELS
+from gui.views.minimap import FRAME_LEAST, PIXELS, SMALLEST
 from tests.test_long_traces import long_head_detail
 
 
@@ -24,7 +24,7 @@ def test_the_minimap_shows_the_whole_head_and_frames_the_view(qtbot, drawn, monk
     t = view.drawing["long"][0]
     vb_rect = view.item.vb.sceneBoundingRect()
     assert not mini.sceneBoundingRect().intersects(vb_rect)           # beside the map, on no cell
-    assert mini.width() >= 72 and mini.width() == mini.height()
+    assert mini.width() >= SMALLEST and mini.width() == mini.height()
     view.item.setRange(xRange=(2, 7), yRange=(3, 9), padding=0)
     (x0, x1), (y0, y1) = view.item.vb.viewRange()
     frame = mini.frame_rect()
@@ -116,3 +116,16 @@ def test_a_drag_on_the_minimap_pans_the_view_along(qtbot, drawn, monkeypatch):
         centres.append(((a0 + a1) / 2, (b0 + b1) / 2))
     send(QEvent.Type.MouseButtonRelease, pg.Point(t * 0.8, t * 0.8), left, none)
     np.testing.assert_allclose(centres, [(t * f, t * f) for f in (0.3, 0.5, 0.8)], atol=0.5)
+
+
+def test_the_minimap_takes_the_empty_corner_and_no_more_in_a_small_plot(qtbot, drawn, monkeypatch):
+    from gui.views.minimap import LARGEST, MARGIN, side_for
+    assert side_for(800, 800, 70) == LARGEST and side_for(500, 400, 70) == 80      # a large plot: the axes move out
+    assert side_for(243, 117, 70) == 70 and side_for(243, 117, 30) == 0             # a small one: the corner, or none
+    state, view, trace = long_head_detail(qtbot, drawn, monkeypatch)
+    view.resize(260, 300)
+    qtbot.waitUntil(lambda: view.plot.width() < 260)
+    left, top = view.item.getAxis("left"), view.key_axis
+    assert view.minimap.isVisible() and view.minimap.maximumWidth() == min(left.fixedWidth, top.fixedHeight) - 2 * MARGIN
+    assert view.item.layout.columnMinimumWidth(0) <= left.fixedWidth
+    assert view.item.layout.rowMinimumHeight(1) <= top.fixedHeight

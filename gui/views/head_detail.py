@@ -294,33 +294,32 @@ class HeadDetail(PreparedView, QWidget):
             self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
         self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
-        self._show_minimap(d)
         self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
         fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
         self._label_axes()
+        self._show_minimap(d)                # in the corner the axes leave, now that their sizes are set
 
     def _show_minimap(self, d: dict | None) -> None:
         """The minimap of a long drawing, or none (a short head, nothing drawn)."""
         if d is None or not d.get("long"):
-            self.minimap.hide()
             self.minimap.clear()
-            self._fit_minimap()
-            return
-        self.minimap.show_head(d["overview"], d["long"], colormap(self.state.colormap))
-        self.minimap.show()
+        else:
+            self.minimap.show_head(d["overview"], d["long"], colormap(self.state.colormap))
         self._fit_minimap()
-        self._frame_view()
 
     def _fit_minimap(self) -> None:
-        """The minimap's side follows the plot's size; the corner makes room for it."""
-        layout, shown = self.item.layout, self.minimap.isVisible()
-        side = side_for(self.plot.width(), self.plot.height())
-        room = side + 2 * MARGIN if shown else 0
-        if shown:
+        """Show the minimap of a long head at the side the plot's size allows (none in a plot
+        too small for it); the corner makes room for it."""
+        left, top = self.item.getAxis("left"), self.key_axis      # their sizes as set, laid out or not yet
+        corner = min(left.fixedWidth or left.width(), top.fixedHeight or top.height()) - 2 * MARGIN
+        side = side_for(self.plot.width(), self.plot.height(), int(corner)) if self.minimap.tokens[0] else 0
+        if side:
             self.minimap.setMinimumSize(side, side)
             self.minimap.setMaximumSize(side, side)
-        layout.setColumnMinimumWidth(0, room)
-        layout.setRowMinimumHeight(1, room)
+        self.minimap.setVisible(bool(side))
+        self.item.layout.setColumnMinimumWidth(0, side + 2 * MARGIN if side else 0)
+        self.item.layout.setRowMinimumHeight(1, side + 2 * MARGIN if side else 0)
+        self._frame_view()
 
     def _frame_view(self, *_args) -> None:
         if self.minimap.isVisible():
@@ -335,7 +334,7 @@ class HeadDetail(PreparedView, QWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        if self.minimap.isVisible():
+        if self.minimap.tokens[0]:
             self._fit_minimap()
 
     def _label_axes(self, *_args) -> None:

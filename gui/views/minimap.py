@@ -8,8 +8,8 @@ moves the view there at the same zoom.
 Why in the corner where the query and key axes meet: Head detail's dock is narrow (about
 230 px in the default layout), so a column beside the plot would take most of the map,
 and a corner inside the map would cover cells. That corner is empty in every view; the
-minimap takes it (the axes give it room when their labels are shorter than it is), so it
-covers no cell and the dock is no wider.
+minimap takes it (the axes move out for it in a large plot, where their labels leave
+less room than a fifth of the plot), so it covers no cell and the dock is no wider.
 """
 from __future__ import annotations
 
@@ -21,14 +21,18 @@ from PySide6.QtWidgets import QGraphicsRectItem
 from gui.theme import FOREGROUND
 
 PIXELS = 160          # the overview array's size a side at most (pooled in the worker)
-SMALLEST, LARGEST = 72, 150   # the minimap's side on screen, following the plot's size
+SMALLEST, LARGEST = 40, 150   # the minimap's side on screen: none below SMALLEST, never above LARGEST
 MARGIN = 4            # between the minimap and the axes
 FRAME_LEAST = 8       # the frame's side on screen at least (pixels), however far the view zooms in
 
 
-def side_for(width: int, height: int) -> int:
-    """The minimap's side for a plot of this size: a fifth of its smaller side, within bounds."""
-    return int(min(LARGEST, max(SMALLEST, min(width, height) // 5)))
+def side_for(width: int, height: int, corner: int) -> int:
+    """The minimap's side in a plot of this size whose axes leave an empty ``corner`` (its
+    side): the corner at least, which costs the map nothing, a fifth of the plot's smaller
+    side when that is more (the axes move out for it), at most LARGEST; 0 (no minimap) when
+    even that is smaller than SMALLEST, as in a cramped dock where the map needs every pixel."""
+    side = min(LARGEST, max(corner, min(width, height) // 5))
+    return int(side) if side >= SMALLEST else 0
 
 
 class Minimap(pg.ViewBox):
