@@ -133,9 +133,53 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+class _Pacer(QObject):
+    """Hands what the workers deliver to the GUI thread one piece per turn of the event loop.
+
+    Why: when a Run's trace arrives, every open view prepares its drawing at once, and their
+    results land on the GUI thread together; Qt then runs every queued delivery (each view's
+    apply, tens of ms at 512 tokens) in one pass before it paints or reads a key, and the
+    window froze for their sum (the first long Run after a short one: 138-221 ms). Through
+    a zero timer, each delivery waits until the events already queued (paints, input) are
+    handled, so the window answers between two views' updates. Order is kept: one queue
+    for every Jobs, so a job's values, its result and its end arrive as they were sent."""
+
+    def __init__(self):
+        super().__init__(QCoreApplication.instance())
+        self.queue: list[Callable] = []
+        self.timer = QTimer(self)
+        self.timer.setInterval(0)
+        self.timer.setSingleShot(True)
+        self.timer.timeout.connect(self._next)
+
+    def add(self, call: Callable) -> None:
+        self.queue.append(call)
+        if not self.timer.isActive():
+            self.timer.start()
+
+    def _next(self) -> None:
+        if self.queue:
+            call = self.queue.pop(0)
+            if self.queue:
+                self.timer.start()
+            call()
+
+
+_PACER: _Pacer | None = None
+
+
+def _paced(call: Callable) -> None:
+    """Run ``call`` on the GUI thread after what is already queued there (see _Pacer)."""
+    global _PACER
+    if _PACER is None or not shiboken6.isValid(_PACER):
+        _PACER = _Pacer()
+    _PACER.add(call)
+
+
 class _Relay(QObject):
     """Lives on the GUI thread: the task emits from its thread, the relay's slots run
-    queued on the GUI thread and hand each value to Jobs, tagged with the job's ticket."""
+    queued on the GUI thread and hand each value to Jobs (paced: _Pacer), tagged with the
+    job's ticket."""
     yielded = Signal(object)
     returned = Signal(object)
     errored = Signal(object)
@@ -150,21 +194,25 @@ class _Relay(QObject):
         self.errored.connect(self._on_errored)
         self.finished.connect(self._on_finished)
 
+    def _to_jobs(self, method: str, *args) -> None:
+        jobs = self.jobs
+        _paced(lambda: shiboken6.isValid(jobs) and getattr(jobs, method)(*args))
+
     @Slot(object)
     def _on_yielded(self, value) -> None:
-        self.jobs._deliver(self.ticket, self.callbacks["on_yielded"], value)
+        self._to_jobs("_deliver", self.ticket, self.callbacks["on_yielded"], value)
 
     @Slot(object)
     def _on_returned(self, value) -> None:
-        self.jobs._deliver(self.ticket, self.callbacks["on_returned"], value)
+        self._to_jobs("_deliver", self.ticket, self.callbacks["on_returned"], value)
 
     @Slot(object)
     def _on_errored(self, exc) -> None:
-        self.jobs._failed(self.ticket, self.callbacks["on_error"], exc)
+        self._to_jobs("_failed", self.ticket, self.callbacks["on_error"], exc)
 
     @Slot()
     def _on_finished(self) -> None:
-        self.jobs._task_finished(self.task, self.ticket, self.callbacks["on_finished"])
+        self._to_jobs("_task_finished", self.task, self.ticket, self.callbacks["on_finished"])
 
 
 class _Task(QRunnable):
