@@ -41,7 +41,14 @@ top.</p>{MAPS}
 <p>Arrow keys move to the next head (left/right) or layer (up/down). "mean of heads" and
 "max of heads" summarise a layer. Display options (hide below, scale to max, hide
 specials) change the drawing only: the readout under the mouse always gives the true
-weight.</p>""",
+weight.</p>
+<p>A long text (more than 1,024 tokens) opens as a viewport: the whole head first, each
+pixel the strongest cell it covers; the mouse wheel zooms and a drag pans, and the part on
+screen is computed again, exactly, down to one cell a pixel. The minimap in the corner
+where the axes meet shows the whole head with a frame on the part shown: click or drag it
+to go there. "go to token" jumps to a position (a number) or the next match of a token.
+"log colour" colours by the logarithm of the weight: at thousands of tokens most weights
+are near 1/T, and a linear scale shows only the strongest.</p>""",
     "Head lines": """<h2>Head lines</h2>
 <p>The same weights as lines, the way bertviz draws them: queries on the left, keys on the
 right, one line per weight, its opacity the weight. Each head has its colour; turn heads on

@@ -99,7 +99,8 @@ class AttentionTrace:
             L, H, tq, tk = self.shape(kind)
             raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
                                 f"{size(need)}, more than the {size(DENSE_VIEW_BYTES)} a view may take: this view "
-                                "needs all of them; the heads overview and head detail draw it (pooled, zoomable).")
+                                "needs all of them; the heads overview and head detail draw it (pooled, zoomable), head "
+                                "lines each query's strongest keys.")
 
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
