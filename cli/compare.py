@@ -38,7 +38,8 @@ def run(args) -> int:
         say(exc)
         return BAD_INPUT
     print_json({"model": hf.name, "text": args.text, "pair": args.pair, "tokens": diff["tokens"],
-                "max_abs_diff_per_layer": diff["per_layer"], "max_abs_diff": diff["max"], **model_notes(hf)})
+                "max_abs_diff_per_layer": diff["per_layer"], "max_abs_diff": diff["max"], "notes": diff["notes"],
+                **model_notes(hf)})
     return 0
 
 
@@ -54,5 +55,6 @@ def _compare_two(a, b, args) -> int:
     kinds = {k: compare_traces(ta, tb, k) for k in shared}
     print_json({"a": a.name, "b": b.name, "text": args.text,
                 "kinds": {k: {"max_abs_diff": c["max"], "max_abs_diff_per_layer": c["per_layer"]} for k, c in kinds.items()},
-                "max_abs_diff": max(c["max"] for c in kinds.values())})
+                "max_abs_diff": max(c["max"] for c in kinds.values()),
+                "notes": list(dict.fromkeys(ta.notes + tb.notes))})     # e.g. the text cut to a model's length
     return 0

@@ -168,6 +168,7 @@ def test_compare_minilm_on_a_long_text_prints_no_transformers_warning(capfd):
     out, err = capfd.readouterr()
     assert code == 0 and json.loads(out)["max_abs_diff"] < 1e-3
     assert err == ""
+    assert any("truncated" in note for note in json.loads(out)["notes"])   # the JSON says what was compared
 
 
 def test_train_out_a_folder_says_it_is_a_folder(capsys, tmp_path):

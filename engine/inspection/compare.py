@@ -13,6 +13,8 @@ def compare(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) 
     from engine.inspection.analysis import compare_traces
     from engine.traces.tracing import trace_text
 
-    result = compare_traces(trace_text(a, text, pair=pair), trace_text(b, text, pair=pair), ENCODER_SELF)
+    ta, tb = trace_text(a, text, pair=pair), trace_text(b, text, pair=pair)
+    result = compare_traces(ta, tb, ENCODER_SELF)
     return {"tokens": result["tokens"], "per_layer": result["per_layer"],
-            "per_head": result["per_head"].tolist(), "max": result["max"]}
+            "per_head": result["per_head"].tolist(), "max": result["max"],
+            "notes": list(dict.fromkeys(ta.notes + tb.notes))}   # e.g. the text cut to the model's length
