@@ -99,15 +99,18 @@ class AttentionCall:
                 s = s.masked_fill(m <= torch.finfo(m.dtype).min / 2, float("-inf"))
                 s = s + m.masked_fill(m <= torch.finfo(m.dtype).min / 2, 0.0).to(s.dtype)
         if self.causal:
-            future = self._future(rows)[:, cols]                                # (tq, tk)
-            if s.shape[-2:] != future.shape:
-                return s.masked_fill(future, float("-inf"))
-            # Only keys after the block's first query are ever masked: touch those columns alone
-            # (at 8k tokens, a block of rows sees thousands of keys and masks a handful).
             tq_all, tk_all = self.q.shape[2], self.k.shape[2]
-            first = rows.indices(tq_all)[0] + (tk_all - tq_all) + 1 - cols.indices(tk_all)[0]
-            first = min(max(0, first), future.shape[-1])
-            s[..., first:].masked_fill_(future[:, first:], float("-inf"))
+            (r0, r1, rs), (c0, c1, cs) = rows.indices(tq_all), cols.indices(tk_all)
+            if s.shape[-2:] != (len(range(r0, r1, rs)), len(range(c0, c1, cs))) or rs != 1 or cs != 1:
+                return s.masked_fill(self._future(rows)[:, cols], float("-inf"))
+            # Only keys after the block's first query are ever masked: the triangle is built for
+            # those columns alone (at 8k tokens a block of rows sees thousands of keys and masks
+            # a handful), bottom-right aligned as sdpa's is_causal.
+            first = min(max(c0, r0 + (tk_all - tq_all) + 1), c1)
+            if first < c1:
+                qpos = torch.arange(r0, r1, device=s.device) + (tk_all - tq_all)      # (tq,)
+                future = torch.arange(first, c1, device=s.device)[None, :] > qpos[:, None]   # (tq, c1 - first)
+                s[..., first - c0:].masked_fill_(future, float("-inf"))
         return s
 
     def scores(self, b: int | None = 0, heads=None, rows=None, cols=None) -> torch.Tensor:
