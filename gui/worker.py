@@ -224,7 +224,7 @@ class _Task(QRunnable):
         self.stop_event = threading.Event()     # stop or cancel: the job may end early
         self.cancel_event = threading.Event()   # cancel: nothing more is delivered
         self.done = threading.Event()           # the thread has let go
-        params = _parameters(func)
+        params = accepted_parameters(func)
         if "stop" in params and "stop" not in kwargs:
             kwargs["stop"] = self.stop_event.is_set
         if "report" in params and "report" not in kwargs:
@@ -282,7 +282,7 @@ class _Task(QRunnable):
                 self._emit("yielded", value)
 
 
-def _parameters(func: Callable) -> set[str]:
+def accepted_parameters(func: Callable) -> set[str]:
     try:
         return set(inspect.signature(func).parameters)
     except (TypeError, ValueError):

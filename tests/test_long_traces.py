@@ -159,6 +159,21 @@ def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, dra
     assert "key 0" in view.readout.text() and "alone" in view.readout.text()
 
 
+def test_the_overview_pooling_says_how_far_it_is_and_stops_between_layers(qtbot, drawn, monkeypatch):
+    from engine.traces.base import RunCancelled
+    grid, view, trace = long_grid(qtbot, drawn, monkeypatch)
+    for lazy in (fresh(trace), trace):                  # recorded, then dense (computed whole)
+        seen = []
+        grid._grid_job(lazy, "decoder self", 0.0, report=seen.append)
+        assert seen == [("overview", i, 2) for i in range(1, 2)]        # 2 layers: said between them
+        asked = []                                      # stop() is asked before each layer: true at the second
+        with pytest.raises(RunCancelled):
+            grid._grid_job(lazy, "decoder self", 0.0, stop=lambda: asked.append(1) or len(asked) > 1)
+        assert len(asked) == 2
+    view.drawing_progress(("overview", 3, 16))
+    assert "3 of 16 layers" in view.readout.text()
+
+
 def long_head_detail(qtbot, drawn, monkeypatch, pixels: int = 1024):
     """Head detail on the GPT's trace, with "long" meaning more than 8 tokens: (state, view, trace)."""
     import gui.views.head_detail as detail

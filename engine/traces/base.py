@@ -17,9 +17,22 @@ from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 DENSE_VIEW_BYTES = 2 * 2**30      # a view that needs every head of a kind at once stops here
 
 
+def layer_started(layer: int, layers: int, report=None, stop=None) -> None:
+    """Between two layers of a long computation: say how far it is, end it when asked."""
+    if stop is not None and stop():
+        raise RunCancelled("Stopped.")
+    if report is not None and layer:
+        report(("overview", layer, layers))
+
+
 def size(n: float) -> str:
     """Bytes as people read them: MB below a gigabyte, GB above."""
     return f"{n / 2**30:,.1f} GB" if n >= 2**30 else f"{n / 2**20:,.1f} MB"
+
+
+class RunCancelled(Exception):
+    """Work on a trace stopped because the user asked or newer work superseded it (a Run's
+    forward, the overview's pooling of every head); nothing of it is kept."""
 
 
 class TraceTooLarge(ValueError):
@@ -68,8 +81,10 @@ class AttentionTrace:
         self.check_dense(kind)
         return np.stack([self.layer(kind, i) for i in range(self.shape(kind)[0])])
 
-    def thumbnails(self, kind: str, size: int, how: str = "max") -> Thumbnails:
-        """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling)."""
+    def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
+        """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling).
+        ``report(("overview", layers done, layers))`` after each layer; ``stop()`` true ends
+        it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
         import torch
 
         from engine.traces.pooling import bins, pool_2d, pool_last
@@ -78,6 +93,7 @@ class AttentionTrace:
         rows, cols = bins(tq, size), bins(tk, size)
         pooled, sink = [], []
         for i in range(L):
+            layer_started(i, L, report, stop)
             w = torch.from_numpy(np.ascontiguousarray(self.layer(kind, i)))          # (H, Tq, Tk)
             pooled.append(pool_2d(w, rows, cols, how).numpy())
             sink.append(pool_last(w[:, :, 0], rows, how).numpy())                    # (H, rows)

@@ -19,7 +19,7 @@ import torch
 
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.seam.call import AttentionCall
-from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
+from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, pool_blocks
 from engine.traces.words import merge_pieces
 
@@ -85,16 +85,18 @@ class RecordedTrace(AttentionTrace):
         return self.tile(kind, layer, head, slice(0, tq), slice(0, tk))
 
     @torch.no_grad()
-    def thumbnails(self, kind: str, size: int, how: str = "max") -> Thumbnails:
+    def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
         """Every head pooled to at most ``size`` a side, computed a block of query rows at a time
-        (never a whole layer at once); each row's log-sum-exp is kept for ``tile``."""
+        (never a whole layer at once); each row's log-sum-exp is kept for ``tile``. ``report``
+        and ``stop`` as AttentionTrace.thumbnails."""
         L, H, tq, tk = self.shape(kind)
         if kind in self._dense or self.groups:
-            return super().thumbnails(kind, size, how)
+            return super().thumbnails(kind, size, how, report, stop)
         rows_n, cols_n = bins(tq, size), bins(tk, size)
         out = np.empty((L, H, rows_n, cols_n), np.float32)
         sink = np.empty((L, H, rows_n), np.float32)
         for layer in range(L):
+            layer_started(layer, L, report, stop)
             call = self.calls[kind][layer]
             across = torch.empty(H, tq, cols_n, device=call.q.device)          # keys pooled, every row
             known = call.lse is not None                                       # the kernel's, from the forward

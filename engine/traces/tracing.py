@@ -15,13 +15,10 @@ from engine.inputs import check_text
 from engine.interventions.spec import applied, marked
 from engine.loading.loaded import LoadedModel
 from engine.seam import SeamHook, hooks, recording
+from engine.traces.base import RunCancelled
 from engine.traces.estimate import check_run
 from engine.traces.recorded import RecordedTrace
 from engine.traces.words import merged_tokens, word_groups
-
-
-class RunCancelled(Exception):
-    """The user stopped a Run; nothing is kept."""
 
 
 class _Progress(SeamHook):

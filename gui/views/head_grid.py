@@ -39,11 +39,12 @@ def tile_pixels(layers: int, heads: int) -> int:
     return int(min(256, max(32, (MOSAIC_PIXELS / max(1, layers * heads)) ** 0.5)))
 
 
-def thumbnails(trace, kind: str):
+def thumbnails(trace, kind: str, report=None, stop=None):
     """Every head as drawn: exact for a small trace, pooled by max for a long one (engine.traces.base)."""
     L, H, tq, tk = trace.shape(kind)
-    size = max(tq, tk) if max(tq, tk) <= EXACT_TOKENS and trace.dense_bytes(kind) <= 2**28 else tile_pixels(L, H)
-    return trace.thumbnails(kind, size, "max")
+    exact = max(tq, tk) <= EXACT_TOKENS and trace.dense_bytes(kind) <= 2**28
+    size = max(tq, tk) if exact else tile_pixels(L, H)
+    return trace.thumbnails(kind, size, "max", None if exact else report, stop)   # pooling a long text takes seconds
 
 
 @prepares
@@ -154,6 +155,10 @@ class HeadGrid(PreparedView, QWidget):
         if self.trace is None or self.kind is None:
             return None
         return _grid_job, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked()
+
+    def drawing_progress(self, record) -> None:
+        _, done, total = record      # a passing state: said in the readout, not kept as the tooltip
+        self.readout.setText(f"Pooling every head of a long text for the overview: {done} of {total} layers done…")
 
     def clear_drawing(self) -> None:
         self.image.clear()
@@ -266,10 +271,10 @@ class HeadGrid(PreparedView, QWidget):
         return self.plot
 
 
-def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False):
+def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False, report=None, stop=None):
     """(mosaic, layout, kind, trace, thumbnails, key offset): a pooled grid draws the first key
     apart (its column would be one pixel of a block of ~100 keys at 8k tokens)."""
-    thumbs = thumbnails(trace, kind)
+    thumbs = thumbnails(trace, kind, report, stop)
     sink = None if thumbs.exact else thumbs.sink
     mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink)
     return mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET
