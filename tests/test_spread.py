@@ -44,8 +44,9 @@ def _budget(monkeypatch, share: float, folder) -> None:
     monkeypatch.setattr(placement, "device_budgets", lambda: {"cpu": int(share * size)})
 
 
-def test_a_model_larger_than_the_device_runs_from_the_disk_with_the_same_numbers(folder, monkeypatch):
-    _budget(monkeypatch, 0.6, folder)
+@pytest.mark.parametrize("share", [0.6, 0.05])      # some layers on the disk; all of it (the first module too)
+def test_a_model_larger_than_the_device_runs_from_the_disk_with_the_same_numbers(folder, monkeypatch, share):
+    _budget(monkeypatch, share, folder)
     loaded = open_model(str(folder), "spread")
     assert loaded.spread and loaded.device == torch.device("cpu")
     where = set(loaded.model.hf_device_map.values())

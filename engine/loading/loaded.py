@@ -54,10 +54,8 @@ class LoadedModel:
     @property
     def device(self) -> torch.device:
         """Where the model takes its input (a spread model: where its first module runs)."""
-        if self.spread:
-            from engine.loading.placement import input_device
-            return input_device(self.model)
-        return next(self.model.parameters()).device
+        from engine.runtime.device import input_device
+        return input_device(self.model)
 
     @property
     def n_parameters(self) -> int:

@@ -89,14 +89,3 @@ def describe_map(device_map: dict) -> str:
     (first, n), *rest = counts.items()
     parts = [f"{n} module{'s' if n > 1 else ''} on {first}"] + [f"{m} on {where}" for where, m in rest]
     return "spread by accelerate: " + ", ".join(parts)
-
-
-def input_device(model) -> torch.device:
-    """Where a spread model takes its input ids: where its first module runs (a module kept on
-    the disk runs on the CPU)."""
-    device_map = getattr(model, "hf_device_map", None) or {}
-    for where in device_map.values():
-        if isinstance(where, int):
-            return torch.device("cuda", where)
-        return torch.device(where if where not in ("disk", "meta") else "cpu")
-    return torch.device("cpu")

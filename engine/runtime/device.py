@@ -47,3 +47,18 @@ def pick_device(preference: str | None = "auto") -> torch.device:
     if kind != "cpu" and kind not in {name.split(":")[0] for name in available_devices()}:
         raise ValueError(f"device {preference!r} is not available here; available: {', '.join(available_devices())}")
     return torch.device(pref)
+
+
+def input_device(model) -> torch.device:
+    """Where ``model`` takes its input ids: where its first module runs when accelerate spread
+    it over devices (engine.loading.placement; a module kept on the disk runs on the CPU, its
+    weights on the "meta" device until then), else where its weights are."""
+    import torch
+
+    device_map = getattr(model, "hf_device_map", None)
+    if not device_map:
+        return next(model.parameters()).device
+    where = next(iter(device_map.values()))
+    if isinstance(where, int):
+        return torch.device("cuda", where)
+    return torch.device(where if where not in ("disk", "meta") else "cpu")

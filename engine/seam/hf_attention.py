@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.runtime.device import input_device
+
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from engine.seam.attend import SeamHook, attend, hooks
 from engine.seam.call import AttentionCall, Site
@@ -72,7 +74,7 @@ def assign_sites(model, role: str) -> list[Site]:
         raise SiteError(f"{type(model).__name__} does not route its attention through transformers' "
                         "AttentionInterface, so attnscope cannot see it.")
     found = _Discovery()
-    dev = next(model.parameters()).device
+    dev = input_device(model)                       # a spread model: where its first module runs
     src, tgt = torch.full((1, 5), 3, device=dev), torch.full((1, 3), 3, device=dev)
     with hooks(found):
         if role == "encoder-decoder":
