@@ -46,7 +46,8 @@ weight.</p>
 pixel the strongest cell it covers; the mouse wheel zooms and a drag pans, and the part on
 screen is computed again, exactly, down to one cell a pixel. The minimap in the corner
 where the axes meet shows the whole head with a frame on the part shown: click or drag it
-to go there. "go to token" jumps to a position (a number) or the next match of a token.
+to go there. Another head or layer of the same text opens at the same place, so heads
+compare at one position (the first token, a stretch of the diagonal). "go to token" jumps to a position (a number) or the next match of a token.
 "log colour" colours by the logarithm of the weight: at thousands of tokens most weights
 are near 1/T, and a linear scale shows only the strongest.</p>""",
     "Head lines": """<h2>Head lines</h2>

@@ -212,6 +212,24 @@ def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
     assert f"{dense[r0, c0]:.4f}" in view.readout.text()
 
 
+def test_another_head_of_a_long_text_opens_where_the_last_was_zoomed(qtbot, drawn, monkeypatch):
+    state, view, trace = long_head_detail(qtbot, drawn, monkeypatch, pixels=6)
+    view.item.setRange(xRange=(2, 7), yRange=(3, 9), padding=0)
+    qtbot.waitUntil(lambda: view.zoom_block is not None and not view.zoom_jobs.busy, timeout=10000)
+    shown = view.item.vb.viewRange()
+    state.select("decoder self", 1, 3)                                  # the next head: same place
+    drawn(view)
+    assert np.allclose(view.item.vb.viewRange(), shown)
+    qtbot.waitUntil(lambda: view.zoom_image.image is not None and not view.zoom_jobs.busy and not
+                    view.zoom_timer.isActive(), timeout=10000)
+    (r0, r1), (c0, c1) = view.zoom_block
+    np.testing.assert_allclose(view.zoom_image.image, trace.weights("decoder self")[1, 3, r0:r1, c0:c1], atol=1e-6)
+    state.set_trace(trace_text(state.loaded, TEXT + " again"))          # a new text: the whole map again
+    drawn(view)
+    (x0, x1), (y0, y1) = view.item.vb.viewRange()
+    assert x0 < 0 and x1 >= view.drawing["long"][1]
+
+
 def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, monkeypatch):
     """Rollout and head statistics need every head at once: on a trace too long for that they
     say so with the numbers, in the view, and no error dialog appears."""

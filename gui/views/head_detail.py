@@ -161,6 +161,7 @@ class HeadDetail(PreparedView, QWidget):
         self.item.addItem(self.zoom_image)
         self.zoom_jobs = Jobs(self, "Head detail could not zoom")   # beside the drawing: never behind a model job
         self.zoom_block = None
+        self.zoomed_on = None   # (trace, kind, tokens) of the long head whose zoom is on screen
         self.zoom_timer = QTimer(self, singleShot=True, interval=120)
         self.zoom_timer.timeout.connect(self._zoom)
         self.item.showAxis("top")
@@ -273,6 +274,7 @@ class HeadDetail(PreparedView, QWidget):
     def clear_drawing(self) -> None:
         self.image.clear()
         self.zoom_image.clear()
+        self.zoomed_on = None
         self.matrix = None
         self.readout.setText(" ")
         self._label_axes()
@@ -294,7 +296,15 @@ class HeadDetail(PreparedView, QWidget):
             self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
         self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
-        self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
+        # Another head (or layer) of the same long text keeps the place zoomed into, so heads
+        # compare at one position (the sink, a stretch of the diagonal); its block is computed
+        # for the new head. A new text, a kind or a short head starts from the whole map.
+        where = (d["trace"], d["kind"], d["long"]) if d["long"] else None
+        if where is not None and where == self.zoomed_on:
+            self.zoom_timer.start()
+        else:
+            self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
+        self.zoomed_on = where
         fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
         self._label_axes()
         self._show_minimap(d)                # in the corner the axes leave, now that their sizes are set
