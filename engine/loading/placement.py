@@ -4,8 +4,9 @@ Why accelerate: it is what transformers itself uses for ``device_map="auto"``; i
 whole decoder layers (never half a layer) on each device in order, and moves the hidden
 state from one device to the next inside the forward. attnscope adds nothing to the
 forward: the seam runs where each layer runs, so the recorder keeps each layer's queries
-and keys on that layer's device (a layer kept on the disk runs on the CPU), and a trace
-copies only what a view draws to the host.
+and keys on that layer's device, and a trace copies only what a view draws to the host. A
+layer whose weights stay in RAM or on the disk runs on the first GPU (accelerate brings its
+weights there for each forward), or on the CPU when there is no GPU.
 
 The budget per device is what attnscope allows itself everywhere (engine.loading.validation
 MEMORY_SHARE of the free memory), so "spread" never takes a GPU or the RAM to its last
