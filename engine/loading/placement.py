@@ -26,10 +26,11 @@ from engine.loading.validation import MEMORY_SHARE, ModelLoadError, available_me
 
 
 def accelerate_missing() -> str | None:
-    """Why spreading cannot be done here (accelerate not installed), or None."""
-    try:
-        import accelerate  # noqa: F401
-    except ImportError:
+    """Why spreading cannot be done here (accelerate not installed), or None. Found, not
+    imported: the window asks at start, and importing accelerate takes a while."""
+    from importlib.util import find_spec
+
+    if find_spec("accelerate") is None:
         return "Spreading a model over devices needs accelerate: pip install accelerate"
     return None
 
