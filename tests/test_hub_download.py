@@ -23,6 +23,7 @@ import fnmatch
 import hashlib
 import logging
 import os
+import json
 import shutil
 from pathlib import Path
 
@@ -308,6 +309,29 @@ def test_repo_without_weights_is_refused_in_one_sentence(serve, remote, tmp_path
         open_model(REPO, "cpu")
     assert "snapshot_download" not in hub.calls, "nothing is fetched for a repo with no weights"
     assert cached_snapshot(REPO) is None
+
+
+@pytest.mark.parametrize("short_of", ["disk", "memory"])
+def test_a_model_too_large_is_refused_before_its_shards_are_fetched(serve, remote, tmp_path, monkeypatch, short_of):
+    import engine.loading.validation as validation
+    large = tmp_path / "large"
+    shutil.copytree(remote[0]["safetensors"], large)
+    index = json.loads((large / INDEX_ST).read_text())
+    index["metadata"]["total_size"] = 40 * 2**30                         # the index says 40 GB
+    (large / INDEX_ST).write_text(json.dumps(index))
+    hub = serve(folder=large)
+    if short_of == "disk":
+        monkeypatch.setattr(shutil, "disk_usage", lambda _p: type("U", (), {"free": 10 * 2**30})())
+        monkeypatch.setattr(validation, "available_memory", lambda: 100 * 2**30)
+    else:
+        monkeypatch.setattr(validation, "available_memory", lambda: 16 * 2**30)
+    with pytest.raises(HFModelError) as err:
+        open_model(REPO, "cpu")
+    text = str(err.value)
+    assert "40.0 GiB" in text and "nothing was downloaded" in text and "\n" not in text
+    assert ("10.0 GiB free" in text) if short_of == "disk" else ("16.0 GiB" in text)
+    assert "snapshot_download" not in hub.calls and hub.fetched == []
+    assert cached_snapshot(REPO) is None                                  # nothing that looks like the model
 
 
 def test_offline_and_not_cached_says_so(hub_cache, monkeypatch):

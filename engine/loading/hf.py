@@ -41,7 +41,7 @@ from engine.runtime.device import SPREAD
 from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, has_weights, read_index
 from engine.seam.hf_attention import NAME as SEAM, SiteError, assign_sites, register as register_seam
 from engine.loading.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
-                               check_config, check_memory, check_tensors, check_values)
+                               check_config, check_memory, check_tensors, check_values, gib)
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model",
                    "source.spm", "vocab.json")
@@ -288,11 +288,13 @@ SIDE_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", 
               "added_tokens.json", *TOKENIZER_FILES, "merges.txt", "target.spm")
 
 
-def _download(name: str, reporter: Reporter) -> Path:
+def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:
     """A hub model's config, tokenizer and every weight file it needs (all its shards; never
     code) into the local cache, with the files fetched reported; its snapshot folder. One
     that ends early (cancelled, refused, failed) leaves the cache's ref as it was, so its
-    files are not taken for the model by a later open (a later download resumes them)."""
+    files are not taken for the model by a later open (a later download resumes them).
+    A sharded model's index says how large it is: one that the cache's disk, or (unless
+    ``spread``) the memory, cannot hold is refused before its shards are fetched."""
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
     from engine.loading.hub_cache import unreferenced_unless_finished
@@ -312,6 +314,7 @@ def _download(name: str, reporter: Reporter) -> Path:
             if INDEX[fmt] in available:
                 index_folder = Path(hf_hub_download(name, INDEX[fmt], cache_dir=cache)).parent
                 wanted = [INDEX[fmt], *dict.fromkeys(read_index(index_folder, INDEX[fmt], fmt).values())]
+                _check_room(name, index_folder / INDEX[fmt], cache, spread)
                 break
         if not wanted:
             raise HFModelError(f"{name} on the Hugging Face hub has no weights attnscope can read (model.safetensors, "
@@ -319,6 +322,29 @@ def _download(name: str, reporter: Reporter) -> Path:
         reporter.check()
         return Path(snapshot_download(name, cache_dir=cache, allow_patterns=[*SIDE_FILES, *wanted],
                                       tqdm_class=_fetch_bar(reporter, name)))
+
+
+def _check_room(name: str, index: Path, cache: Path, spread: bool) -> None:
+    """Refuse a download whose shards (the index's total_size) the cache's disk cannot hold,
+    or that would be refused once downloaded because the memory cannot (a spread model may
+    go to the disk): said before gigabytes are fetched."""
+    import shutil
+
+    try:
+        total = int(json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return                        # no size said: the weights check after the download decides
+    if total <= 0:
+        return
+    where = cache
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if total > free:
+        raise HFModelError(f"{name} is {gib(total)} of weights, and the Hugging Face cache ({cache}) has {gib(free)} "
+                           "free: nothing was downloaded. Free disk space, or set HF_HOME to a larger disk.")
+    if not spread:
+        check_memory(name, total, "this model's weights (nothing was downloaded)")
 
 
 def _fetch_bar(reporter: Reporter, name: str):
@@ -350,11 +376,11 @@ def _fetch_bar(reporter: Reporter, name: str):
     return FetchBar
 
 
-def resolve_hf_source(path_or_name: str, reporter: Reporter | None = None) -> tuple[Path, bool]:
+def resolve_hf_source(path_or_name: str, reporter: Reporter | None = None, spread: bool = False) -> tuple[Path, bool]:
     """The folder to open for ``path_or_name`` and whether it was given as a folder: a local
     folder as it is; a hub id from the local cache (no network), else downloaded when the hub
     can be reached (also when the cached copy lacks weights: a download that was killed
-    part way resumes)."""
+    part way resumes). ``spread``: the model may go to the disk (no memory check before it)."""
     path = Path(path_or_name).expanduser()
     if path.is_dir():
         return path, True
@@ -375,7 +401,7 @@ def resolve_hf_source(path_or_name: str, reporter: Reporter | None = None) -> tu
             "it, or open its folder.")
     reporter = reporter or Reporter(path_or_name)
     try:
-        return _download(path_or_name, reporter), False
+        return _download(path_or_name, reporter, spread), False
     except ModelLoadError:
         raise
     except Exception as exc:
@@ -472,8 +498,8 @@ def _read_weights(source: str, model, reporter: Reporter) -> int:
 
 def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
     reporter.report(0.0, f"checking {reporter.name}", force=True)
-    path, local = resolve_hf_source(path_or_name, reporter)
     spread = str(device) == SPREAD
+    path, local = resolve_hf_source(path_or_name, reporter, spread)
     compute = compute_device() if spread else device
     raw, weights, notes = check_folder(path, compute, spread)
     dtype, _note = load_dtype(weights.dtype, compute)
