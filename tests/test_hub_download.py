@@ -22,8 +22,8 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import logging
-import os
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -35,7 +35,7 @@ import engine.loading.hf as hf
 from engine.loading.catalog import open_model
 from engine.loading.hf import HFModelError, load_hf_model
 from engine.loading.hub_cache import cached_snapshot, lacks_weights, repo_folder
-from engine.loading.progress import LoadCancelled
+from engine.loading.progress import DOWNLOAD_SHARE, LoadCancelled, size_of
 from tests.hf_sharded import build_model, save_sharded
 
 REPO = "tiny-org/qwen-sharded"
@@ -114,6 +114,11 @@ class FakeHub:
         self._call("list_repo_files", repo_id)
         return _files(self.remote)
 
+    def get_paths_info(self, repo_id, paths, **_):
+        self._call("get_paths_info", repo_id)
+        return [type("RepoFile", (), {"path": p, "size": (self.remote / p).stat().st_size})()
+                for p in paths if (self.remote / p).is_file()]
+
     def snapshot_download(self, repo_id, *, cache_dir=None, allow_patterns=None, ignore_patterns=None,
                           tqdm_class=None, max_workers=1, **_):
         from huggingface_hub.utils import filter_repo_objects
@@ -164,6 +169,8 @@ def serve(remote, hub_cache, monkeypatch):
         monkeypatch.setattr(huggingface_hub, "snapshot_download", hub.snapshot_download)
         monkeypatch.setattr(huggingface_hub.HfApi, "list_repo_files",
                             lambda self, repo_id, **kw: hub.list_repo_files(repo_id, **kw))
+        monkeypatch.setattr(huggingface_hub.HfApi, "get_paths_info",
+                            lambda self, repo_id, paths, **kw: hub.get_paths_info(repo_id, paths, **kw))
         return hub
     return start
 
@@ -309,6 +316,20 @@ def test_repo_without_weights_is_refused_in_one_sentence(serve, remote, tmp_path
         open_model(REPO, "cpu")
     assert "snapshot_download" not in hub.calls, "nothing is fetched for a repo with no weights"
     assert cached_snapshot(REPO) is None
+
+
+def test_the_download_bar_counts_the_weights_bytes_then_the_load_follows(serve, remote):
+    """huggingface_hub's bytes bar grows its total as each file starts: the bar goes by the
+    weights' sizes asked first, so a single 1 GB file is not "done" once the small files are."""
+    hub = serve("single")
+    records = []
+    open_model(REPO, "cpu", progress=records.append)
+    weights = (hub.remote / "model.safetensors").stat().st_size
+    down = [r for r in records if r.text.startswith("downloading")]
+    assert any(f"of {size_of(weights)}, file " in r.text for r in down), [r.text for r in down]
+    assert all(r.fraction <= DOWNLOAD_SHARE for r in down) and down[-1].fraction >= 0.9 * DOWNLOAD_SHARE
+    assert all(r.fraction >= DOWNLOAD_SHARE for r in records if r.text.startswith(("building", "reading")))
+    assert "get_paths_info" in hub.calls
 
 
 @pytest.mark.parametrize("short_of", ["disk", "memory"])

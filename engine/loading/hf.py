@@ -36,7 +36,7 @@ import torch
 from engine.loading.loaded import LoadedModel
 from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
 from engine.loading.placement import compute_device, describe_map, plan_spread
-from engine.loading.progress import BUILD_SHARE, LoadCancelled, Reporter
+from engine.loading.progress import LoadCancelled, Reporter, size_of
 from engine.runtime.device import SPREAD
 from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, has_weights, read_index
 from engine.seam.hf_attention import NAME as SEAM, SiteError, assign_sites, register as register_seam
@@ -321,7 +321,17 @@ def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:
                                "pytorch_model.bin or their shards).")
         reporter.check()
         return Path(snapshot_download(name, cache_dir=cache, allow_patterns=[*SIDE_FILES, *wanted],
-                                      tqdm_class=_fetch_bar(reporter, name)))
+                                      tqdm_class=_fetch_bar(reporter, name, _weights_size(name, wanted))))
+
+
+def _weights_size(name: str, files: list[str]) -> int | None:
+    """The bytes of ``files`` on the hub (for the download's bar), or None when it does not say."""
+    from huggingface_hub import HfApi
+
+    try:
+        return sum(int(getattr(info, "size", 0) or 0) for info in HfApi().get_paths_info(name, files)) or None
+    except Exception:  # the hub's own errors: only the bar's precision depends on it
+        return None
 
 
 def _check_room(name: str, index: Path, cache: Path, spread: bool) -> None:
@@ -347,10 +357,29 @@ def _check_room(name: str, index: Path, cache: Path, spread: bool) -> None:
         check_memory(name, total, "this model's weights (nothing was downloaded)")
 
 
-def _fetch_bar(reporter: Reporter, name: str):
-    """A tqdm class for huggingface_hub's "Fetching N files" bar that reports to ``reporter``
-    (and can stop the download between files) instead of writing to the terminal."""
+def _fetch_bar(reporter: Reporter, name: str, expected: int | None = None):
+    """A tqdm class for huggingface_hub's bars (bytes downloaded, files fetched) that reports
+    to ``reporter`` (and can stop the download) instead of writing to the terminal.
+
+    huggingface_hub's bytes bars grow their total as each file starts, so after the small
+    files first a bar at 100 % would stand still through a 1 GB shard: the fraction is the
+    bytes over ``expected`` (the weights' sizes, asked before), else the files fetched."""
     from tqdm.auto import tqdm
+
+    state = {"bytes": {}, "files": (0, 0)}        # bar -> (done, total) bytes; (done, total) files
+
+    def say(force: bool) -> None:
+        done = max((d for d, _ in state["bytes"].values()), default=0)
+        total = max([t for _, t in state["bytes"].values()] + [expected or 0])
+        fd, ft = state["files"]
+        files = f"file {fd:,} of {ft:,}" if ft else ""
+        if expected and done:
+            reporter.downloading(min(1.0, done / total), f"{size_of(done)} of {size_of(total)}, {files}".rstrip(", "),
+                                 force)
+        elif ft:
+            reporter.downloading(fd / ft, (f"{size_of(done)}, " if done else "") + files, force)
+        else:
+            reporter.check()
 
     class FetchBar(tqdm):
         def __init__(self, *args, **kwargs):
@@ -360,11 +389,12 @@ def _fetch_bar(reporter: Reporter, name: str):
 
         def update(self, n=1):
             out = super().update(n)
-            if self.total and self.unit != "B":
-                reporter.report(BUILD_SHARE * self.n / self.total,
-                                f"downloading {name}: file {self.n:,} of {self.total:,}")
-            else:
-                reporter.check()
+            if self.unit == "B":
+                state["bytes"][id(self)] = (self.n, self.total or 0)
+                say(False)
+            else:                                  # a file done: said even where the bar does not move
+                state["files"] = (self.n, self.total or 0)
+                say(True)
             return out
 
         def close(self):

@@ -9,6 +9,7 @@ Records come at most every ``MIN_STEP`` of the whole, so a GUI is not flooded.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,6 +17,7 @@ from engine.loading.validation import ModelLoadError, gib
 
 MIN_STEP = 0.005          # report when the bar would move by at least half a percent
 BUILD_SHARE = 0.3         # building the model (tensors handed over) is the first 30 % of the bar
+DOWNLOAD_SHARE = 0.6      # a model fetched from the hub first: the download is the first 60 %
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,15 @@ class LoadCancelled(ModelLoadError):
 
 
 class Reporter:
-    """Turns the loader's steps into throttled LoadProgress records and checks for a stop."""
+    """Turns the loader's steps into throttled LoadProgress records and checks for a stop.
+    The fraction never goes back; a download's threads may report at once (a lock)."""
 
     def __init__(self, name: str, progress: Callable[[LoadProgress], None] | None = None,
                  stop: Callable[[], bool] | None = None):
         self.name, self.progress, self.stop = name, progress, stop
         self._last = -1.0
+        self._start = 0.0             # where building starts: after a download, DOWNLOAD_SHARE
+        self._lock = threading.Lock()
 
     def check(self) -> None:
         if self.stop is not None and self.stop():
@@ -45,21 +50,30 @@ class Reporter:
         if self.progress is None:
             return
         fraction = min(1.0, max(0.0, fraction))
-        if force or fraction - self._last >= MIN_STEP or fraction >= 1.0 > self._last:
-            self._last = fraction
-            self.progress(LoadProgress(fraction, text))
+        with self._lock:
+            if not (force or fraction - self._last >= MIN_STEP or fraction >= 1.0 > self._last):
+                return
+            self._last = max(self._last, fraction)
+        self.progress(LoadProgress(fraction, text))
+
+    def downloading(self, fraction: float, said: str, force: bool = False) -> None:
+        """Fetched from the hub: ``fraction`` of the download, ``said`` in words (bytes, files);
+        the rest of the bar (building, reading) follows the download."""
+        self._start = DOWNLOAD_SHARE
+        self.report(DOWNLOAD_SHARE * fraction, f"downloading {self.name}: {said}", force)
 
     def building(self, done: int, total: int) -> None:
         """The model's tensors handed over by transformers, ``done`` of ``total``."""
         if total:
-            self.report(BUILD_SHARE * done / total, f"building {self.name}: tensor {done:,} of {total:,}")
+            self.report(self._start + (1 - self._start) * BUILD_SHARE * done / total,
+                        f"building {self.name}: tensor {done:,} of {total:,}")
 
     def reading(self, done: int, total: int) -> None:
         """The weights read and checked, ``done`` of ``total`` bytes."""
         if total:
-            self.report(BUILD_SHARE + (1 - BUILD_SHARE) * done / total,
-                        f"reading {self.name}: {_size(done)} of {_size(total)}")
+            self.report(self._start + (1 - self._start) * (BUILD_SHARE + (1 - BUILD_SHARE) * done / total),
+                        f"reading {self.name}: {size_of(done)} of {size_of(total)}")
 
 
-def _size(n: int) -> str:
+def size_of(n: int) -> str:
     return gib(n) if n >= 1 << 30 else f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
