@@ -57,8 +57,35 @@ def strongest(w: np.ndarray, k: int) -> np.ndarray:
 
 def top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.ndarray | None = None,
              chunk_bytes: int = CHUNK_BYTES) -> dict[int, TopKeys]:
-    """Per head of ``heads`` (one layer): its ``k`` strongest keys of every query (``head_top_keys``)."""
+    """Per head of ``heads`` (one layer): its ``k`` strongest keys of every query. A trace that
+    can compute them itself for several heads at once (``strongest_keys``: a recorded trace,
+    from q and k, in blocks of its own size) is asked for them; any other, and a recorded
+    trace that reads its heads another way, goes head by head through ``tile``
+    (``head_top_keys``, ``chunk_bytes`` of one head's rows at a time). Both give the same keys
+    and weights."""
+    fast = hasattr(trace, "strongest_keys") and len(heads) > 0
+    found = together(trace, kind, layer, list(heads), k, keys) if fast else None
+    if found is not None:
+        return found
     return {h: head_top_keys(trace, kind, layer, h, k, keys, chunk_bytes) for h in heads}
+
+
+def together(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.ndarray | None
+             ) -> dict[int, TopKeys] | None:
+    """``top_keys`` through a trace's ``strongest_keys(kind, layer, heads, rows, k, keys)``, which
+    answers (keys (h, r, k), weights (h, r, k), leftover (h, r)) for queries ``rows`` in blocks
+    of its own size, or None where it cannot (then None here)."""
+    tq, _, k = _sizes(trace, kind, k, keys)
+    found = trace.strongest_keys(kind, layer, heads, slice(0, tq), k, keys)
+    if found is None:
+        return None
+    return {h: TopKeys(*(np.ascontiguousarray(part[i]) for part in found)) for i, h in enumerate(heads)}
+
+
+def _sizes(trace, kind: str, k: int, keys: np.ndarray | None) -> tuple[int, int, int]:
+    """(queries, keys, k kept): k no more than the keys that may be chosen."""
+    _, _, tq, tk = trace.shape(kind)
+    return tq, tk, max(0, min(k, tk if keys is None else int(np.count_nonzero(keys))))
 
 
 def head_top_keys(trace, kind: str, layer: int, head: int, k: int, keys: np.ndarray | None = None,
@@ -68,9 +95,8 @@ def head_top_keys(trace, kind: str, layer: int, head: int, k: int, keys: np.ndar
     chosen (special tokens hidden, one sentence of a pair); the weight on the others counts
     in the leftover, which is each row's own sum minus what was kept (an all-masked row
     leaves 0, not 1)."""
-    _, _, tq, tk = trace.shape(kind)
+    tq, tk, k = _sizes(trace, kind, k, keys)
     allowed = np.arange(tk) if keys is None else np.flatnonzero(keys)
-    k = max(0, min(k, len(allowed)))
     out_keys = np.zeros((tq, k), np.int64)
     out_weights = np.zeros((tq, k), np.float32)
     leftover = np.zeros(tq, np.float32)

@@ -28,6 +28,9 @@ LAYER_BYTES = 2**30               # one layer's every head at once, at most
 HEAD_CACHE = 64                   # layers kept by a large trace that computes on demand
 CHUNK_BYTES = 4 * 2**20           # scores computed at once: a block of query rows of every head, small
                                   # enough to stay in cache through matmul, mask and pooling (64 MB: 3.7x slower)
+BLOCK_BYTES = 32 * 2**20          # strongest keys: one block of scores of the heads asked (fewer,
+                                  # larger blocks: on 2 shared cores each torch op waits for both threads)
+TOP_MARGIN = 8                    # strongest keys: candidates read past k, to see where ties end
 
 
 class RecordedTrace(AttentionTrace):
@@ -154,6 +157,68 @@ class RecordedTrace(AttentionTrace):
             w = call.weights(self.batch_index, [head], rows)[0][:, cols]         # full rows, then the block
         return torch.nan_to_num_(w, nan=0.0).cpu().numpy().astype(np.float32, copy=False)
 
+    @torch.no_grad()
+    def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int,
+                       keys: np.ndarray | None = None):
+        """Each query of ``rows``' ``k`` strongest keys in every head of ``heads`` (one layer): what
+        engine.inspection.top_keys reads head by head through ``tile`` (the same weights, ties in
+        key order, the leftover each row's own sum minus what is kept), computed for the heads
+        together, BLOCK_BYTES of scores at a time: one score block per block of rows (query
+        heads grouped over their key head when every head is asked), ``torch.topk`` on the
+        model's device, and for a plain causal call only the keys up to the block's last row.
+        ``keys`` (Tk,) bool: the keys that may be chosen. Returns (keys (h, r, k) int64, weights
+        (h, r, k) float32, leftover (h, r) float32), or None where this trace reads its heads
+        another way (word-merged, computed whole)."""
+        if kind in self._dense or (kind, layer) in self._layers or self.groups:
+            return None
+        tq, tk = self.piece_span(kind)
+        start, stop, _ = rows.indices(tq)
+        call, heads = self.calls[kind][layer], list(heads)
+        allowed = np.arange(tk) if keys is None else np.flatnonzero(keys)
+        k = max(0, min(k, len(allowed)))
+        lse = self._lse.get((kind, layer))
+        if lse is None and call.lse is not None:
+            lse = call.lse[self.batch_index].float()
+        lse = None if lse is None else lse[heads]                                # (h, Tq)
+        causal = call.causal and call.mask is None and call.bias is None
+        offset = call.k.shape[2] - call.q.shape[2]
+        # A plain causal block of rows sees no key past its last row (those weigh exactly 0) and
+        # is scored up to there only, yet always up to the k-th allowed key: a row that sees
+        # fewer than k keys takes 0-weight keys in key order, as its whole row gives. Otherwise
+        # every key; every recorded key where the softmax of a row is not known yet.
+        least = int(allowed[k - 1]) + 1 if k else 0
+        full = tk if lse is not None else call.k.shape[2]
+        reach = (lambda end: min(tk, max(end + offset, least))) if causal else (lambda end: full)  # noqa: E731
+        every = heads == list(range(call.q.shape[1]))
+        usable = None if keys is None else torch.as_tensor(np.asarray(keys, bool), device=call.q.device)
+        out_keys = np.zeros((len(heads), stop - start, k), np.int64)
+        out_weights = np.zeros((len(heads), stop - start, k), np.float32)
+        leftover = np.zeros((len(heads), stop - start), np.float32)
+        budget = max(1, BLOCK_BYTES // (4 * len(heads)))                        # score cells a head, a block
+        r0 = start
+        while r0 < stop:
+            if causal:   # the most rows n with n * (r0 + n + offset) cells, the block's own width
+                a = r0 + offset
+                n = int((-a + (a * a + 4 * budget) ** 0.5) / 2)
+            else:
+                n = budget // max(1, full)
+            r1 = min(stop, r0 + max(1, n))
+            s = call.scores(self.batch_index, None if every else heads, slice(r0, r1), slice(0, reach(r1)))  # (h, r, c)
+            row_lse = torch.logsumexp(s, -1, keepdim=True) if lse is None else lse[:, r0:r1, None]  # (h, r, 1)
+            w = s[..., :tk].sub_(row_lse).exp_()                                 # (h, r, c) exact weights, as ``tile``
+            if not bool(torch.isfinite(row_lse).all()):
+                w.nan_to_num_(nan=0.0)                                           # a row with every key masked: 0
+            done = slice(r0 - start, r1 - start)
+            sums = w.sum(-1, dtype=torch.float64).cpu().numpy()                  # (h, r) each row's own sum
+            if usable is not None:
+                w.masked_fill_(~usable[:w.shape[-1]], -1.0)                      # never chosen (weights are >= 0)
+            if k:
+                out_keys[:, done], out_weights[:, done] = _strongest_block(w, k)
+                sums -= out_weights[:, done].sum(-1, dtype=np.float64)
+            leftover[:, done] = np.maximum(sums, 0.0)
+            r0 = r1
+        return out_keys, out_weights, leftover
+
     def row(self, kind: str, layer: int, head: int, query: int) -> np.ndarray:
         return self.tile(kind, layer, head, slice(query, query + 1), slice(None))[0]
 
@@ -191,3 +256,29 @@ class RecordedTrace(AttentionTrace):
         call = self.calls[kind][layer]
         w = call.weights(self.batch_index, rows=slice(0, tq))[:, :, :tk]        # (H, tq, tk) float32
         return self.merge(kind, w.cpu().numpy().astype(np.float32, copy=False))
+
+
+def _strongest_block(w: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(h, r, c) weights -> each row's ``k`` largest: (h, r, k) column indices and weights,
+    largest first, equal weights in column order (engine.inspection.top_keys.strongest, which
+    sorts with numpy). ``torch.topk`` takes ``k`` + TOP_MARGIN candidates in no set order
+    among equals; they are put in (weight desc, column) order, and where the last candidate is
+    strictly below the k-th, nothing outside can tie into the k (what topk left out is <= the
+    last). The few rows where a tie runs past the candidates (a row with fewer than k nonzero
+    weights, equal scores) are chosen again by numpy from the whole row."""
+    from engine.inspection.top_keys import strongest
+
+    kk = min(k + TOP_MARGIN, w.shape[-1])
+    vals, cols = torch.topk(w, kk, dim=-1)                                        # (h, r, kk)
+    cols, order = cols.sort(dim=-1)                                              # column order ...
+    vals = vals.gather(-1, order)
+    vals, order = vals.sort(dim=-1, descending=True, stable=True)                   # ... then weight, stably
+    cols = cols.gather(-1, order)
+    keys, kept = cols[..., :k].cpu().numpy(), vals[..., :k].cpu().numpy()
+    if kk < w.shape[-1]:
+        tied = (vals[..., -1] >= vals[..., k - 1]).cpu().numpy()                  # (h, r) the tie may go on
+        if tied.any():
+            rows = w[torch.as_tensor(tied, device=w.device)].cpu().numpy()         # (n, c)
+            again = strongest(rows, k)
+            keys[tied], kept[tied] = again, np.take_along_axis(rows, again, 1)
+    return keys.astype(np.int64, copy=False), kept.astype(np.float32, copy=False)
