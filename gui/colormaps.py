@@ -28,3 +28,16 @@ def attach_colorbar(plot_item, image, cmap: pg.ColorMap, values=(0.0, 1.0)) -> p
     bar = pg.ColorBarItem(values=values, colorMap=cmap, interactive=False, width=12)
     bar.setImageItem(image, insert_in=plot_item)
     return bar
+
+
+def label_colorbar(bar: pg.ColorBarItem, log_scale: bool) -> None:
+    """The bar's numbers as its colours mean them: weights 0 to 1, or with "log colour" on,
+    1e-4 to 1 a decade a step (engine.inspection.analysis.log_colour): the bar read 0 to 1
+    linearly while the map was coloured by the logarithm."""
+    from engine.inspection.analysis import LOG_DECADES
+
+    if not log_scale:
+        bar.axis.setTicks(None)
+        return
+    names = {0: "1", 1: "0.1", 2: "0.01", 3: "0.001"}
+    bar.axis.setTicks([[(1 - d / LOG_DECADES, names.get(d, f"1e-{d}")) for d in range(LOG_DECADES + 1)]])

@@ -287,3 +287,15 @@ def test_a_decoding_session_that_cannot_fit_is_refused_with_numbers(monkeypatch)
     monkeypatch.setattr(estimate, "available_memory", lambda: 1000)
     with pytest.raises(RunTooLarge, match=r"Decoding .* tokens .*its cache .* free"):
         DecodeSession(loaded, TEXT, DecodeSettings(strategy="beam", beam_width=4, max_new_tokens=5))
+
+
+def test_the_colour_bar_reads_decades_when_the_colours_are_logarithmic(qtbot, drawn, monkeypatch):
+    state, view, trace = long_head_detail(qtbot, drawn, monkeypatch, pixels=6)
+    assert view.colorbar.axis._tickLevels is None                       # 0 .. 1, pyqtgraph's own numbers
+    view.log_box.setChecked(True)
+    drawn(view)
+    ticks = view.colorbar.axis._tickLevels[0]                           # (position on the bar, label)
+    assert ticks == [(1.0, "1"), (0.75, "0.1"), (0.5, "0.01"), (0.25, "0.001"), (0.0, "1e-4")]
+    view.log_box.setChecked(False)
+    drawn(view)
+    assert view.colorbar.axis._tickLevels is None

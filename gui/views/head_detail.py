@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, 
                                QWidget)
 
 from engine.inspection.analysis import display_weights, special_mask
-from gui.colormaps import attach_colorbar, colormap
+from gui.colormaps import attach_colorbar, colormap, label_colorbar
 from gui.flow import FlowLayout
 from gui.views.intervention_clicks import knockout_from_click
 from gui.views.empty import hide_empty, show_empty
@@ -88,7 +88,7 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     shown = display_weights(matrix, threshold, normalise, log_scale)
     return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
                 q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
-                k_labels=[short(k[i]) for i in k_index], long=None)
+                k_labels=[short(k[i]) for i in k_index], long=None, log_scale=log_scale)
 
 
 def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
@@ -285,6 +285,7 @@ class HeadDetail(PreparedView, QWidget):
     def apply_drawing(self, d: dict) -> None:
         hide_empty(self.item, AXES)
         self.colorbar.setVisible(True)
+        label_colorbar(self.colorbar, d["log_scale"])
         self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
         self.zoom_image.clear()
         self.zoom_jobs.cancel()                        # a block of the head before is of no use now

@@ -22,7 +22,7 @@ from gui.views.ablation_marks import AblationMarks
 from gui.views.intervention_clicks import toggle_from_click
 from engine.inspection.analysis import log_colour
 from gui.views.kinds import fill_kind_box
-from gui.colormaps import colormap, lookup_table
+from gui.colormaps import colormap, label_colorbar, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 from gui.elided import ElidedLabel
 from gui.views.prepared import PreparedView, prepares
@@ -170,6 +170,7 @@ class HeadGrid(PreparedView, QWidget):
         self.mosaic, layout, _kind, self.drawn_trace, thumbs, offset = drawing
         self.marks.update()
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
+        label_colorbar(self.colorbar, self.log_box.isChecked())
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
             apart = (f" The strip at each tile's left is key 0 ({self.drawn_trace.key_tokens(_kind)[0]!r}) alone, "
