@@ -209,7 +209,9 @@ class RecordedTrace(AttentionTrace):
             if not bool(torch.isfinite(row_lse).all()):
                 w.nan_to_num_(nan=0.0)                                           # a row with every key masked: 0
             done = slice(r0 - start, r1 - start)
-            sums = w.sum(-1, dtype=torch.float64).cpu().numpy()                  # (h, r) each row's own sum
+            # (h, r) each row's own sum, in float32: within 2e-7 of the float64 sum of ``tile``'s path,
+            # which torch computes ~15x slower than float32 (at 8k tokens, a quarter of the whole time)
+            sums = w.sum(-1).double().cpu().numpy()
             if usable is not None:
                 w.masked_fill_(~usable[:w.shape[-1]], -1.0)                      # never chosen (weights are >= 0)
             if k:
