@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ROUNDS = 3
+ROUNDS = int(os.environ.get("ATTNSCOPE_BENCH_ROUNDS", "3"))   # each a fresh process per kind
 SHAPE = dict(hidden_size=1536, num_hidden_layers=16, num_attention_heads=12, num_key_value_heads=2,
              intermediate_size=6144, vocab_size=32000, max_position_embeddings=2048)
 

@@ -108,3 +108,20 @@ def test_hugging_face_head_counts_that_do_not_divide_are_said_in_the_configs_ter
     assert "validator" not in message and "report" not in message
     for phrase in phrases:
         assert phrase in message
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_weights_with_nan_or_infinity_are_refused_and_large_finite_ones_are_not(dtype):
+    import torch
+    dt = getattr(torch, dtype)
+    big = torch.full((64,), torch.finfo(dt).max / 2, dtype=dt)          # finite, but its sum overflows
+    validation.check_tensors("f", [("big", big), ("small", torch.randn(8, 8).to(dt))])
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        t = torch.randn(8, 8).to(dt)
+        t[3, 5] = bad
+        with pytest.raises(ModelLoadError, match="the weights w hold NaN or infinite values"):
+            validation.check_tensors("f", [("w", t)])
+    both = torch.randn(8, 8).to(dt)
+    both[0, 0], both[1, 1] = float("inf"), -float("inf")               # +inf and -inf: their sum is NaN
+    with pytest.raises(ModelLoadError):
+        validation.check_tensors("f", [("w", both)])
