@@ -355,6 +355,16 @@ def test_a_model_too_large_is_refused_before_its_shards_are_fetched(serve, remot
     assert cached_snapshot(REPO) is None                                  # nothing that looks like the model
 
 
+def test_a_single_file_model_too_large_for_the_memory_is_refused_before_its_download(serve, monkeypatch):
+    import engine.loading.validation as validation
+    hub = serve("single")
+    size = (hub.remote / "model.safetensors").stat().st_size
+    monkeypatch.setattr(validation, "available_memory", lambda: size // 2)    # the hub's size of the file says it
+    with pytest.raises(HFModelError, match="nothing was downloaded"):
+        open_model(REPO, "cpu")
+    assert "snapshot_download" not in hub.calls and hub.fetched == []
+
+
 def test_offline_and_not_cached_says_so(hub_cache, monkeypatch):
     calls = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: calls.append(a))

@@ -293,8 +293,9 @@ def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:
     code) into the local cache, with the files fetched reported; its snapshot folder. One
     that ends early (cancelled, refused, failed) leaves the cache's ref as it was, so its
     files are not taken for the model by a later open (a later download resumes them).
-    A sharded model's index says how large it is: one that the cache's disk, or (unless
-    ``spread``) the memory, cannot hold is refused before its shards are fetched."""
+    Its size (a shard index's total_size, or the hub's sizes of the weight files) is known
+    first: a model that the cache's disk, or (unless ``spread``) the memory, cannot hold is
+    refused before its weights are fetched."""
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
     from engine.loading.hub_cache import unreferenced_unless_finished
@@ -307,6 +308,7 @@ def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:
         check_hf_sizes(hf_config(raw, name), name)
         available = set(HfApi().list_repo_files(name))
         wanted: list[str] = []
+        listed = None                         # the weights' bytes as an index says them
         for fmt in ("safetensors", "bin"):      # transformers' order: one file, then shards, safetensors first
             if SINGLE[fmt] in available:
                 wanted = [SINGLE[fmt]]
@@ -314,14 +316,16 @@ def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:
             if INDEX[fmt] in available:
                 index_folder = Path(hf_hub_download(name, INDEX[fmt], cache_dir=cache)).parent
                 wanted = [INDEX[fmt], *dict.fromkeys(read_index(index_folder, INDEX[fmt], fmt).values())]
-                _check_room(name, index_folder / INDEX[fmt], cache, spread)
+                listed = _index_total(index_folder / INDEX[fmt])
                 break
         if not wanted:
             raise HFModelError(f"{name} on the Hugging Face hub has no weights attnscope can read (model.safetensors, "
                                "pytorch_model.bin or their shards).")
+        sizes = _weights_size(name, wanted)
+        _check_room(name, max(listed or 0, sizes or 0), cache, spread)
         reporter.check()
         return Path(snapshot_download(name, cache_dir=cache, allow_patterns=[*SIDE_FILES, *wanted],
-                                      tqdm_class=_fetch_bar(reporter, name, _weights_size(name, wanted))))
+                                      tqdm_class=_fetch_bar(reporter, name, sizes)))
 
 
 def _weights_size(name: str, files: list[str]) -> int | None:
@@ -334,16 +338,21 @@ def _weights_size(name: str, files: list[str]) -> int | None:
         return None
 
 
-def _check_room(name: str, index: Path, cache: Path, spread: bool) -> None:
-    """Refuse a download whose shards (the index's total_size) the cache's disk cannot hold,
-    or that would be refused once downloaded because the memory cannot (a spread model may
-    go to the disk): said before gigabytes are fetched."""
+def _index_total(index: Path) -> int | None:
+    """The bytes of weights a shard index says it names (metadata.total_size), if it says."""
+    try:
+        return int(json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size") or 0) or None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _check_room(name: str, total: int, cache: Path, spread: bool) -> None:
+    """Refuse a download of ``total`` bytes of weights that the cache's disk cannot hold, or
+    that would be refused once downloaded because the memory cannot (a spread model may go
+    to the disk): said before gigabytes are fetched. 0: the size is not known (the weights
+    check after the download decides)."""
     import shutil
 
-    try:
-        total = int(json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size") or 0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        return                        # no size said: the weights check after the download decides
     if total <= 0:
         return
     where = cache
