@@ -213,3 +213,13 @@ def test_the_cache_lists_models_with_size_architecture_and_whether_they_open(off
     llama = listed["tiny-org/llama-safetensors"]
     assert llama.architecture == "llama" and llama.problem is None and llama.size_bytes > 500_000
     assert listed["tiny-org/broken"].problem and "missing" in listed["tiny-org/broken"].problem
+
+
+def test_load_progress_never_goes_back_even_when_said_anew():
+    from engine.loading.progress import Reporter
+    seen = []
+    reporter = Reporter("m", seen.append)
+    reporter.report(0.5, "half")
+    reporter.report(0.1, "a file done", force=True)      # said, at the fraction already shown
+    reporter.report(0.2, "lower, not forced")             # not said
+    assert [(r.fraction, r.text) for r in seen] == [(0.5, "half"), (0.5, "a file done")]

@@ -382,7 +382,7 @@ def _fetch_bar(reporter: Reporter, name: str, expected: int | None = None):
         total = max([t for _, t in state["bytes"].values()] + [expected or 0])
         fd, ft = state["files"]
         files = f"file {fd:,} of {ft:,}" if ft else ""
-        if expected and done:
+        if expected:                               # the weights' sizes known: the bar goes by bytes only
             reporter.downloading(min(1.0, done / total), f"{size_of(done)} of {size_of(total)}, {files}".rstrip(", "),
                                  force)
         elif ft:

@@ -53,7 +53,7 @@ class Reporter:
         with self._lock:
             if not (force or fraction - self._last >= MIN_STEP or fraction >= 1.0 > self._last):
                 return
-            self._last = max(self._last, fraction)
+            fraction = self._last = max(self._last, fraction)     # said anew (force), never lower
         self.progress(LoadProgress(fraction, text))
 
     def downloading(self, fraction: float, said: str, force: bool = False) -> None:
