@@ -82,7 +82,7 @@ class RecordedTrace(AttentionTrace):
         return self._dense[kind]
 
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
-        if kind in self._dense or (kind, layer) in self._layers or self.groups:
+        if self._reads_whole(kind, layer):
             return self.layer(kind, layer)[head]
         tq, tk = self.piece_span(kind)
         return self.tile(kind, layer, head, slice(0, tq), slice(0, tk))
@@ -142,14 +142,12 @@ class RecordedTrace(AttentionTrace):
     def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
         """Exact weights of queries ``rows`` x keys ``cols`` of one head: with the rows'
         log-sum-exp known (after ``thumbnails``), only the block's scores are computed."""
-        if kind in self._dense or (kind, layer) in self._layers or self.groups:
+        if self._reads_whole(kind, layer):
             return self.layer(kind, layer)[head][rows, cols]
         tq, tk = self.piece_span(kind)
         rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
         call = self.calls[kind][layer]
-        lse = self._lse.get((kind, layer))
-        if lse is None and call.lse is not None:
-            lse = call.lse[self.batch_index].float()
+        lse = self._row_lse(kind, layer)
         if lse is not None:
             s = call.scores(self.batch_index, [head], rows, cols)[0]             # (r, c)
             w = torch.exp(s - lse[head, rows, None])
@@ -169,16 +167,14 @@ class RecordedTrace(AttentionTrace):
         ``keys`` (Tk,) bool: the keys that may be chosen. Returns (keys (h, r, k) int64, weights
         (h, r, k) float32, leftover (h, r) float32), or None where this trace reads its heads
         another way (word-merged, computed whole)."""
-        if kind in self._dense or (kind, layer) in self._layers or self.groups:
+        if self._reads_whole(kind, layer):
             return None
         tq, tk = self.piece_span(kind)
         start, stop, _ = rows.indices(tq)
         call, heads = self.calls[kind][layer], list(heads)
         allowed = np.arange(tk) if keys is None else np.flatnonzero(keys)
         k = max(0, min(k, len(allowed)))
-        lse = self._lse.get((kind, layer))
-        if lse is None and call.lse is not None:
-            lse = call.lse[self.batch_index].float()
+        lse = self._row_lse(kind, layer)
         lse = None if lse is None else lse[heads]                                # (h, Tq)
         causal = call.causal and call.mask is None and call.bias is None
         offset = call.k.shape[2] - call.q.shape[2]
@@ -225,6 +221,20 @@ class RecordedTrace(AttentionTrace):
         return self.tile(kind, layer, head, slice(query, query + 1), slice(None))[0]
 
     # ---- recording-specific ---------------------------------------------------------------
+    def _reads_whole(self, kind: str, layer: int) -> bool:
+        """Whether this layer is read from whole heads (computed at once, cached, or merged
+        into words) rather than from the recording a block at a time."""
+        return kind in self._dense or (kind, layer) in self._layers or bool(self.groups)
+
+    def _row_lse(self, kind: str, layer: int) -> torch.Tensor | None:
+        """(H, Tq) each query row's log-sum-exp, where known: kept by ``thumbnails``, else the
+        kernel's from the forward; None when neither has it."""
+        lse = self._lse.get((kind, layer))
+        call = self.calls[kind][layer]
+        if lse is None and call.lse is not None:
+            lse = call.lse[self.batch_index].float()
+        return lse
+
     def call(self, kind: str, layer: int) -> AttentionCall:
         """The recorded call behind one layer of one kind (the neuron view reads q and k here)."""
         return self.calls[kind][layer]
