@@ -44,6 +44,7 @@ import threading
 import time
 import traceback
 import weakref
+from collections import deque
 from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
@@ -146,7 +147,7 @@ class _Pacer(QObject):
 
     def __init__(self):
         super().__init__(QCoreApplication.instance())
-        self.queue: list[Callable] = []
+        self.queue: deque[Callable] = deque()
         self.timer = QTimer(self)
         self.timer.setInterval(0)
         self.timer.setSingleShot(True)
@@ -159,7 +160,7 @@ class _Pacer(QObject):
 
     def _next(self) -> None:
         if self.queue:
-            call = self.queue.pop(0)
+            call = self.queue.popleft()
             if self.queue:
                 self.timer.start()
             call()

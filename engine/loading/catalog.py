@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.loading.hub_cache import looks_like_hub_id
-from engine.runtime.device import SPREAD
 from engine.loading.validation import ModelLoadError
+from engine.runtime.device import SPREAD
 
 if TYPE_CHECKING:
     import torch

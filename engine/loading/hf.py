@@ -37,11 +37,11 @@ from engine.loading.loaded import LoadedModel
 from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
 from engine.loading.placement import compute_device, describe_map, plan_spread
 from engine.loading.progress import LoadCancelled, Reporter, size_of
-from engine.runtime.device import SPREAD
 from engine.loading.weights import INDEX, SINGLE, WeightFiles, find_weights, has_weights, read_index
 from engine.seam.hf_attention import NAME as SEAM, SiteError, assign_sites, register as register_seam
 from engine.loading.validation import (HEADS, LAYERS, MAX_CONFIG_BYTES, POSITIONS, VOCAB, WIDTH, ModelLoadError,
                                check_config, check_memory, check_tensors, check_values, gib)
+from engine.runtime.device import SPREAD
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model",
                    "source.spm", "vocab.json")

@@ -50,9 +50,10 @@ def pick_device(preference: str | None = "auto") -> torch.device:
 
 
 def input_device(model) -> torch.device:
-    """Where ``model`` takes its input ids: where its first module runs when accelerate spread
-    it over devices (engine.loading.placement; a module kept on the disk runs on the CPU, its
-    weights on the "meta" device until then), else where its weights are."""
+    """Where ``model`` takes its input ids: where accelerate placed its first module when it
+    spread the model over devices (engine.loading.placement; a module left in RAM or on the
+    disk, whose weights sit on the "meta" device, takes them on the CPU, and accelerate moves
+    them on to where the module runs), else where its weights are."""
     import torch
 
     device_map = getattr(model, "hf_device_map", None)

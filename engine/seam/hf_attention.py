@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.runtime.device import input_device
-
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from engine.runtime.device import input_device
 from engine.seam.attend import SeamHook, attend, hooks
 from engine.seam.call import AttentionCall, Site
 
