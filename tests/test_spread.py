@@ -51,7 +51,7 @@ def test_a_model_larger_than_the_device_runs_from_the_disk_with_the_same_numbers
     assert loaded.spread and loaded.device == torch.device("cpu")
     where = set(loaded.model.hf_device_map.values())
     assert "disk" in where, loaded.model.hf_device_map
-    assert "on disk" in loaded.meta["placement"] and "stay on the disk" in loaded.meta["notes"]
+    assert "on disk" in loaded.meta["placement"] and "stay off the computing device" in loaded.meta["notes"]
     offload = loaded.model.attnscope_offload.name
 
     ref = _reference(folder)
@@ -81,7 +81,7 @@ def test_spread_with_room_everywhere_keeps_every_weight_in_memory(folder, monkey
     assert not loaded.spread        # all of it on one device: accelerate adds no hooks, it can move whole
     assert loaded.meta["placement"] == "spread by accelerate: all of it on cpu"
     assert all(p.device.type == "cpu" for p in loaded.model.parameters())
-    assert "stay on the disk" not in loaded.meta.get("notes", "")
+    assert "stay off the computing device" not in loaded.meta.get("notes", "")
 
 
 def test_a_model_that_fits_nowhere_is_refused_with_the_numbers(folder, monkeypatch):

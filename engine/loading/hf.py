@@ -523,8 +523,8 @@ def _read_weights(source: str, model, reporter: Reporter) -> int:
     """Every weight read once and checked finite (engine.loading.validation.check_tensors),
     with the bytes read reported: weights kept in their stored dtype are the file's own
     memory map, so this is where a cold disk is read, and where the bar moves. A spread
-    model's weights kept on the disk (the "meta" device until a forward reads them) are
-    not read here; how many is returned."""
+    model's weights kept off its computing device, in RAM or on the disk (the "meta" device
+    until a forward reads them in), are not read here; how many is returned."""
     params = [(n, p) for n, p in model.named_parameters() if p.device.type != "meta"]
     total = sum(p.numel() * p.element_size() for _, p in params)
     done = 0
@@ -592,8 +592,9 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
             "role": role}
     if plan is not None:
         meta["placement"] = describe_map(getattr(model, "hf_device_map", None) or {"": str(model.device)})
-        notes.append(meta["placement"] + (f"; {on_disk} weights stay on the disk, read at each forward (not checked "
-                                          "at load)" if on_disk else "") + ".")
+        notes.append(meta["placement"] + (f"; {on_disk} weights stay off the computing device, in RAM or on the "
+                                          "disk, read in at each forward (not checked at load)" if on_disk else "")
+                     + ".")
         model.attnscope_offload = plan.offload   # the disk's share lives as long as the model
     if notes:
         meta["notes"] = " ".join(notes)
