@@ -17,6 +17,7 @@ def readable_tokens(tokenizer, ids) -> list[str]:
     # decoding of a random model can pick) has no piece: it is shown by its number.
     pieces = [p if p is not None else f"<id {i}>" for i, p in zip(ids, tokenizer.convert_ids_to_tokens(ids))]
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    wordpiece = _marks_inner_pieces(tokenizer, pieces)
     out: list[str] = []
     after_special = True
     for i, piece in zip(ids, pieces):
@@ -31,11 +32,21 @@ def readable_tokens(tokenizer, ids) -> list[str]:
             text = tokenizer.convert_tokens_to_string([piece]) if piece else ""
             starts_word = piece.startswith(("Ġ", "▁", " ")) or text.startswith(" ") or after_special
             text = text.strip() or ("␣" if text else piece)
-            # A word-piece vocabulary (BERT) marks inner pieces itself: the rest start words.
-            wordpiece = getattr(tokenizer, "do_lower_case", None) is not None or "##" in "".join(pieces)
             out.append(text if starts_word or wordpiece else "##" + text)
         after_special = False
     return out
+
+
+def _marks_inner_pieces(tokenizer, pieces: list[str]) -> bool:
+    """Whether a word-piece vocabulary (BERT's) marks inner pieces with "##" itself, so every
+    other piece starts a word. Decided once per text, from the tokenizer's model where it has
+    one (asked per token of the joined pieces, it cost T^2: 2 s of a Run at 8k tokens)."""
+    if getattr(tokenizer, "do_lower_case", None) is not None:
+        return True
+    backend = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
+    if backend is not None:
+        return type(backend).__name__ == "WordPiece"
+    return any(str(p).startswith("##") for p in pieces)
 
 
 def unknown_pieces_note(tokenizer, ids, notes: list[str]) -> None:

@@ -26,22 +26,28 @@ def merged_tokens(tokens: list[str], groups: list[int]) -> list[str]:
     return words
 
 
-def _onehot(groups, dtype) -> np.ndarray:
-    groups = np.asarray(groups)
-    out = np.zeros((len(groups), int(groups.max()) + 1), dtype=dtype)  # (T, W)
-    out[np.arange(len(groups)), groups] = 1.0
-    return out
+def _starts(groups) -> np.ndarray:
+    """Where each word's pieces begin: groups are 0, 1, 2, ... in order (``word_groups``), so
+    a word is one run of pieces; (W,) int indices for ``np.add.reduceat``."""
+    groups = np.asarray(groups, dtype=np.int64)
+    steps = np.diff(groups, prepend=-1)
+    if groups.ndim != 1 or not len(groups) or ((steps != 0) & (steps != 1)).any():
+        raise ValueError("word groups must number the words 0, 1, 2, ... in order, one run of pieces each")
+    return np.flatnonzero(steps)
 
 
 def merge_pieces(weights: np.ndarray, groups: list[int], key_groups: list[int] | None = None) -> np.ndarray:
     """(..., Tq, Tk) -> (..., Wq, Wk): columns (keys) of a word are summed, so rows still sum
     to 1; rows (queries) of a word are averaged, so a word attends like its pieces on
-    average. ``key_groups`` for keys of another sequence (cross-attention)."""
-    q_onehot = _onehot(groups, weights.dtype)                                   # (Tq, Wq)
-    k_onehot = q_onehot if key_groups is None else _onehot(key_groups, weights.dtype)  # (Tk, Wk)
-    summed_keys = weights @ k_onehot                                            # (..., Tq, Wk)
-    mean_rows = q_onehot / q_onehot.sum(0, keepdims=True)                       # (Tq, Wq), columns sum to 1
-    return mean_rows.T @ summed_keys                                            # (..., Wq, Wk)
+    average. ``key_groups`` for keys of another sequence (cross-attention). Sums over runs
+    (``np.add.reduceat``): nothing but the weights themselves grows with T squared (a one-hot
+    (T, W) matrix at 32k tokens is gigabytes)."""
+    q_starts = _starts(groups)
+    k_starts = q_starts if key_groups is None else _starts(key_groups)
+    summed_keys = np.add.reduceat(weights, k_starts, axis=-1)                   # (..., Tq, Wk)
+    summed = np.add.reduceat(summed_keys, q_starts, axis=-2)                    # (..., Wq, Wk)
+    pieces = np.diff(np.append(q_starts, weights.shape[-2])).astype(weights.dtype)  # (Wq,) pieces a word
+    return summed / pieces[:, None]
 
 
 # ---- the same weights in our encoder ----------------------------------------------------------

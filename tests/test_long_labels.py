@@ -1,0 +1,59 @@
+"""Token labels and word merging at 32,768 tokens: right, and computed without any step that
+grows with the square of the text (the time of that step is measured in bench/labels.py)."""
+import numpy as np
+
+from engine.adapters.hf_text import readable_tokens
+from engine.traces.words import merge_pieces, merged_tokens, word_groups
+from tests.hf_tiny import _bpe_tokenizer, _wordpiece_tokenizer
+
+N = 32_768
+
+
+def _long_ids(tokenizer, sentence: str, n: int = N) -> tuple[list[int], list[int]]:
+    """(the sentence's ids, ``n`` ids of the sentence said again and again)."""
+    once = tokenizer(sentence, add_special_tokens=False)["input_ids"]
+    return once, (once * (n // len(once) + 1))[:n]
+
+
+def test_labels_of_32k_byte_level_tokens_are_the_short_texts_labels_repeated():
+    tok = _bpe_tokenizer("decoder")
+    once, ids = _long_ids(tok, " the big dog sees the small cat . time flies like an arrow")
+    labels = readable_tokens(tok, ids)
+    assert len(labels) == N
+    short = readable_tokens(tok, once)
+    # the first copy reads as the sentence alone; every later copy too (no label depends on the rest)
+    assert labels[:len(once)] == short
+    assert labels[len(once) * 7:len(once) * 8] == short
+    assert all(not t.startswith("##") for t in labels if t in {"the", "dog", "cat"})
+
+
+def test_word_pieces_of_32k_tokens_merge_into_the_right_words():
+    tok = _wordpiece_tokenizer()
+    vocab = tok.get_vocab()
+    ids = [vocab["dog"], vocab["[UNK]"], vocab["cat"]] * (N // 3)
+    labels = readable_tokens(tok, ids)
+    assert labels[:3] == ["dog", "[UNK]", "cat"] and len(labels) == len(ids)
+    pieces = ["play", "##ing", "dog"] * (N // 3)
+    groups = word_groups(pieces)
+    assert groups[-1] == 2 * (N // 3) - 1
+    assert merged_tokens(pieces, groups)[:4] == ["playing", "dog", "playing", "dog"]
+
+
+def test_a_text_with_hashes_keeps_byte_level_pieces_inside_words():
+    """A byte-level text that contains "##" (a markdown heading) is not a word-piece vocabulary:
+    a piece inside a word still gets "##" in front (the whole text's pieces were once asked
+    for "##" to decide it, per token)."""
+    tok = _bpe_tokenizer("decoder")
+    ids = tok(" ## bananas", add_special_tokens=False)["input_ids"]
+    plain = tok(" bananas", add_special_tokens=False)["input_ids"]
+    assert readable_tokens(tok, ids)[-len(plain):] == readable_tokens(tok, plain)
+
+
+def test_merging_equals_the_one_hot_definition_with_cross_attention_groups():
+    rng = np.random.default_rng(3)
+    qg, kg = [0, 0, 1, 2, 2, 2, 3], [0, 1, 1, 2]
+    w = rng.random((2, 3, len(qg), len(kg))).astype(np.float32)
+    q1 = np.eye(4, dtype=np.float32)[qg]                        # (Tq, Wq)
+    k1 = np.eye(3, dtype=np.float32)[kg]                        # (Tk, Wk)
+    expected = (q1 / q1.sum(0)).T @ (w @ k1)
+    np.testing.assert_allclose(merge_pieces(w, qg, kg), expected, rtol=1e-6)
