@@ -87,6 +87,63 @@ class Adapter:
         raise InputError(f"{self.loaded.name} has no decoder blocks the logit lens can read "
                          "(it needs a model that predicts tokens: a decoder or an encoder-decoder).")
 
+    # ---- the points an experiment reads and patches (engine.experiments) -----------------------
+    def decoder_attention(self) -> list[torch.nn.Module]:
+        """The decoder's self-attention modules by layer: each one's output (after its output
+        projection) is what its layer's attention adds to the residual stream."""
+        found = {s.layer: m for s, m in self.site_modules().items() if s.kind == DECODER_SELF}
+        return [found[i] for i in range(len(found))]
+
+    def mlp_modules(self) -> list[torch.nn.Module]:
+        """The decoder's MLP by layer. Found, not named: in each block, the one child that holds
+        2-D weights and no attention site (GPT's ``mlp``, Llama's ``mlp``, our FeedForward). A
+        block whose MLP is not one module (BART's bare fc1 and fc2) is refused."""
+        attention = {id(m) for m in self.site_modules().values()}
+        out = []
+        for layer, block in enumerate(self.residual_blocks()):
+            found = [c for c in block.children() if not any(id(m) in attention for m in c.modules())
+                     and any(p.dim() == 2 for p in c.parameters())]
+            if len(found) != 1:
+                raise InputError(f"{self.loaded.name}: layer {layer} has no single MLP module ({len(found)} "
+                                 "candidates), so its MLP output cannot be patched.")
+            out.append(found[0])
+        return out
+
+    def unembedding(self) -> torch.nn.Module:
+        """The module that turns the last hidden states into logits (its weight (V, D))."""
+        raise NotImplementedError
+
+    def final_norm(self) -> torch.nn.Module | None:
+        """The norm between the last block and the unembedding. Found, not named: the module
+        outside the blocks whose output is exactly the unembedding's input, in one forward on a
+        few plain tokens; None when the model puts no module there (T5 rescales by hand)."""
+        if "_final_norm" not in self.__dict__:
+            head, inside = self.unembedding(), {id(m) for b in self.residual_blocks() for m in b.modules()}
+            leaves = [m for m in self.model.modules() if m is not head and id(m) not in inside
+                      and not list(m.children()) and any(p.dim() == 1 for p in m.parameters(recurse=False))]
+            seen: dict[int, torch.Tensor] = {}
+            handles = [m.register_forward_hook(lambda m, _i, out: seen.__setitem__(id(m), out)) for m in leaves]
+            handles.append(head.register_forward_pre_hook(lambda _m, args: seen.__setitem__("head", args[0])))
+            try:
+                with torch.no_grad():
+                    self.forward(self.frame_ids(self.plain_token_ids()[:4])[0])
+            finally:
+                for h in handles:
+                    h.remove()
+            wanted = seen.get("head")
+            self._final_norm = next((m for m in leaves if isinstance(seen.get(id(m)), torch.Tensor) and wanted is not None
+                                     and seen[id(m)].shape == wanted.shape and torch.equal(seen[id(m)], wanted)), None)
+        return self._final_norm
+
+    def piece_ids(self, text: str) -> list[int]:
+        """``text``'s token ids as the tokenizer makes them inside a text (no special tokens)."""
+        raise NotImplementedError
+
+    def forward_copies(self, framed: Framed, copies: int) -> torch.Tensor:
+        """``copies`` identical rows of a decoder's ``framed`` in one batch (no KV cache kept):
+        logits (copies, T, V). Hooks then make each copy differ (engine.experiments)."""
+        raise InputError(f"{self.loaded.name} is not a decoder: prompt pairs are patched in decoders only.")
+
     def output_projection(self, site: Site) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The output projection of ``site``: (W_O (D, Hq * Dv), its bias (D,) or None), so head
         h's slice W_O[:, h * Dv:(h + 1) * Dv] carries its output into the residual stream

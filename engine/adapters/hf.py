@@ -59,6 +59,12 @@ class HFAdapter(Adapter):
         return found[site]
 
     def plain_token_ids(self) -> list[int]:
+    def unembedding(self):
+        return self.model.get_output_embeddings()
+
+    def piece_ids(self, text):
+        return list(self.tok(text, add_special_tokens=False)["input_ids"])
+
         pieces = [p or "" for p in self.tok.convert_ids_to_tokens(list(range(len(self.tok))))]
         return without_byte_pieces(pieces, set(getattr(self.tok, "all_special_ids", []) or []))
 
@@ -164,6 +170,10 @@ class HFDecoderAdapter(HFAdapter):
 
 class HFSeq2SeqAdapter(HFAdapter):
     role = "encoder-decoder"
+
+    def forward_copies(self, framed, copies):
+        ids = self._tensor(framed.target_ids).expand(copies, -1)
+        return self.model(input_ids=ids, use_cache=False).logits
 
     @property
     def start_id(self) -> int:

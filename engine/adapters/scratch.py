@@ -114,6 +114,15 @@ class GPTAdapter(ScratchAdapter):
     def stepper(self, text, settings):
         return _GPTStepper(self.loaded, text, settings)
 
+    def forward_copies(self, framed, copies):
+        return self.model(torch.tensor([framed.target_ids], device=self.device).expand(copies, -1)).logits
+
+    def unembedding(self):
+        return self.model.lm_head
+
+    def piece_ids(self, text):
+        return self.loaded.tokenizer.encode(text)
+
 
 class _GPTStepper(Stepper):
     def __init__(self, loaded, text, settings):

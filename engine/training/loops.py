@@ -52,13 +52,9 @@ def learning_rate(step: int, config: TrainConfig) -> float:
 
 def run_training(gen: Generator, on_progress: Callable[[TrainProgress], None] | None = None) -> LoadedModel:
     """Drive a training generator to its end; returns the trained model."""
-    while True:
-        try:
-            progress = next(gen)
-        except StopIteration as done:
-            return done.value
-        if on_progress is not None:
-            on_progress(progress)
+    from engine.runtime.steps import drive
+
+    return drive(gen, on_progress)
 
 
 def _pad(rows: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:

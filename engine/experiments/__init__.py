@@ -1,0 +1,16 @@
+"""Experiments are interventions over two runs: which parts of a model carry a behaviour.
+
+A prompt pair (pairs.py) is a clean text and a corrupted one of the same length, and two
+answers; the metric is the logit difference of the answers at the last position (or the
+answer's log-probability). Activation patching (patching.py) runs one prompt with one of
+the other run's activations put back at a point the adapter names (points.py: each head's
+output at the seam, the residual stream before a block, a layer's attention and MLP output)
+and measures how much behaviour returns; attribution patching (attribution.py) estimates
+every cell from one backward; direct logit attribution (dla.py) splits the clean run's
+logit difference into each head's and MLP's share. One cache of activations, one hook
+mechanism (the seam and module hooks), shared with ablation and knockout.
+"""
+from engine.experiments.pairs import FramedPair, PromptPair, frame_pair, read_pairs
+from engine.experiments.points import POINTS
+
+__all__ = ["POINTS", "FramedPair", "PromptPair", "frame_pair", "read_pairs"]

@@ -1,0 +1,190 @@
+"""The points an experiment reads and patches, and the hooks that do it.
+
+Each point is where the adapter says it is (no table of module names): a head's output is
+the seam's ``output`` at its decoder self-attention site (B, H, T, Dv), before the output
+projection mixes the heads; the residual stream before layer l is the input of the adapter's
+block l (B, T, D); a layer's attention output and MLP output are the outputs of its attention
+module and MLP module (B, T, D). ``edited`` installs one function per (point, layer) that
+sees the batch's tensor and returns it, changed or not: capturing a run, patching a batch of
+copies and adding the zero whose gradient attribution patching reads are all such functions.
+
+Two savings make a batch of patched copies cheap (``skipping``, ``last_position_only``):
+the blocks before the first patched layer compute exactly what the unpatched run computed,
+so they hand back its cached outputs instead of running; and only the last position's
+logits are read, so the unembedding sees the last position only (for a 50k vocabulary and 20
+tokens, the other 19 positions' logits cost about as much as the rest of the model).
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from engine.kinds import DECODER_SELF
+from engine.seam import SeamHook, Site, hooks
+
+HEADS, HEADS_BY_POS, RESID_PRE, ATTN_OUT, MLP_OUT = "heads", "heads-by-pos", "resid-pre", "attn-out", "mlp-out"
+POINTS = (HEADS, HEADS_BY_POS, RESID_PRE, ATTN_OUT, MLP_OUT)
+# The activation each point patches: a head by position patches the same tensor as a head.
+ACTIVATION = {HEADS: HEADS, HEADS_BY_POS: HEADS, RESID_PRE: RESID_PRE, ATTN_OUT: ATTN_OUT, MLP_OUT: MLP_OUT}
+
+
+@dataclass
+class Activations:
+    """One run's activations at every point asked, batch of one (the batch axis dropped)."""
+    at: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)   # (activation, layer) ->
+    #                                         heads (H, T, Dv); resid-pre, attn-out, mlp-out (T, D)
+    blocks: list = field(default_factory=list)      # each block's output as it returned it (batch of 1)
+    last_logits: torch.Tensor | None = None          # (V,) float32, the last position
+    seconds: float = 0.0                             # how long the forward took
+
+
+class Points:
+    """A decoder's modules for each point, asked of its adapter once."""
+
+    def __init__(self, adapter, activations: set[str]):
+        self.adapter = adapter
+        self.blocks = adapter.residual_blocks()
+        self.attention = adapter.decoder_attention()
+        self.mlp = adapter.mlp_modules() if MLP_OUT in activations else []
+        self.head = adapter.unembedding()
+        self.activations = activations
+
+    @property
+    def layers(self) -> int:
+        return len(self.blocks)
+
+
+class _SeamEdit(SeamHook):
+    """Heads' outputs (B, H, T, Dv) at some decoder self-attention sites through functions."""
+
+    def __init__(self, fns: dict[Site, Callable]):
+        self.fns = fns
+
+    def edits(self, site):
+        return site in self.fns
+
+    def edits_output_only(self, site):
+        return True
+
+    def output(self, call, out):
+        return self.fns[call.site](out)
+
+
+def _first(fn: Callable) -> Callable:
+    """A forward hook's output (a tensor, or a tuple whose first item is the hidden states)
+    through ``fn``."""
+    def hook(_module, _args, out):
+        if isinstance(out, tuple):
+            return (fn(out[0]), *out[1:])
+        return fn(out)
+    return hook
+
+
+def _first_input(fn: Callable) -> Callable:
+    def hook(_module, args):
+        if not args or not isinstance(args[0], torch.Tensor):
+            raise RuntimeError("a block whose hidden states are not its first argument")
+        return (fn(args[0]), *args[1:])
+    return hook
+
+
+@contextlib.contextmanager
+def edited(points: Points, fns: dict[tuple[str, int], Callable]):
+    """Inside: each (activation, layer)'s tensor passes its function during the forward."""
+    handles, seam = [], {}
+    try:
+        for (act, layer), fn in fns.items():
+            if act == HEADS:
+                seam[Site(DECODER_SELF, layer)] = fn
+            elif act == RESID_PRE:
+                handles.append(points.blocks[layer].register_forward_pre_hook(_first_input(fn)))
+            else:
+                module = (points.attention if act == ATTN_OUT else points.mlp)[layer]
+                handles.append(module.register_forward_hook(_first(fn)))
+        with hooks(_SeamEdit(seam)):
+            yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _tree(x, fn):
+    if isinstance(x, torch.Tensor):
+        return fn(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_tree(i, fn) for i in x)
+    return x
+
+
+@contextlib.contextmanager
+def skipping(blocks: list, outputs: list, upto: int, copies: int):
+    """Blocks ``0 .. upto - 1`` hand back the unpatched run's ``outputs``, repeated for ``copies``
+    rows, without computing: what they would compute, since nothing before them is patched."""
+    saved = []
+    try:
+        for block, out in zip(blocks[:upto], outputs[:upto]):
+            repeated = _tree(out, lambda t: t.expand(copies, *t.shape[1:]).contiguous() if t.shape[:1] == (1,) else t)
+            saved.append((block, block.__dict__.get("forward")))
+            block.forward = lambda *_a, _out=repeated, **_k: _out      # an instance attribute shadows the method
+        yield
+    finally:
+        for block, own in saved:        # accelerate's hooks set their own forward: put it back
+            if own is None:
+                del block.forward
+            else:
+                block.forward = own
+
+
+@contextlib.contextmanager
+def last_position_only(head: torch.nn.Module):
+    """The unembedding sees the last position only: logits (B, 1, V)."""
+    handle = head.register_forward_pre_hook(lambda _m, args: (args[0][:, -1:], *args[1:]))
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def capture(points: Points, framed, keep_blocks: bool = True) -> Activations:
+    """One forward of ``framed`` that keeps every activation asked, each block's output (for
+    ``skipping``) and the last position's logits. Runs under the caller's grad mode."""
+    acts = Activations()
+
+    def keep(key):
+        def fn(x):
+            acts.at[key] = x[0].detach()
+            return x
+        return fn
+
+    fns = {(act, layer): keep((act, layer)) for act in points.activations for layer in range(points.layers)}
+    handles = [b.register_forward_hook(lambda _m, _i, out: acts.blocks.append(_tree(out, torch.Tensor.detach)))
+               for b in points.blocks] if keep_blocks else []
+    try:
+        start = time.perf_counter()
+        with edited(points, fns):
+            logits = points.adapter.forward(framed)                          # (1, T, V)
+        acts.seconds = time.perf_counter() - start
+    finally:
+        for h in handles:
+            h.remove()
+    acts.last_logits = logits[0, -1].detach().float()
+    return acts
+
+
+LOGIT_DIFF, LOGPROB = "logit_diff", "logprob"
+METRICS = (LOGIT_DIFF, LOGPROB)
+
+
+def metric_of(last_logits: torch.Tensor, answers: tuple[int, int], metric: str) -> torch.Tensor:
+    """(B, V) or (V,) last-position logits -> (B,) or () metric: the answers' logit difference,
+    or the first answer's log-probability."""
+    last_logits = last_logits.float()
+    if metric == LOGIT_DIFF:
+        return last_logits[..., answers[0]] - last_logits[..., answers[1]]
+    if metric == LOGPROB:
+        return torch.log_softmax(last_logits, dim=-1)[..., answers[0]]
+    raise ValueError(f"the metric is one of {', '.join(METRICS)}, not {metric!r}")

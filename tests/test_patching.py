@@ -1,0 +1,203 @@
+"""Activation patching over prompt pairs (issue 39), against a reference written with plain
+PyTorch forward hooks on the models' own modules (names written out here, per model):
+
+- exact patching of every point equals running the corrupted text once per cell with that
+  one activation of the clean run put in (1e-5 on the metric), for our GPT, Hugging Face's
+  GPT-2 and Llama with grouped-query attention; noising and the log-probability metric too;
+- patching the clean run's activations into the clean run changes nothing, bit for bit;
+- a batch of one and a batch of many give the same numbers; stop() ends it (RunCancelled);
+- bad pairs (lengths, answers, an encoder) are refused in one sentence naming what is wrong.
+"""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from engine.adapters import adapter_for
+from engine.experiments import PromptPair, frame_pair, read_pairs
+from engine.experiments.patching import exact_patching, run_to_end
+from engine.experiments.points import LOGPROB, POINTS
+from engine.inputs import InputError
+from engine.loading.catalog import open_model
+from engine.loading.demo import random_model
+from engine.traces.base import RunCancelled
+from tests.hf_tiny import tiny_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
+# Equal lengths in every tokenizer used here (checked by frame_pair in each test).
+PAIRS = {"gpt": PromptPair("the king is dead long live the king", "the lord is dead long live the lord",
+                           " king", " lord"),
+         "gpt2": PromptPair("the big dog sees the small cat", "the small cat sees the big dog", " cat", " dog"),
+         "llama": PromptPair("the big dog sees the small cat", "the small cat sees the big dog", " cat", " dog")}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("patching-tiny")
+    out = {"gpt": open_model(GPT, "cpu")}
+    out |= {arch: open_model(str(tiny_folder(root, arch, seed=3)), "cpu") for arch in ("gpt2", "llama")}
+    for m in out.values():
+        m.model.eval()
+    return out
+
+
+# ---- the reference: forward hooks on named modules, one run per cell -----------------------------
+def parts(name, model):
+    """(blocks, heads' output projection, attention module, MLP module) per layer, by name."""
+    if name == "llama":
+        blocks = list(model.model.layers)
+        return blocks, [b.self_attn.o_proj for b in blocks], [b.self_attn for b in blocks], [b.mlp for b in blocks]
+    blocks = list(model.transformer.h)           # our GPT and GPT-2 share nanoGPT's names
+    return blocks, [b.attn.c_proj for b in blocks], [b.attn for b in blocks], [b.mlp for b in blocks]
+
+
+def module_for(name, model, point, layer):
+    blocks, proj, attn, mlp = parts(name, model)
+    return {"heads": (proj, "in"), "heads-by-pos": (proj, "in"), "resid-pre": (blocks, "in"),
+            "attn-out": (attn, "out"), "mlp-out": (mlp, "out")}[point][0][layer], \
+        "in" if point in ("heads", "heads-by-pos", "resid-pre") else "out"
+
+
+def first(x):
+    return x[0] if isinstance(x, tuple) else x
+
+
+def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None):
+    """One plain forward of ``ids``; ``keep`` [(module, side)] stores those tensors, ``put``
+    (module, side, fn) edits one. Returns (metric, kept)."""
+    model, kept, handles = loaded.model, {}, []
+    for module, side in keep or []:
+        if side == "in":
+            handles.append(module.register_forward_pre_hook(lambda m, a: kept.__setitem__(id(m), a[0].detach())))
+        else:
+            handles.append(module.register_forward_hook(lambda m, a, o: kept.__setitem__(id(m), first(o).detach())))
+    if put:
+        module, side, fn = put
+        if side == "in":
+            handles.append(module.register_forward_pre_hook(lambda m, a: (fn(a[0]), *a[1:])))
+        else:
+            handles.append(module.register_forward_hook(
+                lambda m, a, o: (fn(o[0]), *o[1:]) if isinstance(o, tuple) else fn(o)))
+    try:
+        with torch.no_grad():
+            x = torch.tensor([ids])
+            logits = (model(x) if name == "gpt" else model(input_ids=x)).logits[0, -1].float()
+    finally:
+        for h in handles:
+            h.remove()
+    value = logits[answers[0]] - logits[answers[1]] if metric == "logit_diff" else \
+        torch.log_softmax(logits, -1)[answers[0]]
+    return float(value), kept
+
+
+def reference(name, loaded, pair, point, noising=False, metric="logit_diff"):
+    base_ids, src_ids = (pair.clean.target_ids, pair.corrupt.target_ids) if noising else \
+        (pair.corrupt.target_ids, pair.clean.target_ids)
+    layers = len(parts(name, loaded.model)[0])
+    mods = [module_for(name, loaded.model, point, lay) for lay in range(layers)]
+    _, src = ref_run(name, loaded, src_ids, pair.answers, metric, keep=mods)
+    heads = adapter_for(loaded).site_modules()
+    n_heads = next(iter(heads.values())).__dict__.get("n_head") or loaded.model.config.num_attention_heads
+    tokens = len(base_ids)
+    out = {}
+    for lay, (module, side) in enumerate(mods):
+        clean = src[id(module)]                                   # (1, T, D) or merged heads (1, T, H * Dv)
+        dv = clean.shape[-1] // n_heads
+        cells = {"heads": [(h,) for h in range(n_heads)],
+                 "heads-by-pos": [(p, h) for p in range(tokens) for h in range(n_heads)]}.get(
+                     point, [(p,) for p in range(tokens)])
+        for cell in cells:
+            def fn(x, cell=cell):
+                x = x.clone()
+                if point == "heads":
+                    x[:, :, cell[0] * dv:(cell[0] + 1) * dv] = clean[:, :, cell[0] * dv:(cell[0] + 1) * dv]
+                elif point == "heads-by-pos":
+                    p, h = cell
+                    x[:, p, h * dv:(h + 1) * dv] = clean[:, p, h * dv:(h + 1) * dv]
+                else:
+                    x[:, cell[0]] = clean[:, cell[0]]
+                return x
+            out[(lay, *cell)] = ref_run(name, loaded, base_ids, pair.answers, metric, put=(module, side, fn))[0]
+    return out
+
+
+def as_cells(array):
+    return {idx: float(v) for idx, v in np.ndenumerate(array)}
+
+
+# ---- exact patching --------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gpt", "gpt2", "llama"])
+@pytest.mark.parametrize("point", POINTS)
+def test_exact_patching_equals_a_forward_hook_reference(models, name, point):
+    loaded = models[name]
+    pair = frame_pair(loaded, PAIRS[name])
+    result = run_to_end(exact_patching(loaded, pair, (point,)))
+    ours, ref = as_cells(result.results[point]), reference(name, loaded, pair, point)
+    assert ours.keys() == ref.keys()
+    np.testing.assert_allclose([ours[k] for k in ref], list(ref.values()), atol=1e-5, rtol=0)
+    assert result.clean == pytest.approx(ref_run(name, loaded, pair.clean.target_ids, pair.answers)[0], abs=1e-5)
+    assert result.corrupt == pytest.approx(ref_run(name, loaded, pair.corrupt.target_ids, pair.answers)[0], abs=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gpt", "llama"])
+def test_noising_and_the_logprob_metric_equal_the_reference(models, name):
+    loaded = models[name]
+    pair = frame_pair(loaded, PAIRS[name])
+    for point in ("heads", "resid-pre"):
+        result = run_to_end(exact_patching(loaded, pair, (point,), noising=True, metric=LOGPROB))
+        ref = reference(name, loaded, pair, point, noising=True, metric=LOGPROB)
+        np.testing.assert_allclose([as_cells(result.results[point])[k] for k in ref], list(ref.values()), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gpt", "gpt2", "llama"])
+def test_clean_into_clean_changes_nothing_bit_for_bit(models, name):
+    loaded = models[name]
+    framed = frame_pair(loaded, PAIRS[name])
+    same = type(framed)(framed.clean, framed.clean, framed.answers)
+    result = run_to_end(exact_patching(loaded, same, POINTS))
+    for point, values in result.results.items():
+        assert (values == result.clean).all(), point
+
+
+def test_batches_of_one_and_of_many_agree(models):
+    loaded = models["gpt2"]
+    pair = frame_pair(loaded, PAIRS["gpt2"])
+    one = run_to_end(exact_patching(loaded, pair, ("heads-by-pos",), max_batch=1))
+    many = run_to_end(exact_patching(loaded, pair, ("heads-by-pos",)))
+    np.testing.assert_allclose(one.results["heads-by-pos"], many.results["heads-by-pos"], atol=1e-5)
+
+
+def test_progress_comes_with_an_estimate_and_stop_ends_it(models):
+    loaded = models["gpt"]
+    pair = frame_pair(loaded, PAIRS["gpt"])
+    seen = []
+    steps = exact_patching(loaded, pair, ("heads-by-pos",), max_batch=8, stop=lambda: len(seen) > 3)
+    with pytest.raises(RunCancelled):
+        run_to_end(steps, seen.append)
+    assert "patched runs in batches of 8" in seen[1].text
+    assert seen[1].total == 4 * 8 * 4 and seen[-1].done < seen[1].total
+
+
+# ---- bad input ---------------------------------------------------------------------------------------
+def test_bad_pairs_are_refused_in_one_sentence(models, tmp_path):
+    gpt = models["gpt"]
+    with pytest.raises(InputError, match=r"clean text is 3 tokens \(the \| king \| is\) and the corrupted text 4"):
+        frame_pair(gpt, PromptPair("the king is", "the lord is dead", " a", " b"))
+    with pytest.raises(InputError, match=r"The answer ' kingdoms and' is \d+ tokens \(.*\), not one"):
+        frame_pair(gpt, PromptPair("the king is", "the lord is", " kingdoms and", " b"))
+    with pytest.raises(InputError, match="id:N with N from 0 to 1279"):
+        frame_pair(gpt, PromptPair("the king is", "the lord is", "id:99999", " b"))
+    assert frame_pair(gpt, PromptPair("the king is", "the lord is", "id:7", "id:8")).answers == (7, 8)
+    with pytest.raises(InputError, match="no text"):
+        frame_pair(gpt, PromptPair("  ", "the lord is", " a", " b"))
+    with pytest.raises(InputError, match="decoders only: .* is an encoder"):
+        frame_pair(random_model("bert"), PromptPair("the dog", "the cat", " a", " b"))
+    bad = tmp_path / "pairs.tsv"
+    bad.write_text("the king is\tthe lord is\t king\t lord\nthe king\tthe queen\t king\n")
+    with pytest.raises(InputError, match=r"pairs.tsv, line 2: expected 'clean<TAB>corrupt<TAB>answer<TAB>wrong"):
+        read_pairs(bad)
+    good = tmp_path / "good.tsv"
+    good.write_text("the king is\tthe lord is\t king\t lord\n\n")
+    assert read_pairs(good) == [PromptPair("the king is", "the lord is", " king", " lord")]
