@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-import engine.traces.recorded as recorded
+from engine.runtime.blocks import forced
 from engine.inspection.top_keys import head_top_keys, top_keys
 from engine.loading.catalog import open_model
 from engine.loading.demo import random_model
@@ -59,9 +59,12 @@ def hidden_keys(tk: int) -> np.ndarray:
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("block_bytes", [1, 4 * 4 * 40, 2**25])    # a row a block, a few rows, all of them
-def test_every_kind_equals_the_head_by_head_path(traces, monkeypatch, name, block_bytes):
-    monkeypatch.setattr(recorded, "BLOCK_BYTES", block_bytes)
-    trace = traces[name]
+def test_every_kind_equals_the_head_by_head_path(traces, name, block_bytes):
+    with forced(block_bytes):
+        every_kind_equals_the_head_by_head_path(traces[name])
+
+
+def every_kind_equals_the_head_by_head_path(trace):
     for kind in trace.kinds:
         _, heads, _, tk = trace.shape(kind)
         for overview in (False, True):                   # the rows' log-sum-exp from the kernel / the thumbnails
@@ -104,8 +107,12 @@ def tied_trace(t: int = 23, heads: int = 4, kv: int = 2, causal: bool = True) ->
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("k", [1, 2, 5, 12, 30])
-def test_equal_weights_go_in_key_order(monkeypatch, causal, k):
-    monkeypatch.setattr(recorded, "BLOCK_BYTES", 4 * 4 * 23 * 4)         # a few rows a block
+def test_equal_weights_go_in_key_order(causal, k):
+    with forced(4 * 4 * 23 * 4):                                        # a few rows a block
+        equal_weights_go_in_key_order(causal, k)
+
+
+def equal_weights_go_in_key_order(causal, k):
     trace = tied_trace(causal=causal)
     dense = trace.call("decoder self", 0).weights(0).numpy()             # (H, T, T) softmax rows
     for keys in (None, hidden_keys(23)):

@@ -67,7 +67,7 @@ def attend(call: AttentionCall) -> torch.Tensor:
     dense = call.softcap is not None or any(not h.edits_output_only(call.site) for h in editors)
     if dense:
         out = _eager(call, editors)
-    elif any(h.wants_lse for h in active) and _cpu_flash(call):
+    elif any(h.wants_lse for h in active):
         out = _fused_with_lse(call)
     else:
         out = _fused(call)
@@ -78,24 +78,69 @@ def attend(call: AttentionCall) -> torch.Tensor:
     return out
 
 
-def _cpu_flash(call: AttentionCall) -> bool:
-    """torch's CPU flash kernel computes each row's log-sum-exp as it goes and hands it back
-    (float32, no mask but the causal flag: the long causal prompt, or a text with no padding)."""
-    return (call.q.device.type == "cpu" and call.q.dtype == torch.float32 and call.bias is None
-            and call.mask is None and call.dropout == 0.0
-            and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"))
-
-
 def _fused_with_lse(call: AttentionCall) -> torch.Tensor:
-    """The fused output, and ``call.lse`` (B, Hq, Tq): what a recorded trace needs to compute
-    any block of weights exactly later without a pass over whole rows."""
-    k, v = call.k, call.v
-    if call.group > 1:
-        k, v = k.repeat_interleave(call.group, dim=1), v.repeat_interleave(call.group, dim=1)
+    """The fused output, and ``call.lse`` (B, Hq, Tq) where the device's kernel hands it back:
+    what a recorded trace needs to compute any block of weights exactly later without a pass
+    over whole rows. Where no kernel gives it (or a kernel refuses these inputs), the output
+    is the plain fused one and the trace computes the log-sum-exp itself when first asked."""
+    kernel = _LSE_KERNELS.get(call.q.device.type)
+    if kernel is not None and call.dropout == 0.0:
+        k, v = call.k, call.v
+        if call.group > 1:
+            k, v = k.repeat_interleave(call.group, dim=1), v.repeat_interleave(call.group, dim=1)
+        try:
+            found = kernel(call, k, v)
+        except RuntimeError:          # shapes, dtypes or alignments this kernel does not take
+            found = None
+        if found is not None:
+            out, lse = found
+            lse = lse[..., :call.q.shape[2]]                             # (B, Hq, Tq); some pad to 32 rows
+            # A row with every key masked has no log-sum-exp, and kernels disagree on its output
+            # (0 or NaN): such a call (padding) is left to the plain fused path, as without a hook.
+            if bool(torch.isfinite(lse).all()):
+                call.lse = lse
+                return out
+    return _fused(call)
+
+
+def _cpu_lse_kernel(call: AttentionCall, k: torch.Tensor, v: torch.Tensor):
+    """torch's CPU flash kernel computes each row's log-sum-exp as it goes (float32, no mask
+    but the causal flag: the long causal prompt, or a text with no padding)."""
+    if (call.q.dtype != torch.float32 or call.bias is not None or call.mask is not None
+            or not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")):
+        return None
     out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(call.q, k, v, 0.0, call.causal,
                                                                           scale=call.scale)
-    call.lse = lse
-    return out
+    return out, lse
+
+
+def _cuda_lse_kernel(call: AttentionCall, k: torch.Tensor, v: torch.Tensor):
+    """On CUDA: flash attention for a call with no mask and no bias in half precision (the
+    causal LLM prompt); otherwise memory-efficient attention asked to compute the log-sum-exp,
+    with the mask and bias as one additive term (float32 models too)."""
+    q = call.q
+    plain = call.mask is None and call.bias is None
+    if plain and q.dtype in (torch.float16, torch.bfloat16) and q.shape[-1] <= 256:
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, call.causal, False,
+                                                                      scale=call.scale)[:2]
+        return out, lse
+    bias = None if plain else _aligned(call.additive(q.dtype), q.shape[0], q.shape[1])
+    out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0,
+                                                                      plain and call.causal, scale=call.scale)[:2]
+    return out, lse
+
+
+def _aligned(bias: torch.Tensor, batch: int, heads: int) -> torch.Tensor:
+    """(B|1, H|1, Tq, Tk) additive term -> (B, H, Tq, Tk) whose rows start on 16-element
+    boundaries, as the memory-efficient kernel requires (a padded buffer, viewed to Tk)."""
+    tk = bias.shape[-1]
+    pad = (-tk) % 16
+    if pad:
+        bias = torch.nn.functional.pad(bias, (0, pad))[..., :tk]
+    return bias.expand(batch, heads, bias.shape[-2], tk)
+
+
+_LSE_KERNELS = {"cpu": _cpu_lse_kernel, "cuda": _cuda_lse_kernel}
 
 
 def _fused(call: AttentionCall) -> torch.Tensor:

@@ -104,6 +104,20 @@ class AttentionTrace:
         """(r, c) exact weights of one head for queries ``rows`` and keys ``cols``."""
         return self.head(kind, layer, head)[rows, cols]
 
+    def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice):
+        """(h, r, c) float32 torch tensor of exact weights, on ``device``: what views pool
+        (engine.traces.viewport). A recorded trace computes it on the model's device."""
+        import torch
+
+        return torch.from_numpy(np.stack([self.tile(kind, layer, h, rows, cols) for h in heads]))
+
+    @property
+    def device(self):
+        """Where ``block`` computes: the host for traces held as arrays."""
+        import torch
+
+        return torch.device("cpu")
+
     def dense_bytes(self, kind: str) -> int:
         """What every head of ``kind`` takes as float32."""
         return int(np.prod(self.shape(kind), dtype=np.int64)) * 4

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from engine.kinds import KEY_SIDE, QUERY_SIDE
+from engine.runtime.blocks import rows_per_block, score_block_bytes
 from engine.seam.call import AttentionCall
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, pool_blocks
@@ -26,10 +27,6 @@ from engine.traces.words import merge_pieces
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once
 LAYER_BYTES = 2**30               # one layer's every head at once, at most
 HEAD_CACHE = 64                   # layers kept by a large trace that computes on demand
-CHUNK_BYTES = 4 * 2**20           # scores computed at once: a block of query rows of every head, small
-                                  # enough to stay in cache through matmul, mask and pooling (64 MB: 3.7x slower)
-BLOCK_BYTES = 32 * 2**20          # strongest keys: one block of scores of the heads asked (fewer,
-                                  # larger blocks: on 2 shared cores each torch op waits for both threads)
 TOP_MARGIN = 8                    # strongest keys: candidates read past k, to see where ties end
 
 
@@ -113,7 +110,7 @@ class RecordedTrace(AttentionTrace):
             r0 = 0
             while r0 < tq:
                 width = min(tk, r0 + 64 + offset) if causal else call.k.shape[2]
-                r1 = min(tq, r0 + max(1, CHUNK_BYTES // (H * max(1, width) * 4)))
+                r1 = min(tq, r0 + rows_per_block(call.q.device, H * width))
                 rows = slice(r0, r1)
                 cols = slice(0, min(tk, -(-(r1 + offset) // kb) * kb)) if causal else slice(None)
                 s = call.scores(self.batch_index, None, rows, cols)            # (H, r, k)
@@ -141,19 +138,33 @@ class RecordedTrace(AttentionTrace):
     @torch.no_grad()
     def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
         """Exact weights of queries ``rows`` x keys ``cols`` of one head: with the rows'
-        log-sum-exp known (after ``thumbnails``), only the block's scores are computed."""
+        log-sum-exp known (from the kernel, or after ``thumbnails``), only the block's scores
+        are computed."""
         if self._reads_whole(kind, layer):
             return self.layer(kind, layer)[head][rows, cols]
+        return self.block(kind, layer, [head], rows, cols)[0].cpu().numpy()
+
+    @torch.no_grad()
+    def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> torch.Tensor:
+        """(h, r, c) float32 exact weights of ``heads`` for queries ``rows`` x keys ``cols``, on
+        the model's device: a view pools them there and only its pixels cross to the host."""
+        if self._reads_whole(kind, layer):
+            return super().block(kind, layer, heads, rows, cols)
         tq, tk = self.piece_span(kind)
         rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
-        call = self.calls[kind][layer]
+        call, heads = self.calls[kind][layer], list(heads)
         lse = self._row_lse(kind, layer)
         if lse is not None:
-            s = call.scores(self.batch_index, [head], rows, cols)[0]             # (r, c)
-            w = torch.exp(s - lse[head, rows, None])
+            s = call.scores(self.batch_index, heads, rows, cols)                 # (h, r, c)
+            w = s.sub_(lse[heads, rows, None]).exp_()
         else:
-            w = call.weights(self.batch_index, [head], rows)[0][:, cols]         # full rows, then the block
-        return torch.nan_to_num_(w, nan=0.0).cpu().numpy().astype(np.float32, copy=False)
+            w = call.weights(self.batch_index, heads, rows)[:, :, cols]          # full rows, then the block
+        return torch.nan_to_num_(w, nan=0.0)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the recording lives, and where its views are computed and pooled."""
+        return next(iter(self.calls.values()))[0].q.device
 
     @torch.no_grad()
     def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int,
@@ -161,7 +172,7 @@ class RecordedTrace(AttentionTrace):
         """Each query of ``rows``' ``k`` strongest keys in every head of ``heads`` (one layer): what
         engine.inspection.top_keys reads head by head through ``tile`` (the same weights, ties in
         key order, the leftover each row's own sum minus what is kept), computed for the heads
-        together, BLOCK_BYTES of scores at a time: one score block per block of rows (query
+        together, a block of scores at a time (engine.runtime.blocks, "select"): one score block per block of rows (query
         heads grouped over their key head when every head is asked), ``torch.topk`` on the
         model's device, and for a plain causal call only the keys up to the block's last row.
         ``keys`` (Tk,) bool: the keys that may be chosen. Returns (keys (h, r, k) int64, weights
@@ -190,7 +201,7 @@ class RecordedTrace(AttentionTrace):
         out_keys = np.zeros((len(heads), stop - start, k), np.int64)
         out_weights = np.zeros((len(heads), stop - start, k), np.float32)
         leftover = np.zeros((len(heads), stop - start), np.float32)
-        budget = max(1, BLOCK_BYTES // (4 * len(heads)))                        # score cells a head, a block
+        budget = max(1, score_block_bytes(call.q.device, "select") // (4 * len(heads)))  # score cells a head, a block
         r0 = start
         while r0 < stop:
             if causal:   # the most rows n with n * (r0 + n + offset) cells, the block's own width

@@ -1,0 +1,88 @@
+"""Blocks of scores are sized for the device they run on (engine.runtime.blocks), and the
+numbers never depend on the size: a block of one query row and a block of every row give the
+same pooled overview, the same Head detail viewport and the same strongest keys, on every
+kind of attention the seam sees. Engine only (runs where Qt is absent, as on a GPU server)."""
+import numpy as np
+import pytest
+import torch
+
+from engine.inspection.top_keys import top_keys
+from engine.loading.catalog import open_model
+from engine.loading.demo import random_model
+from engine.runtime import blocks
+from engine.traces.recorded import RecordedTrace
+from engine.traces.tracing import trace_text
+from engine.traces.viewport import viewport
+from tests.hf_tiny import tiny_folder
+
+TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
+TINY, HUGE = 1, 2**40          # a single score a block (one row at least) / every row at once
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    root = tmp_path_factory.mktemp("blocks")
+    out = {arch: trace_text(open_model(str(tiny_folder(root, arch)), "cpu"), TEXT) for arch in ("llama", "gemma2")}
+    out["t5"] = trace_text(open_model(str(tiny_folder(root, "t5")), "cpu"), TEXT, target="the dog")
+    out["gpt"] = trace_text(random_model("gpt", seed=1), TEXT)
+    return out
+
+
+def fresh(trace) -> RecordedTrace:
+    return RecordedTrace(trace.calls, model_name=trace.model_name, family=trace.family,
+                         source_tokens=trace.source_tokens, target_tokens=trace.target_tokens)
+
+
+def everything(trace, kind: str) -> list[np.ndarray]:
+    """What the overview, Head detail (one head, mean and max of heads, a zoom) and Head lines read."""
+    lazy = fresh(trace)
+    _, heads, tq, tk = lazy.shape(kind)
+    out = []
+    for how in ("max", "mean"):
+        th = lazy.thumbnails(kind, 4, how)
+        out += [th.pooled, th.sink]
+    for how in ("one head", "mean of heads", "max of heads"):
+        out.append(viewport(lazy, kind, 1, heads - 1, how, (0, tq), (0, tk), (5, 7)))
+        out.append(viewport(fresh(trace), kind, 0, 1, how, (2, tq - 1), (1, tk), (64, 64)))
+    for h, top in top_keys(lazy, kind, 1, list(range(heads)), 3).items():
+        out += [top.keys, top.weights, top.leftover]
+    return out
+
+
+@pytest.mark.parametrize("name", ["llama", "gemma2", "t5", "gpt"])
+def test_a_tiny_and_a_huge_block_give_the_same_numbers(traces, name):
+    trace = traces[name]
+    for kind in trace.kinds:
+        with blocks.forced(TINY):
+            small = everything(trace, kind)
+        with blocks.forced(HUGE):
+            large = everything(trace, kind)
+        for a, b in zip(small, large):
+            np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+def test_the_viewport_equals_the_dense_head_pooled(traces):
+    trace = traces["llama"]
+    dense = trace.weights("decoder self")                                  # (L, H, T, T)
+    t = dense.shape[-1]
+    with blocks.forced(TINY):
+        one = viewport(fresh(trace), "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t))
+        mean = viewport(fresh(trace), "decoder self", 1, 0, "mean of heads", (0, t), (0, t), (t, t))
+    np.testing.assert_allclose(one, dense[1, 2], atol=1e-6)
+    np.testing.assert_allclose(mean, dense[1].mean(0), atol=1e-6)
+
+
+def test_the_block_is_chosen_by_the_device():
+    assert blocks.score_block_bytes(torch.device("cpu")) == blocks.CPU_SCORE_BYTES
+    assert blocks.score_block_bytes(torch.device("cpu"), "select") == blocks.CPU_SELECT_BYTES
+    assert blocks.score_block_bytes(torch.device("meta")) == blocks.OTHER_BYTES
+    with blocks.forced(1000):
+        assert blocks.score_block_bytes(torch.device("cpu")) == 1000
+        assert blocks.rows_per_block(torch.device("cpu"), 100) == 2          # 100 float32 a row
+    assert blocks.rows_per_block(torch.device("cpu"), 10**12) == 1           # never less than a row
+
+
+def test_a_gpu_block_is_a_share_of_its_free_memory_within_bounds(monkeypatch):
+    for free, want in ((80 * 2**30, blocks.GPU_MAX_BYTES), (2**30, 2**30 // 8), (2**20, blocks.GPU_MIN_BYTES)):
+        monkeypatch.setattr(blocks, "free_bytes", lambda device, free=free: free)
+        assert blocks.score_block_bytes(torch.device("cuda", 0)) == want
