@@ -41,3 +41,14 @@ def label_colorbar(bar: pg.ColorBarItem, log_scale: bool) -> None:
         return
     names = {0: "1", 1: "0.1", 2: "0.01", 3: "0.001"}
     bar.axis.setTicks([[(1 - d / LOG_DECADES, names.get(d, f"1e-{d}")) for d in range(LOG_DECADES + 1)]])
+
+
+def legend_pixmap(name: str, width: int, height: int):
+    """A horizontal strip of colormap ``name``, 0 at the left to 1 at the right: the colour
+    legend of a view drawn with plain Qt items (the Lens' table), not a pyqtgraph plot."""
+    from PySide6.QtGui import QImage, QPixmap
+
+    lut = lookup_table(name, max(2, width))                          # (width, 4) RGBA
+    strip = np.ascontiguousarray(np.repeat(lut[None, :, :], max(1, height), axis=0))   # (height, width, 4)
+    image = QImage(strip.data, strip.shape[1], strip.shape[0], strip.strides[0], QImage.Format.Format_RGBA8888)
+    return QPixmap.fromImage(image.copy())

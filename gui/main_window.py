@@ -104,10 +104,13 @@ def _open_recording(path: str):
     return load_recording(path)
 
 
-def _model_output(loaded: LoadedModel, text: str, interventions=None) -> str:
+def _model_output(loaded: LoadedModel, text: str, interventions=None, stop=None) -> str:
+    """The output line's text, in the model worker; a newer request ends it within a layer."""
+    from engine.traces.tracing import stoppable
     from gui.output_line import output_line
 
-    return output_line(loaded, text, interventions)
+    with stoppable(stop):
+        return output_line(loaded, text, interventions)
 
 
 class MainWindow(QMainWindow):
@@ -123,7 +126,8 @@ class MainWindow(QMainWindow):
             self.state.colormap = "viridis"
         self.model_jobs = Jobs(self, "Could not open the model", lane=MODEL)
         self.run_jobs = Jobs(self, "The model could not run", lane=MODEL)
-        self.file_jobs = Jobs(self, "The recording could not be read or written", lane=MODEL)
+        self.file_jobs = Jobs(self, "The recording could not be read", lane=MODEL)
+        self.save_jobs = Jobs(self, "The recording could not be written", lane=MODEL)   # never cancelled by a read
         self.output_jobs = Jobs(self, "The model could not write its output", lane=MODEL)
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
@@ -131,6 +135,7 @@ class MainWindow(QMainWindow):
         self.current_source: str | None = None     # what the loaded model was opened from
         self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
+        self._running: tuple | None = None         # the request the Run in flight computes (never started twice)
         self.docks: dict[str, QDockWidget] = {}
         self.views: dict[str, QWidget] = {}
         self._live_timer = QTimer(self, singleShot=True, interval=LIVE_DELAY_MS)
@@ -145,10 +150,11 @@ class MainWindow(QMainWindow):
         self.state.model_changed.connect(self._on_model_changed)
         self.state.trace_changed.connect(self._on_trace)
         self.state.head_selected.connect(self._show_head_detail)
-        self.state.output_changed.connect(self._on_output)
+        self.state.output_changed.connect(self._show_output)
+        self.state.request_started.connect(self._show_output)
+        self.state.request_ended.connect(self._show_output)
         self.state.interventions_changed.connect(lambda _spec: self.run())   # every view re-runs with the change
         self.state.measure_changed.connect(lambda _on: self.run())
-        self.state.model_changed.connect(lambda _m: self._on_output(""))
         self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: b or self.load_progress.finish())
@@ -206,6 +212,11 @@ class MainWindow(QMainWindow):
         emphasise(self.output_label, 1.5)
         self.output_label.setToolTip("What the model itself writes for this text (greedy), or the tokens chosen so "
                                      "far in the Decoding panel")
+        self.output_mark = QLabel("updating…")    # the output shown is the previous text's until the new one is in
+        self.output_mark.setToolTip("The model is writing its output for the new text; until then the line shows "
+                                    "the previous one, greyed")
+        tint(self.output_mark, "muted")
+        self.output_mark.setVisible(False)
         self.banner = ElidedLabel()
         tint(self.banner, "warning")
         self.grid = HeadGrid(self.state)
@@ -229,6 +240,7 @@ class MainWindow(QMainWindow):
         out_row = QHBoxLayout()
         out_row.addWidget(self.output_title)
         out_row.addWidget(self.output_label, 1)
+        out_row.addWidget(self.output_mark)
         box.addWidget(self.tip_row)
         box.addLayout(out_row)
         box.addWidget(self.banner)
@@ -398,8 +410,11 @@ class MainWindow(QMainWindow):
         keep the current one (and say why)."""
         self.statusBar().showMessage(f"Loading {Path(source).name}…")
         self.load_progress.start(Path(source).name or source)
+        self.run_jobs.cancel()     # the old model's Run and every job for its text: a newer request
+        self._supersede()
         self.model_jobs.start(_open_model, source, self.state.device, on_yielded=self._on_load_yield,
-                              on_returned=lambda loaded: self._model_loaded(source, loaded))
+                              on_returned=lambda loaded: self._model_loaded(source, loaded),
+                              on_error=lambda _exc: self.state.end_request())
 
     def _on_load_yield(self, value) -> None:
         if isinstance(value, list):      # the machine's devices, first
@@ -411,6 +426,7 @@ class MainWindow(QMainWindow):
         """Cancel: the load stops between two tensors; the model that was open stays."""
         if self.model_jobs.busy:
             self.model_jobs.cancel()
+            self.state.end_request()
             self.load_progress.finish()
             kept = self.state.loaded.name if self.state.loaded is not None else "no model"
             self.statusBar().showMessage(f"Loading cancelled; {kept} stays open.", 6000)
@@ -444,11 +460,8 @@ class MainWindow(QMainWindow):
         self.merge_box.setVisible(loaded.is_hf)
         if not self.text_edit.text().strip():
             self.text_edit.setText(DEFAULT_TEXT.get(fam, DEFAULT_TEXT[role]))
-        self.model_label.setText(f"{loaded.name} ({fam})")
-        self.device_label.setText(str(loaded.device) if not loaded.spread else "spread")
-        self.device_label.setToolTip(loaded.meta.get("placement", ""))
-        self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
-        self.setWindowTitle(f"attnscope: {loaded.name}")
+        self.time_label.setText("")      # the last model's forward
+        self._describe_source()
         self.run()
 
     def _show_head_detail(self, *_head) -> None:
@@ -468,7 +481,10 @@ class MainWindow(QMainWindow):
             # accelerate places the layers while it loads them: a spread model is opened again
             self.open_source(self.current_source)
         else:
-            self.model_jobs.start(_move_model, loaded, name, on_returned=self.state.set_model)
+            self.run_jobs.cancel()
+            self._supersede()
+            self.model_jobs.start(_move_model, loaded, name, on_returned=self.state.set_model,
+                                  on_error=lambda _exc: self.state.end_request())
 
     # ---- running -------------------------------------------------------------------------
     def _on_edit(self, _text: str) -> None:
@@ -476,25 +492,40 @@ class MainWindow(QMainWindow):
             self._live_timer.start()
 
     def run(self) -> None:
+        """Run the model on the text: the newest request wins. Every job still working for
+        the old one (its Run, output, the Lens, the effect, the overview's pooling) is
+        cancelled; the same request already on its way is not started again."""
         loaded = self.state.loaded
         if loaded is None:
             return
         self._live_timer.stop()
-        self.state.text, self.state.target, self.state.pair = (
-            self.text_edit.text(), self.target_edit.text(), self.pair_edit.text())
-        if not self.state.text.strip():   # said once, here; the old text's heads and output go
+        text = (self.text_edit.text(), self.target_edit.text(), self.pair_edit.text())
+        if not text[0].strip():   # said once, here; the old text's heads and output go
+            self._supersede()
             self.run_jobs.cancel()
-            self.output_jobs.cancel()
+            self.state.text, self.state.target, self.state.pair = text
             self.state.set_trace(None)
             self.state.set_output("")
+            self.state.end_request()
             self.banner.setText("There is no text to run: type a sentence first.")
             self.banner.setVisible(True)
             return
-        self.state.set_output("")   # the old text's output is gone until the new one is written
-        self.run_jobs.start(_timed_trace, loaded, self.state.text, self.state.target, self.state.pair,
-                            loaded.is_hf and self.merge_box.isChecked(),
+        merge = loaded.is_hf and self.merge_box.isChecked()
+        request = (loaded, *text, merge, self.state.interventions, self.state.value_weighted)
+        if self.run_jobs.busy and request == self._running:
+            return
+        self._running = request
+        self._supersede()
+        self.run_jobs.start(_timed_trace, loaded, *text, merge,
                             interventions=self.state.interventions, value_weighted=self.state.value_weighted,
-                            on_yielded=self._run_progress, on_returned=self._trace_done)
+                            on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, text),
+                            on_error=lambda _exc: self.state.end_request())
+
+    def _supersede(self) -> None:
+        """A newer request: the model's output for the old text stops, and every view's work
+        for it (state.request_started); what they show is marked until the new results come."""
+        self.output_jobs.cancel()
+        self.state.begin_request()
 
     def _run_progress(self, record) -> None:
         """("run", attention sites passed, sites): a long Run says how far it is (Esc stops it)."""
@@ -504,30 +535,71 @@ class MainWindow(QMainWindow):
     def stop_run(self) -> None:
         if self.run_jobs.busy:
             self.run_jobs.cancel()
+            self.state.end_request()
             self.statusBar().showMessage("Run stopped; the heads on screen are the last finished Run's.", 6000)
 
-    def _trace_done(self, result) -> None:
+    def _trace_done(self, result, text: tuple[str, str, str]) -> None:
+        """The Run's trace is in: the text it read becomes the state's (the text, target and
+        pair every view derives from), then the model writes its output for it."""
         trace, seconds = result
         self.last_forward_s = seconds
-        self.time_label.setText(f"forward {seconds * 1000:.0f} ms")
+        self.state.text, self.state.target, self.state.pair = text
         self.state.set_trace(trace)
+        self.state.end_request()
+        self.time_label.setText(f"forward {seconds * 1000:.0f} ms")
         loaded = self.state.loaded
         if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
+            written_for = self.state.trace_id
             self.output_jobs.start(_model_output, loaded, self.state.text, self.state.interventions,
-                                   on_returned=self.state.set_output)
+                                   on_returned=lambda out: self.state.set_output(out, written_for))
 
-    def _on_output(self, text: str) -> None:
-        loaded = self.state.loaded
-        shown = loaded is not None and loaded.generates
-        self.output_title.setText("Translation:" if loaded is not None and loaded.role == "encoder-decoder"
-                                  else "Continuation:")
+    def _show_output(self, *_args) -> None:
+        """The output line: what the model wrote for the trace on screen; the previous text's
+        (greyed, marked 'updating…') while a newer one is written; for a recording, that no
+        model is there to write one."""
+        state, loaded = self.state, self.state.loaded
+        recording = state.recording is not None
+        shown = recording or (loaded is not None and loaded.generates)
+        self.output_title.setText("Output:" if recording else "Translation:" if loaded is not None
+                                  and loaded.role == "encoder-decoder" else "Continuation:")
         self.output_title.setVisible(shown)
         self.output_label.setVisible(shown)
-        self.output_label.setText(text)
+        if recording:
+            self.output_label.setText("none: a recording holds attention, not a model to write with (open its "
+                                      "model and Run the text to see its output)")
+        else:
+            self.output_label.setText(state.output)
+        updating = shown and not recording and (state.pending or state.output_for != state.trace_id)
+        self.output_label.setEnabled(not updating and not recording)
+        self.output_mark.setVisible(updating and state.trace is not None)
+
+    def _describe_source(self) -> None:
+        """Title and status bar say what the trace on screen comes from: the loaded model, or a
+        recording opened with no model (its model's name, and that none is loaded for it)."""
+        loaded, trace, path = self.state.loaded, self.state.trace, self.state.recording
+        if path is not None and trace is not None:
+            name = Path(path).name
+            self.setWindowTitle(f"attnscope: {name} (recording of {trace.model_name}, no model)")
+            self.model_label.setText(f"recording of {trace.model_name} ({trace.family}): {name}")
+            self.device_label.setText("no model")
+            self.device_label.setToolTip("A recording is drawn from the queries and keys it holds; "
+                                         f"{loaded.name if loaded else 'no model'} stays open for the next Run")
+            self.params_label.setText("")
+            self.time_label.setText("")
+            return
+        if loaded is None:
+            return
+        self.model_label.setText(f"{loaded.name} ({loaded.family})")
+        self.device_label.setText(str(loaded.device) if not loaded.spread else "spread")
+        self.device_label.setToolTip(loaded.meta.get("placement", ""))
+        self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
+        self.setWindowTitle(f"attnscope: {loaded.name}")
 
     def _on_trace(self, trace) -> None:
+        self._describe_source()
+        self._show_output()
         notes = list(trace.notes) if trace else []
-        if self.state.loaded is not None and self.state.loaded.meta.get("untrained"):
+        if self.state.trace_model is not None and self.state.loaded.meta.get("untrained"):
             notes.insert(0, "This model is untrained (random weights): its attention is noise. "
                             "Open a trained one from the Model menu.")
         self.banner.setText("\n".join(notes))
@@ -575,7 +647,7 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Save Recording", str(Path(str(self.settings.value(
             "last_export_dir", ""))) / "recording.safetensors"), "attnscope recording (*.safetensors)")
         if path:
-            self.file_jobs.start(_save_recording, self.state.trace, path,
+            self.save_jobs.start(_save_recording, self.state.trace, path,
                                  on_returned=lambda written: self.statusBar().showMessage(f"Saved {written}", 6000))
 
     def open_text_dialog(self) -> None:
@@ -603,13 +675,18 @@ class MainWindow(QMainWindow):
             self.open_recording(path)
 
     def open_recording(self, path: str) -> None:
-        """A saved Run, drawn by every view with no model (checked in the worker; a bad file: one dialog)."""
+        """A saved Run, drawn by every view with no model (checked in the worker; a bad file: one dialog).
+        A newer request than any Run: the Run on its way and every job for the old text stop."""
         self._live_timer.stop()
         self.run_jobs.cancel()
-        self.file_jobs.start(_open_recording, path, on_returned=self._recording_opened)
+        self._supersede()
+        self.file_jobs.start(_open_recording, path, on_returned=lambda trace: self._recording_opened(trace, path),
+                             on_error=lambda _exc: self.state.end_request())
 
-    def _recording_opened(self, trace) -> None:
-        self.state.set_trace(trace)
+    def _recording_opened(self, trace, path: str) -> None:
+        self.state.set_trace(trace, recording=path)
+        self.state.set_output("")
+        self.state.end_request()
         n = max(len(trace.source_tokens), len(trace.target_tokens))
         self.statusBar().showMessage(f"Recording of {trace.model_name}: {n:,} tokens, drawn with no model. "
                                      "A Run replaces it.", 10000)

@@ -27,7 +27,9 @@ class AppState(QObject):
     output_changed = Signal(str)
     interventions_changed = Signal(object)   # engine.interventions.Interventions: what is switched off
     measure_changed = Signal(bool)           # value-weighted attention (True) or the weights
-    presentation_changed = Signal(bool)      # large fonts and thick marks, for a projector             # the model's own output for the text (translation, continuation)
+    presentation_changed = Signal(bool)      # large fonts and thick marks, for a projector
+    request_started = Signal()               # a newer request (Run, model, recording) supersedes all work on the old
+    request_ended = Signal()                 # no request in flight: what was cancelled for it may be asked again
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -42,30 +44,60 @@ class AppState(QObject):
         self.kind: str | None = None
         self.layer: int = 0
         self.head: int = 0
-        self.output: str = ""
+        self.output: str = ""                # the model's own output (translation, continuation) for the text
+        self.output_for: int = -1            # the trace_id it was written for (-1: none)
         self.presentation: bool = False
         self.interventions = Interventions()  # heads ablated, edges knocked out: every Run and step uses them
         self.value_weighted = False           # views draw alpha_ij ||f(x_j)|| instead of the weights
+        self.recording: str | None = None     # the file the trace on screen was opened from: no model behind it
+        self.trace_id = 0                     # counts traces set: a result computed for one says which (never
+                                              # the trace itself, which would be kept alive)
+        self.pending = False                  # a request is in flight: what is on screen is about to be replaced
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
         if not self.interventions.empty:     # another model's heads and positions
             self.set_interventions(Interventions())
-        self.trace = None
+        self.trace, self.recording = None, None
+        self.trace_id += 1
         self.model_changed.emit(loaded)
         self.trace_changed.emit(None)        # the old model's readouts are gone everywhere
         self.set_output("")
 
-    def set_output(self, text: str) -> None:
-        """What the model writes for the current text: from a Run, or the decoding steps so far."""
-        if text != self.output:
-            self.output = text
+    @property
+    def trace_model(self) -> LoadedModel | None:
+        """The model behind the trace on screen: None for a recording (drawn with no model) or no trace.
+        Whatever needs a forward (lens, continuation, interventions) asks this, not ``loaded``."""
+        return self.loaded if self.trace is not None and self.recording is None else None
+
+    def set_output(self, text: str, trace_id: int | None = None) -> None:
+        """What the model writes for the current text: from a Run (``trace_id``: the trace it was
+        written for), or the decoding steps so far (the current trace's)."""
+        written_for = self.trace_id if trace_id is None else trace_id
+        if (text, written_for) != (self.output, self.output_for):
+            self.output, self.output_for = text, written_for
             self.output_changed.emit(text)
 
-    def set_trace(self, trace: AttentionTrace | None) -> None:
-        self.trace = trace
+    def set_trace(self, trace: AttentionTrace | None, recording: str | None = None) -> None:
+        """The trace every view draws; ``recording``: the file it was opened from (no model behind it)."""
+        self.trace, self.recording = trace, (recording if trace is not None else None)
+        self.trace_id += 1
         self._clamp()
         self.trace_changed.emit(trace)
+
+    def begin_request(self) -> None:
+        """A newer request (a Run, a model, a recording) is on its way: every job still working
+        for what is on screen is superseded (they listen to request_started and cancel), and
+        results shown until the new ones come are marked as the old request's."""
+        self.pending = True
+        self.request_started.emit()
+
+    def end_request(self) -> None:
+        """The request is over (its trace is in, or it stopped or failed): views whose work was
+        cancelled for it and still show the trace on screen ask for it again."""
+        if self.pending:
+            self.pending = False
+            self.request_ended.emit()
 
     def _clamp(self) -> bool:
         """Fit the selection to the trace; True when it changed."""

@@ -103,7 +103,7 @@ def test_the_window_saves_and_opens_a_recording(window, qtbot, tmp_path, monkeyp
     target = tmp_path / "run.safetensors"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     window.save_recording_dialog()
-    qtbot.waitUntil(lambda: target.exists() and not window.file_jobs.busy, timeout=20000)
+    qtbot.waitUntil(lambda: target.exists() and not window.save_jobs.busy, timeout=20000)
     before = window.state.trace
     window.state.set_trace(None)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(target), ""))

@@ -8,6 +8,8 @@ computed from the recorded queries and keys. Empty text is refused with a clear 
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from engine.adapters import adapter_for
@@ -33,6 +35,15 @@ class _Progress(SeamHook):
         self.done += 1
         if self.report is not None:
             self.report(("run", self.done, self.total))
+
+
+@contextlib.contextmanager
+def stoppable(stop=None):
+    """Any forward inside the block (a logit lens, a continuation, an effect's two forwards)
+    ends at its next attention site once ``stop()`` is true (RunCancelled), as a Run does: the
+    window's superseded jobs let go of the model thread within a layer, not after a whole job."""
+    with hooks(_Progress(0, None, stop)):
+        yield
 
 
 @torch.no_grad()

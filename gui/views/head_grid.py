@@ -32,6 +32,7 @@ EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is 
 MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however many heads
 SINK_PIXELS = 3               # a pooled tile's first key (an attention sink) drawn apart this wide ...
 SINK_OFFSET = SINK_PIXELS + 1 # ... and a transparent pixel: the tile's own columns start here
+OLD_OPACITY = 0.3             # the previous trace's tiles while the new ones are prepared
 
 
 def tile_pixels(layers: int, heads: int) -> int:
@@ -135,6 +136,8 @@ class HeadGrid(PreparedView, QWidget):
         self.kind_box.setVisible(len(kinds) > 1)
         self.kind_label.setVisible(len(kinds) > 1)
         self._set_readout(HINT)     # the old text's tokens are gone
+        # Until the new trace's tiles come (a long text pools for seconds), the old ones are greyed.
+        self.image.setOpacity(OLD_OPACITY if self.drawing is not None and trace is not None else 1.0)
         self.redraw()
 
     def _on_selection(self, kind: str, _layer: int, _head: int) -> None:
@@ -154,11 +157,16 @@ class HeadGrid(PreparedView, QWidget):
     def drawing_job(self):
         if self.trace is None or self.kind is None:
             return None
-        return _grid_job, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked()
+        drawn = self.drawing
+        # The same trace and kind again (log colour, a threshold): its pooled tiles are reused, not pooled anew.
+        pooled = drawn[4] if drawn is not None and drawn[3] is self.trace and drawn[2] == self.kind else None
+        return _grid_job, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked(), pooled
 
     def drawing_progress(self, record) -> None:
         _, done, total = record      # a passing state: said in the readout, not kept as the tooltip
-        self.readout.setText(f"Pooling every head of a long text for the overview: {done} of {total} layers done…")
+        old = " (the tiles shown meanwhile are the previous text's, greyed)" if self.drawing is not None else ""
+        self.readout.setText(f"Pooling every head of a long text for the overview: {done} of {total} layers "
+                             f"done…{old}")
 
     def clear_drawing(self) -> None:
         self.image.clear()
@@ -168,6 +176,7 @@ class HeadGrid(PreparedView, QWidget):
 
     def apply_drawing(self, drawing) -> None:
         self.mosaic, layout, _kind, self.drawn_trace, thumbs, offset = drawing
+        self.image.setOpacity(1.0)
         self.marks.update()
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         label_colorbar(self.colorbar, self.log_box.isChecked())
@@ -272,10 +281,11 @@ class HeadGrid(PreparedView, QWidget):
         return self.plot
 
 
-def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False, report=None, stop=None):
+def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False, pooled=None, report=None, stop=None):
     """(mosaic, layout, kind, trace, thumbnails, key offset): a pooled grid draws the first key
-    apart (its column would be one pixel of a block of ~100 keys at 8k tokens)."""
-    thumbs = thumbnails(trace, kind, report, stop)
+    apart (its column would be one pixel of a block of ~100 keys at 8k tokens). ``pooled``: this
+    trace's thumbnails already computed (only the colours change)."""
+    thumbs = pooled if pooled is not None else thumbnails(trace, kind, report, stop)
     sink = None if thumbs.exact else thumbs.sink
     mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink)
     return mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET

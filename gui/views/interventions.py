@@ -21,10 +21,17 @@ from gui.worker import MODEL, Jobs
 ALL = "every"
 
 
-def _effect(loaded, text: str, target: str, spec):
-    from engine.interventions.effect import effect   # torch, in the worker
+UPDATING = "updating: the change is measured again once the Run is in…"
+NO_MODEL = ("A recording holds attention, not a model: switching heads off or knocking edges out changes a model "
+            "as it runs. Open the model it was recorded with and Run the text to use them.")
 
-    result = effect(loaded, text, spec, target=target or None, k=5)
+
+def _effect(loaded, text: str, target: str, spec, stop=None):
+    from engine.interventions.effect import effect   # torch, in the worker
+    from engine.traces.tracing import stoppable
+
+    with stoppable(stop):      # a newer request ends it within a layer
+        result = effect(loaded, text, spec, target=target or None, k=5)
     tok = _decoder_tokens(loaded)
     return result, {i: tok.tokens([i])[0] for i, _ in result.before + result.after}
 
@@ -105,6 +112,8 @@ class InterventionsPanel(QWidget):
         state.selection_changed.connect(lambda *_: self._refresh())
         state.trace_changed.connect(self._on_trace)
         state.interventions_changed.connect(lambda _spec: self._refresh())
+        state.request_started.connect(self._superseded)
+        state.request_ended.connect(lambda: self.effect.text() == UPDATING and self._on_trace(self.state.trace))
         self.stale = True
         self._on_trace(state.trace)
 
@@ -143,14 +152,16 @@ class InterventionsPanel(QWidget):
 
     def _refresh(self) -> None:
         trace, kind = self.state.trace, self.state.kind
-        has = trace is not None and bool(kind)
+        has = self.state.trace_model is not None and bool(kind)     # a recording has no model to change
         for w in (self.zero_button, self.mean_button, self.layer_button, self.restore_button, self.block_button):
             w.setEnabled(has)
         spec = self.state.interventions
         self.clear_button.setEnabled(not spec.empty)
         self.head_label.setText(f"Selected: {kind} layer {self.state.layer}, head {self.state.head}"
                                 + (f" ({spec.mode(self._head())} ablated)" if has and spec.mode(self._head()) else "")
-                                if has else "Run a text, then pick a head (click a tile in the heads grid).")
+                                if has else NO_MODEL if self.state.recording is not None
+                                else "Run a text, then pick a head (click a tile in the heads grid).")
+        self.value_box.setEnabled(self.state.recording is None)
         self.active.clear()
         self.active.addItems(spec.describe() or ["Nothing switched off: the model as it is."])
         if has:
@@ -171,10 +182,11 @@ class InterventionsPanel(QWidget):
         if self.stale:
             self.jobs.cancel()
             return
-        loaded, spec = self.state.loaded, self.state.interventions
+        loaded, spec = self.state.trace_model, self.state.interventions
         if trace is None or loaded is None or spec.empty:
             self.jobs.cancel()
-            self.effect.setText("" if spec.empty else "Run the text to see what the change does.")
+            self.effect.setText("" if spec.empty or self.state.recording is not None
+                                else "Run the text to see what the change does.")
             return
         if not loaded.generates:
             self.effect.setText("An encoder predicts no next token: the heads grid and Head detail show how its "
@@ -183,6 +195,13 @@ class InterventionsPanel(QWidget):
         self.effect.setText("measuring the change…")
         self.jobs.start(_effect, loaded, self.state.text, self.state.target, spec,
                         on_returned=lambda r: self.effect.setText(effect_text(*r)))
+
+    def _superseded(self) -> None:
+        """A newer request (a Run, another text or change): the measure on its way is the old one's."""
+        if self.jobs.busy:
+            self.jobs.cancel()
+        if self.effect.text():
+            self.effect.setText(UPDATING)
 
     def closeEvent(self, event) -> None:
         self.jobs.shutdown()

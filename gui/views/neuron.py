@@ -19,6 +19,7 @@ from gui.views.prepared import settle
 from gui.views.token_axis import fit_row_axis
 from gui.views.token_labels import fitting_ticks
 from gui.elided import ElidedLabel
+from gui.superseded import gives_way
 from gui.worker import MODEL, Jobs
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class NeuronView(QWidget):
         state.trace_changed.connect(self._on_selection)
         state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
+        gives_way(state, self.jobs, self.compute)   # the old trace's vectors hold the model thread a new Run needs
         self._on_selection()
 
     def _on_colormap(self, name: str) -> None:

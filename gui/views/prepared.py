@@ -25,6 +25,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QCoreApplication, QEvent, QTimer
 from PySide6.QtWidgets import QWidget
 
+from gui.superseded import gives_way
 from gui.worker import SHARED, Jobs, accepted_parameters, process_events_until
 
 DRAWN_OFF_THREAD: list[Callable] = []
@@ -79,6 +80,9 @@ class PreparedView:
         self.draw_jobs.busy_changed.connect(lambda busy: busy or self._paint_again())
         self.drawing: Any = None        # what is on screen now (the last applied drawing)
         self._drawn_trace = None        # the trace it was drawn from
+        # A newer request ends the drawing on its way (the overview's pooling of a long text:
+        # seconds, between two layers) instead of leaving it to take the cores from the new Run.
+        gives_way(self.state, self.draw_jobs, self.redraw)
 
     def drawing_job(self) -> tuple | None:
         raise NotImplementedError
