@@ -58,13 +58,13 @@ class HFAdapter(Adapter):
             found = self._projections = find_projections(self)
         return found[site]
 
-    def plain_token_ids(self) -> list[int]:
     def unembedding(self):
         return self.model.get_output_embeddings()
 
     def piece_ids(self, text):
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
 
+    def plain_token_ids(self) -> list[int]:
         pieces = [p or "" for p in self.tok.convert_ids_to_tokens(list(range(len(self.tok))))]
         return without_byte_pieces(pieces, set(getattr(self.tok, "all_special_ids", []) or []))
 
@@ -167,13 +167,13 @@ class HFDecoderAdapter(HFAdapter):
     def stepper(self, text, settings):
         return _DecoderStepper(self, text, settings)
 
-
-class HFSeq2SeqAdapter(HFAdapter):
-    role = "encoder-decoder"
-
     def forward_copies(self, framed, copies):
         ids = self._tensor(framed.target_ids).expand(copies, -1)
         return self.model(input_ids=ids, use_cache=False).logits
+
+
+class HFSeq2SeqAdapter(HFAdapter):
+    role = "encoder-decoder"
 
     @property
     def start_id(self) -> int:
