@@ -201,3 +201,94 @@ def test_bad_pairs_are_refused_in_one_sentence(models, tmp_path):
     good = tmp_path / "good.tsv"
     good.write_text("the king is\tthe lord is\t king\t lord\n\n")
     assert read_pairs(good) == [PromptPair("the king is", "the lord is", " king", " lord")]
+
+
+# ---- attribution patching and direct logit attribution ------------------------------------------------
+def ref_attribution(name, loaded, pair, point):
+    """(source - base) . d metric / d activation, the gradient by autograd at one point at a time
+    (the activation made a leaf there), the activations read by forward hooks on named modules."""
+    base_ids, src_ids = pair.corrupt.target_ids, pair.clean.target_ids
+    layers = len(parts(name, loaded.model)[0])
+    mods = [module_for(name, loaded.model, point, lay) for lay in range(layers)]
+    base_metric, base = ref_run(name, loaded, base_ids, pair.answers, keep=mods)
+    _, src = ref_run(name, loaded, src_ids, pair.answers, keep=mods)
+    n_heads = loaded.model.config.n_head if name == "gpt" else loaded.model.config.num_attention_heads
+    out = []
+    for module, side in mods:
+        leaf = {}
+
+        def make_leaf(x):
+            leaf["x"] = x.detach().requires_grad_()
+            return leaf["x"]
+        with torch.enable_grad():
+            hook = (module.register_forward_pre_hook(lambda m, a: (make_leaf(a[0]), *a[1:])) if side == "in" else
+                    module.register_forward_hook(lambda m, a, o: (make_leaf(o[0]), *o[1:]) if isinstance(o, tuple)
+                                                 else make_leaf(o)))
+            try:
+                x = torch.tensor([base_ids])
+                logits = (loaded.model(x) if name == "gpt" else loaded.model(input_ids=x)).logits[0, -1]
+                (logits[pair.answers[0]] - logits[pair.answers[1]]).backward()
+            finally:
+                hook.remove()
+        change = ((src[id(module)] - base[id(module)]) * leaf["x"].grad)[0]        # (T, D) or (T, H * Dv)
+        if point == "heads":
+            out.append(change.view(change.shape[0], n_heads, -1).sum(dim=(0, 2)))
+        elif point == "heads-by-pos":
+            out.append(change.view(change.shape[0], n_heads, -1).sum(dim=2))
+        else:
+            out.append(change.sum(dim=1))
+    return base_metric + torch.stack(out).double().numpy()
+
+
+@pytest.mark.parametrize("name", ["gpt", "gpt2", "llama"])
+def test_attribution_patching_equals_its_formula_by_autograd(models, name):
+    from engine.experiments.attribution import agreement, attribution_patching
+
+    loaded = models[name]
+    pair = frame_pair(loaded, PAIRS[name])
+    result = run_to_end(attribution_patching(loaded, pair, POINTS))
+    for point in POINTS:
+        np.testing.assert_allclose(result.results[point], ref_attribution(name, loaded, pair, point),
+                                   atol=1e-4, rtol=1e-4, err_msg=point)
+    assert result.method == "attribution"
+    exact = run_to_end(exact_patching(loaded, pair, ("heads", "resid-pre")))
+    r = agreement(exact, result)
+    assert set(r) == {"heads", "resid-pre"} and all(-1 <= v <= 1 for v in r.values())
+
+
+@pytest.mark.parametrize("name", ["gpt", "gpt2", "llama"])
+def test_direct_logit_attribution_sums_to_the_logit_difference(models, name):
+    from engine.experiments.dla import direct_logit_attribution
+
+    loaded = models[name]
+    pair = frame_pair(loaded, PAIRS[name])
+    dla = direct_logit_attribution(loaded, pair)
+    total = dla.results["heads"].sum() + dla.results["mlp"].sum() + dla.results["embed"] + dla.results["bias"]
+    assert total == pytest.approx(dla.clean, abs=1e-4)
+    assert dla.clean == pytest.approx(ref_run(name, loaded, pair.clean.target_ids, pair.answers)[0], abs=1e-5)
+    assert np.abs(dla.results["heads"]).max() > 0
+
+
+def test_a_heads_share_is_its_output_through_the_final_layernorm_onto_the_answers(models):
+    """Our GPT by hand: head h's output through its W_O slice, centred, divided by the run's
+    sigma of the final residual stream, times ln_f's gain, onto W_U[a] - W_U[b]."""
+    from engine.experiments.dla import direct_logit_attribution
+
+    loaded = models["gpt"]
+    pair = frame_pair(loaded, PAIRS["gpt"])
+    model = loaded.model
+    blocks, proj, _, _ = parts("gpt", model)
+    mods = [(p, "in") for p in proj] + [(model.transformer.ln_f, "in")]
+    _, kept = ref_run("gpt", loaded, pair.clean.target_ids, pair.answers, keep=mods)
+    x = kept[id(model.transformer.ln_f)][0, -1]
+    sigma = torch.sqrt(x.var(unbiased=False) + model.transformer.ln_f.eps)
+    a, b = pair.answers
+    direction = (model.lm_head.weight[a] - model.lm_head.weight[b]).detach()
+    dla = direct_logit_attribution(loaded, pair)
+    dv = model.config.n_embd // model.config.n_head
+    for layer in (0, 3):
+        for h in (1, 2):
+            merged = kept[id(proj[layer])][0, -1]
+            c = merged[h * dv:(h + 1) * dv] @ proj[layer].weight[:, h * dv:(h + 1) * dv].T
+            share = ((c - c.mean()) / sigma * model.transformer.ln_f.weight) @ direction.detach()
+            assert dla.results["heads"][layer, h] == pytest.approx(float(share), abs=1e-5)

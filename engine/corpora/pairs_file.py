@@ -10,11 +10,12 @@ from pathlib import Path
 
 
 def read_tsv_rows(path: str | Path, columns: tuple[str, ...], items: str, limit: int | None = None,
-                  what: str = "pairs file", strip: bool = True) -> list[tuple[str, ...]]:
+                  what: str = "pairs file", strip: bool = True, numbered: bool = False) -> list[tuple]:
     """The first ``len(columns)`` fields of each non-blank line (further fields are ignored);
     ValueError with a message for the user: the file is missing, is not UTF-8 text, or a line
     lacks a field (its number, the layout expected and the line itself are named). ``strip``
-    false keeps each field's spaces (a prompt pair's answer ' Mary' is not 'Mary')."""
+    false keeps each field's spaces (a prompt pair's answer ' Mary' is not 'Mary'); ``numbered``
+    puts each row's line number first."""
     from engine.corpora.english_text import MAX_CORPUS_BYTES
     from engine.inputs import read_utf8
 
@@ -27,7 +28,8 @@ def read_tsv_rows(path: str | Path, columns: tuple[str, ...], items: str, limit:
         cols = line.split("\t")
         if len(cols) < len(columns) or not all(c.strip() for c in cols[:len(columns)]):
             raise ValueError(f"{path.name}, line {number}: expected '{'<TAB>'.join(columns)}', got {line[:60]!r}.")
-        rows.append(tuple(c.strip() if strip else c for c in cols[:len(columns)]))
+        fields = tuple(c.strip() if strip else c for c in cols[:len(columns)])
+        rows.append((number, *fields) if numbered else fields)
         if limit is not None and len(rows) >= limit:
             break
     if not rows:

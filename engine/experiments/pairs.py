@@ -8,7 +8,7 @@ exactly as a Run frames them (a Llama's BOS first), so positions are over the id
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.adapters import adapter_for
@@ -25,6 +25,7 @@ class PromptPair:
     corrupt: str
     answer: str          # the clean run's answer: a text the tokenizer makes one token, or id:N
     wrong: str           # the corrupted run's answer (the metric's other side)
+    line: int = field(default=0, compare=False)   # its line in a pairs file (0: typed)
 
 
 @dataclass
@@ -88,7 +89,7 @@ def read_pairs(path: str | Path) -> list[PromptPair]:
     from engine.corpora.pairs_file import read_tsv_rows
 
     try:
-        rows = read_tsv_rows(path, COLUMNS, "prompt pairs", strip=False)
+        rows = read_tsv_rows(path, COLUMNS, "prompt pairs", strip=False, numbered=True)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    return [PromptPair(*row) for row in rows]
+    return [PromptPair(*fields, line=number) for number, *fields in rows]

@@ -153,4 +153,5 @@ class AttentionCall:
 def softmax_rows(scores: torch.Tensor) -> torch.Tensor:
     """softmax over the last axis where exp(-inf) = 0 and a row of only -inf gives 0, not NaN."""
     w = torch.softmax(scores, dim=-1)
-    return torch.nan_to_num_(w, nan=0.0)
+    # In place unless a backward will read w (attribution patching through Gemma 2's eager path).
+    return torch.nan_to_num(w, nan=0.0) if w.requires_grad else torch.nan_to_num_(w, nan=0.0)

@@ -1,0 +1,89 @@
+"""attnscope patch MODEL --clean TEXT --corrupt TEXT --answers CORRECT WRONG [--what ...]
+[--method exact|attribution|dla] [--noising] [--metric logit_diff|logprob] [--pairs FILE] --json
+
+Activation patching over a prompt pair (engine.experiments): the corrupted text runs with one
+activation of the clean run put back (--noising: the other way round), and each number is the
+metric of that patched run at the last position. --what chooses the points: heads (each
+head's output, all positions), heads-by-pos, resid-pre (the residual stream before each
+layer), attn-out and mlp-out (by position); positions are 0-based over the ids fed.
+attribution estimates the same numbers from one backward; dla gives each head's and MLP's
+share of the clean logit difference. Answers are texts the tokenizer makes one token
+(" Mary", with its space) or id:N. --pairs reads a TSV (clean, corrupt, answer, wrong
+answer; one pair a line) and prints each point normalised per pair ((patched - corrupt) /
+(clean - corrupt)) and averaged.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, say, text
+
+
+def register(sub) -> None:
+    from engine.experiments.points import METRICS, POINTS
+    from engine.experiments.run import METHODS
+
+    p = sub.add_parser("patch", help="activation / attribution patching and direct logit attribution over a prompt "
+                                     "pair (JSON)", description=__doc__.split("\n\n", 1)[1])
+    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>")
+    p.add_argument("--clean", type=text, default=None, help="the clean text")
+    p.add_argument("--corrupt", type=text, default=None, help="the corrupted text (as many tokens as the clean one)")
+    p.add_argument("--answers", type=text, nargs=2, metavar=("CORRECT", "WRONG"), default=None,
+                   help="the clean answer and the corrupted one: one token each (' Mary') or id:N")
+    p.add_argument("--pairs", type=Path, default=None, help="a TSV of pairs: clean, corrupt, answer, wrong answer")
+    p.add_argument("--what", nargs="+", choices=POINTS, default=["heads"], help="what to patch (default: heads)")
+    p.add_argument("--method", choices=METHODS, default="exact", help="exact patching (default), attribution "
+                                                                      "patching, or direct logit attribution")
+    p.add_argument("--noising", action="store_true", help="run the clean text with corrupted activations put in")
+    p.add_argument("--metric", choices=METRICS, default="logit_diff",
+                   help="the answers' logit difference (default) or the answer's log-probability")
+    p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix")
+    p.add_argument("--batch", type=int, default=None, help="at most this many patched copies in one forward")
+    p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    p.set_defaults(func=run)
+
+
+def pairs_of(args):
+    """The prompt pairs the options give, or InputError in one sentence."""
+    from engine.experiments import PromptPair, read_pairs
+    from engine.inputs import InputError
+
+    typed = [args.clean is not None, args.corrupt is not None, args.answers is not None]
+    if args.pairs is not None:
+        if any(typed):
+            raise InputError("Give --pairs FILE or --clean, --corrupt and --answers, not both.")
+        return read_pairs(args.pairs)
+    if not all(typed):
+        raise InputError("Give --clean TEXT, --corrupt TEXT and --answers CORRECT WRONG (or --pairs FILE).")
+    return [PromptPair(args.clean, args.corrupt, *args.answers)]
+
+
+def run(args) -> int:
+    from engine.experiments.pairs import frame_pair
+    from engine.experiments.run import experiment, over_pairs
+    from engine.runtime.steps import drive
+
+    if args.batch is not None and args.batch < 1:
+        say("--batch must be at least 1")
+        return BAD_INPUT
+    pairs = pairs_of(args)
+    loaded = open_predicting(args.model, args.device or "auto", "patching")
+    if loaded is None:
+        return BAD_INPUT
+    estimate = lambda p: say(p.text) if p.text.startswith("Patching:") else None  # noqa: E731 - the estimate, once
+    options = dict(method=args.method, what=tuple(args.what), noising=args.noising, metric=args.metric,
+                   max_batch=args.batch)
+    if args.pairs is None:
+        pair = frame_pair(loaded, pairs[0], target=args.target)
+        result = drive(experiment(loaded, pair, **options), estimate)
+        print_json({"model": loaded.name, **result.as_json(), **model_notes(loaded)})
+        return 0
+    if args.target is not None:
+        say("--target is a decoder prefix for one pair; a pairs file has none.")
+        return BAD_INPUT
+    averaged = drive(over_pairs(loaded, pairs, **options), estimate)
+    print_json({"model": loaded.name, "pairs": [{k: r.as_json()[k] for k in ("token_ids", "answers", "clean", "corrupt")}
+                                                for r in averaged.results],
+                "metric": args.metric, "method": args.method, "noising": args.noising, "normalised": True,
+                "results": {k.replace("-", "_"): v.tolist() for k, v in averaged.mean.items()}, **model_notes(loaded)})
+    return 0
