@@ -51,9 +51,12 @@ class Adapter:
         """Plain token ids framed the way a text is (head scores), and where they start per kind."""
         raise NotImplementedError
 
-    def forward(self, framed: Framed) -> torch.Tensor | None:
+    def forward(self, framed: Framed, last_only: bool = False) -> torch.Tensor | None:
         """Run the model on ``framed`` (inside a recording when the caller wants attention);
-        the next-token logits (1, T, V) of a model that predicts tokens, else None."""
+        the next-token logits (1, T, V) of a model that predicts tokens, else None.
+        ``last_only``: a Run that keeps only the attention asks for no cache and the last
+        position's logits (1, 1, V) where the model can skip the rest (a 128k vocabulary's
+        logits for 32k positions are 8 GB, three times the 1B model's whole recording)."""
         raise NotImplementedError
 
     def stepper(self, text: str, settings) -> "Stepper":

@@ -9,6 +9,8 @@ so greedy decoding continues what the user wrote, exactly as ``model.generate`` 
 """
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, without_byte_pieces
@@ -70,6 +72,20 @@ class HFAdapter(Adapter):
 
     def _tensor(self, ids) -> torch.Tensor:
         return torch.tensor([ids], device=self.device)
+
+    def lean(self, last_only: bool) -> dict:
+        """The forward's keywords for ``last_only`` (Adapter.forward): no cache, and the last
+        position's logits only where the model's forward takes ``logits_to_keep`` (its older
+        name ``num_logits_to_keep`` too)."""
+        if not last_only:
+            return {}
+        accepted = inspect.signature(self.model.forward).parameters
+        kept = {"use_cache": False} if "use_cache" in accepted else {}
+        for name in ("logits_to_keep", "num_logits_to_keep"):
+            if name in accepted:
+                kept[name] = 1
+                break
+        return kept
 
     def prompt_ids(self, text: str, limit: int, notes: list[str]) -> list[int]:
         """A causal LM's prompt: the leading specials, then the text's last pieces that fit in
@@ -143,7 +159,7 @@ class HFEncoderAdapter(HFAdapter):
         ids = self.lead + ids + self.end
         return Framed(ids, [], readable_tokens(self.tok, ids), [], [], {"input_ids": ids}), {ENCODER_SELF: len(self.lead)}
 
-    def forward(self, framed):
+    def forward(self, framed, last_only=False):
         self.model(**{k: self._tensor(v) for k, v in framed.extra.items()})
         return None
 
@@ -161,8 +177,8 @@ class HFDecoderAdapter(HFAdapter):
         ids = self.lead + ids
         return Framed(target_ids=ids, target_tokens=readable_tokens(self.tok, ids)), {DECODER_SELF: len(self.lead)}
 
-    def forward(self, framed):
-        return self.model(input_ids=self._tensor(framed.target_ids)).logits
+    def forward(self, framed, last_only=False):
+        return self.model(input_ids=self._tensor(framed.target_ids), **self.lean(last_only)).logits
 
     def stepper(self, text, settings):
         return _DecoderStepper(self, text, settings)
@@ -196,9 +212,9 @@ class HFSeq2SeqAdapter(HFAdapter):
         framed = Framed(src, dec, readable_tokens(self.tok, src), readable_tokens(self.tok, dec), [], {"input_ids": src})
         return framed, {ENCODER_SELF: len(self.lead), DECODER_SELF: 1}
 
-    def forward(self, framed):
+    def forward(self, framed, last_only=False):
         enc = {k: self._tensor(v) for k, v in framed.extra.items() if k != "token_type_ids"}
-        return self.model(**enc, decoder_input_ids=self._tensor(framed.target_ids)).logits
+        return self.model(**enc, decoder_input_ids=self._tensor(framed.target_ids), **self.lean(last_only)).logits
 
     def stepper(self, text, settings):
         return _Seq2SeqStepper(self, text, settings)

@@ -51,7 +51,7 @@ class TranslatorAdapter(ScratchAdapter):
         src, tgt = ids + [src_tok.eos_id], [tgt_tok.bos_id] + ids
         return Framed(src, tgt, src_tok.tokens(src), tgt_tok.tokens(tgt)), {ENCODER_SELF: 0, DECODER_SELF: 1}
 
-    def forward(self, framed):
+    def forward(self, framed, last_only=False):
         dev = self.device
         return self.model(torch.tensor([framed.source_ids], device=dev),
                           torch.tensor([framed.target_ids], device=dev)).logits
@@ -108,7 +108,7 @@ class GPTAdapter(ScratchAdapter):
         ids = prefix + ids
         return Framed(target_ids=ids, target_tokens=tok.tokens(ids)), {DECODER_SELF: len(prefix)}
 
-    def forward(self, framed):
+    def forward(self, framed, last_only=False):
         return self.model(torch.tensor([framed.target_ids], device=self.device)).logits
 
     def stepper(self, text, settings):
@@ -169,7 +169,7 @@ class BertAdapter(ScratchAdapter):
         ids = [tok.cls_id] + ids + [tok.sep_id]
         return Framed(ids, [], tok.tokens(ids), [], [], {"token_type_ids": [0] * len(ids)}), {ENCODER_SELF: 1}
 
-    def forward(self, framed):
+    def forward(self, framed, last_only=False):
         dev = self.device
         self.model(torch.tensor([framed.source_ids], device=dev),
                    torch.tensor([framed.extra["token_type_ids"]], device=dev))

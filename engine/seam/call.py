@@ -124,18 +124,18 @@ class AttentionCall:
         rows = slice(None) if rows is None else rows
         cols = slice(None) if cols is None else cols
         ex = slice(None) if b is None else slice(b, b + 1)
-        k = self.k[ex][:, :, cols].float()                                       # (B, Hkv, tk, Dh)
+        k = self.k[ex][:, :, cols]                                               # (B, Hkv, tk, Dh)
         if heads == list(range(n_heads)):
-            q = self.q[ex][:, :, rows].float() * self.scale                      # (B, H, tq, Dh), scaled
+            q = self.q[ex][:, :, rows]                                           # (B, H, tq, Dh)
             bq, _, tq, dh = q.shape
             # The g query heads of one key head as one matrix of g * tq rows: a single matmul per
             # key head, k read once (broadcasting k over a group axis instead copies it g times
             # and runs g small matmuls: 4x slower at 8k tokens with GQA).
             q = q.reshape(bq, k.shape[1], self.group * tq, dh)                   # (B, Hkv, g*tq, Dh)
-            s = (q @ k.transpose(-1, -2)).view(bq, n_heads, tq, k.shape[2])       # (B, H, tq, tk)
+            s = scaled_products(q, k, self.scale).view(bq, n_heads, tq, k.shape[2])   # (B, H, tq, tk)
         else:
-            q = self.q[ex][:, heads, rows].float() * self.scale                  # (B, h, tq, Dh), scaled
-            s = q @ k[:, [self.kv_head(h) for h in heads]].transpose(-1, -2)     # (B, h, tq, tk)
+            q = self.q[ex][:, heads, rows]                                       # (B, h, tq, Dh)
+            s = scaled_products(q, k[:, [self.kv_head(h) for h in heads]], self.scale)   # (B, h, tq, tk)
         if self.softcap:
             s = self.softcap * torch.tanh(s / self.softcap)
         picked = None if len(heads) == n_heads else heads
@@ -148,6 +148,29 @@ class AttentionCall:
         """softmax of ``scores`` over every key (same arguments and shape); masked cells 0, a
         fully masked row 0."""
         return softmax_rows(self.scores(b, heads, rows))
+
+
+def scaled_products(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
+    """(B, H, n, Dh) x (B, H, tk, Dh) -> (B, H, n, tk) float32 scores q.k * scale.
+
+    Half-precision queries and keys on a GPU are multiplied by the tensor cores straight into
+    float32 (``torch.bmm(out_dtype=float32)``): a product of two bf16 or fp16 numbers is exact
+    in float32 and the sums accumulate in float32, so the scores equal those of the inputs
+    upcast first, to float32 rounding, at the tensor cores' speed and without float32 copies
+    of q and k (the scale is applied after, so the inputs are not rounded again). Elsewhere
+    (a CPU, float32 models) the inputs are upcast and scaled, as always."""
+    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and k.dtype == q.dtype and _HALF_BMM[0]:
+        b, h, n, d = q.shape
+        try:
+            s = torch.bmm(q.reshape(b * h, n, d), k.reshape(b * h, k.shape[2], d).transpose(1, 2),
+                          out_dtype=torch.float32)                               # (B*H, n, tk)
+            return s.view(b, h, n, k.shape[2]).mul_(scale)
+        except (RuntimeError, TypeError):        # a torch without bmm's out_dtype: upcast, as below
+            _HALF_BMM[0] = False
+    return (q.float() * scale) @ k.float().transpose(-1, -2)
+
+
+_HALF_BMM = [True]      # whether this torch multiplies half precision into float32 (found once)
 
 
 def softmax_rows(scores: torch.Tensor) -> torch.Tensor:

@@ -70,7 +70,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     merge_subwords = merge_subwords and not value_weighted
     progress = _Progress(len(adapter.sites()), report, stop)
     with applied(interventions) as changes, recording(keep_values=value_weighted, lse=True) as rec, hooks(progress):
-        adapter.forward(framed)
+        adapter.forward(framed, last_only=True)            # the attention is kept, not the logits
     rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}
     src, tgt, groups = framed.source_tokens, framed.target_tokens, None
