@@ -86,3 +86,20 @@ def test_a_gpu_block_is_a_share_of_its_free_memory_within_bounds(monkeypatch):
     for free, want in ((80 * 2**30, blocks.GPU_MAX_BYTES), (2**30, 2**30 // 8), (2**20, blocks.GPU_MIN_BYTES)):
         monkeypatch.setattr(blocks, "free_bytes", lambda device, free=free: free)
         assert blocks.score_block_bytes(torch.device("cuda", 0)) == want
+
+
+def test_a_run_on_a_gpu_is_estimated_against_the_gpus_free_memory(monkeypatch):
+    """The recording lives where the model runs: on a GPU the Run is weighed against that GPU's
+    free memory (faked here: the model is on the CPU) and refused with the numbers and the place."""
+    from engine.adapters import adapter_for
+    from engine.traces import estimate
+
+    loaded = random_model("gpt", seed=1)
+    framed = adapter_for(loaded).frame(TEXT)
+    roomy = estimate.estimate_run(adapter_for(loaded), framed)
+    assert roomy.where == "in memory" and roomy.fits
+    monkeypatch.setattr(blocks, "free_bytes", lambda device: 1000)
+    tight = estimate.estimate_run(adapter_for(loaded), framed)
+    assert tight.free == 1000 and tight.where == "on cpu" and not tight.fits
+    with pytest.raises(estimate.RunTooLarge, match="would not fit on cpu: .* free on cpu"):
+        trace_text(loaded, TEXT)

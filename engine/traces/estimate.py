@@ -29,7 +29,8 @@ class RunEstimate:
     recording: int             # bytes of the recorded queries and keys
     working: int               # bytes the forward itself needs at its peak (activations)
     dense: int                 # bytes of every head of every kind as float32
-    free: int                  # bytes free on this machine now
+    free: int                  # bytes free where the recording will live (the model's GPU, or this machine)
+    where: str = "in memory"   # that place, as the refusal says it ("on cuda:0")
 
     @property
     def densify(self) -> bool:
@@ -48,7 +49,7 @@ class RunEstimate:
         held = "every head computed at once" if self.densify else (
             f"heads computed when drawn; all at once would be {gib(self.dense)}")
         return (f"{n:,} tokens: recording {gib(self.recording)}, forward {gib(self.working)}, {held}; "
-                f"about {gib(self.need)} in all, {gib(self.free)} free")
+                f"about {gib(self.need)} in all, {gib(self.free)} free {self.where}")
 
 
 @dataclass
@@ -86,14 +87,25 @@ def estimate_run(adapter, framed) -> RunEstimate:
     # The forward's peak: a few hidden-sized activations per token (attention in, out, MLP),
     # float32 or the model's dtype, whatever its depth (layers run one after another).
     working = 16 * per.width * max(sides.values()) * 4
-    return RunEstimate({s: n for s, n in sides.items() if n}, rec, working, dense, available_memory())
+    free, where = free_where(adapter.device)
+    return RunEstimate({s: n for s, n in sides.items() if n}, rec, working, dense, free, where)
+
+
+def free_where(device) -> tuple[int, str]:
+    """(bytes free, where) for work on ``device``: a GPU's own free memory (a recording lives
+    where the model runs: 128k tokens of a 1B model record 10 GB on the GPU, whatever the
+    host has), else this machine's."""
+    from engine.runtime.blocks import free_bytes
+
+    free = free_bytes(device)
+    return (available_memory(), "in memory") if free is None else (free, f"on {device}")
 
 
 def check_run(adapter, framed, name: str) -> RunEstimate:
     """The estimate, or RunTooLarge naming the numbers when it does not fit."""
     est = estimate_run(adapter, framed)
     if not est.fits:
-        raise RunTooLarge(f"A Run of {name} on this text would not fit in memory: {est.describe()}. "
+        raise RunTooLarge(f"A Run of {name} on this text would not fit {est.where}: {est.describe()}. "
                           "Shorten the text, or run on a machine (or GPU) with more memory.")
     return est
 
