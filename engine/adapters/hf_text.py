@@ -19,6 +19,9 @@ def readable_tokens(tokenizer, ids) -> list[str]:
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     wordpiece = _marks_inner_pieces(tokenizer, pieces)
     out: list[str] = []
+    # Each id's label and whether it starts a word, worked out once per text: asking the
+    # tokenizer for every token's string was most of the labels' time at 32k tokens.
+    labels: dict[int, tuple[str, bool]] = {}
     after_special = True
     for i, piece in zip(ids, pieces):
         piece = "" if piece is None else str(piece)
@@ -29,10 +32,13 @@ def readable_tokens(tokenizer, ids) -> list[str]:
         if piece.startswith("##"):
             out.append(piece)
         else:
-            text = tokenizer.convert_tokens_to_string([piece]) if piece else ""
-            starts_word = piece.startswith(("Ġ", "▁", " ")) or text.startswith(" ") or after_special
-            text = text.strip() or ("␣" if text else piece)
-            out.append(text if starts_word or wordpiece else "##" + text)
+            label = labels.get(i)
+            if label is None:
+                text = tokenizer.convert_tokens_to_string([piece]) if piece else ""
+                label = labels[i] = (text.strip() or ("␣" if text else piece),
+                                     piece.startswith(("Ġ", "▁", " ")) or text.startswith(" "))
+            text, starts_word = label
+            out.append(text if starts_word or after_special or wordpiece else "##" + text)
         after_special = False
     return out
 
