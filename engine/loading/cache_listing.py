@@ -1,9 +1,9 @@
 """What the local Hugging Face cache holds, as File > Open from Hugging Face cache lists it:
 each model's name, size, architecture and whether attnscope can open it (and why not).
 
-Its own module because it asks the loader's checks (engine.loading.hf.check_folder) of
-every snapshot, while the loader asks engine.loading.hub_cache to resolve ids: imports go
-one way.
+Its own module because it asks the loader's stages of every snapshot (engine.loading.describe,
+then engine.loading.check: all that is known before a model is built), while the loader asks
+engine.loading.hub_cache to resolve ids: imports go one way.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.loading.hf import check_folder, read_config
+from engine.loading.check import check_folder
+from engine.loading.describe import describe_folder, read_config
 from engine.loading.hub_cache import cache_dir, cached_snapshot, newest_snapshot
 from engine.loading.validation import ModelLoadError
 
@@ -28,7 +29,7 @@ class CachedModel:
 
 def cached_models(cache: Path | None = None) -> list[CachedModel]:
     """Every model in the cache, by name, with whether attnscope can open it and why not.
-    Reads configs, indexes and weight headers only (see engine.loading.hf.check_folder)."""
+    Reads configs, indexes and weight headers only (see engine.loading.check.check_folder)."""
     root = cache or cache_dir()
     found = []
     try:
@@ -64,7 +65,7 @@ def _openable(folder: Path) -> tuple[str, str | None]:
         return "", _short(exc, folder)
     arch = arch if isinstance(arch, str) else ""
     try:
-        check_folder(folder)
+        check_folder(describe_folder(folder))
     except ModelLoadError as exc:
         return arch, _short(exc, folder)
     return arch, None

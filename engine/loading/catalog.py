@@ -1,4 +1,5 @@
-"""Where models come from: one function turns any model source a user names into a LoadedModel.
+"""Where models come from: the names of the sources, and the one function (``open_model``) that
+turns any model source a user names into a LoadedModel, through the loader's five stages.
 
 A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
 folder (one weights file or shards), a Hugging Face hub id ("Qwen/Qwen2.5-0.5B": the copy in
@@ -8,14 +9,14 @@ go through ``open_model``, so they accept the same things.
 
 Importing this module is cheap (no torch, no transformers): the names of the sources and
 the bundled files are known without them; torch is imported by ``open_model``, the first
-moment a model is really needed (in the window, inside the loading worker).
+moment a model is really needed (in the window, inside the loading worker), and so are the
+stages (engine.loading.source, describe, check, build).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.validation import ModelLoadError
 from engine.runtime.device import SPREAD
 
@@ -44,53 +45,59 @@ def default_source() -> str:
     return str(bundled[0]) if bundled else "random-translator"
 
 
-def open_model(source: str, device: str | torch.device | None = "auto", progress=None, stop=None) -> LoadedModel:
+def open_model(source: str, device: str | torch.device | None = "auto", progress=None, stop=None,
+               want: str | None = None) -> LoadedModel:
     """Load ``source`` onto ``device``: the one loader boundary of the window, the CLI and ``--model``.
 
-    ``progress`` gets engine.loading.progress.LoadProgress records while a Hugging Face model
-    loads (the window's bar, the CLI's tqdm); once ``stop()`` is true the load ends with
-    LoadCancelled (a ModelLoadError) and nothing of it is kept.
+    The loader is five stages, called here in order, each a module with one job, each reading
+    what the one before handed on (never the files again):
 
-    Every refusal is an ``engine.loading.validation.ModelLoadError`` whose message names the file;
-    an unexpected failure inside a loader (a library's own exception, an allocation that
+    1. resolve   engine.loading.source    what ``source`` names, on this disk (a hub id downloaded)
+    2. describe  engine.loading.describe  its files: config, index, headers: one Description
+    3. check     engine.loading.check     values, sizes, dtype, memory, placement: a Plan, or a refusal
+    4. build     engine.loading.build     the model, its weights read and checked, on its device
+    5. attach    engine.seam              a Hugging Face model's attention calls learn their sites
+                                          (our own models are built on the seam)
+
+    ``device`` "spread": a Hugging Face model over every device (engine.loading.placement); our
+    own models are small and run on the best single device. ``progress`` gets
+    engine.loading.progress.LoadProgress records from the stages that take a while (a download,
+    the build: the window's bar, the CLI's tqdm); once ``stop()`` is true the load ends with
+    LoadCancelled (a ModelLoadError) and nothing of it is kept. ``want``: "hf" or "checkpoint" takes ``source`` as that kind
+    only (engine.loading.hf.load_hf_model, engine.loading.checkpoint.load_checkpoint).
+
+    Every refusal is an ``engine.loading.validation.ModelLoadError`` whose message names the file,
+    of the source's own type (HFModelError for a folder or hub id, CheckpointError for a file);
+    an unexpected failure inside a stage (a library's own exception, an allocation that
     fails) becomes one too, so callers catch one type and show one sentence."""
     import torch
 
+    from engine.loading.build import build
+    from engine.loading.check import check
+    from engine.loading.describe import describe
+    from engine.loading.source import resolve
     from engine.runtime.device import pick_device
+    from engine.seam.hf_attention import SiteError, assign_sites
 
     dev = device if isinstance(device, torch.device) else pick_device(device)
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
+    given, found, files = str(source), None, None
     try:
-        return _open(str(source), dev, progress, stop, spread)
-    except ModelLoadError:
-        raise
+        found = resolve(given, progress, stop, spread, want)    # 1
+        files = describe(found)                                 # 2
+        plan = check(files, dev, spread)                        # 3
+        loaded = build(files, plan, progress, stop)             # 4
+        if files.kind == "folder":                              # 5
+            assign_sites(loaded.model, loaded.role)
+        return loaded
+    except SiteError as exc:
+        raise found.error(f"{files.folder}: {exc}") from None
+    except ModelLoadError as exc:
+        if found is None or type(exc) is not ModelLoadError:
+            raise
+        raise found.error(str(exc)) from None    # validation's words, in the type this kind of source raises
     except Exception as exc:  # defence in depth: the checks should have caught it
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise ModelLoadError(f"{source} could not be opened ({type(exc).__name__}: {first}). attnscope opens its own "
                              ".safetensors checkpoints, PyTorch and nanoGPT checkpoints, and Hugging Face model folders "
                              "and hub ids.") from None
-
-
-def _open(source: str, dev: torch.device, progress, stop, spread: bool = False) -> LoadedModel:
-    """``spread``: a Hugging Face model over every device (engine.loading.placement); our own
-    models are small and run on ``dev``, the best single device."""
-    hf_device = SPREAD if spread else str(dev)
-    if source in RANDOM_SOURCES:
-        from engine.loading.demo import random_model
-        return random_model(source.split("-", 1)[1]).to(dev)
-    if source == MINILM:
-        from engine.loading.hf import load_hf_model, minilm_path
-        return load_hf_model(minilm_path(), device=hf_device, progress=progress, stop=stop)
-    path = Path(source).expanduser()
-    missing = not path.exists() and not path.is_symlink()
-    if path.is_dir() or (missing and looks_like_hub_id(source)):
-        from engine.loading.hf import load_hf_model
-        return load_hf_model(str(path) if path.is_dir() else source, device=hf_device, progress=progress,
-                             stop=stop)
-    if missing:
-        raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model folder "
-                             f"or hub id, '{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
-    from engine.loading.checkpoint import load_checkpoint
-    loaded = load_checkpoint(str(path), device=str(dev))
-    loaded.meta.setdefault("source", str(path))
-    return loaded

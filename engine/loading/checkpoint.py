@@ -26,6 +26,7 @@ import pickle
 import re
 import warnings
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -34,7 +35,7 @@ from engine.runtime.files import atomic_path
 from engine.loading.loaded import LoadedModel
 from engine.models import FAMILIES
 from engine.models.tokenizer import ByteTokenizer, Tokenizer
-from engine.loading.validation import ModelLoadError, check_archive, check_model_size, check_regular_file, check_tensors
+from engine.loading.validation import ModelLoadError, check_archive, first_line
 
 FORMAT = "attnscope"
 FORMAT_VERSION = 1
@@ -108,28 +109,46 @@ def save_checkpoint(loaded: LoadedModel, path: str | Path, training: dict | None
     return path
 
 
-# ---- loading ---------------------------------------------------------------------------
+# ---- loading: the pipeline's stages, for a file of ours -------------------------------
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
-    """Open any checkpoint attnscope understands; CheckpointError for anything else."""
-    path = Path(path)
+    """Open any checkpoint attnscope understands; CheckpointError for anything else. The
+    loader's stages (engine.loading.catalog.open_model) for a file: described here (``read_file``),
+    checked (engine.loading.check), built and its weights read (engine.loading.build)."""
+    from engine.loading.catalog import open_model
+
     try:
-        check_regular_file(path)
-        kind = _sniff(path)
-        if kind == "safetensors":
-            loaded = _load_safetensors(path)
-        elif kind == "torch":
-            loaded = _load_torch(path)
-        else:
-            raise CheckpointError(
-                f"{path.name} is not a checkpoint: it is neither a .safetensors file nor a PyTorch file. "
-                "attnscope opens its own .safetensors checkpoints, PyTorch state dicts (.pt/.pth) "
-                "and nanoGPT's ckpt.pt; for a Hugging Face model, open its folder.")
+        return open_model(str(path), torch.device(device), want="checkpoint")
     except CheckpointError:
         raise
     except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
         raise CheckpointError(str(exc)) from None
-    loaded.meta.setdefault("source", str(path))
-    return loaded.to(device)
+
+
+@dataclass(frozen=True)
+class CheckpointFile:
+    """What a checkpoint file says of itself, read before any model is built."""
+    path: Path
+    meta: dict                          # the string table (module docstring); nanoGPT's made from its model_args
+    shapes: dict                        # tensor name -> shape
+    state: dict | None = None           # the tensors, when reading the file read them (.pt); None: read when built
+    tokenizer_class: type | None = None # a tokenizer made from the vocabulary size (nanoGPT's bytes)
+    notes: tuple[str, ...] = ()
+
+
+def read_file(path: Path) -> CheckpointFile:
+    """The description of a checkpoint file: its string table and its tensors' shapes (a
+    safetensors header; a PyTorch file is read whole, by torch's safe loader). CheckpointError
+    for a file that is none of ours, nanoGPT's or a state dict with our description (the
+    path is known to be a regular file: engine.loading.describe asked)."""
+    kind = _sniff(path)
+    if kind == "safetensors":
+        return _read_safetensors(path)
+    if kind == "torch":
+        return _read_torch(path)
+    raise CheckpointError(
+        f"{path.name} is not a checkpoint: it is neither a .safetensors file nor a PyTorch file. "
+        "attnscope opens its own .safetensors checkpoints, PyTorch state dicts (.pt/.pth) "
+        "and nanoGPT's ckpt.pt; for a Hugging Face model, open its folder.")
 
 
 def _sniff(path: Path) -> str:
@@ -148,13 +167,13 @@ def _sniff(path: Path) -> str:
     return "unknown"
 
 
-def _damaged(path: Path, what: str, exc: BaseException) -> CheckpointError:
-    return CheckpointError(f"{path.name} is damaged or truncated and cannot be read as {what} ({_first_line(exc)}). "
-                           "Copy or save the file again.")
+def damaged(path: Path, what: str, exc: BaseException) -> CheckpointError:
+    return CheckpointError(f"{path.name} is damaged or truncated and cannot be read as {what} "
+                           f"({first_line(exc, 200)}). Copy or save the file again.")
 
 
-def _load_safetensors(path: Path) -> LoadedModel:
-    """Header first (metadata, names, shapes), the tensors only once they match the model."""
+def _read_safetensors(path: Path) -> CheckpointFile:
+    """Header only (metadata, names, shapes): the tensors are read once they match the model."""
     from safetensors import safe_open
 
     try:
@@ -162,24 +181,22 @@ def _load_safetensors(path: Path) -> LoadedModel:
             meta = f.metadata() or {}
             shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
     except Exception as exc:  # safetensors raises its own error types for every bad header
-        raise _damaged(path, "safetensors", exc) from None
+        raise damaged(path, "safetensors", exc) from None
+    if meta.get("format") != FORMAT and "attnscope" in meta:     # engine.traces.recording_file's
+        raise CheckpointError(
+            f"{path.name} is an attnscope recording (the attention of one Run: queries and keys, no weights), not a "
+            "model: it can be drawn and exported with no model (File > Open Recording, or attnscope export "
+            f"{path.name} --out DIR), but not run, continued, changed or recorded again; open the model it was "
+            "recorded from for that.")
     if meta.get("format") != FORMAT:
         raise CheckpointError(
             f"{path.name} holds tensors but no attnscope description (family, config, tokenizer): "
             "it is probably a Hugging Face weights file. Open the folder that holds it together "
             "with config.json (File > Open Hugging Face Folder).")
-    loaded = _build(path, meta)
-    _check_names_and_shapes(path.name, loaded.model, shapes)
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            tensors = {k: f.get_tensor(k) for k in shapes}
-    except Exception as exc:
-        raise _damaged(path, "safetensors", exc) from None
-    _load_weights(path.name, loaded.model, tensors)
-    return loaded
+    return CheckpointFile(path, meta, shapes)
 
 
-def _load_torch(path: Path) -> LoadedModel:
+def _read_torch(path: Path) -> CheckpointFile:
     check_archive(path)  # a zip bomb is refused before torch.load inflates it
     try:
         with warnings.catch_warnings():
@@ -190,19 +207,16 @@ def _load_torch(path: Path) -> LoadedModel:
     except pickle.UnpicklingError as exc:
         raise _refused_pickle(path, exc) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
-        raise _damaged(path, "a PyTorch file", exc) from None
+        raise damaged(path, "a PyTorch file", exc) from None
     except Exception as exc:  # anything else torch.load raises means it is not a checkpoint we know
         raise CheckpointError(f"{path.name} is damaged or is not a PyTorch file: the loader stopped inside it "
-                              f"({_first_line(exc)}). {SAVE_TENSORS}") from None
+                              f"({first_line(exc, 200)}). {SAVE_TENSORS}") from None
     if isinstance(obj, dict) and "model_args" in obj and "model" in obj:
         return _from_nanogpt(path, obj)
     if isinstance(obj, dict) and isinstance(obj.get("attnscope"), dict) and "model" in obj:
-        meta = {str(k): v for k, v in obj["attnscope"].items()}
         state = _state_dict(path, obj["model"])
-        loaded = _build(path, meta)
-        _check_names_and_shapes(path.name, loaded.model, {k: tuple(v.shape) for k, v in state.items()})
-        _load_weights(path.name, loaded.model, state)
-        return loaded
+        return CheckpointFile(path, {str(k): v for k, v in obj["attnscope"].items()},
+                              {k: tuple(v.shape) for k, v in state.items()}, state)
     if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise CheckpointError(
             f"{path.name} is a bare state dict: it holds weights but not the model's family, sizes or "
@@ -220,13 +234,13 @@ def _state_dict(path: Path, state) -> dict[str, torch.Tensor]:
                               f"{'empty' if isinstance(state, dict) else 'a ' + type(state).__name__}.")
     odd = [str(k) for k, v in state.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
     if odd:
-        raise CheckpointError(f"{path.name}: 'model' should hold only {{name: tensor}}, but {_names(odd)} "
+        raise CheckpointError(f"{path.name}: 'model' should hold only {{name: tensor}}, but {name_list(odd)} "
                               "is not a named tensor. Save the weights again with torch.save(model.state_dict(), ...).")
     return dict(state)
 
 
-def _from_nanogpt(path: Path, obj: dict) -> LoadedModel:
-    """nanoGPT's ckpt.pt into our GPT: the parameter names already match, bar the
+def _from_nanogpt(path: Path, obj: dict) -> CheckpointFile:
+    """nanoGPT's ckpt.pt described as our GPT: the parameter names already match, bar the
     ``_orig_mod.`` prefix of torch.compile and the causal-mask buffers of old versions."""
     from engine.models import GPTConfig
 
@@ -251,128 +265,12 @@ def _from_nanogpt(path: Path, obj: dict) -> LoadedModel:
         "name": f"nanoGPT {path.stem}", "config": json.dumps(dataclasses.asdict(config)),
         "training": json.dumps({"source": "nanoGPT ckpt.pt", "iter_num": iter_num if isinstance(iter_num, int) else None}),
     }
-    loaded = _build(path, meta, tokenizer=ByteTokenizer)
-    _check_names_and_shapes(path.name, loaded.model, {k: tuple(v.shape) for k, v in state.items()})
-    _load_weights(path.name, loaded.model, state)
-    loaded.meta["notes"] = ("nanoGPT checkpoints carry no tokenizer: text is shown byte by byte "
-                            "(ids 0-255), which matches only byte- or char-level training data.")
-    return loaded
+    note = ("nanoGPT checkpoints carry no tokenizer: text is shown byte by byte "
+            "(ids 0-255), which matches only byte- or char-level training data.")
+    return CheckpointFile(path, meta, {k: tuple(v.shape) for k, v in state.items()}, state, ByteTokenizer, (note,))
 
 
-def _json_field(name: str, meta: dict, key: str, what: str, default: str | None = None):
-    text = meta.get(key, default)
-    if not isinstance(text, str):
-        raise CheckpointError(f"{name}: the {what} is missing from the file's description; save the model again.")
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise CheckpointError(f"{name}: the {what} in the file is not valid JSON ({_first_line(exc)}); "
-                              "save the model again.") from None
-
-
-def _vocab_sizes(family: str, config) -> tuple[int, int]:
-    """(source vocabulary, target vocabulary) of a config: the embedding rows the ids index."""
-    if family == "translator":
-        return config.src_vocab_size, config.tgt_vocab_size
-    return config.vocab_size, config.vocab_size
-
-
-def _build(path: Path, meta: dict, tokenizer=None) -> LoadedModel:
-    """The model (random weights, not yet loaded) and tokenizers its metadata describes, after
-    every value passed engine.loading.validation. ``tokenizer`` a class: built from the vocabulary size."""
-    name = path.name
-    try:
-        version = int(meta.get("format_version", "0"))
-    except (TypeError, ValueError):
-        raise CheckpointError(f"{name}: the format version {meta.get('format_version')!r} is not a number.") from None
-    if version > FORMAT_VERSION:
-        raise CheckpointError(
-            f"{name} was written by a newer attnscope (format version {version}; this one reads up to "
-            f"{FORMAT_VERSION}). Update attnscope to open it.")
-    family = meta.get("family")
-    if not isinstance(family, str) or family not in FAMILIES:
-        raise CheckpointError(
-            f"{name} is for an unknown model family {family!r}; attnscope builds {', '.join(FAMILIES)}.")
-    model_cls, config_cls = FAMILIES[family]
-    raw = _json_field(name, meta, "config", "model config")
-    if not isinstance(raw, dict):
-        raise CheckpointError(f"{name}: the model config in the file should be a JSON object, not "
-                              f"{type(raw).__name__}; save the model again.")
-    try:
-        config = config_cls(**raw)
-    except TypeError as exc:
-        raise CheckpointError(f"{name}: the model config in the file is missing or invalid ({exc}).") from None
-    check_model_size(family, dataclasses.asdict(config), name)  # bounds and memory before anything is built
-    training = _json_field(name, meta, "training", "training record", default="{}")
-    if not isinstance(training, dict):
-        raise CheckpointError(f"{name}: the training record in the file should be a JSON object, not "
-                              f"{type(training).__name__}; save the model again.")
-    try:
-        if tokenizer is None:
-            tokenizer = Tokenizer.from_json(meta["tokenizer"])
-        else:
-            tokenizer = tokenizer(_vocab_sizes(family, config)[0])
-        target = Tokenizer.from_json(meta["target_tokenizer"]) if meta.get("target_tokenizer") else None
-    except Exception as exc:
-        raise CheckpointError(f"{name}: the tokenizer in the file is missing or invalid ({_first_line(exc)}).") from None
-    src_vocab, tgt_vocab = _vocab_sizes(family, config)
-    for tok, vocab, side in ((tokenizer, src_vocab, "source "), (target or tokenizer, tgt_vocab, "target ")):
-        if tok.id_bound > vocab:
-            side = side if family == "translator" else ""
-            size = (f"has {tok.vocab_size} tokens" if tok.id_bound == tok.vocab_size
-                    else f"gives ids up to {tok.id_bound - 1}")
-            raise CheckpointError(f"{name}: the {side}tokenizer {size} but the model's "
-                                  f"embedding has only {vocab} rows, so ids beyond {vocab - 1} would fail on every "
-                                  "run. The tokenizer and the model do not belong together; save the model again.")
-    try:
-        model = model_cls(config)
-    except (ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"{name}: the model config does not describe a model that can be built "
-                              f"({_first_line(exc)}).") from None
-    model.eval()
-    display = meta.get("name")
-    display = display[:200] if isinstance(display, str) and display.strip() else path.stem
-    return LoadedModel(display, family, model, tokenizer, target, meta={"training": training, "format_version": version})
-
-
-def _tied_groups(model: torch.nn.Module) -> tuple[dict, dict[int, list[str]]]:
-    expected = model.state_dict()
-    groups: dict[int, list[str]] = {}
-    for key, t in expected.items():
-        groups.setdefault(t.data_ptr(), []).append(key)
-    return expected, groups
-
-
-def _check_names_and_shapes(name: str, model: torch.nn.Module, shapes: dict[str, tuple]) -> None:
-    """The file's tensor names and shapes against the model's, before any tensor is read."""
-    expected, groups = _tied_groups(model)
-    # Tied weights are stored once: any name of a tied group may supply the others.
-    missing = [k for k, t in expected.items() if not any(g in shapes for g in groups[t.data_ptr()])]
-    unexpected = [k for k in shapes if k not in expected]
-    if missing or unexpected:
-        parts = []
-        if missing:
-            parts.append(f"missing tensors {_names(missing)}")
-        if unexpected:
-            parts.append(f"unexpected tensors {_names(unexpected)}")
-        raise CheckpointError(
-            f"{name} does not match its own model description: {'; '.join(parts)}. "
-            "The file was edited or written by another program; save the model again.")
-    bad = [f"{k} {tuple(shapes[k])} (the model needs {tuple(expected[k].shape)})"
-           for k in shapes if tuple(shapes[k]) != tuple(expected[k].shape)]
-    if bad:
-        raise CheckpointError(f"{name}: tensor shapes do not match the config: {'; '.join(bad[:3])}.")
-
-
-def _load_weights(name: str, model: torch.nn.Module, tensors: dict) -> None:
-    check_tensors(name, tensors.items())
-    expected, groups = _tied_groups(model)
-    state = {k: tensors[k] if k in tensors else tensors[next(g for g in groups[t.data_ptr()] if g in tensors)]
-             for k, t in expected.items()}
-    model.load_state_dict(state, strict=True)
-
-
-def _names(keys: list[str]) -> str:
+def name_list(keys: list[str]) -> str:
     return ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
 
 
@@ -391,11 +289,6 @@ def _refused_pickle(path: Path, exc: pickle.UnpicklingError) -> CheckpointError:
         what = f"it calls {named.group(1)}" if named else calls[0][:200]
         return CheckpointError(f"{path.name} is a pickle that needs code to load ({what}). attnscope never runs "
                                f"code from a file. {SAVE_TENSORS}")
-    reason = next((line for line in lines if line.startswith("Unsupported")), _first_line(exc))[:200]
+    reason = next((line for line in lines if line.startswith("Unsupported")), first_line(exc, 200))[:200]
     return CheckpointError(f"{path.name} is not a PyTorch checkpoint that can be read without running code "
                            f"({reason}): a plain pickle, a very old torch.save, or a damaged file. {SAVE_TENSORS}")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.loading.hf import HFModelError
+from engine.loading.validation import HFModelError
 from engine.loading.loaded import LoadedModel
 
 

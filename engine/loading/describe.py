@@ -1,17 +1,23 @@
-"""The weight files of a Hugging Face folder, found and checked before transformers reads them.
+"""Stage 2 of loading (engine.loading.catalog.open_model): what a source's files say, read once into
+one Description that the later stages read (never the files again).
 
-Why a module of its own: every model above a few GB is saved in shards
+A Hugging Face folder is described by its config.json (its model_type tells the role:
+encoder, decoder or encoder-decoder, from transformers' own Auto mappings), its weight
+files and its tokenizer files; one of attnscope's checkpoints by what
+engine.loading.checkpoint reads of it (its string table, its tensors' names and shapes).
+
+Why the weight files get most of this module: every model above a few GB is saved in shards
 (``model-00001-of-00004.safetensors`` ... with ``model.safetensors.index.json``, or the same
 with ``pytorch_model-*.bin``), and the index is description, not instruction. It may name
 a file outside the folder, a shard the download never finished, a shard whose header holds
 other tensors than the index says, or one tensor twice. Each of these gets one sentence
 here, before a single tensor is built, so nothing is ever half-loaded.
 
-What is read: the index (JSON) and each shard's header (a safetensors file's first bytes;
-a .bin file's pickle, opened by torch's safe loader onto the meta device, so no tensor
-data is read and no code runs). From the headers come the number of parameters, the bytes
-they take and the dtype they are stored in: what the memory check and the choice of the
-dtype to compute in need, before any memory is spent.
+What is read: config.json, the index (JSON) and each shard's header (a safetensors file's
+first bytes; a .bin file's pickle, opened by torch's safe loader onto the meta device, so no
+tensor data is read and no code runs). From the headers come the number of parameters, the
+bytes they take and the dtype they are stored in: what the memory check and the choice of
+the dtype to compute in (engine.loading.check) need, before any memory is spent.
 """
 from __future__ import annotations
 
@@ -19,10 +25,19 @@ import json
 import struct
 import zipfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from engine.loading.validation import ModelLoadError, check_archive
+from engine.loading.validation import (MAX_CONFIG_BYTES, HFModelError, ModelLoadError, check_archive,
+                                       check_regular_file, first_line)
+
+if TYPE_CHECKING:
+    from engine.loading.checkpoint import CheckpointFile
+    from engine.loading.source import Source
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model",
+                   "source.spm", "vocab.json")
 
 # transformers' own preference: one safetensors file, sharded safetensors, then the pickles.
 SINGLE = {"safetensors": "model.safetensors", "bin": "pytorch_model.bin"}
@@ -46,42 +61,120 @@ class Tensor:
 
 @dataclass(frozen=True)
 class WeightFiles:
-    """What a folder's weights are, read from its index and headers only."""
+    """What a folder's weights are, read from its index and headers only: data the later
+    stages read (sizes summed once here, not asked of the tensors again)."""
     folder: Path
     format: str                       # "safetensors" or "bin"
     files: tuple[str, ...]            # every file transformers will read, in the folder
     index: str | None                 # the index file's name, None for a single file
     tensors: dict                     # name -> Tensor
+    numel_by_dtype: dict = field(init=False)    # stored dtype -> elements stored in it
+    n_parameters: int = field(init=False)
+    stored_bytes: int = field(init=False)       # the weights' bytes as stored
+    dtype: str = field(init=False)    # the float dtype most bytes are stored in ("BF16", "F16", "F32", "F64")
+    summary: str = field(init=False)  # "494.0 million parameters in 5 shards"
 
-    @property
-    def n_parameters(self) -> int:
-        return sum(t.numel for t in self.tensors.values())
-
-    @property
-    def stored_bytes(self) -> int:
-        return sum(t.numel * ITEM_BYTES.get(t.dtype, 4) for t in self.tensors.values())
-
-    @property
-    def disk_bytes(self) -> int:
-        return sum((self.folder / f).stat().st_size for f in self.files)
-
-    @property
-    def dtype(self) -> str:
-        """The float dtype most of the weights are stored in ("BF16", "F16", "F32", "F64")."""
-        by_bytes = Counter()
+    def __post_init__(self):
+        numel = Counter()
         for t in self.tensors.values():
-            if t.dtype in FLOAT_DTYPES:
-                by_bytes[t.dtype] += t.numel * ITEM_BYTES[t.dtype]
-        return by_bytes.most_common(1)[0][0] if by_bytes else "F32"
-
-    def bytes_as(self, item_bytes: dict) -> int:
-        """The bytes the weights take once float tensors are held with ``item_bytes[dtype]``
-        bytes each (the dtype they are loaded in); other tensors keep their own size."""
-        return sum(t.numel * (item_bytes.get(t.dtype) or ITEM_BYTES.get(t.dtype, 4)) for t in self.tensors.values())
-
-    def describe(self) -> str:
+            numel[t.dtype] += t.numel
+        floats = Counter({d: n * ITEM_BYTES[d] for d, n in numel.items() if d in FLOAT_DTYPES})
+        n = sum(numel.values())
         files = f"{len(self.files)} shards" if self.index else self.files[0]
-        return f"{self.n_parameters / 1e6:,.1f} million parameters in {files}"
+        for name, value in (("numel_by_dtype", dict(numel)), ("n_parameters", n),
+                            ("stored_bytes", sum(k * ITEM_BYTES.get(d, 4) for d, k in numel.items())),
+                            ("dtype", floats.most_common(1)[0][0] if floats else "F32"),
+                            ("summary", f"{n / 1e6:,.1f} million parameters in {files}")):
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True)
+class Description:
+    """All that the checks, the build and the seam need to know of a source's files."""
+    kind: str                                   # "random", "checkpoint" or "folder" (engine.loading.source)
+    source: Source | None = None
+    folder: Path | None = None                  # a folder: where its files are
+    config: dict = field(default_factory=dict)  # a folder: config.json as it is
+    role: str | None = None                     # a folder: "encoder", "decoder" or "encoder-decoder"
+    weights: WeightFiles | None = None          # a folder: its weight files, from index and headers
+    tokenizer_files: tuple[str, ...] = ()       # a folder: which tokenizer files it has
+    checkpoint: CheckpointFile | None = None    # one of ours: engine.loading.checkpoint.read_file
+    notes: tuple[str, ...] = ()                 # for the user, said once the model is open
+    model_type: str | None = None               # a folder: config.json's model_type
+
+
+def describe(source: Source) -> Description:
+    """The Description of a resolved source (engine.loading.source.resolve)."""
+    if source.kind == "folder":
+        return describe_folder(source.path, source)
+    if source.kind == "checkpoint":
+        from engine.loading.checkpoint import read_file
+        check_regular_file(source.path)
+        return Description("checkpoint", source, checkpoint=read_file(source.path))
+    return Description(source.kind, source)
+
+
+def describe_folder(path: Path, source: Source | None = None) -> Description:
+    """A Hugging Face folder, in the order a user would want to hear what is wrong with it:
+    its config, whether it has weights, its architecture, then its weight files' headers.
+    HFModelError for anything that cannot be read."""
+    raw = read_config(path)
+    if not has_weights(path):
+        raise HFModelError(f"{path} has a config.json but no weights (model.safetensors, pytorch_model.bin, or "
+                           "their shards with model.safetensors.index.json or pytorch_model.bin.index.json).")
+    model_type = raw.get("model_type")
+    role = hf_role(model_type, str(path))   # an architecture we cannot build is said before its files are read
+    try:
+        weights = find_weights(path)
+    except ModelLoadError as exc:
+        raise HFModelError(str(exc)) from None
+    notes = ()
+    if "auto_map" in raw:
+        notes = ("This folder ships its own Python code (auto_map in config.json). attnscope never runs code from a "
+                 f"model folder: it was opened with transformers' built-in {model_type} classes.",)
+    tokenizers = tuple(f for f in TOKENIZER_FILES if (path / f).is_file())
+    return Description("folder", source, path, raw, role, weights, tokenizers, notes=notes, model_type=model_type)
+
+
+def read_config(path: Path) -> dict:
+    """config.json of a folder as a dict, refused clearly when missing, huge or not a JSON object."""
+    cfg = path / "config.json"
+    if not cfg.exists():
+        raise HFModelError(f"{path} is not a Hugging Face model folder: it has no config.json.")
+    if not cfg.is_file():
+        raise HFModelError(f"{path}: config.json is not a regular file.")
+    if cfg.stat().st_size > MAX_CONFIG_BYTES:
+        raise HFModelError(f"{path}: config.json is {cfg.stat().st_size:,} bytes, too large to be a model config.")
+    try:
+        raw = json.loads(cfg.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HFModelError(f"{path}: config.json is not valid JSON ({first_line(exc)}). Copy the folder again.") from None
+    if not isinstance(raw, dict):
+        raise HFModelError(f"{path}: config.json should hold a JSON object, not a {type(raw).__name__}.")
+    return raw
+
+
+def hf_role(model_type, source: str) -> str:
+    """"encoder", "decoder" or "encoder-decoder" for a model_type, from transformers' own
+    Auto mappings (the classes it would build); HFModelError naming an unknown type."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto import modeling_auto as auto
+
+    if not isinstance(model_type, str):
+        raise HFModelError(f"{source}: config.json has no model_type, so it does not say which architecture it is.")
+    if model_type not in CONFIG_MAPPING:
+        raise HFModelError(f"{source} is a {model_type!r} model, an architecture this version of transformers does not "
+                           "know (attnscope never runs code shipped with a model). Update transformers, or open a "
+                           "model of a known architecture.")
+    if model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return "encoder-decoder"
+    if model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "decoder"
+    if (model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+            or model_type in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES):
+        return "encoder"
+    raise HFModelError(f"{source} is a {model_type!r} model, which is not a text transformer attnscope can show "
+                       "(it opens encoders, decoders and encoder-decoders of text).")
 
 
 def _exists(path: Path) -> bool:

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from engine.loading.validation import ModelLoadError
-from engine.loading.weights import INDEX, SINGLE, read_index
+from engine.loading.describe import INDEX, SINGLE, read_index
 
 # "org/name" or a bare "name" (the hub's old canonical models); never a path with more parts.
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")

@@ -9,6 +9,7 @@ Records come at most every ``MIN_STEP`` of the whole, so a GUI is not flooded.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -77,3 +78,56 @@ class Reporter:
 
 def size_of(n: int) -> str:
     return gib(n) if n >= 1 << 30 else f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """No progress bars or load reports on the terminal (transformers', or accelerate's when a
+    model is spread): the load's own records are what the user sees; what goes wrong becomes
+    one HFModelError, where the model went a note."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    accelerate_log = logging.getLogger("accelerate")
+    accelerate_level = accelerate_log.level
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    accelerate_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        accelerate_log.setLevel(accelerate_level)
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def counting_tensors(reporter: Reporter):
+    """Report each tensor transformers hands to the model, and stop between two when asked.
+    transformers' loader walks its tensors through ``tqdm`` in core_model_loading; for the
+    load, that name is a counting iterator (a transformers without it: no counts, no harm)."""
+    try:
+        from transformers import core_model_loading as loading
+    except ImportError:
+        yield
+        return
+    original = getattr(loading, "tqdm", None)
+    if original is None:
+        yield
+        return
+
+    def counted(iterable=None, *args, **kwargs):
+        total = len(iterable) if hasattr(iterable, "__len__") else int(kwargs.get("total") or 0)
+        for i, item in enumerate(iterable):
+            reporter.building(i, total)
+            yield item
+        reporter.building(total, total)
+
+    loading.tqdm = counted
+    try:
+        yield
+    finally:
+        loading.tqdm = original

@@ -35,6 +35,15 @@ class ModelLoadError(ValueError):
     """A model that cannot be opened, with a message for the user that names the file."""
 
 
+class HFModelError(ModelLoadError):
+    """A Hugging Face model that cannot be opened, with a message for the user."""
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message (a library's own words), for one sentence."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
+
+
 # ---- field rules ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Int:
@@ -170,6 +179,80 @@ def check_config(family: str, config: dict, source: str) -> None:
     if family == "translator" and config.get("share_embeddings") and config.get("src_vocab_size") != config.get("tgt_vocab_size"):
         raise ModelLoadError(f"{source}: shared embeddings need one vocabulary, but src_vocab_size="
                              f"{config.get('src_vocab_size')} and tgt_vocab_size={config.get('tgt_vocab_size')}.")
+
+
+# ---- Hugging Face configs --------------------------------------------------------------------------
+def hf_config(raw: dict, source: str):
+    """transformers' own config object for ``raw`` (built-in class of its model_type; no code):
+    building it runs transformers' own checks of the values."""
+    from transformers import CONFIG_MAPPING
+
+    from engine.loading.progress import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            return CONFIG_MAPPING[raw["model_type"]].from_dict({k: v for k, v in raw.items() if k != "auto_map"})
+    except Exception as exc:
+        cause = exc.__cause__ or exc  # transformers' @strict wraps the validator's own sentence
+        raise HFModelError(f"{source}: config.json does not describe a working {raw.get('model_type')} model "
+                           f"({first_line(cause)}).") from None
+
+
+def check_hf_sizes(config, source: str) -> None:
+    """The sizes every transformer config names the same way (transformers' attribute_map
+    gives GPT-2's n_layer, T5's num_layers, ... the standard names), against sane bounds."""
+    def get(*names):
+        for n in names:
+            v = getattr(config, n, None)
+            if v is not None:
+                return v
+        return None
+    values = [("num_hidden_layers", get("num_hidden_layers"), LAYERS),
+              ("decoder_layers", get("decoder_layers", "num_decoder_layers"), LAYERS),
+              ("num_attention_heads", get("num_attention_heads"), HEADS),
+              ("num_key_value_heads", get("num_key_value_heads"), HEADS),
+              ("hidden_size", get("hidden_size"), WIDTH),
+              ("vocab_size", get("vocab_size"), VOCAB),
+              ("max_position_embeddings", get("max_position_embeddings"), POSITIONS)]
+    check_values(source, values)
+    names = getattr(config, "attribute_map", None) or {}
+    _check_heads(source, get("hidden_size"), get("num_attention_heads"), get("num_key_value_heads"),
+                 getattr(config, "head_dim", None), lambda n: names.get(n, n))
+
+
+def _check_heads(source: str, width, heads, kv_heads, head_dim, own) -> None:
+    """The head counts split the width and the query heads in whole parts, said in the
+    config's own names (``own``: GPT-2's n_embd for hidden_size, ...); transformers' own
+    messages say "look at the above report"."""
+    def divisors(n):
+        return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+    w, h, kv = own("hidden_size"), own("num_attention_heads"), own("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(width, int) and heads > 0 and head_dim is None and width % heads:
+        raise HFModelError(f"{source}: config.json has {w} {width} and {h} {heads}, but each head takes {w} / {h} "
+                           f"dimensions and {width} / {heads} is not whole: {h} should divide {width} "
+                           f"({divisors(width)}).")
+    if isinstance(heads, int) and isinstance(kv_heads, int) and heads > 0 and kv_heads > 0 and heads % kv_heads:
+        raise HFModelError(f"{source}: config.json has {h} {heads} and {kv} {kv_heads}, but each key/value head "
+                           f"serves {h} / {kv} query heads and {heads} / {kv_heads} is not whole: {kv} should divide "
+                           f"{heads} ({divisors(heads)}).")
+
+
+def check_activation(source: str, act) -> None:
+    """A BERT config's activation is one transformers has."""
+    from transformers.activations import ACT2FN
+
+    if not isinstance(act, str) or act not in ACT2FN:
+        raise HFModelError(f"{source}: config.json names the activation {act!r}, which transformers does not have "
+                           "(BERT uses 'gelu').")
+
+
+def check_tokenizer_files(source: str, present: tuple) -> None:
+    """A folder has some tokenizer (``present``: its tokenizer files): without one every word
+    would become unknown."""
+    if not present:
+        raise HFModelError(f"{source} has no tokenizer (tokenizer.json, vocab.txt, a sentencepiece model, ...): every "
+                           "word would become unknown. Copy the tokenizer files of the model into the folder.")
 
 
 # ---- size and memory ------------------------------------------------------------------------------

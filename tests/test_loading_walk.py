@@ -1,0 +1,29 @@
+"""The loader is a walk through its rooms in order (issue 41): a model source followed from the
+CLI's open_or_explain stays in each module of engine/loading once, resolve -> describe ->
+check -> build -> attach, without going back and forth (tools/loading_walk.py)."""
+import torch
+
+from tests.hf_sharded import build_model, save_sharded
+from tools.loading_walk import stays, summary, walk
+
+
+def test_a_folder_walks_through_the_stages_in_order(tmp_path):
+    model, tokenizer = build_model("llama", dtype=torch.bfloat16)
+    folder = save_sharded(model, tokenizer, tmp_path / "llama")
+    order = walk(str(folder), "cpu", folder)
+    rooms = stays(order)
+    stages = [r for r in rooms if r.split(".")[-1] in ("source", "describe", "check", "build", "hf_attention")]
+    assert stages == ["engine.loading.source", "engine.loading.describe", "engine.loading.check", "engine.loading.build",
+                      "engine.seam.hf_attention"], rooms
+    counts = summary(order)
+    assert counts["stays"] <= 12 and counts["returns"] <= 3, rooms
+
+
+def test_our_checkpoint_walks_through_the_same_stages():
+    from engine.loading.catalog import bundled_checkpoints
+
+    order = walk(str(bundled_checkpoints()[0]), "cpu")
+    rooms = stays(order)
+    assert [r for r in rooms if r.split(".")[-1] in ("source", "describe", "check", "build")] == [
+        "engine.loading.source", "engine.loading.describe", "engine.loading.check", "engine.loading.build"], rooms
+    assert summary(order)["returns"] == 0, rooms
