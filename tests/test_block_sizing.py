@@ -103,3 +103,33 @@ def test_a_run_on_a_gpu_is_estimated_against_the_gpus_free_memory(monkeypatch):
     assert tight.free == 1000 and tight.where == "on cpu" and not tight.fits
     with pytest.raises(estimate.RunTooLarge, match="would not fit on cpu: .* free on cpu"):
         trace_text(loaded, TEXT)
+
+
+def test_a_causal_overview_block_stays_within_its_budget(tmp_path, monkeypatch):
+    """A causal block is scored up to its last row, so its width grows with its rows: the rows
+    are chosen for the whole block (the first block was once sized by its first row alone, on a
+    GPU every row x every key at once)."""
+    from engine.seam.call import AttentionCall
+
+    loaded = open_model(str(tiny_folder(tmp_path, "llama", positions=512)), "cpu")
+    trace = fresh(trace_text(loaded, " ".join([TEXT] * 12)))           # some 200 tokens: wider than a first block
+    call = trace.call("decoder self", 0)
+    assert call.causal and call.lse is not None                    # the plain causal path, kernel's lse
+    seen, scores = [], AttentionCall.scores
+
+    def counted(self, b=0, heads=None, rows=None, cols=None, scaled=True):
+        s = scores(self, b, heads, rows, cols, scaled)
+        seen.append(s.numel() * 4)
+        return s
+    monkeypatch.setattr(AttentionCall, "scores", counted)
+    _, heads, tq, tk = trace.shape("decoder self")
+    budget = 4 * heads * 100 * 64                                 # 100 rows of 64 keys, or 80 x 80
+    with blocks.forced(budget):
+        trace.thumbnails("decoder self", tk)                       # one key a pixel: no rounding of widths
+    assert len(seen) > 2 and max(seen) <= budget
+
+
+def test_causal_rows_fill_the_cells_and_never_pass_them():
+    for cells, first in ((1, 0), (100, 0), (100, 7), (10**9, 32_000), (5, 10**6)):
+        n = blocks.causal_rows(cells, first)
+        assert n >= 1 and (n == 1 or n * (first + n) <= cells) and (n + 1) * (first + n + 1) > cells

@@ -70,3 +70,15 @@ def score_block_bytes(device: torch.device, purpose: str = "pool") -> int:
 def rows_per_block(device: torch.device, cells_per_row: int, purpose: str = "pool") -> int:
     """How many query rows of ``cells_per_row`` float32 scores (heads x keys) make one block."""
     return max(1, score_block_bytes(device, purpose) // (4 * max(1, cells_per_row)))
+
+
+def causal_rows(cells: int, seen: int) -> int:
+    """How many query rows of a causal block fit ``cells`` scores a head, when its first row sees
+    ``seen`` keys and the block is scored up to its last row: the most n with n (seen + n) <= cells
+    (at least one row). A block whose width grew with its rows was once sized by its first row
+    only: on a GPU the first block of an overview at 32k tokens would have been every row x
+    every key."""
+    n = int((-seen + (seen * seen + 4 * cells) ** 0.5) / 2)
+    while n > 1 and n * (seen + n) > cells:        # the float root can land one row over
+        n -= 1
+    return max(1, n)

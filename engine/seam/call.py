@@ -113,11 +113,15 @@ class AttentionCall:
                 s[..., first - c0:].masked_fill_(future, float("-inf"))
         return s
 
-    def scores(self, b: int | None = 0, heads=None, rows=None, cols=None) -> torch.Tensor:
+    def scores(self, b: int | None = 0, heads=None, rows=None, cols=None, scaled: bool = True) -> torch.Tensor:
         """Pre-softmax scores, float32, bias and mask added: (H, tq, tk) of example ``b``, or
         (B, H, tq, tk) of every example when ``b`` is None. ``heads``: query heads (list or
         slice; all by default); ``rows`` / ``cols``: slices of queries / keys. With every head,
-        query heads are grouped over their shared key head, never copied out per head."""
+        query heads are grouped over their shared key head, never copied out per head.
+        ``scaled=False`` (a call with no softcap and no bias only): q.k without the scale, for a
+        caller that scales what it keeps of them (a block's max) instead of every score."""
+        assert scaled or (self.softcap is None and self.bias is None), "unscaled scores need a plain call"
+        scale = self.scale if scaled else 1.0
         n_heads = self.q.shape[1]
         heads = range(n_heads) if heads is None else heads
         heads = list(range(*heads.indices(n_heads))) if isinstance(heads, slice) else list(heads)
@@ -132,10 +136,10 @@ class AttentionCall:
             # key head, k read once (broadcasting k over a group axis instead copies it g times
             # and runs g small matmuls: 4x slower at 8k tokens with GQA).
             q = q.reshape(bq, k.shape[1], self.group * tq, dh)                   # (B, Hkv, g*tq, Dh)
-            s = scaled_products(q, k, self.scale).view(bq, n_heads, tq, k.shape[2])   # (B, H, tq, tk)
+            s = scaled_products(q, k, scale).view(bq, n_heads, tq, k.shape[2])   # (B, H, tq, tk)
         else:
             q = self.q[ex][:, heads, rows]                                       # (B, h, tq, Dh)
-            s = scaled_products(q, k[:, [self.kv_head(h) for h in heads]], self.scale)   # (B, h, tq, tk)
+            s = scaled_products(q, k[:, [self.kv_head(h) for h in heads]], scale)   # (B, h, tq, tk)
         if self.softcap:
             s = self.softcap * torch.tanh(s / self.softcap)
         picked = None if len(heads) == n_heads else heads
@@ -164,10 +168,11 @@ def scaled_products(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Ten
         try:
             s = torch.bmm(q.reshape(b * h, n, d), k.reshape(b * h, k.shape[2], d).transpose(1, 2),
                           out_dtype=torch.float32)                               # (B*H, n, tk)
-            return s.view(b, h, n, k.shape[2]).mul_(scale)
+            s = s.view(b, h, n, k.shape[2])
+            return s if scale == 1.0 else s.mul_(scale)
         except (RuntimeError, TypeError):        # a torch without bmm's out_dtype: upcast, as below
             _HALF_BMM[0] = False
-    return (q.float() * scale) @ k.float().transpose(-1, -2)
+    return (q.float() * scale if scale != 1.0 else q.float()) @ k.float().transpose(-1, -2)
 
 
 _HALF_BMM = [True]      # whether this torch multiplies half precision into float32 (found once)

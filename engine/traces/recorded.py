@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from engine.kinds import KEY_SIDE, QUERY_SIDE
-from engine.runtime.blocks import rows_per_block, score_block_bytes
+from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from engine.seam.call import AttentionCall
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, pool_blocks
@@ -106,21 +106,27 @@ class RecordedTrace(AttentionTrace):
             # last row, so only the keys up to there are scored (half the work on average) and
             # the blocks of keys after it are exactly 0.
             causal = known and how == "max" and call.causal and call.mask is None and call.bias is None
+            # There, max(s * scale) = scale * max(s): the scale goes on the pooled pixels, not on
+            # every score (one pass over the scores fewer; on a GPU the pooling is bound by them).
+            later = call.scale if causal and call.softcap is None else None
             offset, kb = call.k.shape[2] - call.q.shape[2], block(tk, size)
             r0 = 0
             while r0 < tq:
-                width = min(tk, r0 + 64 + offset) if causal else call.k.shape[2]
-                r1 = min(tq, r0 + rows_per_block(call.q.device, H * width))
+                if causal:      # the block is scored up to its last row: its width grows with its rows
+                    r1 = min(tq, r0 + causal_rows(score_block_bytes(call.q.device) // (4 * H), r0 + offset))
+                else:
+                    r1 = min(tq, r0 + rows_per_block(call.q.device, H * call.k.shape[2]))
                 rows = slice(r0, r1)
                 cols = slice(0, min(tk, -(-(r1 + offset) // kb) * kb)) if causal else slice(None)
-                s = call.scores(self.batch_index, None, rows, cols)            # (H, r, k)
+                s = call.scores(self.batch_index, None, rows, cols, scaled=later is None)   # (H, r, k)
                 s = s if s.shape[-1] <= tk else s[:, :, :tk]
                 first[:, rows] = s[:, :, 0]
                 if not known:
                     lse[:, rows] = torch.logsumexp(s, -1)
                 row_lse = lse[:, rows, None]                                   # (H, r, 1)
                 if how == "max":   # exp is monotonic: the max of a block's weights is exp(max score - lse)
-                    pooled_cols = pool_blocks(s, kb, "max").sub_(row_lse)
+                    pooled_cols = pool_blocks(s, kb, "max")
+                    pooled_cols = (pooled_cols if later is None else pooled_cols.mul_(later)).sub_(row_lse)
                     across[:, rows, :pooled_cols.shape[-1]] = pooled_cols
                     across[:, rows, pooled_cols.shape[-1]:] = float("-inf")
                 else:
@@ -131,7 +137,7 @@ class RecordedTrace(AttentionTrace):
             if how == "max":
                 pooled = pooled.exp_().nan_to_num_(nan=0.0)                    # a fully masked block reads 0
             out[layer] = pooled.cpu().numpy()
-            first = first.sub_(lse).exp_().nan_to_num_(nan=0.0)                # key 0's weight, every row
+            first = (first if later is None else first.mul_(later)).sub_(lse).exp_().nan_to_num_(nan=0.0)  # key 0's weight
             sink[layer] = pool_blocks(first, block(tq, size), how).cpu().numpy()
         return Thumbnails(out, how, tq, tk, sink)
 
@@ -205,8 +211,7 @@ class RecordedTrace(AttentionTrace):
         r0 = start
         while r0 < stop:
             if causal:   # the most rows n with n * (r0 + n + offset) cells, the block's own width
-                a = r0 + offset
-                n = int((-a + (a * a + 4 * budget) ** 0.5) / 2)
+                n = causal_rows(budget, r0 + offset)
             else:
                 n = budget // max(1, full)
             r1 = min(stop, r0 + max(1, n))
