@@ -27,7 +27,7 @@ def test_head_statistics_on_a_constructed_matrix():
     prev = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=float)
     uniform = np.full((3, 3), 1 / 3)
     w = np.stack([prev, uniform])[None]  # (1, 2, 3, 3)
-    s = head_statistics(w, ["[CLS]", "a", "[SEP]"], ["[CLS]", "a", "[SEP]"])
+    s = head_statistics(w, ["[CLS]", "a", "[SEP]"], ["[CLS]", "a", "[SEP]"], "encoder self")
     assert s["previous"][0, 0] == pytest.approx(1.0)        # (1 + 1) / 2
     assert s["self"][0, 0] == pytest.approx(1 / 3)          # only query 0 on itself
     assert s["entropy"][0, 0] == pytest.approx(0.0)

@@ -70,7 +70,8 @@ def test_stats_table_sorts_and_opens_heads(state, qtbot, drawn):
     view = HeadStats(state)
     qtbot.addWidget(view)
     drawn(view)
-    stats = head_statistics(state.trace.weights("encoder self"), state.trace.source_tokens, state.trace.source_tokens)
+    stats = head_statistics(state.trace.weights("encoder self"), state.trace.source_tokens, state.trace.source_tokens,
+                            "encoder self")
     L, H = stats["entropy"].shape
     assert view.table.rowCount() == L * H
     view.table.sortItems(2)  # entropy, ascending
@@ -218,3 +219,26 @@ def test_a_view_does_not_paint_its_old_picture_while_its_new_one_is_prepared(sta
     assert not view.updatesEnabled()      # held until the drawing is applied (at most HOLD_MS)
     drawn(view)
     qtbot.waitUntil(view.updatesEnabled, timeout=5000)
+
+
+def test_cross_attention_has_no_self_or_previous_scores_even_when_the_lengths_match(qtbot, drawn):
+    """Issue 40: with a source and target of the same length, cross-attention's query i and key
+    i are tokens of two texts: "self" and "previous" mean nothing there and read "–"."""
+    s = AppState()
+    s.set_model(random_model("translator", seed=1))
+    s.set_trace(trace_text(s.loaded, "the big dog", target="der große hund"))   # 4 source and 4 target tokens
+    assert s.trace.shape("cross")[2] == s.trace.shape("cross")[3]
+    w = s.trace.weights("cross")
+    stats = head_statistics(w, s.trace.query_tokens("cross"), s.trace.key_tokens("cross"), "cross")
+    assert np.isnan(stats["self"]).all() and np.isnan(stats["previous"]).all()
+    assert np.isfinite(stats["entropy"]).all()
+    square_self = head_statistics(w, s.trace.query_tokens("cross"), s.trace.key_tokens("cross"), "decoder self")
+    assert np.isfinite(square_self["self"]).all()       # the same square map read as self-attention has them
+    s.select(kind="cross")
+    view = HeadStats(s)
+    qtbot.addWidget(view)
+    drawn(view)
+    columns = [view.table.horizontalHeaderItem(c).text() for c in range(view.table.columnCount())]
+    for name in ("self", "previous"):
+        c = columns.index(name)
+        assert {view.table.item(r, c).text() for r in range(view.table.rowCount())} == {"–"}

@@ -11,6 +11,8 @@ import weakref
 
 import numpy as np
 
+from engine.kinds import CROSS
+
 SPECIAL_TOKENS = {"[CLS]", "[SEP]", "[PAD]", "[BOS]", "[EOS]", "[MASK]", "<s>", "</s>", "<pad>"}
 
 
@@ -41,13 +43,15 @@ def rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
     return np.stack(out)
 
 
-def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> dict[str, np.ndarray]:
-    """Per head (L, H) arrays:
+def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str], kind: str) -> dict[str, np.ndarray]:
+    """Per head (L, H) arrays of attention ``kind`` (engine.kinds):
 
     entropy    mean over queries of -sum_k w log w (nats; low = focused);
     distance   mean over queries of sum_k w |q - k| (positions; 0 = attends to itself);
-    self       mean weight on the query's own position (square maps only, else nan);
-    previous   mean weight on position q - 1 (queries 1..T-1);
+    self       mean weight on the query's own position (self-attention only, else nan: in
+               cross-attention query i and key i are tokens of two texts, even when both
+               texts happen to have the same length);
+    previous   mean weight on position q - 1 (queries 1..T-1; self-attention only);
     first      mean weight on the first key;
     cls / sep  mean total weight on keys that are [CLS] / [SEP] (or BOS / EOS)."""
     w = weights.astype(np.float32, copy=False)  # float32: a 6x12x512x512 trace takes ~0.1 s
@@ -62,7 +66,7 @@ def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: li
         entropy[layer] = -np.einsum("hqk,hqk->h", lw, scratch) / tq
     offsets = np.abs(np.arange(tq)[:, None] - np.arange(tk)[None, :]).astype(np.float32)  # (Tq, Tk)
     distance = np.einsum("lhqk,qk->lh", w, offsets) / tq
-    if tq == tk:
+    if tq == tk and kind != CROSS:
         diag = np.diagonal(w, axis1=-2, axis2=-1)
         self_w = diag.mean(-1)
         previous = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).mean(-1) if tq > 1 else np.full(w.shape[:2], np.nan)

@@ -50,7 +50,7 @@ def stats_drawing(trace, kind: str, loaded=None) -> dict:
     """Every head's statistics for one kind (a worker); the model's mechanism scores where
     the engine can measure them, else nan. The scores need a forward (once per model, then
     kept): it runs on the model thread, where every forward runs (gui.worker's lanes)."""
-    stats = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind))
+    stats = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind), kind)
     mechanisms = call_on_lane(MODEL, mechanism_scores, loaded).get(kind, {}) if loaded is not None else {}
     none = np.full(stats["entropy"].shape, np.nan)
     for column, name in (("induction", "induction"), ("prev-token", "previous")):
