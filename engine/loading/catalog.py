@@ -79,7 +79,13 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     from engine.runtime.device import pick_device
     from engine.seam.hf_attention import SiteError, assign_sites
 
-    dev = device if isinstance(device, torch.device) else pick_device(device)
+    if not (device is None or isinstance(device, (str, torch.device))):
+        raise ModelLoadError(f"The device to open {source} on is a name such as 'auto', 'cpu', 'cuda', 'cuda:1', 'mps' "
+                             f"or '{SPREAD}' (or a torch.device), not {device!r:.40}.")
+    try:
+        dev = device if isinstance(device, torch.device) else pick_device(device)
+    except ValueError as exc:          # an unknown device, or one this machine lacks
+        raise ModelLoadError(f"{source} cannot be opened there: {exc}.") from None
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
     given, found, files = str(source), None, None
     try:

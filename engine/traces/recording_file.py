@@ -30,16 +30,34 @@ class RecordingError(ValueError):
     """A recording file that cannot be opened, said in one sentence for the user."""
 
 
-def save_recording(trace: RecordedTrace, path: str | Path) -> Path:
-    """Write ``trace``'s recording to ``path`` (.safetensors), atomically."""
+def recording_target(path: str | Path, replace: bool = False) -> Path:
+    """The file a recording will be written to (``.safetensors`` added when missing), or
+    RecordingError when that would destroy something: an existing file that is not a
+    recording of ours (a user's checkpoint, the very model being recorded) is never written
+    over unless ``replace`` says a person confirmed it (the window asks). An older recording
+    is replaced. Asked before the Run, so a refusal costs nothing."""
+    if path is None or not isinstance(path, (str, Path)) or not str(path).strip():
+        raise RecordingError(f"Give the name of the .safetensors file to write the recording to (got {path!r}).")
+    path = Path(path).expanduser()
+    if path.suffix != ".safetensors":
+        path = path.with_name(path.name + ".safetensors")
+    if path.is_dir():
+        raise RecordingError(f"{path} is a folder; give the name of a .safetensors file to write the recording to.")
+    if path.exists() and not replace and not is_recording(path):
+        raise RecordingError(f"{path.name} already exists and is not an attnscope recording (a model's weights or "
+                             "another file): attnscope will not write over it; choose another name.")
+    return path
+
+
+def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False) -> Path:
+    """Write ``trace``'s recording to ``path`` (.safetensors), atomically; an existing file that
+    is not a recording is refused unless ``replace`` (``recording_target``)."""
     from safetensors.torch import save_file
 
     if not isinstance(trace, RecordedTrace):
         raise RecordingError("Only a Run's own trace has a recording to save (this one was read from a file of "
                              "weights); run the model on the text first.")
-    path = Path(path)
-    if path.suffix != ".safetensors":
-        path = path.with_name(path.name + ".safetensors")
+    path = recording_target(path, replace)
     tensors, sites, shared = {}, [], {}
     b = trace.batch_index
     for kind in trace.kinds:
@@ -109,6 +127,9 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
     """The trace a recording file holds, every check passed; RecordingError otherwise."""
     from safetensors import safe_open
 
+    if path is None or not isinstance(path, (str, Path)) or not str(path).strip():
+        raise RecordingError(f"Give the path of a recording file (.safetensors written by attnscope record or "
+                             f"File > Save Recording), not {path!r}.")
     path = Path(path)
     meta = _meta(path)
     if meta.get("format") != FORMAT:
@@ -116,15 +137,12 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
     if meta.get("version") != VERSION:
         raise RecordingError(f"{path.name} is a recording of format version {meta.get('version')!r}; this attnscope "
                              f"reads version {VERSION}. Open it with the attnscope that wrote it.")
-    tokens = {side: meta.get(f"{side}_tokens") for side in ("source", "target")}
-    pieces = meta.get("pieces") or {}
-    if not all(isinstance(v, list) and all(isinstance(t, str) for t in v) for v in (*tokens.values(), *pieces.values())):
-        raise RecordingError(f"{path.name}: its token lists are not lists of text; the file is damaged.")
+    tokens, pieces, groups = _checked_meta(path.name, meta)
     try:
         with safe_open(str(path), framework="pt", device=device) as f:
             names = set(f.keys())
             calls: dict[str, list[AttentionCall]] = {}
-            for site in meta.get("sites", []):
+            for site in meta["sites"]:
                 kind, layer = site.get("kind"), site.get("layer")
                 if kind not in KINDS or not isinstance(layer, int):
                     raise RecordingError(f"{path.name}: it names an attention site {kind!r} {layer!r} attnscope "
@@ -150,9 +168,48 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
             raise RecordingError(f"{path.name}: the {kind} layers are not numbered 0, 1, ... ; the file is damaged.")
     trace = RecordedTrace(calls, model_name=str(meta.get("model_name", path.stem)), family=str(meta.get("family", "")),
                           source_tokens=tokens["source"], target_tokens=tokens["target"],
-                          notes=[str(n) for n in meta.get("notes", [])] + [f"Opened from the recording {path.name}."],
-                          groups=meta.get("groups") or None, pieces=pieces or None)
+                          notes=[str(n) for n in meta.get("notes") or []] + [f"Opened from the recording {path.name}."],
+                          groups=groups, pieces=pieces or None)
     return trace.densify()
+
+
+def _checked_meta(name: str, meta: dict) -> tuple[dict, dict, dict | None]:
+    """(tokens, pieces, groups) of a recording's description, every field of the type and size
+    the trace needs; RecordingError in one sentence otherwise (a damaged or hand-edited file
+    must not reach the views as an AttributeError or a matmul of mismatched sizes)."""
+    def texts(v) -> bool:
+        return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+    damaged = "the file is damaged"
+    tokens = {side: meta.get(f"{side}_tokens") for side in ("source", "target")}
+    if not all(texts(v) for v in tokens.values()):
+        raise RecordingError(f"{name}: its token lists are not lists of text; {damaged}.")
+    pieces = meta.get("pieces") or {}
+    if not isinstance(pieces, dict) or not set(pieces) <= set(tokens) or not all(texts(v) for v in pieces.values()):
+        raise RecordingError(f"{name}: its word pieces are not a list of text per side (source, target); {damaged}.")
+    groups = meta.get("groups") or None
+    if groups is None and any(len(pieces.get(side, v)) != len(v) for side, v in tokens.items()):
+        raise RecordingError(f"{name}: it has more word pieces than tokens but no word groups joining them; {damaged}.")
+    if groups is not None:
+        if not isinstance(groups, dict) or set(groups) != set(tokens):
+            raise RecordingError(f"{name}: its word groups are not a list per side (source and target); {damaged}.")
+        for side, g in groups.items():
+            n_pieces, n_words = len(pieces.get(side, tokens[side])), len(tokens[side])
+            steps_ok = isinstance(g, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in g) and (
+                not g or (g[0] == 0 and all(b - a in (0, 1) for a, b in zip(g, g[1:]))))
+            if not steps_ok or len(g) != n_pieces or (g[-1] + 1 if g else 0) != n_words:
+                raise RecordingError(f"{name}: its {side} word groups do not number its {n_pieces} pieces into its "
+                                     f"{n_words} words (0, 0, 1, 2, ...); {damaged}.")
+    notes = meta.get("notes")
+    if notes is not None and not texts(notes):
+        raise RecordingError(f"{name}: its notes are not a list of text; {damaged}.")
+    for key in ("model_name", "family"):
+        if not isinstance(meta.get(key, ""), str):
+            raise RecordingError(f"{name}: its {key} is not text; {damaged}.")
+    sites = meta.get("sites")
+    if not isinstance(sites, list) or not all(isinstance(s, dict) for s in sites):
+        raise RecordingError(f"{name}: its attention sites are not a list of descriptions; {damaged}.")
+    return tokens, pieces, groups
 
 
 def _checked_call(path, site, parts, desc, pieces, tokens) -> AttentionCall:
