@@ -1,4 +1,4 @@
-"""The README's benchmark table, from the output of two ``make bench`` runs.
+"""The benchmark table of bench/README.md, from the output of two ``make bench`` runs.
 
     make bench > run1.json; make bench > run2.json
     .venv/bin/python bench/_table.py run1.json run2.json

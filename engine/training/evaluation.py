@@ -1,5 +1,5 @@
 """How good is a trained model: BLEU and chrF for the translator, loss against a unigram
-baseline for the GPT. The numbers go into the checkpoint and the README.
+baseline for the GPT. The numbers go into the checkpoint and docs/models.md.
 
 Why sacrebleu: it is the reference implementation of BLEU and chrF, with a fixed
 tokenisation, so the scores mean the same as in papers.

@@ -35,7 +35,7 @@ SIZES = {
     },
     "gpt": {
         "tiny": dict(n_layer=1, n_head=2, n_embd=32, block_size=32),
-        # The bundled GPT (see the README): four layers, so a previous-token head can feed an
+        # The bundled GPT (see docs/models.md): four layers, so a previous-token head can feed an
         # induction head above it, and a 256-token context in which passages come back.
         "small": dict(n_layer=4, n_head=4, n_embd=128, block_size=256, dropout=0.0),
     },

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from engine.traces.base import AttentionTrace
 
 
-# How the bundled GPT learns (see the README); `attnscope train gpt` and the Training panel
+# How the bundled GPT learns (see docs/models.md); `attnscope train gpt` and the Training panel
 # start from it too, so a student's own run can show its induction head form (near step
 # 1,250 of the bundled run): 1024 word pieces, half the windows opening with a passage
 # said three times, small batches of many steps.
