@@ -18,7 +18,8 @@ import torch
 
 from engine.experiments.pairs import FramedPair
 from engine.experiments.patching import ATTRIBUTION, Progress, check_points, result_frame
-from engine.experiments.points import ACTIVATION, HEADS, HEADS_BY_POS, LOGIT_DIFF, Points, capture, edited, metric_of
+from engine.experiments.points import (ACTIVATION, HEADS, HEADS_BY_POS, LOGIT_DIFF, Points, capture, edited,
+                                       last_position_only, metric_of)
 from engine.adapters import adapter_for
 from engine.traces.base import RunCancelled
 
@@ -37,8 +38,8 @@ def gradients(points: Points, framed, answers, metric: str) -> tuple[float, dict
 
     fns = {(act, layer): through((act, layer)) for act in points.activations for layer in range(points.layers)}
     with torch.enable_grad():
-        with edited(points, fns):
-            logits = points.adapter.forward(framed)                          # (1, T, V)
+        with edited(points, fns), last_position_only(points.head):      # the backward unembeds one row too
+            logits = points.adapter.forward(framed)                          # (1, 1, V)
         m = metric_of(logits[0, -1], answers, metric)
         keys = list(zeros)
         grads = torch.autograd.grad(m, [zeros[k] for k in keys])
@@ -51,7 +52,7 @@ def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool 
     what = check_points(what)
     adapter = adapter_for(loaded)
     loaded.model.eval()
-    points = Points(adapter, {ACTIVATION[w] for w in what})
+    points = Points.of(adapter, {ACTIVATION[w] for w in what})
     base_framed, source_framed = (pair.clean, pair.corrupt) if noising else (pair.corrupt, pair.clean)
     yield Progress(0, 2, "Attribution: a forward of the " + ("corrupted" if noising else "clean") + " text")
     with torch.no_grad():
@@ -63,19 +64,20 @@ def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool 
     source_metric = float(metric_of(source.last_logits, pair.answers, metric))
     clean, corrupt = (base_metric, source_metric) if noising else (source_metric, base_metric)
     result = result_frame(pair, metric, ATTRIBUTION, noising, clean, corrupt)
+    changes = {}
+    for act in {ACTIVATION[w] for w in what}:           # every layer at once: a few launches, not L
+        keys = [(act, layer) for layer in range(points.layers)]
+        diff = torch.stack([source.at[k] for k in keys]) - torch.stack([base[k] for k in keys])
+        changes[act] = diff.float() * torch.stack([grads[k] for k in keys]).float()   # (L, H, T, Dv) or (L, T, D)
     for point in what:
-        act = ACTIVATION[point]
-        per_layer = []
-        for layer in range(points.layers):
-            key = (act, layer)
-            change = ((source.at[key] - base[key]).float() * grads[key].float())   # heads (H, T, Dv); else (T, D)
-            if point == HEADS:
-                per_layer.append(change.sum(dim=(1, 2)))                             # (H,)
-            elif point == HEADS_BY_POS:
-                per_layer.append(change.sum(dim=2).T)                                 # (T, H)
-            else:
-                per_layer.append(change.sum(dim=1))                                   # (T,)
-        result.results[point] = base_metric + torch.stack(per_layer).double().cpu().numpy()
+        change = changes[ACTIVATION[point]]
+        if point == HEADS:
+            estimate = change.sum(dim=(2, 3))                                          # (L, H)
+        elif point == HEADS_BY_POS:
+            estimate = change.sum(dim=3).transpose(1, 2)                               # (L, T, H)
+        else:
+            estimate = change.sum(dim=2)                                               # (L, T)
+        result.results[point] = base_metric + estimate.double().cpu().numpy()
     yield Progress(2, 2, "Attribution done")
     return result
 

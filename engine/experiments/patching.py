@@ -186,7 +186,7 @@ def prepared(loaded, pair: FramedPair, what, noising: bool):
     """(adapter's points, clean activations, corrupt activations), from one forward each."""
     adapter = adapter_for(loaded)
     loaded.model.eval()
-    points = Points(adapter, {ACTIVATION[w] for w in what})
+    points = Points.of(adapter, {ACTIVATION[w] for w in what})
     with torch.no_grad():
         clean, corrupt = capture(points, pair.clean), capture(points, pair.corrupt)
     return points, clean, corrupt

@@ -43,7 +43,17 @@ class Activations:
 
 
 class Points:
-    """A decoder's modules for each point, asked of its adapter once."""
+    """A decoder's modules for each point, asked of its adapter once (``of``: kept with it,
+    since finding them walks the model's modules: milliseconds, a fair share of a small
+    model's forward on a GPU)."""
+
+    @classmethod
+    def of(cls, adapter, activations: set[str]) -> "Points":
+        kept = adapter.__dict__.setdefault("_points", {})
+        key = frozenset(activations)
+        if key not in kept:
+            kept[key] = cls(adapter, activations)
+        return kept[key]
 
     def __init__(self, adapter, activations: set[str]):
         self.adapter = adapter
@@ -165,8 +175,8 @@ def capture(points: Points, framed, keep_blocks: bool = True) -> Activations:
                for b in points.blocks] if keep_blocks else []
     try:
         start = time.perf_counter()
-        with edited(points, fns):
-            logits = points.adapter.forward(framed)                          # (1, T, V)
+        with edited(points, fns), last_position_only(points.head):
+            logits = points.adapter.forward(framed)                          # (1, 1, V)
         acts.seconds = time.perf_counter() - start
     finally:
         for h in handles:
