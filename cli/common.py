@@ -69,6 +69,63 @@ def text(value: str) -> str:
     return value
 
 
+def add_text_options(p, *, positional: str | None = None, required: bool = True, default: str | None = None,
+                     chat: bool = False, help: str | None = None) -> None:
+    """The text a command reads: ``--text`` (or the positional argument named ``positional``), or
+    ``--text-file F``, for a text a command line cannot carry (Linux caps one argument at 128 KB:
+    a 32k-token text). ``chat``: ``--chat`` (and ``--system``) read the text as a user's turn through
+    the tokenizer's own chat template. ``text_of(args)`` gives the text."""
+    if positional:
+        p.add_argument("text", metavar=positional, nargs="?", type=text, default=None, help=help)
+        p.add_argument("--text-file", type=Path, default=None, help=f"a UTF-8 file holding the {positional} "
+                                                                     "(a long context)")
+    else:
+        source = p.add_mutually_exclusive_group(required=required)
+        source.add_argument("--text", type=text, default=None, help=help)
+        source.add_argument("--text-file", type=Path, default=None, help="a UTF-8 file holding the text (a long context)")
+    p.set_defaults(text_default=default, text_required=required, text_name=positional or "--text")
+    if chat:
+        p.add_argument("--chat", action="store_true", help="a chat model: the text is the user's turn, read through the "
+                                                           "tokenizer's own chat template with the reply's start added")
+        p.add_argument("--system", type=text, default=None, help="with --chat: a system turn before the user's")
+
+
+def late_text(parser, args, extra: list[str]):
+    """``args`` with a command's positional text put back where argparse missed it: an optional
+    positional after the model is matched together with it, so in ``translate MODEL --beam-width 4
+    "text"`` the text arrives among the unknown arguments. Anything else unknown is the parser's
+    one-line error, as ``parse_args`` gives."""
+    if extra and getattr(args, "text_name", "--text") != "--text" and getattr(args, "text", None) is None \
+            and len(extra) == 1 and not extra[0].startswith("-"):
+        try:
+            args.text, extra = text(extra[0]), []
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"argument {args.text_name}: {exc}")
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def text_of(args):
+    """The text ``add_text_options`` asked for: the argument, or the file read by the one reader
+    (engine.inputs.read_utf8), or the command's default; with ``--chat`` an engine.inputs.Chat.
+    None when the command may go without one; InputError (one sentence, exit 2) otherwise."""
+    from engine.inputs import Chat, InputError, read_utf8
+
+    given, path = getattr(args, "text", None), getattr(args, "text_file", None)
+    if given is not None and path is not None:
+        raise InputError(f"Give the text as {args.text_name} or as --text-file, not both.")
+    body = read_utf8(path) if path is not None else given
+    body = body if body is not None else args.text_default
+    if body is None and args.text_required:
+        raise InputError(f"Give a text: {args.text_name} TEXT or --text-file FILE.")
+    if getattr(args, "system", None) is not None and not getattr(args, "chat", False):
+        raise InputError("--system is a turn of a chat: give --chat too.")
+    if body is not None and getattr(args, "chat", False):
+        return Chat.of(body, system=args.system)
+    return body
+
+
 MAX_IMAGE_SIDE = 8192
 
 

@@ -6,13 +6,13 @@ attnscope's own encoder (the proof that our BERT is BERT). With --with, any two 
 that tokenize the same way: two checkpoints of one architecture, ours against theirs."""
 from __future__ import annotations
 
-from cli.common import BAD_INPUT, model_notes, print_json, say, text
+from cli.common import BAD_INPUT, add_text_options, model_notes, print_json, say, text, text_of
 
 
 def register(sub) -> None:
     p = sub.add_parser("compare", help="check attnscope's BERT against Hugging Face's on the same weights (JSON)")
     p.add_argument("model", help="a Hugging Face folder, a hub name (online only), or 'minilm' (bundled)")
-    p.add_argument("--text", default="time flies like an arrow", type=text)
+    add_text_options(p, required=False, default="time flies like an arrow")
     p.add_argument("--pair", default=None, type=text, help="a second sentence (segment B)")
     p.add_argument("--with", dest="other", default=None, help="a second model (file or folder) to compare with")
     p.set_defaults(func=run)
@@ -24,6 +24,8 @@ def run(args) -> int:
     from engine.loading.convert import hf_to_scratch
 
     device = args.device or "cpu"
+    args.text = text_of(args)
+    args.shown = {"text": args.text} if args.text_file is None else {"text_file": str(args.text_file)}
     try:
         hf = open_model(args.model, device)   # the one loader boundary: folders, hub ids, minilm
         if args.other is not None:
@@ -37,7 +39,7 @@ def run(args) -> int:
     except ValueError as exc:  # ModelLoadError, HFModelError, InputError
         say(exc)
         return BAD_INPUT
-    print_json({"model": hf.name, "text": args.text, "pair": args.pair, "tokens": diff["tokens"],
+    print_json({"model": hf.name, **args.shown, "pair": args.pair, "tokens": diff["tokens"],
                 "max_abs_diff_per_layer": diff["per_layer"], "max_abs_diff": diff["max"], "notes": diff["notes"],
                 **model_notes(hf)})
     return 0
@@ -53,7 +55,7 @@ def _compare_two(a, b, args) -> int:
         say(f"{a.name} and {b.name} have no kind of attention in common.")
         return BAD_INPUT
     kinds = {k: compare_traces(ta, tb, k) for k in shared}
-    print_json({"a": a.name, "b": b.name, "text": args.text,
+    print_json({"a": a.name, "b": b.name, **args.shown,
                 "kinds": {k: {"max_abs_diff": c["max"], "max_abs_diff_per_layer": c["per_layer"]} for k, c in kinds.items()},
                 "max_abs_diff": max(c["max"] for c in kinds.values()),
                 "notes": list(dict.fromkeys(ta.notes + tb.notes))})     # e.g. the text cut to a model's length

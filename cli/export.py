@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from cli.common import (BAD_INPUT, image_size, int_in, open_or_explain, out_folder, print_json, say, text,
-                        writable_problem)
+from cli.common import (BAD_INPUT, add_text_options, image_size, int_in, open_or_explain, out_folder, print_json,
+                        say, text, text_of, writable_problem)
 
 VIEWS = ("grid", "head", "lines")
 
@@ -19,7 +19,7 @@ def register(sub) -> None:
     p = sub.add_parser("export", help="write views (PNG/SVG) or the trace (NPZ/CSV) of a model on a text")
     p.add_argument("model", help="checkpoint, Hugging Face folder, 'minilm', 'random-<family>', or a recording "
                                  "(attnscope record; then no --text)")
-    p.add_argument("--text", default=None, type=text)
+    add_text_options(p, required=False, chat=True)
     p.add_argument("--target", default=None, type=text, help="translator: a target prefix (default: its own translation)")
     p.add_argument("--pair", default=None, type=text, help="BERT: a second sentence")
     p.add_argument("--out", required=True, type=out_folder, help="folder to write into")
@@ -33,7 +33,14 @@ def register(sub) -> None:
     p.add_argument("--size", default=(1200, 800), type=image_size, help="image size WxH, each side 16 to 8192")
     p.add_argument("--theme", choices=["light", "dark"], default="light",
                    help="PNG/SVG: the colours of File > Export View in that theme (default light)")
+    p.add_argument("--max-seconds", type=int_in(1, 86_400), default=MAX_DRAW_SECONDS,
+                   help=f"PNG/SVG of a long recording: refuse a drawing estimated to take longer (default "
+                        f"{MAX_DRAW_SECONDS})")
     p.set_defaults(func=run)
+
+
+MAX_DRAW_SECONDS = 600     # a drawing estimated longer is refused with its numbers, before it starts
+SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and shows progress on a terminal
 
 
 def run(args) -> int:
@@ -46,17 +53,19 @@ def run(args) -> int:
         return BAD_INPUT
     from engine.traces.recording_file import is_recording, load_recording
 
-    if args.text is None or is_recording(args.model):    # a recording draws with no model
-        if args.text is None and not str(args.model).endswith(".safetensors"):
-            say("--text is required (unless MODEL is a recording made by attnscope record)")
+    body = text_of(args)
+    if body is None or is_recording(args.model):    # a recording draws with no model
+        if body is None and not str(args.model).endswith(".safetensors"):
+            say("--text or --text-file is required (unless MODEL is a recording made by attnscope record)")
             return BAD_INPUT
-        loaded, trace = None, load_recording(args.model)     # RecordingError: one sentence, exit 2
+        from engine.runtime.device import pick_device     # --device cuda: a long recording drawn on the GPU
+        loaded, trace = None, load_recording(args.model, str(pick_device(args.device or "cpu")))   # RecordingError: exit 2
     else:
         loaded = open_or_explain(args.model, args.device or "cpu")
         if loaded is None:
             return BAD_INPUT
         try:
-            trace = trace_text(loaded, args.text, target=args.target, pair=args.pair,
+            trace = trace_text(loaded, body, target=args.target, pair=args.pair,
                                value_weighted=args.value_weighted)
         except InputError as exc:
             say(exc)
@@ -76,11 +85,50 @@ def run(args) -> int:
         say(f"--layer must be below {layers} and --head below {heads} for this model's {kind} attention "
             f"(got layer {args.layer}, head {args.head})")
         return BAD_INPUT
+    from engine.traces.estimate import estimate_drawing
+
+    est = estimate_drawing(trace, kind, layers * heads if args.view == "grid" else 1)
+    if est.seconds > args.max_seconds:
+        say(f"Drawing the {args.view} view of this {kind} attention computes {est.describe()}, over the "
+            f"{args.max_seconds:,} s allowed (--max-seconds); nothing was written. Draw one head (--view head "
+            "--layer L --head H), export on a GPU (--device cuda), or allow more time with --max-seconds.")
+        return BAD_INPUT
+    if est.seconds > SAY_ESTIMATE_S:
+        say(f"drawing the {args.view} view: {est.describe()}")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no display needed
     from gui.render import render_view
 
     w, h = args.size
-    path = render_view(loaded, trace, args.view, kind, args.layer, args.head, f"{w}x{h}",
-                       out / f"{args.view}.{args.format}", dark=args.theme == "dark")
+    bar = _ProgressBar(f"{args.view} view")
+    try:
+        path = render_view(loaded, trace, args.view, kind, args.layer, args.head, f"{w}x{h}",
+                           out / f"{args.view}.{args.format}", dark=args.theme == "dark", progress=bar,
+                           timeout_s=max(60.0, 4 * est.seconds + 30))
+    finally:
+        bar.close()
     print_json({"written": [str(path)], "view": args.view, "kind": kind, "notes": trace.notes})
     return 0
+
+
+class _ProgressBar:
+    """A view's progress records (("overview", layers done, layers)) as a tqdm bar on stderr, on a
+    terminal only and after a second (a small export draws with no flash of bar)."""
+
+    def __init__(self, what: str):
+        self.what, self.bar = what, None
+
+    def __call__(self, record) -> None:
+        if not (isinstance(record, tuple) and len(record) == 3):
+            return
+        _stage, done, total = record
+        if self.bar is None:
+            import sys
+
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, file=sys.stderr, delay=1.0, leave=False, unit="layer",
+                            disable=not sys.stderr.isatty(), desc=f"drawing the {self.what}")
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

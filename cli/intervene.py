@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, say, text
+from cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
 
 KIND_PREFIX = {"enc": "encoder self", "dec": "decoder self", "cross": "cross"}
 SYNTAX = ("heads are L.H (layer.head, 0-based); knockouts QUERY:KEY@LAYERS, positions 0-based over the ids fed "
@@ -26,7 +26,9 @@ def _kind(value: str) -> tuple[str | None, str]:
     return None, value
 
 
-def _span(part: str, what: str) -> tuple[int, ...] | None:
+def _span(part: str, what: str) -> tuple[int, ...] | range | None:
+    """``*`` (None: all), ``N`` (a one-tuple) or ``A-B`` (a range: ``0-1000000000`` stays two
+    numbers, refused by the engine against the text's length, never a billion-element tuple)."""
     if part in ("*", "all"):
         return None
     lo, dash, hi = part.partition("-")
@@ -36,7 +38,7 @@ def _span(part: str, what: str) -> tuple[int, ...] | None:
         raise argparse.ArgumentTypeError(f"{what} must be N, A-B or * (all), got {part!r}") from None
     if a < 0 or b < a:
         raise argparse.ArgumentTypeError(f"{what} {part!r} is not a range from a low to a high number >= 0")
-    return tuple(range(a, b + 1))
+    return range(a, b + 1) if dash else (a,)
 
 
 def head_arg(value: str):
@@ -77,7 +79,7 @@ def register(sub) -> None:
     p = sub.add_parser("intervene", help="ablate heads / knock out attention edges; next-token before/after (JSON)",
                        description=__doc__.split("\n\n", 1)[1], epilog=SYNTAX)
     p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>")
-    p.add_argument("--text", type=text, required=True)
+    add_text_options(p, chat=True)
     p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix (default: its own "
                                                              "greedy output)")
     p.add_argument("--ablate", type=head_arg, nargs="+", action="extend", metavar="L.H", help="zero ablation")
@@ -89,35 +91,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def checked(args, loaded, spec) -> str | None:
-    """Why ``spec`` does not fit ``loaded`` on this text (None: it fits), from one recorded forward."""
-    from engine.adapters import adapter_for
-    from engine.interventions.spec import problem
-    from engine.seam import recording
-
-    adapter = adapter_for(loaded)
-    framed = adapter.frame(args.text, target=args.target)
-    with recording() as rec:
-        adapter.forward(framed)
-    return problem(spec, rec.calls)
-
-
 def run(args) -> int:
-    import torch
-
     from engine.interventions.effect import effect
 
+    body = text_of(args)          # before the model loads: a missing file costs nothing
     loaded = open_predicting(args.model, args.device or "auto", "comparing them before and after (the window "
                              "ablates an encoder's heads and shows its attention change)")
     if loaded is None:
         return BAD_INPUT
-    loaded.model.eval()
     spec = spec_from(args, loaded)
-    with torch.no_grad():
-        why = checked(args, loaded, spec)
-    if why:
-        say(why)
-        return BAD_INPUT
-    result = effect(loaded, args.text, spec, target=args.target)
+    result = effect(loaded, body, spec, target=args.target)   # InputError (exit 2): what does not fit, in numbers
     print_json({"model": loaded.name, "interventions": spec.describe(), **result.as_json(), **model_notes(loaded)})
     return 0

@@ -6,13 +6,13 @@ layer is the model's own prediction.
 """
 from __future__ import annotations
 
-from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, text
+from cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
 
 
 def register(sub) -> None:
     p = sub.add_parser("lens", help="logit lens: each decoder layer's top-5 next tokens per position (JSON)")
     p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>")
-    p.add_argument("--text", type=text, required=True)
+    add_text_options(p, chat=True)
     p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix (default: its own "
                                                              "greedy output)")
     p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
@@ -22,10 +22,11 @@ def register(sub) -> None:
 def run(args) -> int:
     from engine.interventions.lens import logit_lens
 
+    body = text_of(args)
     loaded = open_predicting(args.model, args.device or "auto", "the logit lens")
     if loaded is None:
         return BAD_INPUT
-    lens = logit_lens(loaded, args.text, target=args.target)
+    lens = logit_lens(loaded, body, target=args.target)
     layers = [{"layer": layer, "top": [[[int(i), float(p)] for i, p in zip(ids, ps)]
                                        for ids, ps in zip(lens.top_ids[layer], lens.top_p[layer])]}
               for layer in range(lens.n_layers)]

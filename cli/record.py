@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import BAD_INPUT, open_or_explain, print_json, say, text
+from cli.common import BAD_INPUT, add_text_options, open_or_explain, print_json, text, text_of
 
 def register(sub) -> None:
     p = sub.add_parser("record", help="run a model on a text and save its recording (queries, keys) as one file")
     p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--text", type=text)
-    source.add_argument("--text-file", type=Path, help="a UTF-8 text file (a long context)")
+    add_text_options(p, chat=True)
     p.add_argument("--target", default=None, type=text, help="encoder-decoders: a target prefix")
     p.add_argument("--pair", default=None, type=text, help="encoders: a second sentence")
     p.add_argument("--out", required=True, type=Path, help="the .safetensors file to write")
@@ -24,20 +22,16 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.inputs import read_utf8
-    from engine.traces.recording_file import save_recording
+    from engine.traces.recording_file import recording_target, save_recording
     from engine.traces.tracing import trace_text
 
-    try:
-        body = args.text if args.text is not None else read_utf8(args.text_file)
-    except ValueError as exc:
-        say(exc)
-        return BAD_INPUT
+    body = text_of(args)
+    out = recording_target(args.out)     # before the Run: never over a user's file (RecordingError, exit 2)
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
     trace = trace_text(loaded, body, target=args.target, pair=args.pair)
-    path = save_recording(trace, args.out)
+    path = save_recording(trace, out)
     shapes = {kind: list(trace.shape(kind)) for kind in trace.kinds}
     print_json({"written": str(path), "bytes": path.stat().st_size, "kinds": shapes, "notes": trace.notes})
     return 0

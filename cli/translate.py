@@ -8,7 +8,8 @@ summarise it.
 """
 from __future__ import annotations
 
-from cli.common import BAD_INPUT, float_in, int_in, model_notes, open_or_explain, print_json, say, text
+from cli.common import (BAD_INPUT, add_text_options, float_in, int_in, model_notes, open_or_explain, print_json,
+                        say, text_of)
 
 MAX_BEAM = 64            # each beam keeps a KV cache and a (vocabulary)-wide score row
 MAX_NEW_TOKENS = 4096
@@ -27,12 +28,12 @@ def _strategy_options(p) -> None:
 def register(sub) -> None:
     t = sub.add_parser("translate", help="translate a sentence with an encoder-decoder (ours or Hugging Face; JSON)")
     t.add_argument("checkpoint", metavar="model")
-    t.add_argument("text", type=text)
+    add_text_options(t, positional="text")
     _strategy_options(t)
     t.set_defaults(func=run, roles=("encoder-decoder",))
     g = sub.add_parser("generate", help="continue a prompt with a decoder (or run an encoder-decoder on it; JSON)")
     g.add_argument("checkpoint", metavar="model")
-    g.add_argument("text", metavar="prompt", type=text)
+    add_text_options(g, positional="prompt", chat=True)
     _strategy_options(g)
     g.set_defaults(func=run, roles=("decoder", "encoder-decoder"))
 
@@ -41,6 +42,7 @@ def run(args) -> int:
     from engine.decoding.session import DecodeSettings, decode_all
     from engine.inputs import InputError, unknown_words
 
+    body = text_of(args)
     loaded = open_or_explain(args.checkpoint, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
@@ -52,12 +54,12 @@ def run(args) -> int:
     settings = DecodeSettings(strategy=args.strategy, beam_width=args.beam_width, temperature=args.temperature,
                               top_k=args.top_k, top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens)
     try:
-        result = decode_all(loaded, args.text, settings)
+        result = decode_all(loaded, body, settings)
     except InputError as exc:
         say(exc)
         return BAD_INPUT
     out = {"model": loaded.name, "strategy": args.strategy, **model_notes(loaded)}
-    unknown = unknown_words(loaded.tokenizer, args.text)
+    unknown = unknown_words(loaded.tokenizer, str(body))
     if unknown is not None:   # words the model has no token for: it never saw them, say so
         out["unknown_words"] = unknown
     if result.notes:        # e.g. the text was cut to the model's length

@@ -7,6 +7,7 @@ and a note says so once; words the vocabulary lacks are listed once each. No tor
 from __future__ import annotations
 
 
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_TEXT_FILE_BYTES = 16 << 20     # a long context: 16 MB of text is millions of tokens
@@ -33,12 +34,50 @@ def read_utf8(path: str | Path, what: str = "text file", limit: int = MAX_TEXT_F
         raise InputError(f"{path.name} is not UTF-8 text (byte {exc.start}); save it as UTF-8 and try again.") from None
 
 
+CHAT_ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class Chat:
+    """A prompt typed as a chat: (role, content) turns, system and user, which an instruction-
+    tuned model reads through its tokenizer's own chat template with the start of the reply
+    added (engine.adapters.chat), not as plain text. Passed wherever a text is."""
+    turns: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, user: str, system: str | None = None) -> "Chat":
+        return cls(((("system", system),) if system else ()) + (("user", user),))
+
+    @property
+    def messages(self) -> list[dict]:
+        """The turns as a chat template reads them."""
+        return [{"role": role, "content": content} for role, content in self.turns]
+
+    def __str__(self) -> str:
+        """The words typed (for notes and lists of unknown words), without the template."""
+        return "\n".join(content for _, content in self.turns)
+
+
+def check_chat(chat, what: str = "run") -> Chat:
+    """``chat`` with each turn checked as a text; InputError in one sentence otherwise."""
+    turns = getattr(chat, "turns", None)
+    if not isinstance(turns, tuple) or not turns or not all(isinstance(t, tuple) and len(t) == 2 for t in turns):
+        raise InputError(f"The chat to {what} should be turns of (role, text), user last.")
+    roles = [role for role, _ in turns]
+    if any(role not in CHAT_ROLES for role in roles) or roles[-1] != "user":
+        raise InputError(f"The chat to {what} has turns {', '.join(map(repr, roles))}; a turn is "
+                         f"{', '.join(CHAT_ROLES)}, and the last is the user's.")
+    return Chat(tuple((role, check_text(content, what)) for role, content in turns))
+
+
 def check_text(text: str, what: str = "run") -> str:
     """``text`` stripped, or InputError in one sentence: the engine's one door for text, so a
     script that calls it gets the CLI's and the window's refusals (no text, bytes that are not
-    UTF-8, lone surrogates, something that is not text at all)."""
+    UTF-8, lone surrogates, something that is not text at all). A Chat has each turn checked."""
     from engine.loading.validation import text_problem
 
+    if isinstance(text, Chat):
+        return check_chat(text, what)
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -54,6 +93,21 @@ def check_text(text: str, what: str = "run") -> str:
     if not text:
         raise InputError(f"There is no text to {what}: type a sentence first.")
     return text
+
+
+def check_optional_text(text, what: str) -> str | None:
+    """A second text that may be absent (a target prefix, a second sentence): None when it is
+    absent or blank, else ``check_text``'s answer: lone surrogates or bytes that are not UTF-8
+    are refused in one sentence at the engine's door, as the first text's are."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None
+    if isinstance(text, Chat):
+        raise InputError(f"The {what} is a plain text, not a chat.")
+    try:
+        checked = check_text(text)
+    except InputError as exc:
+        raise InputError(f"The {what} cannot be used: {str(exc)[0].lower()}{str(exc)[1:]}") from None
+    return text if isinstance(text, str) else checked     # a text's own spaces kept: a tokenizer reads them
 
 
 def keep_start(ids: list[int], limit: int, notes: list[str], what: str = "input") -> list[int]:

@@ -59,17 +59,20 @@ def _theme(dark: bool):
 
 
 def render_view(loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path,
-                dark: bool = False) -> Path:
+                dark: bool = False, progress=None, timeout_s: float = 60.0) -> Path:
     """Draw one view ("grid", "head" or "lines") with the window's own widget and save what
-    File > Export View saves of it, ``size`` (WxH) pixels, in the light (or ``dark``) theme."""
+    File > Export View saves of it, ``size`` (WxH) pixels, in the light (or ``dark``) theme.
+    ``progress`` gets the view's progress records (("overview", layers done, layers) while a
+    long recording is pooled); a drawing not finished in ``timeout_s`` is TimeoutError, never
+    a half-drawn file."""
     app = QApplication.instance() or QApplication([])
     quiet = _quiet_offscreen_platform() if app.platformName() == "offscreen" else contextlib.nullcontext()
     with quiet, _theme(dark):
-        return _render(app, loaded, trace, view, kind, layer, head, size, path, dark)
+        return _render(app, loaded, trace, view, kind, layer, head, size, path, dark, progress, timeout_s)
 
 
 def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path,
-            dark: bool) -> Path:
+            dark: bool, progress, timeout_s: float) -> Path:
     from gui.export import export_target, export_widget
     from gui.state import AppState
     from gui.theme import restyle_plots
@@ -79,27 +82,32 @@ def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, siz
     state.dark = dark
     if loaded is not None:          # a recording draws with no model
         state.set_model(loaded)
-    state.set_trace(trace)
-    state.select(kind, layer, head)     # every view shows the state's selection
     if view == "grid":
         from gui.views.head_grid import HeadGrid as View
     elif view == "head":
         from gui.views.head_detail import HeadDetail as View
     else:
         from gui.views.head_lines import HeadLines as View
-    widget = View(state)
+    widget = View(state)            # before the trace: its first drawing already reports its progress
+    if progress is not None:
+        own = widget.drawing_progress
+        widget.drawing_progress = lambda record: (own(record), progress(record))
+    state.set_trace(trace)
+    state.select(kind, layer, head)     # every view shows the state's selection
     restyle_plots(widget, dark)
     w, h = (int(v) for v in size.lower().split("x"))
     widget.resize(w, h)
     widget.show()
-    wait_until_drawn(widget)
+    drawn = wait_until_drawn(widget, timeout_s)
     target = export_target(widget)
     # The plot gets the size asked for (Head lines keeps a narrower band in the window), and
     # the view grows by what its controls take.
     target.setFixedSize(w, h)
     widget.resize(widget.sizeHint().expandedTo(widget.minimumSizeHint()))
     app.processEvents()
-    wait_until_drawn(widget)
+    if not (drawn and wait_until_drawn(widget, timeout_s)):
+        widget.close()
+        raise TimeoutError(f"The {view} view was not drawn within {timeout_s:,.0f} s; nothing was written.")
     try:
         return export_widget(target, path)
     finally:

@@ -43,6 +43,9 @@ DECOYS = {"modeling_evil.py": "import os\nos.system('echo pwned')\n", "README.md
           "tf_model.h5": "not weights", "onnx/model.onnx": "not weights", "onnx/config.json": "{}"}
 
 
+CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+
+
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory):
     """Remote repos by layout: {"safetensors": folder, "bin": folder, "single": folder}, and
@@ -63,6 +66,7 @@ def remote(tmp_path_factory):
         for name, text in DECOYS.items():
             (folder / name).parent.mkdir(exist_ok=True)
             (folder / name).write_text(text)
+        (folder / "chat_template.jinja").write_text(CHAT_TEMPLATE)   # an instruct model's: fetched with the side files
     state = {k: v.clone() for k, v in model.state_dict().items()}
     return folders, state
 
@@ -473,6 +477,7 @@ def test_real_library_fetches_every_shard_and_nothing_else(real_hub, remote, lay
     weights = {f for f in _files(folder) if WEIGHTS[layout](f)}
     assert weights <= _got(log), "every weight file was downloaded"
     assert not _got(log) - weights - set(hf.SIDE_FILES), f"only weights and side files: {sorted(_got(log))}"
+    assert "chat_template.jinja" in _got(log) and loaded.tokenizer.chat_template == CHAT_TEMPLATE
     assert set(_files(cached_snapshot(REPO))) == _got(log)
     texts = [r.text for r in records]
     n = len(_got(log))

@@ -174,3 +174,23 @@ def test_menus_and_tables_say_what_is_there(qtbot, drawn):
     assert [stats.row_head(r)[0] for r in range(stats.table.rowCount())] == sorted(
         stats.row_head(r)[0] for r in range(stats.table.rowCount()))                 # layer 0 first
     w.close()
+
+
+def test_byte_tokens_that_are_not_whole_characters_read_as_their_bytes(tmp_path):
+    """Issue 40: a byte piece holding part of a UTF-8 character (an emoji is four) was drawn as a
+    "?" box; it reads <0xNN>, and pieces that are whole characters read as themselves."""
+    from transformers import AutoTokenizer
+
+    from engine.adapters.hf_text import byte_labels, readable_tokens
+    from engine.models.tokenizer import ByteTokenizer
+    from tests.hf_tiny import tiny_folder
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_folder(tmp_path, "llama")))      # byte-level BPE
+    labels = readable_tokens(tok, tok("the dog 😀 café", add_special_tokens=False)["input_ids"])
+    assert "\ufffd" not in "".join(labels)
+    assert [t.removeprefix("##") for t in labels if "<0x" in t][:4] == ["<0xF0>", "<0x9F>", "<0x98>", "<0x80>"]
+    assert labels[:2] == ["the", "dog"]
+    assert byte_labels("<0xc3>", "\ufffd") == "<0xC3>"                            # sentencepiece's byte fallback
+    assert byte_labels("Ġd\u00c3", " d\ufffd") == " d<0xC3>"                       # a whole character and a byte
+    assert byte_labels("\ufffd", "\ufffd") == "\ufffd"                             # a real replacement character
+    assert ByteTokenizer(256).tokens(list("é!".encode())) == ["<0xC3>", "<0xA9>", "!"]

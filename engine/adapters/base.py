@@ -161,7 +161,7 @@ class Adapter:
         feed, out = torch.tensor([st.prompt_ids], device=self.device), []
         for _ in range(st.limit):
             nxt = int(st.logits(feed)[0].argmax())
-            if nxt == st.eos_id:
+            if nxt in st.end_ids:
                 break
             out.append(nxt)
             feed = torch.tensor([[nxt]], device=self.device)
@@ -188,6 +188,13 @@ class Stepper:
     def rows(self, calls: dict[Site, AttentionCall]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(self rows (B, L, H, T), cross rows (B, L, H, S) or None) of the newest query."""
         raise NotImplementedError
+
+    ends: set[int] | None = None      # every id that ends the output, where more than eos_id does
+
+    @property
+    def end_ids(self) -> set[int]:
+        """Every id that ends the output (an instruct model has several: engine.adapters.chat)."""
+        return self.ends if self.ends is not None else set() if self.eos_id is None else {self.eos_id}
 
     def step(self, new_ids: torch.Tensor):
         with recording() as rec:

@@ -15,7 +15,8 @@ import torch
 
 from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, without_byte_pieces
 from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
-from engine.inputs import InputError, keep_end
+from engine.adapters.chat import chat_ids, end_ids
+from engine.inputs import Chat, InputError, keep_end
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from engine.seam import SeamHook, hooks
 
@@ -87,9 +88,12 @@ class HFAdapter(Adapter):
                 break
         return kept
 
-    def prompt_ids(self, text: str, limit: int, notes: list[str]) -> list[int]:
+    def prompt_ids(self, text, limit: int, notes: list[str]) -> list[int]:
         """A causal LM's prompt: the leading specials, then the text's last pieces that fit in
-        ``limit`` (no end token)."""
+        ``limit`` (no end token); a Chat as the tokenizer's chat template writes it, its own
+        specials leading (engine.adapters.chat)."""
+        if isinstance(text, Chat):
+            return keep_end(chat_ids(self.tok, text, self.loaded.name), limit, notes, reads=self.loaded.max_len)
         plain = list(self.tok(text, add_special_tokens=False, verbose=False)["input_ids"])
         return keep_end(plain, limit, notes, self.lead, reads=self.loaded.max_len)
 
@@ -233,6 +237,7 @@ class _DecoderStepper(Stepper):
         self.cache_field = cache_field(loaded.model)
         self.tokenizer = adapter.tokens
         self.eos_id = self.tokenizer.eos_id
+        self.ends = end_ids(loaded, self.eos_id)        # an instruct model's end of turn too
         self.limit = min(settings.max_new_tokens, loaded.max_len - len(ids))
         self.length = 0      # tokens fed so far: the width of a row when every layer slides
 

@@ -1,8 +1,10 @@
 """Hugging Face tokens as people read them, the token that ends generation, the cache's name."""
 from __future__ import annotations
 
+import codecs
+import functools
 import inspect
-
+import re
 
 from engine.loading.loaded import LoadedModel
 
@@ -16,7 +18,7 @@ def readable_tokens(tokenizer, ids) -> list[str]:
     # An id past the tokenizer's vocabulary (embeddings padded to a round size, which greedy
     # decoding of a random model can pick) has no piece: it is shown by its number.
     pieces = [p if p is not None else f"<id {i}>" for i, p in zip(ids, tokenizer.convert_ids_to_tokens(ids))]
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    special = special_ids(tokenizer)
     wordpiece = _marks_inner_pieces(tokenizer, pieces)
     out: list[str] = []
     # Each id's label and whether it starts a word, worked out once per text: asking the
@@ -34,13 +36,56 @@ def readable_tokens(tokenizer, ids) -> list[str]:
         else:
             label = labels.get(i)
             if label is None:
-                text = tokenizer.convert_tokens_to_string([piece]) if piece else ""
+                text = byte_labels(piece, tokenizer.convert_tokens_to_string([piece])) if piece else ""
                 label = labels[i] = (text.strip() or ("␣" if text else piece),
                                      piece.startswith(("Ġ", "▁", " ")) or text.startswith(" "))
             text, starts_word = label
             out.append(text if starts_word or after_special or wordpiece else "##" + text)
         after_special = False
     return out
+
+
+def special_ids(tokenizer) -> set[int]:
+    """The tokenizer's special ids, and every added token it marks special (a chat template's
+    turn marks, <|im_start|>, <|eot_id|>): shown as tokens, never as part of a word."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    return set(getattr(tokenizer, "all_special_ids", []) or []) | {int(i) for i, t in added.items()
+                                                                   if getattr(t, "special", False)}
+
+
+def byte_labels(piece: str, text: str) -> str:
+    """``text`` of one ``piece``, with every byte that is not part of a whole UTF-8 character
+    written <0xNN>: a byte-fallback or byte-level piece holding part of a character (an emoji
+    is four byte pieces) decodes to U+FFFD alone, drawn as a "?" box on every axis. Pieces that
+    decode whole are left as they are (linear in the piece: no table lookup per text)."""
+    if "\ufffd" not in text or "\ufffd" in piece:
+        return text
+    if _BYTE_PIECE.fullmatch(piece):                 # sentencepiece's byte fallback spells it already
+        return f"<0x{piece[3:5].upper()}>"
+    raw = _byte_level_bytes(piece)
+    return raw.decode("utf-8", errors=_BYTES_AS_LABELS) if raw is not None else text
+
+
+_BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+_BYTES_AS_LABELS = "attnscope-byte-labels"
+codecs.register_error(_BYTES_AS_LABELS, lambda e: ("".join(f"<0x{b:02X}>" for b in e.object[e.start:e.end]), e.end))
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_level_alphabet() -> dict[str, int]:
+    """Byte-level BPE's (GPT-2's) one printable character per byte, as a map back to the byte:
+    printable Latin-1 bytes stand for themselves, the others for U+0100 on, in byte order."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in kept]
+    return {**{chr(b): b for b in kept}, **{chr(256 + i): b for i, b in enumerate(shifted)}}
+
+
+def _byte_level_bytes(piece: str) -> bytes | None:
+    """The bytes a byte-level piece ("Ġd", "ðŁ") stands for; None for a piece of another kind."""
+    alphabet = _byte_level_alphabet()
+    if not all(ch in alphabet for ch in piece):
+        return None
+    return bytes(alphabet[ch] for ch in piece)
 
 
 def _marks_inner_pieces(tokenizer, pieces: list[str]) -> bool:

@@ -20,8 +20,8 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.adapters.base import as_numpy as _rows
+from engine.adapters.chat import check_prompt
 from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
-from engine.inputs import check_text
 from engine.traces.estimate import check_decoding
 from engine.loading.loaded import LoadedModel
 from engine.seam import hooks
@@ -32,7 +32,7 @@ class DecodeSession:
 
     def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None, interventions=None,
                  compare: bool = True):
-        text = check_text(text, "decode")
+        text = check_prompt(loaded, text, "decode")
         self.settings = settings or DecodeSettings()
         if self.settings.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.settings.strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -91,7 +91,7 @@ class DecodeSession:
         gen = torch.Generator(device="cpu").manual_seed(s.seed)
         # Sampling never draws a special token other than the end: a [CLS] or [BOS] in the
         # middle of a sentence is never what a user asks for. Greedy stays the model's argmax.
-        banned = sorted(set(getattr(tok, "special_ids", ())) - {st.eos_id})
+        banned = sorted(set(getattr(tok, "special_ids", ())) - st.end_ids)
         feed = torch.tensor([st.prompt_ids], device=self.device)
         out_ids: list[int] = []
         for i in range(st.limit):
@@ -102,7 +102,7 @@ class DecodeSession:
             else:
                 nxt = int(probs.argmax())
             out_ids.append(nxt)
-            done = nxt == st.eos_id or i == st.limit - 1
+            done = nxt in st.end_ids or i == st.limit - 1
             yield DecodeStep(i, nxt, tok.tokens([nxt])[0], float(probs[nxt]), _top(probs, tok, s.n_candidates),
                              _rows(self_rows, 0), _rows(cross_rows, 0), tok.tokens(out_ids), list(out_ids),
                              finished=done, diff=_diff(before, logits, 0, tok))
@@ -132,7 +132,7 @@ class DecodeSession:
                 h = live[parent]
                 ids = h.ids + [token]
                 hyp = Hypothesis(ids, tok.tokens(ids), norm(float(total[flat]), len(ids)), parent)
-                if token == st.eos_id:
+                if token in st.end_ids:
                     hyp.finished = True
                     finished.append(hyp)
                 elif len(new_live) < width:
@@ -212,7 +212,7 @@ def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None =
     steps = list(session.steps())
     tok = session.stepper.tokenizer
     ids = steps[-1].output_ids if steps else []
-    ids = [i for i in ids if i != session.stepper.eos_id]
+    ids = [i for i in ids if i not in session.stepper.end_ids]
     return DecodeResult(session.source_tokens, session.prompt_tokens, tok.tokens(ids), tok.decode(ids), steps,
                         session.notes)
 

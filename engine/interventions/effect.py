@@ -6,13 +6,14 @@ numbers compare one prediction, not two different inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from engine.adapters import adapter_for
-from engine.inputs import InputError, check_text
-from engine.interventions.spec import Interventions, applied
+from engine.adapters.chat import check_prompt
+from engine.inputs import InputError, check_optional_text
+from engine.interventions.spec import Interventions, applied, check_fits
 
 
 @dataclass
@@ -25,24 +26,35 @@ class Effect:
     kl: float                                # KL(before || after) at the last position, nats
     predicted: int                           # the token predicted without
     relative_change: float                   # (p_after - p_before) / p_before of that token
+    position: int = -1                       # the decoder position compared (its ids up to there are fed)
+    notes: list[str] = field(default_factory=list)   # e.g. a query the knockout left no key
 
     def as_json(self) -> dict:
-        out = {"token_ids": self.token_ids,
+        out = {"token_ids": self.token_ids, "position": self.position % max(1, len(self.token_ids)),
                "next": {"before": [[i, p] for i, p in self.before], "after": [[i, p] for i, p in self.after]},
                "logits_max_abs_change": self.logits_max_abs_change, "kl": self.kl,
-               "predicted": self.predicted, "relative_change": self.relative_change}
+               "predicted": self.predicted, "relative_change": self.relative_change, "notes": self.notes}
         if self.source_ids:
             out["source_ids"] = self.source_ids
         return out
 
 
-def logits_pair(loaded, framed, spec: Interventions) -> tuple[torch.Tensor, torch.Tensor]:
-    """(before, after) logits (T, V) float32 of one framed text."""
+def logits_pair(loaded, framed, spec: Interventions) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """(before, after) logits (T, V) float32 of one framed text, and the hooks' notes."""
     adapter = adapter_for(loaded)
     before = adapter.forward(framed)
-    with applied(spec):
+    with applied(spec) as made:
         after = adapter.forward(framed)
-    return before[0].float(), after[0].float()
+    notes = [n for hook in made for n in (hook.notes() if hasattr(hook, "notes") else [])]
+    return before[0].float(), after[0].float(), notes
+
+
+def first_divergence(before: torch.Tensor, after: torch.Tensor) -> int:
+    """The first position (T, V) logits choose another token with the change, else the last:
+    a translator's own output is fed whole, and an ablation that changed a word mid-sentence
+    shows there, not at the token after the whole translation (where both may say the end)."""
+    differs = (before.argmax(-1) != after.argmax(-1)).nonzero()
+    return int(differs[0, 0]) if len(differs) else before.shape[0] - 1
 
 
 def kl_divergence(p_before: torch.Tensor, p_after: torch.Tensor) -> float:
@@ -53,16 +65,26 @@ def kl_divergence(p_before: torch.Tensor, p_after: torch.Tensor) -> float:
 
 @torch.no_grad()
 def effect(loaded, text: str, spec: Interventions, target: str | None = None, k: int = 10) -> Effect:
-    text = check_text(text)
+    """The next-token distribution before and after ``spec``: at the text's last position; for
+    an encoder-decoder reading its own translation (no ``target``), at the first step where
+    the change makes it choose another token (``first_divergence``). Interventions that do not
+    fit the model or the text are refused in one sentence (InputError) before any forward."""
+    text = check_prompt(loaded, text, "compare before and after")
+    target = check_optional_text(target, "target prefix")
     if not loaded.generates:
         raise InputError(f"{loaded.name} is an encoder: it predicts no next token to compare. "
                          "Ablate its heads in the window to see its attention change.")
     loaded.model.eval()
-    framed = adapter_for(loaded).frame(text, target=target)
-    before, after = logits_pair(loaded, framed, spec)                      # (T, V) each
-    pb, pa = torch.softmax(before[-1], -1), torch.softmax(after[-1], -1)    # (V,)
+    adapter = adapter_for(loaded)
+    check_fits(spec, adapter)                                              # kinds, layers, heads
+    framed = adapter.frame(text, target=target)
+    check_fits(spec, adapter, framed)                                      # positions, on this text
+    before, after, notes = logits_pair(loaded, framed, spec)               # (T, V) each
+    own_output = loaded.role == "encoder-decoder" and target is None
+    at = first_divergence(before, after) if own_output else before.shape[0] - 1
+    pb, pa = torch.softmax(before[at], -1), torch.softmax(after[at], -1)    # (V,)
     top = lambda p: [(int(i), float(p[i])) for i in p.topk(min(k, p.numel())).indices]  # noqa: E731
     predicted = int(pb.argmax())
     return Effect(list(framed.target_ids), list(framed.source_ids) if framed.target_ids and framed.source_ids else [],
                   top(pb), top(pa), float((after - before).abs().max()), kl_divergence(pb, pa),
-                  predicted, float((pa[predicted] - pb[predicted]) / pb[predicted]))
+                  predicted, float((pa[predicted] - pb[predicted]) / pb[predicted]), at, notes)

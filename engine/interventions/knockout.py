@@ -22,6 +22,7 @@ class Knockout(SeamHook):
         self.edges = edges
         self.fed: dict[Site, int] = {}         # queries seen so far per site
         self.last: dict[Site, torch.Tensor] = {}   # the blocked cells (Tq, Tk) of the last call per site
+        self.starved: dict[Site, set[int]] = {}    # query positions left no key at all, per site
 
     def _at(self, site: Site | None) -> list[Edge]:
         if site is None:
@@ -38,9 +39,26 @@ class Knockout(SeamHook):
         start = self.fed.get(call.site, 0)
         self.fed[call.site] = start + call.q.shape[2]
         self.last[call.site] = blocked_cells(edges, call, start)
+        rows = keyless_rows(with_blocked(call, self.last[call.site]))
+        if rows:
+            self.starved.setdefault(call.site, set()).update(start + r for r in rows)
 
     def scores(self, call, s):                # s (B, H, Tq, Tk)
         return s.masked_fill(self.last[call.site], float("-inf"))
+
+    def notes(self) -> list[str]:
+        """What the user should know: a query whose every key was knocked out (with the mask it
+        already had) attends to nothing, and its attention output there is zero."""
+        by_positions: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for site, rows in sorted(self.starved.items(), key=lambda sr: (sr[0].kind, sr[0].layer)):
+            by_positions.setdefault((site.kind, tuple(sorted(rows))), []).append(site.layer)
+        out = []
+        for (kind, rows), layers in by_positions.items():
+            shown = ", ".join(map(str, rows[:8])) + (f" and {len(rows) - 8} more" if len(rows) > 8 else "")
+            out.append(f"The knockout leaves {kind} query position{'s' if len(rows) > 1 else ''} {shown} no key to "
+                       f"attend to in layer{'s' if len(layers) > 1 else ''} {', '.join(map(str, layers))}: "
+                       "its attention output there is zero.")
+        return out
 
     def marked(self, calls: dict[Site, AttentionCall]) -> dict[Site, AttentionCall]:
         """Recorded calls with the knocked-out cells masked, as the forward used them."""
@@ -55,12 +73,29 @@ def blocked_cells(edges: list[Edge], call: AttentionCall, start: int) -> torch.T
     first_key = 0 if call.site.kind == CROSS else max(0, start + tq - tk)
     kpos = torch.arange(first_key, first_key + tk, device=dev)
     def hit(pos: torch.Tensor, wanted) -> torch.Tensor:      # (n,) bool: positions among ``wanted`` (None: all)
-        return torch.ones_like(pos, dtype=torch.bool) if wanted is None else torch.isin(pos, torch.tensor(wanted, device=dev))
+        if wanted is None:
+            return torch.ones_like(pos, dtype=torch.bool)
+        if isinstance(wanted, range) and wanted.step == 1:  # a range as its two ends: never a tuple of its length
+            return (pos >= wanted.start) & (pos < wanted.stop)
+        return torch.isin(pos, torch.tensor(list(wanted), dtype=torch.long, device=dev))
 
     out = torch.zeros(tq, tk, dtype=torch.bool, device=dev)
     for e in edges:
         out |= hit(qpos, e.queries)[:, None] & hit(kpos, e.keys)[None, :]
     return out
+
+
+def keyless_rows(call: AttentionCall) -> list[int]:
+    """The query rows of ``call`` (its mask, causal flag and window as given) that may attend to
+    no key at all: the knockout left them nothing. Linear in Tq x Tk bools, as the mask is."""
+    tq, tk, dev = call.q.shape[2], call.k.shape[2], call.q.device
+    keep = torch.ones(tq, tk, dtype=torch.bool, device=dev)
+    if call.causal:
+        keep &= keep.tril(tk - tq)
+    if call.mask is not None:                # a sliding window is in the mask already
+        allowed = call.mask if call.mask.dtype == torch.bool else call.mask > float("-inf")  # (B|1, H|1, Tq|1, Tk)
+        keep &= allowed[0].any(0).expand(tq, tk)           # a row some head may still read is not keyless
+    return (~keep.any(-1)).nonzero().flatten().tolist()
 
 
 def with_blocked(call: AttentionCall, blocked: torch.Tensor) -> AttentionCall:

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 
 from engine.adapters import adapter_for
-from engine.inputs import InputError, check_text
-from engine.interventions.spec import Interventions, applied
+from engine.adapters.chat import check_prompt
+from engine.inputs import InputError, check_optional_text
+from engine.interventions.spec import Interventions, applied, check_fits
 
 
 @dataclass
@@ -42,15 +43,18 @@ def _first(out):
 def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions | None = None, k: int = 5) -> Lens:
     """The lens of ``text`` (an encoder-decoder's ``target`` is its decoder prefix, else its own
     greedy output), under ``spec`` if given."""
-    text = check_text(text)
+    text = check_prompt(loaded, text, "read the logit lens")
+    target = check_optional_text(target, "target prefix")
     if not loaded.generates:
         raise InputError(f"The logit lens reads what a model predicts; {loaded.name} is an encoder "
                          "and predicts no next token.")
     loaded.model.eval()
     adapter = adapter_for(loaded)
     blocks = adapter.residual_blocks()
+    check_fits(spec, adapter)                                   # kinds, layers, heads: before any forward
     with applied(spec):
         framed = adapter.frame(text, target=target)
+    check_fits(spec, adapter, framed)                           # positions, on this text
     stream: list[torch.Tensor] = []
     handles = [b.register_forward_hook(lambda _m, _i, out: stream.append(_first(out).detach())) for b in blocks]
     try:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
 
-__all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "marked", "problem"]
+__all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "check_fits", "malformed", "marked",
+           "problem"]
 
 
 @dataclass(frozen=True)
@@ -63,30 +64,94 @@ class Interventions:
         return [f"{m} ablation: {h}" for h, m in self.ablated] + [f"knockout: {e}" for e in self.knockout]
 
 
-def problem(spec: Interventions, calls: dict) -> str | None:
-    """Why ``spec`` does not fit the model whose recorded ``calls`` (Site -> AttentionCall of one
-    forward) are given: a kind, layer, head or position it does not have; None if it fits."""
+def malformed(spec) -> str | None:
+    """Why ``spec`` is not an Interventions record the engine can turn into hooks (a script
+    built it by hand: a head that is not a HeadRef, a mode or kind attnscope does not know,
+    positions that are not whole numbers); None when it is well formed."""
+    from engine.kinds import KINDS
+
+    def whole(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    def positions(xs) -> bool:
+        if xs is None:
+            return True
+        if isinstance(xs, range):
+            return xs.step == 1 and len(xs) > 0 and xs.start >= 0
+        return isinstance(xs, tuple) and len(xs) > 0 and all(whole(x) for x in xs)
+
+    if not isinstance(spec, Interventions):
+        return f"interventions are an engine.interventions.Interventions record, not {type(spec).__name__}"
+    if not isinstance(spec.ablated, tuple) or not isinstance(spec.knockout, tuple):
+        return "an Interventions record holds tuples of ablated heads and knocked-out edges"
+    for item in spec.ablated:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], HeadRef)):
+            return f"an ablated head is (HeadRef, mode), not {item!r:.80}"
+        ref, mode = item
+        if mode not in (ZERO, MEAN) or ref.kind not in KINDS or not (whole(ref.layer) and whole(ref.head)):
+            return (f"ablated head {ref!r:.80} with mode {mode!r:.20}: a kind among {', '.join(KINDS)}, a layer and a "
+                    f"head from 0, mode '{ZERO}' or '{MEAN}'")
+    for e in spec.knockout:
+        if not isinstance(e, Edge) or e.kind not in KINDS:
+            return f"a knocked-out edge is an Edge of a kind among {', '.join(KINDS)}, not {e!r:.80}"
+        if not (positions(e.queries) and positions(e.keys) and positions(e.layers)):
+            return (f"knockout {e!r:.80}: queries, keys and layers are each None (all), a tuple of whole numbers "
+                    "from 0, or a range")
+    return None
+
+
+def problem(spec: Interventions, heads: dict, lengths: dict[str, tuple[int, int]] | None = None) -> str | None:
+    """Why ``spec`` does not fit the model whose attention sites have ``heads`` (Site -> its
+    query heads): a kind, layer or head it does not have; with ``lengths`` (kind -> (queries,
+    keys) of the text fed), a position beyond the text. None if it fits. Ranges are compared
+    by their ends: ``0-1000000000`` is refused with the text's length, never walked."""
+    from engine.interventions.refs import bounds
+
     layers: dict[str, int] = {}
-    for s in calls:
+    for s in heads:
         layers[s.kind] = max(layers.get(s.kind, 0), s.layer + 1)
     for ref, _ in spec.ablated:
         if ref.kind not in layers:
             return f"the model has no {ref.kind} attention (it has {', '.join(layers)})"
         if not 0 <= ref.layer < layers[ref.kind]:
             return f"{ref}: {ref.kind} layers are 0 to {layers[ref.kind] - 1}"
-        heads = next(c for s, c in calls.items() if (s.kind, s.layer) == (ref.kind, ref.layer)).q.shape[1]
-        if not 0 <= ref.head < heads:
-            return f"{ref}: heads are 0 to {heads - 1}"
+        n = next(h for s, h in heads.items() if (s.kind, s.layer) == (ref.kind, ref.layer))
+        if not 0 <= ref.head < n:
+            return f"{ref}: heads are 0 to {n - 1}"
     for e in spec.knockout:
         if e.kind not in layers:
             return f"the model has no {e.kind} attention (it has {', '.join(layers)})"
-        if e.layers is not None and not all(0 <= x < layers[e.kind] for x in e.layers):
+        span = bounds(e.layers)
+        if span is not None and not (0 <= span[0] and span[1] < layers[e.kind]):
             return f"knockout {e}: {e.kind} layers are 0 to {layers[e.kind] - 1}"
-        call = next(c for s, c in calls.items() if s.kind == e.kind)
-        for side, pos, n in (("query", e.queries, call.q.shape[2]), ("key", e.keys, call.k.shape[2])):
-            if pos is not None and not all(0 <= p < n for p in pos):
-                return f"knockout {e}: {side} positions are 0 to {n - 1}"
+        for side, pos, n in zip(("query", "key"), (e.queries, e.keys), (lengths or {}).get(e.kind, (None, None))):
+            span = bounds(pos)
+            if n is not None and span is not None and not (0 <= span[0] and span[1] < n):
+                return f"knockout {e}: the text has {n} {side} positions here, 0 to {n - 1}"
     return None
+
+
+def check_fits(spec: Interventions | None, adapter, framed=None) -> None:
+    """InputError in one sentence when ``spec`` is malformed or names a kind, layer or head the
+    model of ``adapter`` lacks, or (given the ``framed`` text) a position beyond the text; the
+    engine's own check, so a script calling effect() or logit_lens() gets the CLI's refusals.
+    The model's heads come from one tiny recorded forward, kept per model
+    (engine.traces.estimate)."""
+    from engine.inputs import InputError
+    from engine.kinds import KEY_SIDE, QUERY_SIDE
+    from engine.traces.estimate import site_heads
+
+    if spec is None:
+        return
+    why = malformed(spec)
+    if why is None and not spec.empty:
+        lengths = None
+        if framed is not None:
+            sides = {"source": len(framed.source_ids), "target": len(framed.target_ids)}
+            lengths = {kind: (sides[QUERY_SIDE[kind]], sides[KEY_SIDE[kind]]) for kind in QUERY_SIDE}
+        why = problem(spec, site_heads(adapter), lengths)
+    if why is not None:
+        raise InputError(f"These interventions do not fit {adapter.loaded.name}: {why}.")
 
 
 def marked(made: list, calls: dict) -> dict:

@@ -54,8 +54,10 @@ def _online(timeout: float = 2.0) -> bool:
         return False
 
 
+# chat_template.jinja: where an instruct model's tokenizer keeps its chat template (transformers
+# writes it beside tokenizer_config.json); without it a chat prompt is refused (engine.adapters.chat).
 SIDE_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
-              "added_tokens.json", *TOKENIZER_FILES, "merges.txt", "target.spm")
+              "added_tokens.json", *TOKENIZER_FILES, "merges.txt", "target.spm", "chat_template.jinja")
 
 
 def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:

@@ -192,7 +192,9 @@ class ByteTokenizer:
         return [b for b in text.encode("utf-8") if b < self._vocab_size]
 
     def tokens(self, ids: Iterable[int]) -> list[str]:
-        return [bytes([int(i)]).decode("utf-8", errors="replace") if int(i) < 256 else f"<{int(i)}>" for i in ids]
+        """One byte each: an ASCII character as itself; a byte of a longer UTF-8 character is
+        no character on its own, so it reads <0xNN> (as a byte-fallback piece does), not "?"."""
+        return [chr(int(i)) if int(i) < 0x80 else _byte_token(int(i)) if int(i) < 256 else f"<{int(i)}>" for i in ids]
 
     def decode(self, ids: Iterable[int]) -> str:
         return bytes(int(i) for i in ids if int(i) < 256).decode("utf-8", errors="replace")

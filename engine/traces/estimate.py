@@ -8,6 +8,7 @@ estimate knows grouped-query attention, head sizes and dtypes without a table of
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +59,7 @@ class _PerToken:
     k: dict[str, int]          # kind -> bytes of keys per key token, summed over layers
     width: int                 # the widest query projection (heads x head size), for activations
     heads: dict[str, int]      # kind -> layers x heads (for the dense size)
+    sites: dict                # Site -> its query heads (interventions are checked against them)
 
 
 @torch.no_grad()
@@ -69,13 +71,20 @@ def _per_token(adapter) -> _PerToken:
         with recording() as rec:
             adapter.forward(framed)
         q, k, heads, width = {}, {}, {}, 0
+        sites = {site: call.q.shape[1] for site, call in rec.calls.items()}
         for site, call in rec.calls.items():
             q[site.kind] = q.get(site.kind, 0) + call.q.nbytes // call.q.shape[2]
             k[site.kind] = k.get(site.kind, 0) + call.k.nbytes // call.k.shape[2]
             heads[site.kind] = heads.get(site.kind, 0) + call.q.shape[1]
             width = max(width, call.q.shape[1] * call.q.shape[3])
-        cached = adapter.__dict__["_per_token"] = _PerToken(q, k, width, heads)
+        cached = adapter.__dict__["_per_token"] = _PerToken(q, k, width, heads, sites)
     return cached
+
+
+def site_heads(adapter) -> dict:
+    """Every attention site of ``adapter``'s model and its query heads (Site -> heads), from the
+    same tiny recorded forward the estimates read (kept per model)."""
+    return _per_token(adapter).sites
 
 
 def estimate_run(adapter, framed) -> RunEstimate:
@@ -124,3 +133,62 @@ def check_decoding(adapter, prompt_tokens: int, new_tokens: int, beams: int, nam
                           f"({max(1, beams)} beam(s)) would need about {gib(need)} (its cache {gib(cache)}), and "
                           f"{gib(free)} is free. Shorten the text or ask for fewer tokens or beams.")
     return need
+
+
+@dataclass
+class DrawEstimate:
+    """What drawing some heads of one kind of a trace will compute, and about how long it takes."""
+    heads: int                 # heads whose every weight is computed
+    queries: int
+    keys: int
+    cells: int                 # scores computed (a causal map: its lower triangle)
+    seconds: float             # at the rate measured on this trace's device, now
+    device: str
+
+    def describe(self) -> str:
+        took = f"{self.seconds:,.0f} s" if self.seconds < 120 else f"{self.seconds / 60:,.1f} min"
+        return (f"{self.heads:,} head{'s' if self.heads != 1 else ''} x {self.queries:,} x {self.keys:,} positions, "
+                f"{self.cells / 1e9:,.2f} billion scores: about {took} on {self.device}")
+
+
+SAMPLE_CELLS = 1 << 23          # scores timed for the rate (8 M: a few ms, past the timer's noise)
+SAMPLE_BLOCK_BYTES = 4 << 20    # scores computed at once while timing (the overview's block on a CPU)
+
+
+@torch.no_grad()
+def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
+    """Time to compute every weight of ``heads`` heads of ``kind`` (a view drawing a long
+    recording pools or ranks each of them whole: the overview every head, Head detail and
+    Head lines one), measured, not guessed: the first query rows of this trace's first layer
+    go through the overview's own steps (scores a block of rows at a time, each row's
+    log-sum-exp where the recording lacks it, pooling), and the rest is scaled from them.
+    Nothing to compute for a trace held whole (small, or read from an export): 0 s."""
+    _layers, n_heads, tq, tk = trace.shape(kind)
+    calls = getattr(trace, "calls", None)
+    if calls is None or kind in getattr(trace, "_dense", {}):
+        return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
+    call = calls[kind][0]
+    # The overview scores a causal map's lower triangle only when the kernel's log-sum-exp is known.
+    halved = call.causal and call.lse is not None and call.mask is None and call.bias is None
+    cells = heads * tq * tk // (2 if halved else 1)
+    rows = max(1, min(tq, SAMPLE_CELLS // max(1, n_heads * tk)))
+    chunk = max(1, SAMPLE_BLOCK_BYTES // (n_heads * max(1, tk) * 4))
+    best = float("inf")
+    for _ in range(3):                     # the best of three: the first pays for warming up, a busy machine varies
+        started = time.perf_counter()
+        for r0 in range(0, rows, chunk):
+            _overview_block(call, trace.batch_index, slice(r0, min(rows, r0 + chunk)), tk)
+        if call.q.is_cuda:
+            torch.cuda.synchronize(call.q.device)
+        best = min(best, time.perf_counter() - started)
+    rate = n_heads * rows * tk / max(best, 1e-6)                                 # scores per second
+    return DrawEstimate(heads, tq, tk, cells, cells / rate, str(call.q.device))
+
+
+def _overview_block(call, b: int, rows: slice, tk: int) -> None:
+    """One block of rows through the steps RecordedTrace.thumbnails takes (for timing)."""
+    from engine.traces.pooling import block, pool_blocks
+
+    s = call.scores(b, None, rows, None)                                        # (H, r, Tk)
+    lse = torch.logsumexp(s, -1) if call.lse is None else call.lse[b][:, rows].float()   # (H, r)
+    pool_blocks(s, block(tk, 256), "max").sub_(lse[..., None])

@@ -13,7 +13,8 @@ import contextlib
 import torch
 
 from engine.adapters import adapter_for
-from engine.inputs import check_text
+from engine.adapters.chat import check_prompt
+from engine.inputs import check_optional_text
 from engine.interventions.spec import applied, marked
 from engine.loading.loaded import LoadedModel
 from engine.seam import SeamHook, hooks, recording
@@ -61,7 +62,8 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     is the changed model's) and the forward; knocked-out cells read 0 in the trace.
     ``value_weighted``: rows of alpha_ij ||f(x_j)|| (engine.interventions.value_weighted),
     over word pieces (never merged: each piece has its own value vector)."""
-    text = check_text(text)
+    text = check_prompt(loaded, text)
+    target, pair = check_optional_text(target, "target prefix"), check_optional_text(pair, "second sentence")
     loaded.model.eval()
     adapter = adapter_for(loaded)
     with applied(interventions):

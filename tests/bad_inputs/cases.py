@@ -17,6 +17,8 @@ Categories (the closing note of issue #14 counts per category):
   damaged    damaged files: empty, truncated, random bytes, wrong dtypes, bad metadata
   text       hostile texts in each of the seven text arguments
   option     out-of-range option values
+  recording  recordings with descriptions of the wrong type or size, long ones drawn as PNG, and
+             a recording given to the commands that need a model (issue 40)
 """
 from __future__ import annotations
 
@@ -614,6 +616,7 @@ def build_options(f: Factory) -> None:
     out = f.root / "out"
     existing = f.path("existing-file.txt")
     existing.write_text("keep me")
+    f.path("existing.safetensors").write_text("a file of the user's")
     a_dir = f.path("a-folder")
     a_dir.mkdir(exist_ok=True)
     train = ["train", "translator", "--size", "tiny", "--steps", "5", "--train-pairs", "200", "--eval-limit", "5", "--quiet"]
@@ -643,9 +646,77 @@ def build_options(f: Factory) -> None:
         ("train --lr nan", train + ["--lr", "nan", "--out", str(f.path("lr.safetensors"))]),
         ("eval --limit 0", ["eval", tr, "--limit", "0"]),
         ("--device quantum", ["--device", "quantum", "translate", tr, "the dog"]),
+        # issue 40: a range stays two numbers, refused against the text's length and the model's layers
+        ("--knockout 0:0@0-1000000000", ["intervene", gpt, "--text", "the dog", "--knockout", "0:0@0-1000000000"]),
+        ("--knockout 0-1000000000:0@0", ["intervene", gpt, "--text", "the dog", "--knockout", "0-1000000000:0@0"]),
+        ("--knockout 0:0-1000000000@all", ["intervene", gpt, "--text", "the dog", "--knockout", "0:0-1000000000@all"]),
+        ("--ablate 0.99", ["intervene", gpt, "--text", "the dog", "--ablate", "0.99"]),
+        ("lens --text-file missing", ["lens", gpt, "--text-file", str(f.path("absent.txt"))]),
+        ("generate text and --text-file", ["generate", gpt, "the dog", "--text-file", str(existing)]),
+        ("generate --system without --chat", ["generate", gpt, "the dog", "--system", "be brief"]),
+        ("generate --chat without a template", ["generate", gpt, "the dog", "--chat"]),
+        ("record --out the model itself", ["record", str(f.path("good-gpt.safetensors")), "--text", "the dog", "--out",
+                                           str(f.path("good-gpt.safetensors"))]),
+        ("record --out an existing file", ["record", "random-gpt", "--text", "the dog", "--out",
+                                           str(f.path("existing.safetensors"))]),
     ]
     for name, argv in options:
         f.cases.append(Case("option", name, argv))
+
+
+# ---- recordings (issue 40) -------------------------------------------------------------------------
+def synthetic_recording(path: Path, positions: int, layers: int = 2, heads: int = 2, dim: int = 8,
+                        meta: dict | None = None) -> Path:
+    """A valid recording of a causal decoder over ``positions`` tokens (random queries and keys,
+    no mask: as a Hugging Face model's recording is), written directly, with ``meta`` changed."""
+    import torch
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(0)
+    tensors, sites = {}, []
+    for layer in range(layers):
+        for part in ("q", "k"):
+            tensors[f"decoder self/{layer}/{part}"] = torch.randn(1, heads, positions, dim, generator=g)
+        sites.append({"kind": "decoder self", "layer": layer, "scale": dim ** -0.5, "softcap": None, "window": None,
+                      "causal": True})
+    tokens = [f"t{i % 97}" for i in range(positions)]
+    description = {"format": "attnscope-recording", "version": 1, "model_name": "synthetic", "family": "hf-llama",
+                   "source_tokens": [], "target_tokens": tokens, "pieces": {"source": [], "target": tokens},
+                   "groups": {}, "notes": [], "sites": sites, **(meta or {})}
+    save_file(tensors, str(path), metadata={"attnscope": json.dumps(description)})
+    return path
+
+
+def build_recordings(f: Factory) -> None:
+    """Recordings whose description has fields of the wrong type or size, long recordings drawn
+    as PNG, and a recording handed to the commands that need a model."""
+    out = f.root / "out"
+    bad_meta = {
+        "pieces a list": {"pieces": [1, 2]}, "pieces of numbers": {"pieces": {"target": [1, 2]}},
+        "groups a string": {"groups": "abc"}, "groups a list": {"groups": [1]},
+        "groups out of range": {"groups": {"source": [], "target": [0, 99, 5, 3, 4, 5, 6, 7]}},
+        "groups of one side": {"groups": {"target": [0, 1, 2, 3, 4, 5, 6, 7]}},
+        "groups not numbers": {"groups": {"source": [], "target": ["a"] * 8}},
+        "notes a string": {"notes": "abc"}, "sites a dict": {"sites": {"a": 1}}, "sites of strings": {"sites": ["x"]},
+        "model_name a list": {"model_name": [1]}, "tokens missing": {"target_tokens": None},
+        "more pieces than tokens": {"pieces": {"source": [], "target": ["x"] * 9}},
+    }
+    for name, meta in bad_meta.items():
+        path = synthetic_recording(f.path(f"rec-{name.replace(' ', '-')}.safetensors"), 8, meta=meta)
+        for fmt in ("npz", "png"):
+            f.cases.append(Case("recording", f"recording {name} ({fmt})",
+                                ["export", str(path), "--out", str(out / "rec"), "--format", fmt]))
+    good = synthetic_recording(f.path("rec-good.safetensors"), 8)
+    for command in (["heads", str(good)], ["lens", str(good), "--text", "the dog"],
+                    ["intervene", str(good), "--text", "the dog", "--ablate", "0.0"],
+                    ["record", str(good), "--text", "the dog", "--out", str(out / "again.safetensors")]):
+        f.add("recording", f"a recording given to {command[0]}", good, argv=command)
+    long = synthetic_recording(f.path("rec-60000.safetensors"), 60_000)
+    f.cases.append(Case("recording", "60,000-position recording as a PNG grid past --max-seconds",
+                        ["export", str(long), "--out", str(out / "long"), "--max-seconds", "5"]))
+    f.cases.append(Case("recording", "20,000-position recording as a PNG of one head",
+                        ["export", str(synthetic_recording(f.path("rec-20000.safetensors"), 20_000)), "--out",
+                         str(out / "long"), "--view", "head"], ok=True))
 
 
 def build_all(root: Path, bomb_mib: int = 256) -> list[Case]:
@@ -653,4 +724,5 @@ def build_all(root: Path, bomb_mib: int = 256) -> list[Case]:
     build_files(f)
     build_texts(f)
     build_options(f)
+    build_recordings(f)
     return f.cases

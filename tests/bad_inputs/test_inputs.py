@@ -22,7 +22,8 @@ from tests.bad_inputs.cases import TEXTS
 from tests.bad_inputs.measure import MEMORY_LIMIT, child, judge
 
 ROOT = Path(__file__).resolve().parents[2]
-CATEGORIES = ["hf-folder", "config", "nanogpt", "memory", "code", "metadata", "garbage", "damaged", "text", "option"]
+CATEGORIES = ["hf-folder", "config", "nanogpt", "memory", "code", "metadata", "garbage", "damaged", "text", "option",
+              "recording"]
 SECONDS_PER_CASE = 15  # generous for a loaded 2-core machine; a clean refusal takes well under 1 s
 
 

@@ -1,0 +1,70 @@
+"""Chat prompts for instruction-tuned models: the tokenizer's own chat template, not a guess.
+
+Why the template and nothing else: an instruct model (Llama-3-Instruct, Qwen-Instruct,
+Gemma-it) was taught on its turns wrapped in its own special tokens; the same words as plain
+text are another input, and its attention and continuation differ. So a Chat (engine.inputs)
+goes through ``tokenizer.apply_chat_template`` with the generation prompt added (the reply's
+opening tokens), its special tokens kept as tokens; a model whose tokenizer has no template
+refuses the chat form in one sentence rather than inventing a format.
+"""
+from __future__ import annotations
+
+from engine.inputs import Chat, InputError, check_text
+
+
+def chat_template(loaded) -> str | None:
+    """The chat template of ``loaded``'s tokenizer, None when it has none (our own models, a
+    base model's tokenizer)."""
+    template = getattr(loaded.tokenizer, "chat_template", None) if loaded.is_hf else None
+    return template if isinstance(template, str) and template.strip() else None
+
+
+def check_prompt(loaded, text, what: str = "run"):
+    """``text`` checked at the engine's door (engine.inputs.check_text); a Chat only for a model
+    that reads chats (a Hugging Face decoder whose tokenizer carries a chat template), else
+    InputError in one sentence."""
+    from engine.loading.loaded import LoadedModel
+
+    if not isinstance(loaded, LoadedModel):
+        raise InputError(not_a_model(loaded, what))
+    text = check_text(text, what)
+    if isinstance(text, Chat):
+        if loaded.role != "decoder":
+            raise InputError(f"{loaded.name} is an {loaded.role}; a chat prompt goes to a decoder (an instruction-"
+                             "tuned language model). Give the text as plain text.")
+        if chat_template(loaded) is None:
+            raise InputError(f"{loaded.name}'s tokenizer has no chat template, so attnscope cannot know how this "
+                             "model reads a chat; give the prompt as plain text.")
+    return text
+
+
+def not_a_model(obj, what: str) -> str:
+    """What to say when something that is not a model (a recording, a path) is asked to ``what``."""
+    from engine.traces.base import AttentionTrace
+
+    if isinstance(obj, AttentionTrace):
+        return (f"This is a recording (the attention of one Run, without the model's weights): it can be drawn and "
+                f"exported, but nothing can {what} on it; open the model it was recorded from.")
+    return f"A model is needed to {what}, not a {type(obj).__name__}; open one with engine.loading.catalog.open_model."
+
+
+def chat_ids(tokenizer, chat: Chat, name: str) -> list[int]:
+    """The ids of ``chat`` as the tokenizer's template writes it, with the generation prompt
+    (the start of the assistant's turn); the template's own special tokens (BOS, turn marks)
+    included, so nothing is put in front of them."""
+    try:
+        enc = tokenizer.apply_chat_template(chat.messages, add_generation_prompt=True, tokenize=True,
+                                            return_dict=True)
+    except Exception as exc:  # noqa: BLE001 - a template is code of the model's author: say it failed
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise InputError(f"{name}'s chat template could not write this chat ({first}).") from None
+    ids = enc["input_ids"]
+    return [int(i) for i in (ids[0] if ids and isinstance(ids[0], list) else ids)]
+
+
+def end_ids(loaded, eos_id: int | None) -> set[int]:
+    """Every id that ends a reply: the generation config's end list (an instruct model lists its
+    end-of-turn tokens there, Llama-3's <|eot_id|> beside <|end_of_text|>), and ``eos_id``."""
+    eos = getattr(getattr(loaded.model, "generation_config", None), "eos_token_id", None)
+    listed = eos if isinstance(eos, (list, tuple)) else [eos]
+    return {int(i) for i in (*listed, eos_id) if i is not None}
