@@ -161,6 +161,23 @@ def measure(loaded, n: int) -> dict:
     out["run_and_overview_over_forward"] = round((out["run_s"] + out["overview_s"]) / out["forward_s"], 2)
     out["dense_weights_would_be_gb"] = round(trace.dense_bytes(KIND) / 2**30, 1)
     out["exact"] = exactness(trace)
+    from engine.seam import call as seam_call
+    from engine.traces import block_max
+    out["scores_by"] = "bmm into float32" if seam_call._HALF_BMM[0] else "upcast float32 matmul"
+    out["overview_by"] = "triton block maxima" if block_max.applies(trace.call(KIND, 0)) else "torch blocks"
+    if out["overview_by"] != "torch blocks" and n == 32768:       # the same pixels the torch way, for comparison
+        from engine.traces.recorded import RecordedTrace
+
+        again = RecordedTrace(trace.calls, model_name="again", family="llama", source_tokens=[],
+                              target_tokens=trace.target_tokens)
+        applies, block_max.applies = block_max.applies, lambda call: False
+        try:
+            plain, out["overview_torch_blocks_s"] = timed(lambda: again.thumbnails(KIND, 64))
+        finally:
+            block_max.applies = applies
+        fused = trace.thumbnails(KIND, 64)
+        out["overview_fused_vs_torch_max_diff"] = float(abs(fused.pooled - plain.pooled).max())
+        del again, plain, fused
     del trace
     gc.collect()
     if gpu:

@@ -102,3 +102,33 @@ def test_a_gpu_block_is_sized_from_the_gpus_free_memory_and_the_numbers_do_not_m
     with blocks.forced(1):
         small = pooled()
     np.testing.assert_allclose(pooled(), small, atol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_on_cuda_the_overviews_fused_maxima_equal_the_torch_path(tmp_path, monkeypatch, dtype):
+    """Where Triton is there, a causal overview's block maxima come from one kernel that never
+    writes the scores (engine.traces.block_max); its pixels equal the torch path's."""
+    pytest.importorskip("triton")
+    from engine.loading.catalog import open_model
+    from engine.traces import block_max
+    from engine.traces.recorded import RecordedTrace
+    from tests.hf_tiny import tiny_folder
+
+    loaded = open_model(str(tiny_folder(tmp_path, "llama", positions=512)), "cuda")
+    loaded.model.to(dtype)
+    trace = trace_text(loaded, " ".join([TEXT] * 30))                      # some 360 tokens
+    call = trace.call("decoder self", 1)
+    assert call.lse is not None and block_max.applies(call)
+
+    def fresh():
+        return RecordedTrace(trace.calls, model_name="m", family="llama", source_tokens=[],
+                             target_tokens=trace.target_tokens)
+    for size in (7, 64):
+        fused = fresh().thumbnails("decoder self", size)
+        with monkeypatch.context() as m:
+            m.setattr(block_max, "applies", lambda call: False)
+            plain = fresh().thumbnails("decoder self", size)
+        np.testing.assert_allclose(fused.pooled, plain.pooled, atol=1e-6, rtol=1e-5)
+        np.testing.assert_allclose(fused.sink, plain.sink, atol=1e-6, rtol=1e-5)

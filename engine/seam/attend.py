@@ -85,19 +85,28 @@ def _fused_with_lse(call: AttentionCall) -> torch.Tensor:
     is the plain fused one and the trace computes the log-sum-exp itself when first asked."""
     kernel = _LSE_KERNELS.get(call.q.device.type)
     if kernel is not None and call.dropout == 0.0:
-        k, v = call.k, call.v
-        if call.group > 1:
-            k, v = k.repeat_interleave(call.group, dim=1), v.repeat_interleave(call.group, dim=1)
-        try:
-            found = kernel(call, k, v)
-        except RuntimeError:          # shapes, dtypes or alignments this kernel does not take
-            found = None
+        found = None
+        if call.group > 1 and call.q.is_cuda:    # CUDA's kernels take grouped key/value heads as they are
+            try:
+                found = kernel(call, call.k, call.v)
+            except RuntimeError:
+                found = None
+        if found is None:
+            k, v = call.k, call.v
+            if call.group > 1:                  # one key/value head per query head (copies)
+                k, v = k.repeat_interleave(call.group, dim=1), v.repeat_interleave(call.group, dim=1)
+            try:
+                found = kernel(call, k, v)
+            except RuntimeError:          # shapes, dtypes or alignments this kernel does not take
+                found = None
         if found is not None:
             out, lse = found
             lse = lse[..., :call.q.shape[2]]                             # (B, Hq, Tq); some pad to 32 rows
             # A row with every key masked has no log-sum-exp, and kernels disagree on its output
             # (0 or NaN): such a call (padding) is left to the plain fused path, as without a hook.
-            if bool(torch.isfinite(lse).all()):
+            # Only a mask or bias can mask a whole row (asking waits for the GPU, once a layer).
+            plain = call.mask is None and call.bias is None
+            if plain or bool(torch.isfinite(lse).all()):
                 call.lse = lse
                 return out
     return _fused(call)

@@ -20,6 +20,7 @@ import torch
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from engine.seam.call import AttentionCall
+from engine.traces import block_max
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, pool_blocks
 from engine.traces.words import merge_pieces
@@ -111,6 +112,10 @@ class RecordedTrace(AttentionTrace):
             later = call.scale if causal and call.softcap is None else None
             offset, kb = call.k.shape[2] - call.q.shape[2], block(tk, size)
             r0 = 0
+            if later is not None and block_max.applies(call):   # a GPU: the maxima without writing the scores
+                across = block_max.block_maxima(call, self.batch_index, tq, tk, kb).mul_(later).sub_(lse[:, :tq, None])
+                first = call.scores(self.batch_index, None, slice(0, tq), slice(0, 1), scaled=False)[:, :, 0]
+                r0 = tq
             while r0 < tq:
                 if causal:      # the block is scored up to its last row: its width grows with its rows
                     r1 = min(tq, r0 + causal_rows(score_block_bytes(call.q.device) // (4 * H), r0 + offset))
