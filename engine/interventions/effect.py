@@ -13,7 +13,7 @@ import torch
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.inputs import InputError, check_optional_text
-from engine.interventions.spec import Interventions, applied, check_fits
+from engine.interventions.spec import Interventions, applied, check_fits, notes_of
 
 
 @dataclass
@@ -45,8 +45,7 @@ def logits_pair(loaded, framed, spec: Interventions) -> tuple[torch.Tensor, torc
     before = adapter.forward(framed)
     with applied(spec) as made:
         after = adapter.forward(framed)
-    notes = [n for hook in made for n in (hook.notes() if hasattr(hook, "notes") else [])]
-    return before[0].float(), after[0].float(), notes
+    return before[0].float(), after[0].float(), notes_of(made)
 
 
 def first_divergence(before: torch.Tensor, after: torch.Tensor) -> int:

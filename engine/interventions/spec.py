@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
 
 __all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "check_fits", "malformed", "marked",
-           "problem"]
+           "notes_of", "problem"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,12 @@ def check_fits(spec: Interventions | None, adapter, framed=None) -> None:
         why = problem(spec, site_heads(adapter), lengths)
     if why is not None:
         raise InputError(f"These interventions do not fit {adapter.loaded.name}: {why}.")
+
+
+def notes_of(made: list) -> list[str]:
+    """What the hooks ``made`` for one forward have to tell the user (a knockout that left a
+    query no key), for a trace's notes and the effect's."""
+    return [n for hook in made for n in (hook.notes() if hasattr(hook, "notes") else [])]
 
 
 def marked(made: list, calls: dict) -> dict:

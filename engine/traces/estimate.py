@@ -151,44 +151,41 @@ class DrawEstimate:
                 f"{self.cells / 1e9:,.2f} billion scores: about {took} on {self.device}")
 
 
-SAMPLE_CELLS = 1 << 23          # scores timed for the rate (8 M: a few ms, past the timer's noise)
-SAMPLE_BLOCK_BYTES = 4 << 20    # scores computed at once while timing (the overview's block on a CPU)
+SAMPLE_CELLS = {"cpu": 1 << 24, "gpu": 1 << 31}   # scores the timed sample computes (CPU: ~0.1 s; a GPU: past its launch costs)
 
 
 @torch.no_grad()
 def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     """Time to compute every weight of ``heads`` heads of ``kind`` (a view drawing a long
     recording pools or ranks each of them whole: the overview every head, Head detail and
-    Head lines one), measured, not guessed: the first query rows of this trace's first layer
-    go through the overview's own steps (scores a block of rows at a time, each row's
-    log-sum-exp where the recording lacks it, pooling), and the rest is scaled from them.
-    Nothing to compute for a trace held whole (small, or read from an export): 0 s."""
+    Head lines one), measured, not guessed: the leading block of this trace's first layer
+    (its first queries and keys, a causal map's own top-left corner) is pooled by the
+    overview's own code, on the trace's device with its block sizes and kernels, and the
+    whole is scaled from it by its count of scores. Nothing to compute for a trace held whole
+    (small, or read from an export): 0 s."""
+    import dataclasses
+
+    from engine.traces.recorded import RecordedTrace
+
     _layers, n_heads, tq, tk = trace.shape(kind)
     calls = getattr(trace, "calls", None)
     if calls is None or kind in getattr(trace, "_dense", {}):
         return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
     call = calls[kind][0]
-    # The overview scores a causal map's lower triangle only when the kernel's log-sum-exp is known.
-    halved = call.causal and call.lse is not None and call.mask is None and call.bias is None
-    cells = heads * tq * tk // (2 if halved else 1)
-    rows = max(1, min(tq, SAMPLE_CELLS // max(1, n_heads * tk)))
-    chunk = max(1, SAMPLE_BLOCK_BYTES // (n_heads * max(1, tk) * 4))
+    side = int((SAMPLE_CELLS["gpu" if call.q.is_cuda else "cpu"] / n_heads) ** 0.5)
+    nq, nk = (min(tq, side),) * 2 if QUERY_SIDE[kind] == KEY_SIDE[kind] else (min(tq, side), min(tk, side))
+    corner = lambda t, rows=True: None if t is None else t[..., :nq if rows and t.shape[-2] > 1 else None, :nk]  # noqa: E731
+    sub = dataclasses.replace(call, q=call.q[:, :, :nq], k=call.k[:, :, :nk], v=None, mask=corner(call.mask),
+                              bias=corner(call.bias), lse=None if call.lse is None else call.lse[..., :nq])
+    tokens = {side_: [""] * n for side_, n in ((QUERY_SIDE[kind], nq), (KEY_SIDE[kind], nk))}
+    sample = RecordedTrace({kind: [sub]}, model_name="", family="", source_tokens=tokens.get("source", []),
+                           target_tokens=tokens.get("target", []), batch_index=trace.batch_index)
     best = float("inf")
-    for _ in range(3):                     # the best of three: the first pays for warming up, a busy machine varies
+    for _ in range(2):                     # the better of two: the first pays for warming up
         started = time.perf_counter()
-        for r0 in range(0, rows, chunk):
-            _overview_block(call, trace.batch_index, slice(r0, min(rows, r0 + chunk)), tk)
+        sample.thumbnails(kind, 160)
         if call.q.is_cuda:
             torch.cuda.synchronize(call.q.device)
         best = min(best, time.perf_counter() - started)
-    rate = n_heads * rows * tk / max(best, 1e-6)                                 # scores per second
-    return DrawEstimate(heads, tq, tk, cells, cells / rate, str(call.q.device))
-
-
-def _overview_block(call, b: int, rows: slice, tk: int) -> None:
-    """One block of rows through the steps RecordedTrace.thumbnails takes (for timing)."""
-    from engine.traces.pooling import block, pool_blocks
-
-    s = call.scores(b, None, rows, None)                                        # (H, r, Tk)
-    lse = torch.logsumexp(s, -1) if call.lse is None else call.lse[b][:, rows].float()   # (H, r)
-    pool_blocks(s, block(tk, 256), "max").sub_(lse[..., None])
+    cells = heads * tq * tk
+    return DrawEstimate(heads, tq, tk, cells, best * cells / (n_heads * nq * nk), str(call.q.device))

@@ -15,7 +15,7 @@ import torch
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.inputs import check_optional_text
-from engine.interventions.spec import applied, marked
+from engine.interventions.spec import applied, marked, notes_of
 from engine.loading.loaded import LoadedModel
 from engine.seam import SeamHook, hooks, recording
 from engine.traces.base import RunCancelled
@@ -76,7 +76,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}
     src, tgt, groups = framed.source_tokens, framed.target_tokens, None
-    notes = list(framed.notes)
+    notes = list(framed.notes) + notes_of(changes)    # e.g. a query the knockout left no key
     if merge_subwords:
         groups = {"source": word_groups(src), "target": word_groups(tgt)}
         src, tgt = merged_tokens(src, groups["source"]), merged_tokens(tgt, groups["target"])

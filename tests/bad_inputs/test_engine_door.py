@@ -193,3 +193,12 @@ def test_a_long_recording_as_a_png_is_estimated_and_refused_with_numbers(tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "4 heads x 30,000 x 30,000 positions" in err[0] and "billion scores" in err[0]
     assert not (tmp_path / "o" / "grid.png").exists()
+
+
+def test_a_runs_trace_says_which_query_the_knockout_left_no_key(gpt):
+    from engine.traces.tracing import trace_text
+
+    spec = Interventions().block(Edge("decoder self", (0,), (0,), (1,)))
+    notes = trace_text(gpt, "the dog sees the cat", interventions=spec).notes
+    assert "The knockout leaves decoder self query position 0 no key to attend to in layer 1: its attention output " \
+           "there is zero." in notes
