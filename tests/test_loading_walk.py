@@ -27,3 +27,15 @@ def test_our_checkpoint_walks_through_the_same_stages():
     assert [r for r in rooms if r.split(".")[-1] in ("source", "describe", "check", "build")] == [
         "engine.loading.source", "engine.loading.describe", "engine.loading.check", "engine.loading.build"], rooms
     assert summary(order)["returns"] == 0, rooms
+
+
+def test_a_hub_id_in_the_cache_walks_the_same_way(tmp_path, monkeypatch):
+    from tests.hf_sharded import put_in_cache
+
+    model, tokenizer = build_model("llama", dtype=torch.bfloat16)
+    put_in_cache(save_sharded(model, tokenizer, tmp_path / "llama"), tmp_path / "hub", "tiny-org/llama")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    order = walk("tiny-org/llama", "cpu")
+    counts = summary(order)
+    assert counts["stays"] <= 12 and counts["returns"] <= 3, stays(order)

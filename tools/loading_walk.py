@@ -4,8 +4,8 @@ Why: a newcomer who follows a model from the CLI's ``open_or_explain`` to a Load
 pass each room of engine/loading once, in order (resolve -> describe -> check -> build ->
 attach), not go back and forth between them. This prints that walk so it can be kept short.
 
-How: the source is opened for real (a tiny Hugging Face folder, saved sharded, and one of
-attnscope's bundled checkpoints) under ``sys.setprofile``. A project function (cli/, engine/)
+How: the source is opened for real (a tiny Hugging Face folder saved sharded, the same by
+hub id from a local cache, and one of attnscope's bundled checkpoints) under ``sys.setprofile``. A project function (cli/, engine/)
 is part of the walk when one of its arguments carries the source on: the name given, the
 folder, the device, the progress callback, or an object that holds one of them (a
 description, a reporter); the caller's progress bar, called back with each record, is the
@@ -101,14 +101,19 @@ def main() -> None:
     import torch
 
     sys.path.insert(0, str(ROOT))
+    import os
+
     from engine.loading.catalog import bundled_checkpoints
-    from tests.hf_sharded import build_model, save_sharded
+    from tests.hf_sharded import build_model, put_in_cache, save_sharded
 
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         model, tokenizer = build_model("llama", dtype=torch.bfloat16)
         folder = save_sharded(model, tokenizer, Path(tmp) / "llama")
-        sources = {"folder": (str(folder), folder), "checkpoint": (str(bundled_checkpoints()[0]), None)}
+        put_in_cache(folder, Path(tmp) / "hub", "tiny-org/llama")
+        os.environ.update(HF_HUB_CACHE=str(Path(tmp) / "hub"), HF_HUB_OFFLINE="1")
+        sources = {"folder": (str(folder), folder), "hub id": ("tiny-org/llama", None),
+                   "checkpoint": (str(bundled_checkpoints()[0]), None)}
         for what, (source, path) in sources.items():
             order = walk(source, "cpu", path)
             print(f"# {what}: {source}")

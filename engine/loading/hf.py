@@ -187,26 +187,27 @@ def _fetch_bar(reporter: Reporter, name: str, expected: int | None = None):
     return FetchBar
 
 
-def hub_folder(name: str, reporter: Reporter | None = None, spread: bool = False) -> Path:
+def hub_folder(name: str, progress=None, stop=None, spread: bool = False) -> tuple[Path, Reporter | None]:
     """The snapshot folder of the hub id ``name``: from the local cache (no network), else
     downloaded when the hub can be reached (also when the cached copy lacks weights: a download
-    that was killed part way resumes). ``spread``: the model may go to the disk (no memory
-    check before it)."""
+    that was killed part way resumes), and the Reporter the download's progress went to (None
+    when nothing was downloaded), whose bar the build goes on with. ``spread``: the model may go
+    to the disk (no memory check before it)."""
     from engine.loading.hub_cache import lacks_weights
 
     snapshot = cached_snapshot(name)
     if snapshot is not None and not lacks_weights(snapshot):
-        return snapshot
+        return snapshot, None
     if not _online():
         if snapshot is not None:      # a download killed part way: the weights check names what is missing
-            return snapshot
+            return snapshot, None
         raise HFModelError(
             f"'{name}' is not a local folder, nor a model in the Hugging Face cache ({cache_dir()}), and the "
             "hub cannot be reached from this machine (offline). Set HF_HOME or HF_HUB_CACHE to the cache that holds "
             "it, or open its folder.")
-    reporter = reporter or Reporter(name)
+    reporter = Reporter(Path(name).name or name, progress, stop)
     try:
-        return _download(name, reporter, spread)
+        return _download(name, reporter, spread), reporter
     except ModelLoadError as exc:
         if type(exc) is ModelLoadError:     # engine.loading.validation's words (the memory), a hub id's type
             raise HFModelError(str(exc)) from None

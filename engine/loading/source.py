@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.loading.catalog import MINILM, RANDOM_SOURCES
 from engine.loading.hub_cache import looks_like_hub_id
-from engine.loading.progress import Reporter
 from engine.loading.validation import HFModelError, ModelLoadError
+
+if TYPE_CHECKING:
+    from engine.loading.progress import Reporter
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 
@@ -64,8 +67,8 @@ def resolve(given: str, progress=None, stop=None, spread: bool = False, want: st
                            "Qwen/Qwen2.5-0.5B.")
     from engine.loading.hf import hub_folder
 
-    reporter = Reporter(Path(given).name or given, progress, stop)
-    return Source(given, "folder", hub_folder(given, reporter, spread), given, local=False, reporter=reporter)
+    folder, reporter = hub_folder(given, progress, stop, spread)
+    return Source(given, "folder", folder, given, local=False, reporter=reporter)
 
 
 def minilm_path() -> str:

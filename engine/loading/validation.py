@@ -6,9 +6,13 @@ files, nanoGPT's ckpt.pt, Hugging Face folders, the CLI, the window, ``--model``
 way must refuse the same hostile values with the same clear words. A config value is
 description, not an instruction: a negative width, 10**9 layers or a padding id outside
 the vocabulary is refused *before* a tensor is allocated, and so is a model whose estimated
-size does not fit in the memory that is free. All refusals are ``ModelLoadError``: the
-message names the file and says what would work; the CLI prints it as one line and the
-window shows it in a dialog.
+size does not fit in the memory that is free. All refusals are ``ModelLoadError`` (a
+Hugging Face source's ``HFModelError``): the message names the file and says what would
+work; the CLI prints it as one line and the window shows it in a dialog.
+
+The loader's stages (engine.loading.catalog.open_model) ask these rules: engine.loading.check
+the config values, sizes, the memory and the tokenizer; engine.loading.describe the files;
+engine.loading.build the weights it reads (finite).
 """
 from __future__ import annotations
 
