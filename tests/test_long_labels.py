@@ -57,3 +57,22 @@ def test_merging_equals_the_one_hot_definition_with_cross_attention_groups():
     k1 = np.eye(3, dtype=np.float32)[kg]                        # (Tk, Wk)
     expected = (q1 / q1.sum(0)).T @ (w @ k1)
     np.testing.assert_allclose(merge_pieces(w, qg, kg), expected, rtol=1e-6)
+
+
+def test_a_tiny_model_frames_32k_tokens_with_every_label_right(tmp_path):
+    """What a Run does before its forward, at 32,768 tokens: the adapter frames the text (ids,
+    notes, labels) as decoding reads it; every label is the short text's, in order."""
+    from engine.adapters import adapter_for
+    from engine.loading.catalog import open_model
+    from tests.hf_tiny import tiny_folder
+
+    loaded = open_model(str(tiny_folder(tmp_path, "llama", positions=N + 8)), "cpu")
+    sentence = " the big dog sees the small cat . time flies like an arrow"
+    once = loaded.tokenizer(sentence, add_special_tokens=False)["input_ids"]
+    text = sentence * (N // len(once))
+    framed = adapter_for(loaded).frame(text)
+    labels = framed.target_tokens
+    assert len(labels) == len(framed.target_ids) >= N - len(once)
+    short = readable_tokens(loaded.tokenizer, once)
+    body = labels[1:]                                             # after <s>
+    assert body[:len(once)] == short and body[-len(once):] == short
