@@ -139,3 +139,18 @@ def test_a_click_on_a_merged_word_knocks_out_every_piece_of_it():
     assert positions(merged, CROSS, "key", 1) == (1, 2)          # cross keys are source pieces
     assert positions(merged, CROSS, "query", 0) == (0, 1)        # cross queries are target pieces
     assert positions(SimpleNamespace(groups={}), DECODER_SELF, "query", 4) == (4,)
+
+
+def test_the_panel_says_where_a_translation_first_changes_and_a_query_left_no_key(window_on, qtbot):
+    """Issue 40: the translator's change is read where its output first changes (it read +0.0 %,
+    KL 0 after the whole translation), and a knockout that leaves a query no key says so."""
+    from engine.interventions import Edge
+
+    w = window_on(TRANSLATOR)
+    _run(w, qtbot, CHANGED)
+    panel = _open(w, "Interventions")
+    w.state.set_interventions(w.state.interventions.ablate([STRONGEST]))
+    qtbot.waitUntil(lambda: "KL" in panel.effect.text() and not w.run_jobs.busy, timeout=30000)
+    assert "where the output first changes" in panel.effect.text() and "+0.0%" not in panel.effect.text()
+    w.state.set_interventions(w.state.interventions.restore([STRONGEST]).block(Edge(DECODER_SELF, (0,), (0,), (0,))))
+    qtbot.waitUntil(lambda: "no key to attend to" in panel.effect.text(), timeout=30000)

@@ -146,7 +146,8 @@ class DrawEstimate:
     device: str
 
     def describe(self) -> str:
-        took = f"{self.seconds:,.0f} s" if self.seconds < 120 else f"{self.seconds / 60:,.1f} min"
+        took = (f"{self.seconds:.1f} s" if self.seconds < 10 else f"{self.seconds:,.0f} s" if self.seconds < 120
+                else f"{self.seconds / 60:,.1f} min")
         return (f"{self.heads:,} head{'s' if self.heads != 1 else ''} x {self.queries:,} x {self.keys:,} positions, "
                 f"{self.cells / 1e9:,.2f} billion scores: about {took} on {self.device}")
 

@@ -43,18 +43,22 @@ def _decoder_tokens(loaded):
 
 
 def effect_text(result, names: dict[int, str]) -> str:
-    """The change at the last position, as rich text: the plain model's choice p before ->
-    after and its relative change, KL, and both top-5 lists."""
+    """The change as rich text: the plain model's choice p before -> after and its relative
+    change, KL, and both top-5 lists, at the text's last position (a translator reading its own
+    output: the first step it changes, engine.interventions.effect), and the engine's notes."""
     pb = dict(result.before)
     pa = dict(result.after)
     chosen = names[result.predicted]
     after_p = pa.get(result.predicted)
     lists = lambda xs: ", ".join(f"{html.escape(names[i])} {p:.3f}" for i, p in xs)  # noqa: E731
-    return (f"Next token after the text: <b>{html.escape(chosen)}</b> p {pb[result.predicted]:.3f} → "
+    last = result.position % max(1, len(result.token_ids)) == len(result.token_ids) - 1
+    where = "after the text" if last else f"at step {result.position + 1}, where the output first changes"
+    notes = "".join(f"<br><i>{html.escape(n)}</i>" for n in result.notes)   # e.g. a query left no key
+    return (f"Next token {where}: <b>{html.escape(chosen)}</b> p {pb[result.predicted]:.3f} → "
             f"{'%.3f' % after_p if after_p is not None else '(out of the top 5)'} "
             f"(change {result.relative_change:+.1%}); KL {result.kl:.4f} nats; logits moved up to "
             f"{result.logits_max_abs_change:.3f}<br><i>before:</i> {lists(result.before)}"
-            f"<br><i>after:</i> {lists(result.after)}")
+            f"<br><i>after:</i> {lists(result.after)}{notes}")
 
 
 class InterventionsPanel(QWidget):
