@@ -1,6 +1,7 @@
 """Tests run headless: Qt draws offscreen unless a caller set a platform on purpose."""
 import importlib.util
 import os
+import re
 import tempfile
 import sys
 from pathlib import Path
@@ -27,10 +28,20 @@ _HAVE_QT = importlib.util.find_spec("PySide6") is not None and importlib.util.fi
 _NEEDS_QT = ("PySide6", "pyqtgraph", "from gui", "import gui", "qtbot", "from bench._app")
 
 
+def _needs_qt(path: Path, seen: set) -> bool:
+    """Whether a test file, or a test module it imports from (``from tests.x import``), uses Qt."""
+    if path in seen or not path.exists():
+        return False
+    seen.add(path)
+    text = path.read_text(errors="ignore")
+    return any(word in text for word in _NEEDS_QT) or any(
+        _needs_qt(path.parent / f"{name}.py", seen) for name in re.findall(r"from tests\.(\w+) import", text))
+
+
 def pytest_ignore_collect(collection_path, config):
     if _HAVE_QT or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
-    return any(word in collection_path.read_text(errors="ignore") for word in _NEEDS_QT) or None
+    return _needs_qt(Path(collection_path), set()) or None
 
 
 @pytest.fixture(autouse=True)
