@@ -20,8 +20,7 @@ from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, say,
 
 
 def register(sub) -> None:
-    from engine.experiments.points import METRICS, POINTS
-    from engine.experiments.run import METHODS
+    from engine.experiments.names import METHODS, METRICS, POINTS
 
     p = sub.add_parser("patch", help="activation / attribution patching and direct logit attribution over a prompt "
                                      "pair (JSON)", description=__doc__.split("\n\n", 1)[1])

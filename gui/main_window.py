@@ -150,6 +150,7 @@ class MainWindow(QMainWindow):
         self.state.model_changed.connect(self._on_model_changed)
         self.state.trace_changed.connect(self._on_trace)
         self.state.head_selected.connect(self._show_head_detail)
+        self.state.run_requested.connect(lambda text: (self.text_edit.setText(text), self.run()))
         self.state.output_changed.connect(self._show_output)
         self.state.request_started.connect(self._show_output)
         self.state.request_ended.connect(self._show_output)

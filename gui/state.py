@@ -30,6 +30,7 @@ class AppState(QObject):
     presentation_changed = Signal(bool)      # large fonts and thick marks, for a projector
     request_started = Signal()               # a newer request (Run, model, recording) supersedes all work on the old
     request_ended = Signal()                 # no request in flight: what was cancelled for it may be asked again
+    run_requested = Signal(str)              # a view asks the window to Run this text (Patching: a head on the clean text)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -128,6 +129,10 @@ class AppState(QObject):
         """Select a head and ask for it to be shown (a click in the grid or statistics)."""
         self.select(kind, layer, head)
         self.head_selected.emit(self.kind or "", self.layer, self.head)
+
+    def request_run(self, text: str) -> None:
+        """Ask the window to Run ``text`` (it becomes the window's text), as the Run button does."""
+        self.run_requested.emit(text)
 
     def set_interventions(self, spec: Interventions) -> None:
         """Change what is switched off; the window re-runs and every view follows."""

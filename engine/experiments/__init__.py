@@ -10,7 +10,15 @@ every cell from one backward; direct logit attribution (dla.py) splits the clean
 logit difference into each head's and MLP's share. One cache of activations, one hook
 mechanism (the seam and module hooks), shared with ablation and knockout.
 """
-from engine.experiments.pairs import FramedPair, PromptPair, frame_pair, read_pairs
-from engine.experiments.points import POINTS
+from engine.experiments.names import METHODS, METRICS, POINTS
 
-__all__ = ["POINTS", "FramedPair", "PromptPair", "frame_pair", "read_pairs"]
+__all__ = ["METHODS", "METRICS", "POINTS", "FramedPair", "PromptPair", "frame_pair", "read_pairs"]
+
+
+def __getattr__(name: str):
+    """The pair's names on first use: importing this room (for its names) imports no torch."""
+    if name in ("FramedPair", "PromptPair", "frame_pair", "read_pairs"):
+        from engine.experiments import pairs
+
+        return getattr(pairs, name)
+    raise AttributeError(name)

@@ -93,3 +93,17 @@ def read_pairs(path: str | Path) -> list[PromptPair]:
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return [PromptPair(*fields, line=number) for number, *fields in rows]
+
+
+def next_tokens(loaded, text: str, k: int = 5) -> list[tuple[int, str, float]]:
+    """The ``k`` likeliest next tokens after ``text``: (id, token as read, probability), the
+    answers the window offers for a pair (the clean run's and the corrupted run's)."""
+    import torch
+
+    adapter = adapter_for(loaded)
+    with torch.no_grad():
+        logits = adapter.forward(adapter.frame(check_text(text)))[0, -1].float()    # (V,)
+    p = torch.softmax(logits, -1)
+    top = p.topk(min(k, p.numel()))
+    ids = top.indices.tolist()
+    return list(zip(ids, adapter_tokens(loaded).tokens(ids), top.values.tolist()))

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from engine.adapters import adapter_for
+from engine.experiments.names import ATTRIBUTION, DLA, EXACT  # noqa: F401 - the methods' names, used from here
 from engine.experiments.pairs import FramedPair
 from engine.experiments.points import (ACTIVATION, HEADS, HEADS_BY_POS, LOGIT_DIFF, POINTS, Activations, Points,
                                        capture, edited, last_position_only, metric_of, skipping)
@@ -29,8 +30,6 @@ from engine.inputs import InputError
 from engine.loading.validation import MEMORY_SHARE, available_memory, gib
 from engine.runtime.steps import drive as run_to_end  # noqa: F401 - drives a patching generator headless
 from engine.traces.base import RunCancelled
-
-EXACT, ATTRIBUTION, DLA = "exact", "attribution", "dla"
 MAX_BATCH_TOKENS = 8192      # tokens in one batch of patched copies: plenty for a CPU's cache, and a GPU's launches
 
 

@@ -26,8 +26,8 @@ import torch
 from engine.kinds import DECODER_SELF
 from engine.seam import SeamHook, Site, hooks
 
-HEADS, HEADS_BY_POS, RESID_PRE, ATTN_OUT, MLP_OUT = "heads", "heads-by-pos", "resid-pre", "attn-out", "mlp-out"
-POINTS = (HEADS, HEADS_BY_POS, RESID_PRE, ATTN_OUT, MLP_OUT)
+from engine.experiments.names import (ATTN_OUT, HEADS, HEADS_BY_POS, LOGIT_DIFF, LOGPROB, METRICS, MLP_OUT,  # noqa: F401
+                                      POINTS, RESID_PRE)
 # The activation each point patches: a head by position patches the same tensor as a head.
 ACTIVATION = {HEADS: HEADS, HEADS_BY_POS: HEADS, RESID_PRE: RESID_PRE, ATTN_OUT: ATTN_OUT, MLP_OUT: MLP_OUT}
 
@@ -183,10 +183,6 @@ def capture(points: Points, framed, keep_blocks: bool = True) -> Activations:
             h.remove()
     acts.last_logits = logits[0, -1].detach().float()
     return acts
-
-
-LOGIT_DIFF, LOGPROB = "logit_diff", "logprob"
-METRICS = (LOGIT_DIFF, LOGPROB)
 
 
 def metric_of(last_logits: torch.Tensor, answers: tuple[int, int], metric: str) -> torch.Tensor:

@@ -12,12 +12,10 @@ from typing import Callable, Iterator
 import numpy as np
 
 from engine.experiments.pairs import PromptPair, frame_pair
-from engine.experiments.patching import ATTRIBUTION, DLA, EXACT, PatchResult, Progress, exact_patching
+from engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
+from engine.experiments.patching import PatchResult, Progress, exact_patching
 from engine.experiments.points import HEADS, LOGIT_DIFF
 from engine.inputs import InputError
-
-METHODS = (EXACT, ATTRIBUTION, DLA)
-
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
                max_batch: int | None = None, stop: Callable[[], bool] | None = None) -> Iterator[Progress]:

@@ -39,4 +39,5 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("Compare", lazy("compare", "CompareView"), "bottom"),
     ViewSpec("Interventions", lazy("interventions", "InterventionsPanel"), "right"),
     ViewSpec("Lens", lazy("lens", "LensView"), "bottom"),
+    ViewSpec("Patching", lazy("patching", "PatchingPanel"), "bottom"),
 ]
