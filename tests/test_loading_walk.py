@@ -12,8 +12,8 @@ def test_a_folder_walks_through_the_stages_in_order(tmp_path):
     folder = save_sharded(model, tokenizer, tmp_path / "llama")
     order = walk(str(folder), "cpu", folder)
     rooms = stays(order)
-    stages = [r for r in rooms if r.split(".")[-1] in ("source", "describe", "check", "build", "hf_attention")]
-    assert stages == ["engine.loading.source", "engine.loading.describe", "engine.loading.check", "engine.loading.build",
+    stages = [r for r in rooms if r.split(".")[-1] in ("pipeline", "describe", "check", "build", "hf_attention")]
+    assert stages == ["engine.loading.pipeline", "engine.loading.describe", "engine.loading.check", "engine.loading.build",
                       "engine.seam.hf_attention"], rooms
     counts = summary(order)
     assert counts["stays"] <= 12 and counts["returns"] <= 3, rooms
@@ -24,8 +24,8 @@ def test_our_checkpoint_walks_through_the_same_stages():
 
     order = walk(str(bundled_checkpoints()[0]), "cpu")
     rooms = stays(order)
-    assert [r for r in rooms if r.split(".")[-1] in ("source", "describe", "check", "build")] == [
-        "engine.loading.source", "engine.loading.describe", "engine.loading.check", "engine.loading.build"], rooms
+    assert [r for r in rooms if r.split(".")[-1] in ("pipeline", "describe", "check", "build")] == [
+        "engine.loading.pipeline", "engine.loading.describe", "engine.loading.check", "engine.loading.build"], rooms
     assert summary(order)["returns"] == 0, rooms
 
 

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import torch
 
-from engine.loading.checkpoint import CheckpointError, damaged, name_list
+from engine.loading.checkpoint_format import CheckpointError, damaged, name_list
 from engine.loading.check import Plan
 from engine.loading.describe import Description
 from engine.loading.loaded import LoadedModel
-from engine.loading.progress import LoadCancelled, Reporter, counting_tensors, quiet_transformers
+from engine.loading.progress import LoadCancelled, Reporter, counting_tensors
 from engine.loading.validation import HFModelError, check_tensors, first_line
+from engine.runtime.quiet import quiet_transformers
 
 SIDE_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                    "added_tokens.json", "vocab.json")
@@ -109,7 +110,7 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     if notes:
         meta["notes"] = " ".join(notes)
     family = "hf-bert" if config.model_type == "bert" else FAMILY_OF_ROLE[role]
-    return LoadedModel(found.name if found else path.name, family, model, tokenizer, meta=meta)
+    return LoadedModel(files.name or path.name, family, model, tokenizer, meta=meta)
 
 
 def _broken_json_file(path) -> str | None:

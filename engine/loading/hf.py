@@ -1,6 +1,6 @@
 """Hugging Face hub ids: a model on the hub made a folder in the local cache, downloaded when online.
 
-Part of the loader's first stage (engine.loading.source.resolve): a hub id already in the
+Part of the loader's first stage (resolving what was named, engine.loading.pipeline): a hub id already in the
 local Hugging Face cache opens from there with no network (engine.loading.hub_cache); one
 that is not is downloaded when the hub can be reached (offline: HFModelError at once). Only
 its config, tokenizer and weight files are fetched, never code. Its config is checked and its
@@ -9,8 +9,8 @@ weight files), so a model that the cache's disk, or the memory, cannot hold is r
 before gigabytes move; the download reports its bytes (engine.loading.progress) and stops
 when asked, leaving nothing that a later open takes for the model.
 
-``load_hf_model`` opens a folder or hub id through the loader's stages; the other names
-imported from here at the end are the stages' own, kept where callers expect them.
+``load_hf_model`` opens a folder or hub id through the loader's stages; the stages' names
+imported from here (memory_needed, find_weights, minilm_path, ...) are kept where callers expect them.
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ from pathlib import Path
 import torch
 
 from engine.loading.check import BERT_DEFAULTS, memory_needed  # noqa: F401 - the stages' names, imported from here
-from engine.loading.describe import INDEX, SINGLE, TOKENIZER_FILES, find_weights, hf_role, read_config, read_index  # noqa: F401
-from engine.loading.hub_cache import cache_dir, cached_snapshot
+from engine.loading.describe import (INDEX, SINGLE, TOKENIZER_FILES, find_weights, hf_role,  # noqa: F401
+                                     minilm_path, read_config, read_index)
+from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
 from engine.loading.loaded import LoadedModel
 from engine.loading.progress import LoadCancelled, Reporter, size_of
 from engine.loading.validation import HFModelError, ModelLoadError, check_hf_sizes, check_memory, first_line, gib, hf_config
-from engine.loading.source import minilm_path  # noqa: F401 - by callers and tests, as before the stages
 from engine.runtime.device import SPREAD
 
 
@@ -218,17 +218,29 @@ def hub_folder(name: str, progress=None, stop=None, spread: bool = False) -> tup
 
 
 def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progress=None, stop=None) -> LoadedModel:
-    """A Hugging Face folder or hub id (never a checkpoint file) through the loader's stages
-    (engine.loading.catalog.open_model) as a LoadedModel of family "hf-bert", "hf-encoder",
-    "hf-decoder" or "hf-seq2seq", with its tokenizer; ``device`` may be "spread".
+    """A Hugging Face folder or hub id (never a checkpoint file) as a LoadedModel of family
+    "hf-bert", "hf-encoder", "hf-decoder" or "hf-seq2seq", with its tokenizer: resolved here,
+    then the loader's stages (engine.loading.pipeline.load); ``device`` may be "spread".
 
     ``progress`` gets engine.loading.progress.LoadProgress records; once ``stop()`` is true
     the load ends with LoadCancelled and nothing of it is kept."""
-    from engine.loading.catalog import open_model
+    from engine.loading.pipeline import load
+    from engine.loading.source import Source
+    from engine.runtime.device import pick_device
 
+    spread = str(device) == SPREAD
+    dev = pick_device(SPREAD) if spread else torch.device(device)
     try:
-        return open_model(path_or_name, device if str(device) == SPREAD else torch.device(device), progress, stop,
-                          want="hf")
+        path = Path(path_or_name).expanduser()
+        if path.is_dir():
+            found = Source(path_or_name, "folder", path)
+        elif looks_like_hub_id(path_or_name):
+            folder, reporter = hub_folder(path_or_name, progress, stop, spread)
+            found = Source(path_or_name, "folder", folder, local=False, reporter=reporter)
+        else:
+            raise HFModelError(f"No such folder: {path}. Give a Hugging Face model folder or a hub id such as "
+                               "Qwen/Qwen2.5-0.5B.")
+        return load(found, dev, progress, stop, spread)
     except (HFModelError, LoadCancelled):
         raise
     except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type

@@ -81,30 +81,6 @@ def size_of(n: int) -> str:
 
 
 @contextlib.contextmanager
-def quiet_transformers():
-    """No progress bars or load reports on the terminal (transformers', or accelerate's when a
-    model is spread): the load's own records are what the user sees; what goes wrong becomes
-    one HFModelError, where the model went a note."""
-    import logging
-
-    from transformers.utils import logging as hf_logging
-
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    accelerate_log = logging.getLogger("accelerate")
-    accelerate_level = accelerate_log.level
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    accelerate_log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        accelerate_log.setLevel(accelerate_level)
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
-@contextlib.contextmanager
 def counting_tensors(reporter: Reporter):
     """Report each tensor transformers hands to the model, and stop between two when asked.
     transformers' loader walks its tensors through ``tqdm`` in core_model_loading; for the

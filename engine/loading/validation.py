@@ -191,7 +191,7 @@ def hf_config(raw: dict, source: str):
     building it runs transformers' own checks of the values."""
     from transformers import CONFIG_MAPPING
 
-    from engine.loading.progress import quiet_transformers
+    from engine.runtime.quiet import quiet_transformers
 
     try:
         with quiet_transformers():

@@ -1,0 +1,55 @@
+"""The loader's stages, called in order: a resolved Source in, a LoadedModel on the seam out.
+
+    1. resolve   what the user named, as a Source on this disk: done by the entry point, which
+                 knows what it accepts (engine.loading.catalog.open_model: any source, a hub id
+                 fetched by engine.loading.hf; hf.load_hf_model: folders and hub ids;
+                 checkpoint.load_checkpoint: a file)
+    2. describe  engine.loading.describe  its files: config, index, headers: one Description
+    3. check     engine.loading.check     values, sizes, dtype, memory, placement: a Plan, or a refusal
+    4. build     engine.loading.build     the model, its weights read and checked, on its device
+    5. attach    engine.seam              a Hugging Face model's attention calls learn their sites
+                                          (our own models are built on the seam)
+
+Each stage reads what the one before handed on, never the files again; a new check goes in
+check, a new file format in describe and build. Why stage 1 is the entry point's: a hub id is
+fetched by engine.loading.hf, which also offers ``load_hf_model``; were resolving here, this
+module and hf would import each other.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.loading.validation import ModelLoadError
+
+if TYPE_CHECKING:
+    import torch
+
+    from engine.loading.loaded import LoadedModel
+    from engine.loading.source import Source
+
+
+def load(found: Source, device: torch.device, progress=None, stop=None, spread: bool = False) -> LoadedModel:
+    """Stages 2 to 5 for ``found`` on ``device`` (``spread``: a Hugging Face model over every
+    device, engine.loading.placement). ``progress`` gets engine.loading.progress.LoadProgress
+    records from the build (after a download's, which took the first part of the bar); once
+    ``stop()`` is true the load ends with LoadCancelled and nothing of it is kept. A refusal
+    is the source's own error type: HFModelError for a folder, CheckpointError for a file."""
+    from engine.loading.build import build
+    from engine.loading.check import check
+    from engine.loading.describe import describe
+    from engine.seam.hf_attention import SiteError, assign_sites
+
+    files = None
+    try:
+        files = describe(found)                                 # 2
+        plan = check(files, device, spread)                     # 3
+        loaded = build(files, plan, progress, stop)             # 4
+        if files.kind == "folder":                              # 5
+            assign_sites(loaded.model, loaded.role)
+        return loaded
+    except SiteError as exc:
+        raise found.error(f"{files.folder}: {exc}") from None
+    except ModelLoadError as exc:
+        if type(exc) is not ModelLoadError:
+            raise
+        raise found.error(str(exc)) from None    # validation's words, in the type this kind of source raises
