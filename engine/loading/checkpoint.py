@@ -1,22 +1,14 @@
 """One-file checkpoints: save a LoadedModel, load it back, and refuse bad files clearly.
 
-The format, and how a file is read, is engine.loading.checkpoint_format; loading goes through
-the loader's stages (engine.loading.pipeline). Our format is a single ``.safetensors`` file. Why safetensors: it holds only tensors and a
-string table, so opening a file can never run code, and it loads lazily and fast. The
-string table (the safetensors *metadata*) carries everything else a model needs:
-
-    format = "attnscope", format_version = "1", family, name,
-    config (JSON of the family's config dataclass), tokenizer (JSON of the HF tokenizer),
-    target_tokenizer (JSON, translators with a separate target vocabulary),
-    training (JSON: corpus, steps, metrics, the command that made it)
-
-``load_checkpoint`` also reads PyTorch files, always with ``torch.load(weights_only=True)``:
-our metadata + state dict layout (``{"attnscope": metadata, "model": state_dict}``) and
-nanoGPT's ``ckpt.pt`` (``{"model_args": ..., "model": state_dict}``) into the GPT family.
-Every way a file can be wrong ends in a CheckpointError whose message says what is wrong
-and what would work; the GUI shows it as is. Nothing is built before its config passed
-``engine.loading.validation`` (sane bounds and a memory estimate), no tensor is read before its
-name and shape matched the model, and weights with NaN or Inf are refused.
+The format (one ``.safetensors`` file whose string table carries the family, config,
+tokenizers and training facts), and how a file is read, is engine.loading.checkpoint_format.
+Saving is here: written to a temporary beside the file, then renamed. ``load_checkpoint``
+also reads PyTorch files (ours and nanoGPT's ``ckpt.pt``, always with
+``torch.load(weights_only=True)``) through the loader's stages (engine.loading.pipeline):
+nothing is built before its config passed ``engine.loading.validation`` (sane bounds and a
+memory estimate), no tensor is read before its name and shape matched the model, and
+weights with NaN or Inf are refused. Every way a file can be wrong ends in a CheckpointError
+whose message says what is wrong and what would work; the GUI shows it as is.
 """
 from __future__ import annotations
 
