@@ -31,10 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
     keep_freed_memory()  # before any thread starts; a 512-token Run no longer faults its weights in anew
     argv = sys.argv[1:] if argv is None else list(argv)
-    from cli.common import late_text
-
-    parser = build_parser()
-    args = late_text(parser, *parser.parse_known_args(argv))
+    args = build_parser().parse_args(argv)
     args.argv = argv  # the exact command, recorded in what it makes (e.g. a checkpoint)
     if args.command is None:
         from gui.app import run_app

@@ -22,7 +22,11 @@ def say(message: object) -> None:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line (no usage block), exit status 2."""
+    """argparse that reports a bad argument in one line (no usage block), exit status 2, and
+    finds a command's positional text wherever it was typed (``late_text``)."""
+
+    def parse_args(self, args=None, namespace=None):
+        return late_text(self, *self.parse_known_args(args, namespace))
 
     def error(self, message: str):
         self.exit(BAD_INPUT, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
