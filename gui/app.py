@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 
 
+_KEEP: list = []
+
+
 def run_app(args) -> int:
     import pyqtgraph as pg
-    from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
     from gui.main_window import MainWindow
-    from gui.worker import active_threads
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("attnscope")
@@ -22,22 +24,19 @@ def run_app(args) -> int:
     window = MainWindow(source=getattr(args, "model", None), device=getattr(args, "device", None))
     window.show()
     code = app.exec()
-    # Tear the window down while Qt and Python are both whole: left to the interpreter's exit,
-    # wrappers are collected in no particular order and Qt can crash on the way out.
-    window.deleteLater()
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-    del window
-    if active_threads():
-        # A forward or a decoding step still runs (cancelled: its result would be dropped) and
-        # cannot stop inside itself; Qt's thread pools would wait for it when the interpreter
-        # tears them down, keeping the process alive seconds (or for ever) after its window.
-        # Settings are saved (closeEvent). Whoever called us finishes first; then the process
-        # ends at once, without the wait.
-        atexit.register(_end_now, code)
+    # The settings are saved (closeEvent). Whoever called us finishes first; then the process
+    # ends at once, without the interpreter's teardown: a forward still running (cancelled,
+    # its result dropped) cannot stop inside itself and Qt's thread pools would wait for it;
+    # even idle, tearing down the window, a model and torch's modules kept the process seconds
+    # after its window (issue 40: 5-11 s). Nothing is collected before then, so Qt's wrappers
+    # are never destroyed out of order (the window is not torn down first: no time spent on it).
+    _KEEP.append(window)      # not collected on return (its C++ tree would be destroyed then, for nothing)
+    atexit.register(_end_now, code)
     return code
 
 
 def _end_now(code: int) -> None:
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -29,10 +29,19 @@ def _size(n: int) -> str:
 
 
 def _scan():
-    from engine.loading.cache_listing import cached_models
+    """The cache's models at once (names and sizes: the file system only), then each one as the
+    loader's checks read it: the dialog fills its rows in as they come."""
+    from engine.loading.cache_listing import cached_snapshots, checked
     from engine.loading.hub_cache import cache_dir
 
-    return cache_dir(), cached_models()
+    listed = cached_snapshots()
+    yield cache_dir(), listed
+    for row, model in enumerate(listed):
+        yield row, checked(model)
+
+
+def count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 class HFCacheDialog(QDialog):
@@ -80,28 +89,45 @@ class HFCacheDialog(QDialog):
         self.refresh()
 
     def refresh(self) -> None:
-        self.jobs.start(_scan, on_returned=self._show)
+        self.checked = 0
+        self.jobs.start(_scan, on_yielded=self._show, on_finished=self._say_where)
 
-    def _show(self, result) -> None:
-        cache, models = result
-        self.models = models
-        openable = sum(m.problem is None for m in models)
-        self.where.setText(f"{len(models)} models in the Hugging Face cache at {cache} ({openable} that attnscope "
-                           "can open). Set HF_HOME or HF_HUB_CACHE before starting attnscope to use another cache."
+    def _show(self, value) -> None:
+        """The listed models (every row, 'checking…'), then one checked model at a time."""
+        first, second = value
+        if isinstance(first, int):
+            self.models[first] = second
+            self.checked += 1
+            self._fill_row(first, second, checking=False)
+        else:
+            self.cache, self.models = first, list(second)
+            self.table.setRowCount(len(self.models))
+            for row, m in enumerate(self.models):
+                self._fill_row(row, m, checking=True)
+        self._say_where()
+
+    def _say_where(self) -> None:
+        models, cache = self.models, getattr(self, "cache", "")
+        openable = sum(m.problem is None for m in models[:self.checked])    # checked in order
+        done = self.checked >= len(models)
+        self.where.setText((f"{count(len(models), 'model')} in the Hugging Face cache at {cache} "
+                            + (f"({openable:,} that attnscope can open). " if done else
+                               f"(checking what attnscope can open: {self.checked} of {len(models)}…). ")
+                            + "Set HF_HOME or HF_HUB_CACHE before starting attnscope to use another cache.")
                            if models else f"No models in the Hugging Face cache at {cache}. Type a hub id below, or "
                            "set HF_HOME or HF_HUB_CACHE before starting attnscope to use another cache.")
-        self.table.setRowCount(len(models))
-        for row, m in enumerate(models):
-            cells = (m.repo_id, _size(m.size_bytes), m.architecture or "?", "opens" if m.problem is None
-                     else f"cannot open: {m.problem}")
-            for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setToolTip(text if col == 3 else str(m.folder))
-                if col == 1:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if m.problem is not None:
-                    item.setForeground(self.palette().placeholderText())
-                self.table.setItem(row, col, item)
+
+    def _fill_row(self, row: int, m, checking: bool) -> None:
+        cells = (m.repo_id, _size(m.size_bytes), "…" if checking else m.architecture or "?",
+                 "checking…" if checking else "opens" if m.problem is None else f"cannot open: {m.problem}")
+        for col, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            item.setToolTip(text if col == 3 else str(m.folder))
+            if col == 1:
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            if m.problem is not None or checking:
+                item.setForeground(self.palette().placeholderText())
+            self.table.setItem(row, col, item)
 
     def _on_select(self) -> None:
         rows = self.table.selectionModel().selectedRows()

@@ -35,13 +35,19 @@ class LoadProgressBar(QWidget):
 
     def start(self, name: str) -> None:
         self.label.setText(f"opening {name}…")
-        self.bar.setValue(0)
+        self.bar.setRange(0, 0)          # busy until a fraction is known
         self.setVisible(True)
 
     def show_progress(self, record) -> None:
-        """One engine.loading.progress.LoadProgress record."""
+        """One engine.loading.progress.LoadProgress record. Until some of the model is read
+        (the checks before it, importing transformers: seconds on a first open) the bar moves
+        as a busy bar: a bar standing at 0 % for 10 s read as a hung window."""
         self.label.setText(record.text)
-        self.bar.setValue(round(STEPS * record.fraction))
+        if record.fraction > 0:
+            self.bar.setRange(0, STEPS)
+            self.bar.setValue(round(STEPS * record.fraction))
+        else:
+            self.bar.setRange(0, 0)
         self.setVisible(True)
 
     def finish(self) -> None:

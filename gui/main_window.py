@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, Qt, QTimer
-from PySide6.QtGui import QActionGroup, QKeySequence, QShortcut
+from PySide6.QtGui import QActionGroup, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QVBoxLayout,
                                QWidget)
@@ -30,15 +30,18 @@ from gui.load_progress import LoadProgressBar
 from gui.tooltips import apply_tooltips
 from gui.theme import apply_font, apply_theme, emphasise, restyle_plots, tint
 from gui.export import export_target, export_widget
-from gui.settings import app_settings, push_recent, recent_files
+from gui.settings import app_settings, push_recent, recent_files, remember_folder, start_folder
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.views.registry import VIEWS
-from gui.worker import MODEL, Jobs, error_message, job_failures, shutdown_all
+from gui.worker import MODEL, Jobs, error_message, job_failures, process_events_until, shutdown_all
 
 UNSAVED = "The model trained in the Training panel has not been saved. Save it before quitting?"
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
+# Saved by the window as NAME.recording.safetensors; one the command line wrote may have any name.
+RECORDING_FILTER = "attnscope recordings (*.recording.safetensors);;Any .safetensors file (*.safetensors)"
 LIVE_DELAY_MS = 350
+QUIT_WAIT_S = 0.05     # Quit waits this long in all for the jobs it cancels (the process ends without them)
 DEFAULT_TEXT = {   # by family, then by role for the rest (Hugging Face models)
     "translator": "the big dog sees the small cat .",
     "gpt": "HAMLET. To be, or not to be, that is the question:",
@@ -93,15 +96,21 @@ def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_s
 
 
 def _save_recording(trace, path: str) -> str:
+    """Write the recording; the window has asked before replacing any file (_may_replace)."""
     from engine.traces.recording_file import save_recording
 
-    return str(save_recording(trace, path))
+    return str(save_recording(trace, path, replace=True))
 
 
 def _open_recording(path: str):
-    from engine.traces.recording_file import load_recording
+    from engine.traces.recording_file import RecordingError, is_recording, load_recording
 
-    return load_recording(path)
+    try:
+        return load_recording(path)
+    except RecordingError as exc:
+        if is_recording(path):
+            raise
+        raise RecordingError(f"{exc} To open a model's weights, use File > Open Checkpoint (Ctrl+O).") from exc
 
 
 def _model_output(loaded: LoadedModel, text: str, interventions=None, stop=None) -> str:
@@ -191,6 +200,7 @@ class MainWindow(QMainWindow):
         self.device_box.setToolTip("Where the model runs. spread: a Hugging Face model over every GPU, then the RAM, "
                                    "then the disk (accelerate), for a model larger than one device")
         self.device_box.setCurrentText(self.state.device)
+        self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)   # "spread" whole
         self.device_box.currentTextChanged.connect(self._on_device)
         for edit in (self.text_edit, self.target_edit, self.pair_edit):
             edit.textEdited.connect(self._on_edit)
@@ -349,8 +359,12 @@ class MainWindow(QMainWindow):
         self.model_label, self.device_label = ElidedLabel(), QLabel()
         self.params_label, self.time_label, self.busy_label = QLabel(), QLabel(), QLabel()
         self.load_progress = LoadProgressBar(self.cancel_load)
+        # The model's (or the recording's) name gets room of its own: an elided label with nothing
+        # reserved was squeezed to nothing beside the others.
+        self.model_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 28))
         for w in (self.load_progress, self.busy_label, self.model_label, self.device_label, self.params_label,
                   self.time_label):
+            w.setContentsMargins(6, 0, 6, 0)
             self.statusBar().addPermanentWidget(w)
 
     # ---- models ------------------------------------------------------------------------
@@ -365,6 +379,12 @@ class MainWindow(QMainWindow):
             act = menu.addAction(label, lambda: self.open_source(source))
             act.setCheckable(True)
             act.setChecked(_same_source(source, self.current_source))
+        source = self.current_source
+        if source and not _is_bundled(source) and source != catalog.MINILM and source not in catalog.RANDOM_SOURCES:
+            # A folder, a cache or hub model, a file: the loaded one is listed (ticked) first.
+            name = self.state.loaded.name if self.state.loaded is not None else Path(source).name
+            add(f"{name} (open now)", source)
+            menu.addSeparator()
         for path in catalog.bundled_checkpoints():
             add(f"{path.stem} (bundled)", str(path))
         add("all-MiniLM-L6-v2 (bundled, pretrained BERT)", catalog.MINILM)
@@ -387,14 +407,14 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(files))
 
     def open_checkpoint_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open Checkpoint", str(self.settings.value("last_dir", "")),
+        path, _ = QFileDialog.getOpenFileName(self, "Open Checkpoint", start_folder(self.settings, "models"),
                                               CHECKPOINT_FILTER)
         if path:
             self.open_source(path)
 
     def open_hf_dialog(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open Hugging Face Model Folder",
-                                                str(self.settings.value("last_dir", "")))
+                                                start_folder(self.settings, "models"))
         if path:
             self.open_source(path)
 
@@ -446,7 +466,8 @@ class MainWindow(QMainWindow):
         self._fill_model_menu()
         if Path(source).exists():
             push_recent(self.settings, str(Path(source).resolve()))
-            self.settings.setValue("last_dir", str(Path(source).resolve().parent))
+            if not _is_bundled(source):     # the next Open Checkpoint starts by the user's models
+                remember_folder(self.settings, "models", str(Path(source).resolve().parent))
             self._fill_recent_menu()
         notes = loaded.meta.get("notes")
         self.statusBar().showMessage(f"Opened {loaded.name}" + (f". {notes}" if notes else ""), 12000 if notes else 4000)
@@ -593,7 +614,8 @@ class MainWindow(QMainWindow):
         self.model_label.setText(f"{loaded.name} ({loaded.family})")
         self.device_label.setText(str(loaded.device) if not loaded.spread else "spread")
         self.device_label.setToolTip(loaded.meta.get("placement", ""))
-        self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters")
+        self.params_label.setText(f"{loaded.n_parameters / 1e6:.2f} M parameters, {weight_types(loaded.model)}")
+        self.params_label.setToolTip("The weights' number and type as loaded (bf16 and fp16: half precision)")
         self.setWindowTitle(f"attnscope: {loaded.name}")
 
     def _on_trace(self, trace) -> None:
@@ -628,12 +650,12 @@ class MainWindow(QMainWindow):
     def export_view_dialog(self) -> None:
         title, widget = self.focused_view()
         name = title.lower().replace(" ", "_")
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {title}", str(Path(str(self.settings.value(
-            "last_export_dir", ""))) / f"{name}.png"), "PNG image (*.png);;SVG vector (*.svg)")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {title}", str(Path(start_folder(
+            self.settings, "exports")) / f"{name}.png"), "PNG image (*.png);;SVG vector (*.svg)")
         if path:
             try:
                 export_widget(export_target(widget), path)
-                self.settings.setValue("last_export_dir", str(Path(path).parent))
+                remember_folder(self.settings, "exports", path)
                 self.statusBar().showMessage(f"Saved {path}", 5000)
             except Exception as exc:  # whatever went wrong, the user is told, never the console only
                 self.show_error("Could not export the view", exc)
@@ -645,16 +667,51 @@ class MainWindow(QMainWindow):
         if not isinstance(self.state.trace, RecordedTrace):
             self.show_error("Nothing to save", "Run the model on a text first: a recording is what a Run computes.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Save Recording", str(Path(str(self.settings.value(
-            "last_export_dir", ""))) / "recording.safetensors"), "attnscope recording (*.safetensors)")
+        trace = self.state.trace
+        name = "".join(c if c.isalnum() or c in "-_." else "-" for c in trace.model_name)
+        path, _ = QFileDialog.getSaveFileName(self, "Save Recording", str(Path(start_folder(
+            self.settings, "recordings")) / f"{name}.recording.safetensors"), RECORDING_FILTER)
         if path:
+            from engine.traces.recording_file import RecordingError, recording_target
+
+            try:
+                path = str(recording_target(path, replace=True))   # the name it is written as (.safetensors added)
+            except RecordingError as exc:
+                self.show_error("Not saved", exc)
+                return
+            if not self._may_replace(path):
+                return
+            remember_folder(self.settings, "recordings", path)
             self.save_jobs.start(_save_recording, self.state.trace, path,
                                  on_returned=lambda written: self.statusBar().showMessage(f"Saved {written}", 6000))
 
+    def _may_replace(self, path: str) -> bool:
+        """Whether the recording may be written to ``path``: a new file, yes; the model open now,
+        never; any other existing file only when the user says so here (the dialog asked about
+        the name typed, not always about the name written), and a file that is not a recording
+        of ours (a model's weights) with a warning and No as the default."""
+        from engine.traces.recording_file import is_recording
+
+        target = Path(path)
+        if not target.exists():
+            return True
+        if self.current_source and _same_source(str(target), self.current_source):
+            self.show_error("Not saved", f"{target.name} is the model open now; a recording never replaces it. "
+                                         "Choose another name.")
+            return False
+        ours = is_recording(target)
+        what = ("It is a recording; replace it?" if ours else
+                "It is not a recording of attnscope (perhaps a model's weights): replacing it loses that file.")
+        answer = QMessageBox.question(self, "Replace the file?", f"{target.name} already exists. {what}",
+                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                      QMessageBox.StandardButton.Yes if ours else QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
+
     def open_text_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open Text File", str(self.settings.value("last_dir", "")),
+        path, _ = QFileDialog.getOpenFileName(self, "Open Text File", start_folder(self.settings, "texts"),
                                               "Text (*.txt *.md);;All files (*)")
         if path:
+            remember_folder(self.settings, "texts", path)
             self.open_text(path)
 
     def open_text(self, path: str) -> None:
@@ -670,9 +727,10 @@ class MainWindow(QMainWindow):
         self.run()
 
     def open_recording_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open Recording", str(self.settings.value("last_dir", "")),
-                                              "attnscope recording (*.safetensors)")
+        path, _ = QFileDialog.getOpenFileName(self, "Open Recording", start_folder(self.settings, "recordings"),
+                                              RECORDING_FILTER)
         if path:
+            remember_folder(self.settings, "recordings", path)
             self.open_recording(path)
 
     def open_recording(self, path: str) -> None:
@@ -696,8 +754,11 @@ class MainWindow(QMainWindow):
         if self.state.trace is None:
             self.show_error("Nothing to export", "Run the model on a text first.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export Trace", "trace.npz", "NumPy arrays (*.npz);;CSV table (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(self, "Export Trace", str(Path(start_folder(self.settings, "exports"))
+                                                                        / "trace.npz"),
+                                              "NumPy arrays (*.npz);;CSV table (*.csv)")
         if path:
+            remember_folder(self.settings, "exports", path)
             try:
                 from engine.inspection import export
                 (export.save_csv if path.lower().endswith(".csv") else export.save_npz)(self.state.trace, path)
@@ -721,6 +782,13 @@ class MainWindow(QMainWindow):
         across starts; views built later take it on when they are built."""
         self.settings.setValue("presentation", "true" if on else "false")
         apply_font(on)
+        for dock in self.docks.values():
+            # A dock paints its title in the font it was built with unless it has one of its own
+            # (QDockWidget keeps QApplication.font("QDockWidgetTitle") from its construction): an
+            # own font, the application's with another (invisible) strategy, makes titles grow too.
+            font = QFont(QApplication.font())
+            font.setStyleStrategy(QFont.StyleStrategy.PreferQuality)
+            dock.setFont(font)
         self.state.set_presentation(on)
         restyle_plots(self, self.state.dark, on)
 
@@ -813,6 +881,7 @@ class MainWindow(QMainWindow):
         if not self.confirm_discard():
             event.ignore()
             return
+        self.hide()            # gone from the screen first; what follows is bookkeeping
         self._live_timer.stop()
         for view in self.views.values():   # timers of their own (Decoding's Play) stop with the window
             getattr(view, "window_closing", lambda: None)()
@@ -820,10 +889,19 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.settings.setValue("live", "true" if self.live_box.isChecked() else "false")
         self.settings.sync()
-        # Ask every job to stop, but do not wait out a forward that cannot stop inside itself:
-        # gui.app ends the process without it (it was alive 5 s after the window had gone).
-        shutdown_all(timeout_s=0.2)
+        if self.save_jobs.busy:          # a recording being written is the user's: it is finished, not cut
+            self.statusBar().showMessage("Finishing the recording being saved…")
+            process_events_until(lambda: not self.save_jobs.busy, 120)
+        # Ask every job to stop and give them QUIT_WAIT_S in all (a job stops at its next
+        # attention site): the window goes at once, and gui.app ends the process without
+        # waiting out a forward that cannot stop inside itself (each job waited 0.2 s of its
+        # own: the window froze 2.5-3 s, and the process outlived it by 4-5 s).
+        shutdown_all(timeout_s=QUIT_WAIT_S)
         super().closeEvent(event)
+
+
+def _is_bundled(source: str) -> bool:
+    return any(_same_source(source, str(p)) for p in catalog.bundled_checkpoints())
 
 
 def _same_source(a: str | None, b: str | None) -> bool:
@@ -836,6 +914,15 @@ def _same_source(a: str | None, b: str | None) -> bool:
         return Path(a).exists() and Path(b).exists() and Path(a).resolve() == Path(b).resolve()
     except OSError:
         return False
+
+
+DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+
+
+def weight_types(model) -> str:
+    """The weights' types as people name them ("bf16", "fp32", or "bf16 + fp32" when mixed)."""
+    names = {str(p.dtype).removeprefix("torch.") for p in model.parameters()}
+    return " + ".join(sorted(DTYPE_NAMES.get(n, n) for n in names)) or "no weights"
 
 
 def _move_model(loaded: LoadedModel, device: str) -> LoadedModel:

@@ -33,7 +33,8 @@ def test_the_cache_dialog_lists_and_opens_a_model_with_progress(window, qtbot, o
     window.load_progress.show_progress = lambda record: (shown.append(record), original(record))
     dialog = window.open_hf_cache_dialog()
     assert isinstance(dialog, HFCacheDialog)
-    qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=20000)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 2 and not dialog.jobs.busy, timeout=20000)
+    assert "2 models" in dialog.where.text()
     rows = {dialog.table.item(r, 0).text(): [dialog.table.item(r, c).text() for c in range(4)] for r in range(2)}
     assert rows["tiny-org/llama"][2] == "llama" and rows["tiny-org/llama"][3] == "opens"
     assert rows["tiny-org/gpt2"][1].endswith(("KB", "MB"))

@@ -40,7 +40,7 @@ def test_hover_reads_cell_and_click_opens_head(window, qtbot, drawn):
     grid._on_hover(pos)
     w = trace.head(kind, 1, 3)[0, 2]
     q, k = trace.query_tokens(kind)[0], trace.key_tokens(kind)[2]
-    assert grid.last_tooltip == f"layer 1, head 3: query 0 {q!r} -> key 2 {k!r}: weight {w:.4f}"
+    assert grid.last_tooltip == f"layer 1, head 3: weight {w:.4f} | query 0 {q!r} -> key 2 {k!r}"
     detail = window.view("Head detail")
     with qtbot.waitSignal(window.state.head_selected):
         window.state.select_head(kind, 1, 3)

@@ -191,7 +191,7 @@ class DecodingPanel(QWidget):
         state.model_changed.connect(self._on_model)
         state.trace_changed.connect(self._on_trace)
         state.selection_changed.connect(self._on_selection)
-        state.interventions_changed.connect(lambda _spec: self.reset())   # steps afresh with the change
+        state.interventions_changed.connect(lambda _spec: self._restep())   # steps afresh with the change
         state.theme_changed.connect(lambda _dark: self.redraw())   # pruned beams in the new theme's grey
         self._text: str | None = None  # the text the current session decodes
         self.reset()
@@ -266,6 +266,17 @@ class DecodingPanel(QWidget):
 
     def _on_model(self, _loaded) -> None:
         self.reset()
+
+    def _restep(self) -> None:
+        """The interventions changed (Clear all, a head switched off): decode afresh with them,
+        up to the step that was on screen, so the same place shows the changed model's choice
+        (it went back to step 0)."""
+        steps = self.index + 1
+        self.reset()
+        loaded = self.state.loaded
+        if steps > 0 and loaded is not None and loaded.generates:
+            self._queued = steps - 1
+            self.step()
 
     def _settings_changed(self, *_args) -> None:
         if self.session is not None or self._steps is not None or self.jobs.busy:
@@ -429,7 +440,7 @@ class DecodingPanel(QWidget):
         """Play stops with the window (a dock's panel gets no closeEvent of its own): no step after."""
         self.play_button.setChecked(False)
         self.timer.stop()
-        self.jobs.shutdown()
+        self.jobs.cancel()      # not waited for: the window goes at once (gui.app ends the process)
 
     def closeEvent(self, event) -> None:
         self.window_closing()

@@ -16,20 +16,25 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtGui import QFont, QFontMetrics, QPainterPath
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QGraphicsPathItem, QLineEdit,
+                               QSpinBox, QVBoxLayout, QWidget)
 
+from engine.interventions.refs import HeadRef
+from engine.kinds import CROSS
 from engine.inspection.analysis import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap, label_colorbar
 from gui.flow import FlowLayout
+from gui.views.ablation_marks import MARK
 from gui.views.intervention_clicks import knockout_from_click
+from gui.views.knockout_marks import knockout_rects
 from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.elided import ElidedLabel
-from gui.theme import is_dark
+from gui.theme import PRESENTATION_SCALE, accent, is_dark, tint
 from gui.views.token_labels import view_ticks, zoomable
 from gui.worker import Jobs
 
@@ -53,8 +58,44 @@ def is_long(trace, kind: str) -> bool:
     return max(tq, tk) > DETAIL_EXACT
 
 
+def _plain(token: str) -> str:
+    """A token's text as matched by Go to: no word-piece or space markers, no spaces, lower case."""
+    return "".join(token.removeprefix("##").replace("Ġ", "").replace("▁", "").split()).lower()
+
+
+def find_tokens(tokens: list[str], what: str, after: int = -1) -> tuple[int | None, int | None]:
+    """(first, last) positions of the next match of ``what`` after position ``after``, wrapping
+    round: a whole token first, else the run of tokens whose joined text holds it. One pass over
+    the tokens (a 32k-token text: milliseconds)."""
+    want = _plain(what)
+    if not want:
+        return None, None
+    plain = [_plain(t) for t in tokens]
+    order = list(range(after + 1, len(tokens))) + list(range(0, after + 1))
+    whole = next((i for i in order if plain[i] == want), None)
+    if whole is not None:
+        return whole, whole
+    starts = np.cumsum([0] + [len(p) for p in plain])          # each token's offset in the joined text
+    joined = "".join(plain)
+    begin = int(starts[after + 1]) if 0 <= after + 1 < len(starts) else 0
+    at = joined.find(want, begin)
+    if at < 0:
+        at = joined.find(want)
+    if at < 0:
+        return None, None
+    first = int(np.searchsorted(starts, at, side="right")) - 1
+    last = int(np.searchsorted(starts, at + len(want) - 1, side="right")) - 1
+    return first, last
+
+
 def short(token: str, limit: int = 12) -> str:
     return token if len(token) <= limit else token[: limit - 1] + "…"
+
+
+def positioned(tokens: list[str]) -> list[str]:
+    """A long text's axis labels: its position before each piece ("4096 the"), since a thinned
+    axis shows one label in many and a piece alone does not say where it is."""
+    return [f"{i} {short(t)}" for i, t in enumerate(tokens)]
 
 
 @prepares
@@ -75,8 +116,8 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
         overview = pool_2d(torch.from_numpy(shown), MINIMAP_PIXELS, MINIMAP_PIXELS, "max").numpy()
         return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown, long=(tq, tk),
                     overview=overview,
-                    q_index=np.arange(tq), k_index=np.arange(tk), q_labels=[short(x) for x in q],
-                    k_labels=[short(x) for x in k], threshold=threshold, normalise=normalise,
+                    q_index=np.arange(tq), k_index=np.arange(tk), q_labels=positioned(q),
+                    k_labels=positioned(k), threshold=threshold, normalise=normalise,
                     log_scale=log_scale)
     if how == "one head":
         raw = trace.head(kind, layer, head)                   # (Tq, Tk)
@@ -159,6 +200,11 @@ class HeadDetail(PreparedView, QWidget):
         self.zoom_image.setZValue(1)
         self.zoom_image.setColorMap(colormap(state.colormap))
         self.item.addItem(self.zoom_image)
+        self.knockout_item = self._frames(MARK, Qt.PenStyle.DashLine, 5)   # knocked-out cells, columns, rows
+        self.found_item = self._frames(accent("info").name(), Qt.PenStyle.SolidLine, 6)   # where Go to jumped
+        self.intervention_note = ElidedLabel("")     # the head shown is switched off; what the frames are
+        tint(self.intervention_note, "warning")
+        self.intervention_note.hide()
         self.zoom_jobs = Jobs(self, "Head detail could not zoom")   # beside the drawing: never behind a model job
         self.zoom_block = None
         self.zoomed_on = None   # (trace, kind, tokens) of the long head whose zoom is on screen
@@ -189,6 +235,7 @@ class HeadDetail(PreparedView, QWidget):
         box = QVBoxLayout(self)
         box.setContentsMargins(2, 2, 2, 2)
         box.addLayout(controls)
+        box.addWidget(self.intervention_note)
         box.addWidget(self.plot, 1)
         box.addWidget(self.readout)
 
@@ -196,7 +243,36 @@ class HeadDetail(PreparedView, QWidget):
         state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
         state.theme_changed.connect(self.minimap.set_dark)
+        state.interventions_changed.connect(lambda _spec: self._mark_interventions())
+        state.presentation_changed.connect(lambda _on: self.redraw())   # the rows' labels need other room
         self.set_trace(state.trace)
+
+    def _frames(self, colour: str, style, z: float) -> QGraphicsPathItem:
+        item = QGraphicsPathItem()
+        pen = pg.mkPen(colour, width=2, style=style)
+        pen.setCosmetic(True)
+        item.setPen(pen)
+        item.setZValue(z)
+        self.item.addItem(item)
+        return item
+
+    def _mark_interventions(self) -> None:
+        """Frame what the interventions knock out in the layer shown, and say when the head
+        shown is switched off (its weights are drawn as computed; its output is removed)."""
+        d, spec = self.drawing, self.state.interventions
+        path, notes = QPainterPath(), []
+        if d is not None:
+            for x, y, w, h in knockout_rects(spec, d["trace"], d["kind"], d["layer"], d["q_index"], d["k_index"]):
+                path.addRect(x, y, w, h)
+            mode = spec.mode(HeadRef(d["kind"], d["layer"], d["head"])) if d["how"] == "one head" else None
+            if mode:
+                notes.append(f"This head is switched off ({mode} ablation): its weights are drawn as computed, "
+                             "but its output is removed from the model.")
+            if not path.isEmpty():
+                notes.append("Dashed frames: attention knocked out in this layer (those weights read 0).")
+        self.knockout_item.setPath(path)
+        self.intervention_note.setText(" ".join(notes))
+        self.intervention_note.setVisible(bool(notes))
 
     # The selection lives in the state; these read it (tests and keys use them).
     @property
@@ -280,6 +356,8 @@ class HeadDetail(PreparedView, QWidget):
         self._label_axes()
         self.colorbar.setVisible(False)
         self._show_minimap(None)
+        self.found_item.setPath(QPainterPath())
+        self._mark_interventions()
         show_empty(self.item, "Run a text, then click a head in the overview: it opens here, large.", AXES)
 
     def apply_drawing(self, d: dict) -> None:
@@ -309,6 +387,8 @@ class HeadDetail(PreparedView, QWidget):
         fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
         self._label_axes()
         self._show_minimap(d)                # in the corner the axes leave, now that their sizes are set
+        self.found_item.setPath(QPainterPath())
+        self._mark_interventions()
 
     def _show_minimap(self, d: dict | None) -> None:
         """The minimap of a long drawing, or none (a short head, nothing drawn)."""
@@ -349,11 +429,22 @@ class HeadDetail(PreparedView, QWidget):
             self._fit_minimap()
 
     def _label_axes(self, *_args) -> None:
-        """As many token labels as fit the map's size now, on both axes."""
+        """As many token labels as fit the map's size now, on both axes. The rows' labels shrink
+        towards the normal font size before any is left out (presentation mode at 1280x800
+        labelled every other row of a 12-token sentence)."""
         d = self.drawing
         q, k = (d["q_labels"], d["k_labels"]) if d else ([], [])
         vb, line = self.item.vb, self.fontMetrics().height() + 2
-        self.item.getAxis("left").setTicks([view_ticks(q, vb, False, line)])
+        left = self.item.getAxis("left")
+        font = QFont(QApplication.font())
+        (_x0, _x1), (y0, y1) = vb.viewRange()
+        per_row = vb.height() / max(1.0, min(len(q), y1) - max(0.0, y0))
+        if q and per_row < line and self.state.presentation:   # smaller, down to the normal size
+            floor = QFontMetrics(font).height() // PRESENTATION_SCALE
+            font.setPixelSize(int(max(floor, per_row - 2) / 1.3))
+        if left.style.get("tickFont") != font:
+            left.setStyle(tickFont=font)
+        self.item.getAxis("left").setTicks([view_ticks(q, vb, False, QFontMetrics(font).height() + 2)])
         self.key_axis.set_ticks(k, view_ticks(k, vb, True, line))
 
     def _cell_at(self, scene_pos) -> tuple[int, int] | None:
@@ -393,33 +484,42 @@ class HeadDetail(PreparedView, QWidget):
                 value = cell(d["trace"], d["kind"], d["layer"], d["head"], d["how"], qo, ko)
             else:                # the matrix holds the cells shown (specials may be hidden)
                 value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]
-            self.readout.setText(f"query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}: {value:.4f}")
+            self.readout.setText(f"weight {value:.4f} | query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}")
 
     def go_to(self, what: str, span: int = 48) -> int | None:
-        """Zoom to a token: ``what`` is a position or a token's text (the next match after the
-        last one found). Returns the position, or None when there is none."""
+        """Zoom to a token and frame its row (and its column, keys being the same tokens):
+        ``what`` is a position or text. Text matches a whole token first, else any run of
+        tokens whose joined text holds it ("weather" split into pieces, "dog" in "dogs"),
+        the next match after the last one found. Returns the first position, or None."""
         d = self.drawing
         if d is None or not what.strip():
             return None
         queries = d["trace"].query_tokens(d["kind"])
         what = what.strip()
+        after = getattr(self, "_found", -1)
         if what.isdigit():
-            pos = int(what)
+            first = last = int(what)
         else:
-            after = getattr(self, "_found", -1)
-            order = list(range(after + 1, len(queries))) + list(range(0, after + 1))
-            pos = next((i for i in order if queries[i].removeprefix("##").lower() == what.lower()), None)
-        if pos is None or not 0 <= pos < len(queries):
+            first, last = find_tokens(queries, what, after)
+        if first is None or not 0 <= first < len(queries):
             self.readout.setText(f"No token {what!r} here ({len(queries):,} tokens).")
             return None
-        self._found = pos
+        self._found = first
         rows, cols = self.q_index, self.k_index
-        qi = int(np.searchsorted(rows, pos)) if not d["long"] else pos
-        ki = min(qi, len(cols) - 1)
-        self.item.setRange(xRange=(max(0, ki - span), ki + span), yRange=(max(0, qi - span), qi + span), padding=0)
-        self.readout.setText(f"token {pos:,} {queries[pos]!r}: zoomed to its row (and the column at the same "
-                             "position); double-click shows the whole map again.")
-        return pos
+        shown = (lambda pos: int(np.searchsorted(rows, pos))) if not d["long"] else (lambda pos: pos)
+        q0, q1 = shown(first), shown(last) + 1
+        ki = min(q0, len(cols) - 1)
+        self.item.setRange(xRange=(max(0, ki - span), ki + span), yRange=(max(0, q0 - span), q0 + span), padding=0)
+        path = QPainterPath()
+        tq, tk = d["long"] or self.matrix.shape
+        path.addRect(0, q0, tk, q1 - q0)                        # the query row(s)
+        if d["kind"] != CROSS:                                  # keys are the same tokens: their column too
+            path.addRect(min(q0, tk - 1), 0, max(1, min(q1, tk) - min(q0, tk - 1)), tq)
+        self.found_item.setPath(path)
+        text = "".join(queries[first:last + 1])
+        self.readout.setText(f"token {first:,}{f'-{last:,}' if last != first else ''} {text!r}: zoomed to its row "
+                             "(framed, with the column at the same position); double-click shows the whole map again.")
+        return first
 
     def keyPressEvent(self, event) -> None:
         moves = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}

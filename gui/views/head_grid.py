@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout,
                                QWidget)
 
@@ -91,7 +92,7 @@ class HeadGrid(PreparedView, QWidget):
         self.kind_label = QLabel("Attention:")
         top.addWidget(self.kind_label)
         top.addWidget(self.kind_box)
-        top.addWidget(self.readout, 1)
+        top.addStretch(1)
         top.addWidget(self.threshold)
         self.log_box = QCheckBox("log colour")
         self.log_box.setToolTip("Colour by log10 of the weight, 1e-4 to 1: at thousands of tokens every weight is "
@@ -114,10 +115,13 @@ class HeadGrid(PreparedView, QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         self.marks = AblationMarks(self)           # ablated heads (Shift/Ctrl-click a tile) framed and crossed
+        self.view.sigResized.connect(self._fit_view)
+        state.presentation_changed.connect(lambda _on: self._fit_view())
 
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.addLayout(top)
+        box.addWidget(self.readout)      # a line of its own: the whole width for the hovered cell
         box.addWidget(self.plot, 1)
 
         state.trace_changed.connect(self.set_trace)
@@ -190,8 +194,24 @@ class HeadGrid(PreparedView, QWidget):
         if layout != self.layout_:
             self.layout_ = layout
             self._place_labels()
-            h, w = layout.shape
-            self.view.setRange(xRange=(-0.08 * w - 2, w), yRange=(-0.06 * h - 2, h), padding=0.01)
+            self._fit_view()
+
+    def _fit_view(self, *_args) -> None:
+        """The whole mosaic in view, with room in *pixels* for the L / H labels at the font's
+        size (a share of the mosaic was too little in presentation mode at 1280x800: 'H0' was
+        cut off), and the plot at least a line of the font per layer (labels never overlap; the
+        docks give way, or the window's own scroll takes it)."""
+        lay = self.layout_
+        if lay is None:
+            return
+        h, w = lay.shape
+        metrics = QFontMetrics(QApplication.font())
+        line = metrics.height()
+        self.plot.setMinimumHeight(min(int(1.1 * line * lay.rows) + 2 * line, 600))
+        top_px, left_px = line + 6, metrics.horizontalAdvance(f"L{lay.rows - 1}") + 24   # TextItem's margins
+        vh, vw = max(2.0 * top_px, self.view.height()), max(2.0 * left_px, self.view.width())
+        top, left = top_px * h / (vh - top_px) + 1, left_px * w / (vw - left_px) + 1   # + the labels' 1-cell gap
+        self.view.setRange(xRange=(-left, w), yRange=(-top, h), padding=0)
 
     def _place_labels(self) -> None:
         """Layer names down the left, head names along the top. The items are kept and only
@@ -237,17 +257,17 @@ class HeadGrid(PreparedView, QWidget):
             if ki < 0:          # the first key's strip
                 column = tr.tile(kind, layer, head, slice(q0, q1), slice(0, 1))[:, 0]
                 best = int(np.argmax(column))
-                return (f"layer {layer}, head {head}: queries {q0}-{q1 - 1} x key 0 {k[0]!r} (drawn apart): strongest "
-                        f"query {q0 + best} {q[q0 + best]!r}: weight {column[best]:.4f}; mean over the block "
-                        f"{column.mean():.4f}")
+                return (f"layer {layer}, head {head}: weight {column[best]:.4f} (strongest), mean {column.mean():.4f}"
+                        f" | queries {q0}-{q1 - 1} x key 0 {k[0]!r} (drawn apart): strongest query {q0 + best} "
+                        f"{q[q0 + best]!r}")
             block = tr.tile(kind, layer, head, slice(q0, q1), slice(k0, k1))
             bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
             qi, ki = q0 + int(bq), k0 + int(bk)
-            return (f"layer {layer}, head {head}: queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1} (one pixel, max of "
-                    f"the block): strongest query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}: weight {block[bq, bk]:.4f}")
+            return (f"layer {layer}, head {head}: weight {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> "
+                    f"key {ki} {k[ki]!r}, of queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1} (one pixel, max of the block)")
         w = float(tr.tile(kind, layer, head, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
-        return (f"layer {layer}, head {head}: query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}: "
-                f"weight {w:.4f}")
+        # The weight first: a narrow window (1280 px) or long tokens cut the end of the line.
+        return f"layer {layer}, head {head}: weight {w:.4f} | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}"
 
     def block(self, qi: int, ki: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """The tokens [start, stop) of queries and of keys that pixel (qi, ki) of a tile stands for."""

@@ -17,6 +17,7 @@ from gui.views.token_matrix import TokenMatrix
 MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
 
 
+POOLED_PIXELS = 1024      # a layer's mean / max over heads of a longer text is pooled to this many cells a side
 NOT_SELF = "Rollout follows self-attention; choose an encoder or decoder self kind."
 TOO_LONG = "Not drawn: this text is too long to hold every head at once (the numbers are below)."
 
@@ -24,18 +25,37 @@ TOO_LONG = "Not drawn: this text is too long to hold every head at once (the num
 @prepares
 def rollout_drawing(trace, kind: str, layer: int, mode: str) -> dict:
     """The matrix Rollout shows, its labels and its note (a worker)."""
-    w = trace.weights(kind)
-    layer = min(layer, w.shape[0] - 1)
-    if mode.startswith("rollout"):
-        if w.shape[-1] != w.shape[-2]:
-            return dict(matrix=None, note=NOT_SELF)
-        matrix = rollout(w, residual="with residual" in mode)[layer]
-        note = "Row i: how much of each input token reaches position i (rows sum to 1)."
-    else:
-        matrix = layer_aggregate(w, "mean" if mode.startswith("mean") else "max")[layer]
-        note = " "
+    layer = min(layer, trace.shape(kind)[0] - 1)
+    if not mode.startswith("rollout"):
+        return heads_drawing(trace, kind, layer, mode)
+    w = trace.weights(kind)      # rollout multiplies every layer's: the whole kind, or TraceTooLarge
+    if w.shape[-1] != w.shape[-2]:
+        return dict(matrix=None, note=NOT_SELF)
+    matrix = rollout(w, residual="with residual" in mode)[layer]
+    note = "Row i: how much of each input token reaches position i (rows sum to 1)."
     return dict(matrix=matrix, note=note, rows=trace.query_tokens(kind), cols=trace.key_tokens(kind),
                 top=float(max(matrix.max(), 1e-9)))
+
+
+def heads_drawing(trace, kind: str, layer: int, mode: str) -> dict:
+    """A layer's mean / max over heads: that layer's heads only (it asked for every head of every
+    layer, and a long text was refused). A text longer than POOLED_PIXELS a side is drawn as Head
+    detail draws it, each pixel the max over its block of tokens (engine.traces.viewport)."""
+    from engine.traces.pooling import bin_span
+    from engine.traces.viewport import viewport
+
+    how = "mean of heads" if mode.startswith("mean") else "max of heads"
+    q, k = trace.query_tokens(kind), trace.key_tokens(kind)
+    if max(len(q), len(k)) <= POOLED_PIXELS or not hasattr(trace, "calls"):
+        matrix = layer_aggregate(trace.layer(kind, layer)[None], how.split()[0])[0]
+        return dict(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
+    matrix = viewport(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
+    label = lambda tokens, n, i: f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}"  # noqa: E731
+    rows = [label(q, matrix.shape[0], i) for i in range(matrix.shape[0])]
+    cols = [label(k, matrix.shape[1], i) for i in range(matrix.shape[1])]
+    note = (f"{len(q):,} x {len(k):,} tokens: each cell the max over a block of tokens of the layer's {how} "
+            "(Head detail zooms to every cell).")
+    return dict(matrix=matrix, note=note, rows=rows, cols=cols, top=float(max(matrix.max(), 1e-9)))
 
 
 class RolloutView(PreparedView, QWidget):
