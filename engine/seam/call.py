@@ -172,7 +172,9 @@ def scaled_products(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Ten
             return s if scale == 1.0 else s.mul_(scale)
         except (RuntimeError, TypeError):        # a torch without bmm's out_dtype: upcast, as below
             _HALF_BMM[0] = False
-    return (q.float() * scale if scale != 1.0 else q.float()) @ k.float().transpose(-1, -2)
+    # q times the scale always (1.0 too): a fresh, contiguous q, so the sums run in the same
+    # order whatever layout the recording has (a view from the forward, or a file read back).
+    return (q.float() * scale) @ k.float().transpose(-1, -2)
 
 
 _HALF_BMM = [True]      # whether this torch multiplies half precision into float32 (found once)
