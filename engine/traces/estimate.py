@@ -8,6 +8,7 @@ estimate knows grouped-query attention, head sizes and dtypes without a table of
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -181,12 +182,21 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     tokens = {side_: [""] * n for side_, n in ((QUERY_SIDE[kind], nq), (KEY_SIDE[kind], nk))}
     sample = RecordedTrace({kind: [sub]}, model_name="", family="", source_tokens=tokens.get("source", []),
                            target_tokens=tokens.get("target", []), batch_index=trace.batch_index)
-    best = float("inf")
-    for _ in range(2):                     # the better of two: the first pays for warming up
-        started = time.perf_counter()
-        sample.thumbnails(kind, 160)
-        if call.q.is_cuda:
-            torch.cuda.synchronize(call.q.device)
-        best = min(best, time.perf_counter() - started)
+    timings: list[float] = []
+
+    def timed() -> None:
+        for _ in range(2):                 # the better of two: the first pays for warming up
+            started = time.perf_counter()
+            sample.thumbnails(kind, 160)
+            if call.q.is_cuda:
+                torch.cuda.synchronize(call.q.device)
+            timings.append(time.perf_counter() - started)
+    # Timed on a thread of its own, as the views compute (a worker): on a busy CPU the main
+    # thread's torch ops ran ten times slower than a worker's (7.1 min said, 20 s drawn).
+    worker = threading.Thread(target=timed, name="attnscope-estimate")
+    worker.start()
+    worker.join()
+    if not timings:
+        raise RuntimeError("the drawing's estimate could not be timed")
     cells = heads * tq * tk
-    return DrawEstimate(heads, tq, tk, cells, best * cells / (n_heads * nq * nk), str(call.q.device))
+    return DrawEstimate(heads, tq, tk, cells, min(timings) * cells / (n_heads * nq * nk), str(call.q.device))
