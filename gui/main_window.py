@@ -15,8 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QVBoxLayout,
-                               QWidget)
+                               QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from engine.loading import catalog
 from engine import version
@@ -362,6 +362,7 @@ class MainWindow(QMainWindow):
         # The model's (or the recording's) name gets room of its own: an elided label with nothing
         # reserved was squeezed to nothing beside the others.
         self.model_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 28))
+        self.model_label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)   # laid out, not drawn over
         for w in (self.load_progress, self.busy_label, self.model_label, self.device_label, self.params_label,
                   self.time_label):
             w.setContentsMargins(6, 0, 6, 0)
@@ -621,10 +622,15 @@ class MainWindow(QMainWindow):
     def _on_trace(self, trace) -> None:
         self._describe_source()
         self._show_output()
+        if self.state.recording is None and self.statusBar().currentMessage() == getattr(self, "_said_recording", None):
+            self.statusBar().clearMessage()     # "Recording of ..." is not about what is on screen now
         notes = list(trace.notes) if trace else []
         if self.state.trace_model is not None and self.state.loaded.meta.get("untrained"):
             notes.insert(0, "This model is untrained (random weights): its attention is noise. "
                             "Open a trained one from the Model menu.")
+        if self.state.recording is not None and self.state.loaded is not None:
+            notes.append(f"The heads are the recording's own tokens; the text box is not its text: a Run reads the "
+                         f"text box with {self.state.loaded.name} and replaces the recording.")
         self.banner.setText("\n".join(notes))
         self.banner.setVisible(bool(notes))
 
@@ -749,6 +755,7 @@ class MainWindow(QMainWindow):
         n = max(len(trace.source_tokens), len(trace.target_tokens))
         self.statusBar().showMessage(f"Recording of {trace.model_name}: {n:,} tokens, drawn with no model. "
                                      "A Run replaces it.", 10000)
+        self._said_recording = self.statusBar().currentMessage()
 
     def export_trace_dialog(self) -> None:
         if self.state.trace is None:

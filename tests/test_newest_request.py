@@ -142,7 +142,7 @@ def test_a_recording_opened_over_a_model_is_what_every_line_describes(window_on,
     assert "recording" in w.output_label.text() and not w.output_mark.isVisible()
     assert lens.lens is None and "recording" in lens.note.text() and lens.table.rowCount() == 0
     assert "recording" in panel.head_label.text() and not panel.zero_button.isEnabled()
-    assert "untrained" not in w.banner.text()           # the note about the loaded model is not the recording's
+    assert "noise" not in w.banner.text() and "text box is not its text" in w.banner.text()   # notes about the recording, not the model
     _run(w, qtbot, FIRST)                                # a Run replaces the recording: the model again
     assert w.state.recording is None and w.windowTitle() == f"attnscope: {w.state.loaded.name}"
     assert "parameters" in w.params_label.text() and "recording" not in w.output_label.text()

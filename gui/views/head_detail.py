@@ -17,8 +17,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetrics, QPainterPath
-from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QGraphicsPathItem, QLineEdit,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QGraphicsPathItem, QLabel,
+                               QLineEdit, QSpinBox, QVBoxLayout, QWidget)
 
 from engine.interventions.refs import HeadRef
 from engine.kinds import CROSS
@@ -202,7 +202,8 @@ class HeadDetail(PreparedView, QWidget):
         self.item.addItem(self.zoom_image)
         self.knockout_item = self._frames(MARK, Qt.PenStyle.DashLine, 5)   # knocked-out cells, columns, rows
         self.found_item = self._frames(accent("info").name(), Qt.PenStyle.SolidLine, 6)   # where Go to jumped
-        self.intervention_note = ElidedLabel("")     # the head shown is switched off; what the frames are
+        self.intervention_note = QLabel()     # the head shown is switched off; what the frames are
+        self.intervention_note.setWordWrap(True)
         tint(self.intervention_note, "warning")
         self.intervention_note.hide()
         self.zoom_jobs = Jobs(self, "Head detail could not zoom")   # beside the drawing: never behind a model job
@@ -266,10 +267,9 @@ class HeadDetail(PreparedView, QWidget):
                 path.addRect(x, y, w, h)
             mode = spec.mode(HeadRef(d["kind"], d["layer"], d["head"])) if d["how"] == "one head" else None
             if mode:
-                notes.append(f"This head is switched off ({mode} ablation): its weights are drawn as computed, "
-                             "but its output is removed from the model.")
+                notes.append(f"Head switched off ({mode} ablation): its weights drawn, its output removed.")
             if not path.isEmpty():
-                notes.append("Dashed frames: attention knocked out in this layer (those weights read 0).")
+                notes.append("Dashed: knocked out in this layer (reads 0).")
         self.knockout_item.setPath(path)
         self.intervention_note.setText(" ".join(notes))
         self.intervention_note.setVisible(bool(notes))

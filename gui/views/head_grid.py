@@ -181,7 +181,6 @@ class HeadGrid(PreparedView, QWidget):
     def apply_drawing(self, drawing) -> None:
         self.mosaic, layout, _kind, self.drawn_trace, thumbs, offset = drawing
         self.image.setOpacity(1.0)
-        self.marks.update()
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         label_colorbar(self.colorbar, self.log_box.isChecked())
         if not thumbs.exact:
@@ -195,6 +194,7 @@ class HeadGrid(PreparedView, QWidget):
             self.layout_ = layout
             self._place_labels()
             self._fit_view()
+        self.marks.update()       # on the new layout (a longer text: other tiles; marked on the old, they missed)
 
     def _fit_view(self, *_args) -> None:
         """The whole mosaic in view, with room in *pixels* for the L / H labels at the font's

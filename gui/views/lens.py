@@ -52,7 +52,7 @@ class LensView(QWidget):
         self.note.setWordWrap(True)
         self.legend = QLabel()
         self.legend.setToolTip("Cell colour: the probability that layer gives the token the model finally predicts")
-        legend_row = QHBoxLayout()
+        self.legend_row = legend_row = QHBoxLayout()
         legend_row.addWidget(QLabel("p(final prediction): 0"))
         legend_row.addWidget(self.legend)
         legend_row.addWidget(QLabel("1"))
@@ -122,6 +122,10 @@ class LensView(QWidget):
         self.lens, self.spec = lens, spec
         self.lens_for = self.state.trace_id if for_id is None else for_id
         self.legend.setPixmap(legend_pixmap(self.state.colormap, 160, max(10, self.fontMetrics().height() - 4)))
+        for i in range(self.legend_row.count()):       # a legend only beside a table
+            item = self.legend_row.itemAt(i).widget()
+            if item is not None:
+                item.setVisible(lens is not None)
         self._show_mark()
         if lens is None:
             self.table.clear()
