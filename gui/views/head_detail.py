@@ -215,6 +215,8 @@ class HeadDetail(PreparedView, QWidget):
         self.item.hideAxis("bottom")
         self.item.setLabel("left", "query")
         self.item.setLabel("top", "key")
+        for axis in ("left", "top"):   # ticks outside the map: inside, the first row's and column's crossed as a "+"
+            self.item.getAxis(axis).setStyle(tickLength=4)
         self.readout = ElidedLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
