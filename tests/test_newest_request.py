@@ -128,7 +128,7 @@ def test_a_recording_opened_over_a_model_is_what_every_line_describes(window_on,
     path = tmp_path / "translator-run.safetensors"
     save_recording(trace_text(random_model("translator"), "the big dog ."), path)
     w = window_on("random-gpt")
-    lens, panel = _show(w, "Lens", "Interventions")
+    lens, panel, decoding = _show(w, "Lens", "Interventions", "Decoding")
     qtbot.waitUntil(lambda: lens.lens is not None and w.output_label.text() != "" and not w.output_jobs.busy,
                     timeout=30000)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(path), ""))
@@ -142,8 +142,10 @@ def test_a_recording_opened_over_a_model_is_what_every_line_describes(window_on,
     assert "recording" in w.output_label.text() and not w.output_mark.isVisible()
     assert lens.lens is None and "recording" in lens.note.text() and lens.table.rowCount() == 0
     assert "recording" in panel.head_label.text() and not panel.zero_button.isEnabled()
+    assert "recording" in decoding.output.text() and not decoding.step_button.isEnabled()
     assert "noise" not in w.banner.text() and "text box is not its text" in w.banner.text()   # notes about the recording, not the model
     _run(w, qtbot, FIRST)                                # a Run replaces the recording: the model again
     assert w.state.recording is None and w.windowTitle() == f"attnscope: {w.state.loaded.name}"
     assert "parameters" in w.params_label.text() and "recording" not in w.output_label.text()
+    assert decoding.step_button.isEnabled() and "recording" not in decoding.output.text()
     qtbot.waitUntil(lambda: lens.lens is not None and lens.current(), timeout=30000)

@@ -236,7 +236,10 @@ class DecodingPanel(QWidget):
         self.layer_box.clear()
         self.beams.clear()
         loaded = self.state.loaded
-        if loaded is not None and not loaded.generates:
+        if self.state.recording is not None:
+            self.output.setText("A recording holds attention, not a model: decoding steps a model. Run a text "
+                                "to decode it with the model that is open.")
+        elif loaded is not None and not loaded.generates:
             self.output.setText("Step-by-step decoding needs a model that generates text (a decoder or an "
                                 "encoder-decoder); this model is an encoder.")
         self._update_buttons()
@@ -290,9 +293,12 @@ class DecodingPanel(QWidget):
             self.redraw()
 
     def _on_trace(self, _trace) -> None:
-        """A new Run with other text starts decoding afresh; no text, nothing to step."""
-        if self._text is not None and self.state.text != self._text:
+        """A new Run with other text starts decoding afresh; no text, nothing to step; a
+        recording, no model to step (the panel says so)."""
+        if (self._text is not None and self.state.text != self._text) or self.state.recording is not None:
             self.reset()
+        elif self.history == [] and not self.jobs.busy:
+            self.reset()                      # the recording's note goes when a Run replaces it
         self._update_buttons()
 
     def _session_ready(self, result) -> None:
@@ -355,7 +361,8 @@ class DecodingPanel(QWidget):
     def _update_buttons(self) -> None:
         self.back_button.setEnabled(self.index > 0)
         loaded = self.state.loaded
-        can_step = loaded is not None and loaded.generates and bool((self.state.text or "").strip())
+        can_step = (loaded is not None and loaded.generates and bool((self.state.text or "").strip())
+                    and self.state.recording is None)
         self.step_button.setEnabled(can_step and not (self.ended and self.index == len(self.history) - 1))
         self.play_button.setEnabled(can_step)
 

@@ -115,7 +115,8 @@ class HeadStats(PreparedView, QWidget):
     def drawing_job(self):
         if self.state.trace is None or self.kind is None:
             return None
-        return stats_drawing, self.state.trace, self.kind, self.state.loaded
+        # The mechanism scores are the model's behind the trace: none for a recording (not the loaded model's).
+        return stats_drawing, self.state.trace, self.kind, self.state.trace_model
 
     def clear_drawing(self) -> None:
         self.stats = None
