@@ -58,8 +58,8 @@ def run(args) -> int:
         if body is None and not str(args.model).endswith(".safetensors"):
             say("--text or --text-file is required (unless MODEL is a recording made by attnscope record)")
             return BAD_INPUT
-        from engine.runtime.device import pick_device     # --device cuda: a long recording drawn on the GPU
-        loaded, trace = None, load_recording(args.model, str(pick_device(args.device or "cpu")))   # RecordingError: exit 2
+        # --device cuda: a long recording drawn on the GPU; RecordingError (a damaged file, no such device): exit 2
+        loaded, trace = None, load_recording(args.model, args.device or "cpu")
     else:
         loaded = open_or_explain(args.model, args.device or "cpu")
         if loaded is None:
@@ -91,7 +91,8 @@ def run(args) -> int:
     if est.seconds > args.max_seconds:
         say(f"Drawing the {args.view} view of this {kind} attention computes {est.describe()}, over the "
             f"{args.max_seconds:,} s allowed (--max-seconds); nothing was written. Draw one head (--view head "
-            "--layer L --head H), export on a GPU (--device cuda), or allow more time with --max-seconds.")
+            "--layer L --head H), draw it on a GPU (attnscope --device cuda export ...), or allow more time with "
+            "--max-seconds.")
         return BAD_INPUT
     if est.seconds > SAY_ESTIMATE_S:
         say(f"drawing the {args.view} view: {est.describe()}")

@@ -131,6 +131,7 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
         raise RecordingError(f"Give the path of a recording file (.safetensors written by attnscope record or "
                              f"File > Save Recording), not {path!r}.")
     path = Path(path)
+    device = _device(device, path)
     meta = _meta(path)
     if meta.get("format") != FORMAT:
         raise RecordingError(f"{path.name} is a safetensors file but not an attnscope recording.")
@@ -171,6 +172,22 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
                           notes=[str(n) for n in meta.get("notes") or []] + [f"Opened from the recording {path.name}."],
                           groups=groups, pieces=pieces or None)
     return trace.densify()
+
+
+def _device(device, path: Path) -> str:
+    """The device a recording is opened on, by name; RecordingError for one that is not a device
+    or that this machine lacks (safetensors said "damaged or truncated" of a good file then)."""
+    import torch
+
+    from engine.runtime.device import pick_device
+
+    if not isinstance(device, (str, torch.device)):
+        raise RecordingError(f"{path.name}: a recording opens on a device named 'cpu', 'cuda', 'cuda:1' or 'mps', "
+                             f"not {device!r:.40}.")
+    try:
+        return str(pick_device(str(device)))
+    except ValueError as exc:
+        raise RecordingError(f"{path.name} cannot be opened there: {exc}.") from None
 
 
 def _checked_meta(name: str, meta: dict) -> tuple[dict, dict, dict | None]:

@@ -202,3 +202,14 @@ def test_a_runs_trace_says_which_query_the_knockout_left_no_key(gpt):
     notes = trace_text(gpt, "the dog sees the cat", interventions=spec).notes
     assert "The knockout leaves decoder self query position 0 no key to attend to in layer 1: its attention output " \
            "there is zero." in notes
+
+
+@pytest.mark.parametrize("device, phrase", [(42, "a recording opens on a device named"),
+                                            ("quantum", "cannot be opened there: unknown device")])
+def test_a_recording_on_a_device_that_is_not_one_is_not_called_damaged(tmp_path, device, phrase):
+    from engine.traces.recording_file import load_recording
+
+    path = synthetic_recording(tmp_path / "r.safetensors", 8)
+    with pytest.raises(RecordingError, match=phrase) as err:
+        load_recording(path, device)
+    assert "damaged" not in one_sentence(err)
