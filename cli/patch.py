@@ -5,7 +5,9 @@ Activation patching over a prompt pair (engine.experiments): the corrupted text 
 activation of the clean run put back (--noising: the other way round), and each number is the
 metric of that patched run at the last position. --what chooses the points: heads (each
 head's output, all positions), heads-by-pos, resid-pre (the residual stream before each
-layer), attn-out and mlp-out (by position); positions are 0-based over the ids fed.
+layer), attn-out and mlp-out (by position); positions are 0-based over the ids fed. An
+encoder-decoder (the translator, T5, BART, Marian) reads the texts as its source and --target
+as the decoder's prefix; its cross-heads and encoder-heads can be patched too.
 attribution estimates the same numbers from one backward; dla gives each head's and MLP's
 share of the clean logit difference. Answers are texts the tokenizer makes one token
 (" Mary", with its space) or id:N. --pairs reads a TSV (clean, corrupt, answer, wrong
@@ -20,7 +22,7 @@ from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, say,
 
 
 def register(sub) -> None:
-    from engine.experiments.names import METHODS, METRICS, POINTS
+    from engine.experiments.names import METHODS, METRICS, SEQ2SEQ_POINTS
 
     p = sub.add_parser("patch", help="activation / attribution patching and direct logit attribution over a prompt "
                                      "pair (JSON)", description=__doc__.split("\n\n", 1)[1])
@@ -30,13 +32,17 @@ def register(sub) -> None:
     p.add_argument("--answers", type=text, nargs=2, metavar=("CORRECT", "WRONG"), default=None,
                    help="the clean answer and the corrupted one: one token each (' Mary') or id:N")
     p.add_argument("--pairs", type=Path, default=None, help="a TSV of pairs: clean, corrupt, answer, wrong answer")
-    p.add_argument("--what", nargs="+", choices=POINTS, default=["heads"], help="what to patch (default: heads)")
+    p.add_argument("--what", nargs="+", choices=SEQ2SEQ_POINTS, default=["heads"],
+                   help="what to patch (default: heads, the decoder's self-attention; an encoder-decoder also has "
+                        "cross-heads and encoder-heads, each by position too)")
     p.add_argument("--method", choices=METHODS, default="exact", help="exact patching (default), attribution "
                                                                       "patching, or direct logit attribution")
     p.add_argument("--noising", action="store_true", help="run the clean text with corrupted activations put in")
     p.add_argument("--metric", choices=METRICS, default="logit_diff",
                    help="the answers' logit difference (default) or the answer's log-probability")
-    p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix")
+    p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix, the same for both "
+                                                             "texts: the metric is on the next token after it "
+                                                             "(default: none, the first token)")
     p.add_argument("--batch", type=int, default=None, help="at most this many patched copies in one forward")
     p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     p.set_defaults(func=run)
@@ -77,10 +83,7 @@ def run(args) -> int:
         result = drive(experiment(loaded, pair, **options), estimate)
         print_json({"model": loaded.name, **result.as_json(), **model_notes(loaded)})
         return 0
-    if args.target is not None:
-        say("--target is a decoder prefix for one pair; a pairs file has none.")
-        return BAD_INPUT
-    averaged = drive(over_pairs(loaded, pairs, **options), estimate)
+    averaged = drive(over_pairs(loaded, pairs, target=args.target, **options), estimate)
     print_json({"model": loaded.name, "pairs": [{k: r.as_json()[k] for k in ("token_ids", "answers", "clean", "corrupt")}
                                                 for r in averaged.results],
                 "metric": args.metric, "method": args.method, "noising": args.noising, "normalised": True,

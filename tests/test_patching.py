@@ -27,6 +27,7 @@ from tests.hf_tiny import tiny_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
+TRANSLATOR = str(ROOT / "resources/checkpoints/translator.safetensors")
 # Equal lengths in every tokenizer used here (checked by frame_pair in each test).
 PAIRS = {"gpt": PromptPair("the king is dead long live the king", "the lord is dead long live the lord",
                            " king", " lord"),
@@ -36,9 +37,10 @@ PAIRS = {"gpt": PromptPair("the king is dead long live the king", "the lord is d
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
+    """Our GPT and translator, and tiny Hugging Face GPT-2, Llama (GQA), T5 and BART."""
     root = tmp_path_factory.mktemp("patching-tiny")
-    out = {"gpt": open_model(GPT, "cpu")}
-    out |= {arch: open_model(str(tiny_folder(root, arch, seed=3)), "cpu") for arch in ("gpt2", "llama")}
+    out = {"gpt": open_model(GPT, "cpu"), "translator": open_model(TRANSLATOR, "cpu")}
+    out |= {arch: open_model(str(tiny_folder(root, arch, seed=3)), "cpu") for arch in ("gpt2", "llama", "t5", "bart")}
     for m in out.values():
         m.model.eval()
     return out
@@ -54,15 +56,62 @@ def parts(name, model):
     return blocks, [b.attn.c_proj for b in blocks], [b.attn for b in blocks], [b.mlp for b in blocks]
 
 
+def seq2seq_parts(name, model):
+    """An encoder-decoder's {point: modules by layer}, by name: heads are read at the input of
+    each kind's output projection, the decoder's stream at its blocks."""
+    if name == "translator":
+        enc, dec = list(model.encoder), list(model.decoder)
+        self_, cross, enc_self = ([l.self_attn for l in dec], [l.cross_attn for l in dec],
+                                  [l.self_attn for l in enc])
+        proj = lambda mods: [m.c_proj for m in mods]  # noqa: E731
+    elif name == "t5":
+        enc, dec = list(model.encoder.block), list(model.decoder.block)
+        self_, cross, enc_self = ([b.layer[0].SelfAttention for b in dec], [b.layer[1].EncDecAttention for b in dec],
+                                  [b.layer[0].SelfAttention for b in enc])
+        proj = lambda mods: [m.o for m in mods]  # noqa: E731
+    else:                                         # bart
+        enc, dec = list(model.model.encoder.layers), list(model.model.decoder.layers)
+        self_, cross, enc_self = ([l.self_attn for l in dec], [l.encoder_attn for l in dec],
+                                  [l.self_attn for l in enc])
+        proj = lambda mods: [m.out_proj for m in mods]  # noqa: E731
+    return {"heads": proj(self_), "cross-heads": proj(cross), "encoder-heads": proj(enc_self), "resid-pre": dec,
+            "attn-out": self_}
+
+
+SEQ2SEQ = ("translator", "t5", "bart")
+
+
 def module_for(name, model, point, layer):
+    side = "in" if point in ("heads", "heads-by-pos", "resid-pre") or "heads" in point else "out"
+    if name in SEQ2SEQ:
+        return seq2seq_parts(name, model)[point.replace("-by-pos", "")][layer], side
     blocks, proj, attn, mlp = parts(name, model)
-    return {"heads": (proj, "in"), "heads-by-pos": (proj, "in"), "resid-pre": (blocks, "in"),
-            "attn-out": (attn, "out"), "mlp-out": (mlp, "out")}[point][0][layer], \
-        "in" if point in ("heads", "heads-by-pos", "resid-pre") else "out"
+    return {"heads": proj, "heads-by-pos": proj, "resid-pre": blocks, "attn-out": attn, "mlp-out": mlp}[point][layer], side
+
+
+def n_layers(name, model, point):
+    if name in SEQ2SEQ:
+        return len(seq2seq_parts(name, model)[point.replace("-by-pos", "")])
+    return len(parts(name, model)[0])
 
 
 def first(x):
     return x[0] if isinstance(x, tuple) else x
+
+
+def run_model(name, model, ids):
+    """Last-position logits of a plain forward: ``ids`` a decoder's ids, or (source, target)."""
+    if name in SEQ2SEQ:
+        src, tgt = (torch.tensor([x]) for x in ids)
+        out = model(src, tgt) if name == "translator" else model(input_ids=src, decoder_input_ids=tgt)
+    else:
+        x = torch.tensor([ids])
+        out = model(x) if name == "gpt" else model(input_ids=x)
+    return out.logits[0, -1].float()
+
+
+def fed(name, framed):
+    return (framed.source_ids, framed.target_ids) if name in SEQ2SEQ else framed.target_ids
 
 
 def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None):
@@ -83,8 +132,7 @@ def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None
                 lambda m, a, o: (fn(o[0]), *o[1:]) if isinstance(o, tuple) else fn(o)))
     try:
         with torch.no_grad():
-            x = torch.tensor([ids])
-            logits = (model(x) if name == "gpt" else model(input_ids=x)).logits[0, -1].float()
+            logits = run_model(name, model, ids)
     finally:
         for h in handles:
             h.remove()
@@ -93,34 +141,32 @@ def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None
     return float(value), kept
 
 
-def reference(name, loaded, pair, point, noising=False, metric="logit_diff"):
-    base_ids, src_ids = (pair.clean.target_ids, pair.corrupt.target_ids) if noising else \
-        (pair.corrupt.target_ids, pair.clean.target_ids)
-    layers = len(parts(name, loaded.model)[0])
-    mods = [module_for(name, loaded.model, point, lay) for lay in range(layers)]
-    _, src = ref_run(name, loaded, src_ids, pair.answers, metric, keep=mods)
-    heads = adapter_for(loaded).site_modules()
-    n_heads = next(iter(heads.values())).__dict__.get("n_head") or loaded.model.config.num_attention_heads
-    tokens = len(base_ids)
+def reference(name, loaded, pair, point, noising=False, metric="logit_diff", n_heads=None):
+    base, source = (pair.clean, pair.corrupt) if noising else (pair.corrupt, pair.clean)
+    mods = [module_for(name, loaded.model, point, lay) for lay in range(n_layers(name, loaded.model, point))]
+    _, src = ref_run(name, loaded, fed(name, source), pair.answers, metric, keep=mods)
+    if n_heads is None:
+        n_heads = loaded.model.config.n_head if name == "gpt" else loaded.model.config.num_attention_heads
+    tokens = len(base.source_ids if point.startswith("encoder") else base.target_ids)
     out = {}
     for lay, (module, side) in enumerate(mods):
         clean = src[id(module)]                                   # (1, T, D) or merged heads (1, T, H * Dv)
         dv = clean.shape[-1] // n_heads
-        cells = {"heads": [(h,) for h in range(n_heads)],
-                 "heads-by-pos": [(p, h) for p in range(tokens) for h in range(n_heads)]}.get(
-                     point, [(p,) for p in range(tokens)])
+        by_pos, heads = point.endswith("-by-pos"), "heads" in point
+        cells = ([(p, h) for p in range(tokens) for h in range(n_heads)] if by_pos and heads else
+                 [(h,) for h in range(n_heads)] if heads else [(p,) for p in range(tokens)])
         for cell in cells:
             def fn(x, cell=cell):
                 x = x.clone()
-                if point == "heads":
+                if heads and not by_pos:
                     x[:, :, cell[0] * dv:(cell[0] + 1) * dv] = clean[:, :, cell[0] * dv:(cell[0] + 1) * dv]
-                elif point == "heads-by-pos":
+                elif heads:
                     p, h = cell
                     x[:, p, h * dv:(h + 1) * dv] = clean[:, p, h * dv:(h + 1) * dv]
                 else:
                     x[:, cell[0]] = clean[:, cell[0]]
                 return x
-            out[(lay, *cell)] = ref_run(name, loaded, base_ids, pair.answers, metric, put=(module, side, fn))[0]
+            out[(lay, *cell)] = ref_run(name, loaded, fed(name, base), pair.answers, metric, put=(module, side, fn))[0]
     return out
 
 
@@ -138,8 +184,8 @@ def test_exact_patching_equals_a_forward_hook_reference(models, name, point):
     ours, ref = as_cells(result.results[point]), reference(name, loaded, pair, point)
     assert ours.keys() == ref.keys()
     np.testing.assert_allclose([ours[k] for k in ref], list(ref.values()), atol=1e-5, rtol=0)
-    assert result.clean == pytest.approx(ref_run(name, loaded, pair.clean.target_ids, pair.answers)[0], abs=1e-5)
-    assert result.corrupt == pytest.approx(ref_run(name, loaded, pair.corrupt.target_ids, pair.answers)[0], abs=1e-5)
+    assert result.clean == pytest.approx(ref_run(name, loaded, fed(name, pair.clean), pair.answers)[0], abs=1e-5)
+    assert result.corrupt == pytest.approx(ref_run(name, loaded, fed(name, pair.corrupt), pair.answers)[0], abs=1e-5)
 
 
 @pytest.mark.parametrize("name", ["gpt", "llama"])
@@ -186,6 +232,41 @@ def test_progress_comes_with_an_estimate_and_stop_ends_it(models):
     assert seen[1].total == 4 * 8 * 4 and seen[-1].done < seen[1].total
 
 
+# ---- encoder-decoders: the metric on the decoder's next token after a prefix ------------------
+S2S_POINTS = ("heads", "cross-heads", "cross-heads-by-pos", "encoder-heads", "encoder-heads-by-pos", "resid-pre",
+              "attn-out")
+
+
+@pytest.mark.parametrize("name", SEQ2SEQ)
+def test_encoder_decoders_patch_every_kind_of_head_as_the_reference(models, name):
+    loaded = models[name]
+    prefix = "der" if name == "translator" else "the"
+    pair = frame_pair(loaded, PromptPair("the dog sees the cat", "the cat sees the dog", "id:5", "id:6"),
+                      target=prefix)
+    assert pair.clean.target_ids == pair.corrupt.target_ids and len(pair.clean.target_ids) == 2
+    result = run_to_end(exact_patching(loaded, pair, S2S_POINTS))
+    for point in S2S_POINTS:
+        ours = as_cells(result.results[point])
+        ref = reference(name, loaded, pair, point, n_heads=result.results["heads"].shape[1])
+        assert ours.keys() == ref.keys(), point
+        np.testing.assert_allclose([ours[k] for k in ref], list(ref.values()), atol=1e-5, rtol=0, err_msg=point)
+    assert result.token_ids["target"] == pair.clean.target_ids and result.token_ids["clean"] == pair.clean.source_ids
+    same = type(pair)(pair.clean, pair.clean, pair.answers)
+    still = run_to_end(exact_patching(loaded, same, S2S_POINTS, max_batch=1))
+    assert all((v == still.clean).all() for v in still.results.values())
+
+
+def test_an_encoder_decoder_pair_compares_its_sources_and_takes_an_empty_prefix(models):
+    loaded = models["translator"]
+    with pytest.raises(InputError, match=r"The clean source is \d+ tokens \(.*\) and the corrupted source"):
+        frame_pair(loaded, PromptPair("the dog sees the cat .", "the dog sees .", "id:5", "id:6"))
+    pair = frame_pair(loaded, PromptPair("the dog sees the cat .", "the cat sees the dog .", "id:5", "id:6"))
+    assert len(pair.clean.target_ids) == 1                      # the start token: the first word to come
+    from engine.experiments.dla import direct_logit_attribution
+    with pytest.raises(InputError, match="for an encoder-decoder use exact or attribution"):
+        direct_logit_attribution(loaded, pair)
+
+
 # ---- bad input ---------------------------------------------------------------------------------------
 def test_bad_pairs_are_refused_in_one_sentence(models, tmp_path):
     gpt = models["gpt"]
@@ -198,7 +279,7 @@ def test_bad_pairs_are_refused_in_one_sentence(models, tmp_path):
     assert frame_pair(gpt, PromptPair("the king is", "the lord is", "id:7", "id:8")).answers == (7, 8)
     with pytest.raises(InputError, match="no text"):
         frame_pair(gpt, PromptPair("  ", "the lord is", " a", " b"))
-    with pytest.raises(InputError, match="decoders only: .* is an encoder"):
+    with pytest.raises(InputError, match="is an encoder without a language-model head"):
         frame_pair(random_model("bert"), PromptPair("the dog", "the cat", " a", " b"))
     bad = tmp_path / "pairs.tsv"
     bad.write_text("the king is\tthe lord is\t king\t lord\nthe king\tthe queen\t king\n")
@@ -214,7 +295,7 @@ def ref_attribution(name, loaded, pair, point):
     """(source - base) . d metric / d activation, the gradient by autograd at one point at a time
     (the activation made a leaf there), the activations read by forward hooks on named modules."""
     base_ids, src_ids = pair.corrupt.target_ids, pair.clean.target_ids
-    layers = len(parts(name, loaded.model)[0])
+    layers = n_layers(name, loaded.model, point)
     mods = [module_for(name, loaded.model, point, lay) for lay in range(layers)]
     base_metric, base = ref_run(name, loaded, base_ids, pair.answers, keep=mods)
     _, src = ref_run(name, loaded, src_ids, pair.answers, keep=mods)

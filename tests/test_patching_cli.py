@@ -95,3 +95,16 @@ def test_a_malformed_pairs_line_is_named(tmp_path):
     path.write_text(f"{CLEAN}\t{CORRUPT}\t king\t lord\nthe king is\tthe lord is\t king\t lord\n")
     code, _, err = run_cli("patch", GPT, "--pairs", str(path), "--what", "resid-pre", "--json")
     assert code == 2 and "Line 2's pair is 3 tokens and line 1's 8" in err
+
+
+def test_an_encoder_decoder_takes_a_target_prefix_and_patches_its_cross_heads():
+    translator = str(ROOT / "resources/checkpoints/translator.safetensors")
+    code, out, err = run_cli("patch", translator, "--clean", "the big dog sees the small cat .",
+                             "--corrupt", "the big cat sees the small dog .", "--answers", "hund", "katze",
+                             "--target", "der große", "--what", "cross-heads", "encoder-heads", "--json")
+    assert code == 0, err
+    assert len(out["token_ids"]["target"]) == 3 and out["clean"] > 0 > out["corrupt"]
+    assert np.array(out["results"]["cross_heads"]).shape == np.array(out["results"]["encoder_heads"]).shape == (3, 4)
+    code, _, err = run_cli("patch", GPT, "--clean", CLEAN, "--corrupt", CORRUPT, "--answers", " king", " lord",
+                           "--what", "cross-heads", "--json")
+    assert code == 2 and "Nothing called cross-heads can be patched in a decoder" in err

@@ -75,12 +75,13 @@ class Adapter:
         """Each site's attention module, in call order."""
         raise NotImplementedError
 
-    def residual_blocks(self) -> list[torch.nn.Module]:
+    def residual_blocks(self, kind: str = DECODER_SELF) -> list[torch.nn.Module]:
         """The decoder's blocks by layer, whose outputs are the residual stream the logit lens
-        reads. Found, not listed: the one ModuleList whose every child holds exactly one
-        decoder self-attention site, in layer order (GPT's ``h``, Llama's ``layers``, T5's
-        ``block``, BART's and our translator's ``decoder``)."""
-        own = {id(m): s.layer for s, m in self.site_modules().items() if s.kind == DECODER_SELF}
+        reads (``kind`` ENCODER_SELF: an encoder-decoder's encoder blocks). Found, not listed:
+        the one ModuleList whose every child holds exactly one self-attention site of that
+        kind, in layer order (GPT's ``h``, Llama's ``layers``, T5's ``block``, BART's and our
+        translator's ``decoder``)."""
+        own = {id(m): s.layer for s, m in self.site_modules().items() if s.kind == kind}
         for lst in self.model.modules():
             if not isinstance(lst, torch.nn.ModuleList) or not len(lst):
                 continue

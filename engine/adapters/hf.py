@@ -223,6 +223,11 @@ class HFSeq2SeqAdapter(HFAdapter):
     def stepper(self, text, settings):
         return _Seq2SeqStepper(self, text, settings)
 
+    def forward_copies(self, framed, copies):
+        enc = {k: self._tensor(v).expand(copies, -1) for k, v in framed.extra.items() if k != "token_type_ids"}
+        dec = self._tensor(framed.target_ids).expand(copies, -1)
+        return self.model(**enc, decoder_input_ids=dec, use_cache=False).logits
+
 
 class _DecoderStepper(Stepper):
     """A causal LM continuing the prompt through its own KV cache."""

@@ -59,6 +59,17 @@ class TranslatorAdapter(ScratchAdapter):
     def stepper(self, text, settings):
         return _TranslatorStepper(self.loaded, text, settings)
 
+    def forward_copies(self, framed, copies):
+        dev = self.device
+        return self.model(torch.tensor([framed.source_ids], device=dev).expand(copies, -1),
+                          torch.tensor([framed.target_ids], device=dev).expand(copies, -1)).logits
+
+    def unembedding(self):
+        return self.model.generator
+
+    def piece_ids(self, text):
+        return self.loaded.tgt_tokenizer.encode(text)
+
 
 class _TranslatorStepper(Stepper):
     def __init__(self, loaded, text, settings):

@@ -18,7 +18,7 @@ import torch
 
 from engine.experiments.pairs import FramedPair
 from engine.experiments.patching import ATTRIBUTION, Progress, check_points, result_frame
-from engine.experiments.points import (ACTIVATION, HEADS, HEADS_BY_POS, LOGIT_DIFF, Points, capture, edited,
+from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, Points, capture, edited,
                                        last_position_only, metric_of)
 from engine.adapters import adapter_for
 from engine.traces.base import RunCancelled
@@ -36,7 +36,7 @@ def gradients(points: Points, framed, answers, metric: str) -> tuple[float, dict
             return x + zeros[key]
         return fn
 
-    fns = {(act, layer): through((act, layer)) for act in points.activations for layer in range(points.layers)}
+    fns = {(act, layer): through((act, layer)) for act in points.activations for layer in range(points.layers_of(act))}
     with torch.enable_grad():
         with edited(points, fns), last_position_only(points.head):      # the backward unembeds one row too
             logits = points.adapter.forward(framed)                          # (1, 1, V)
@@ -49,7 +49,7 @@ def gradients(points: Points, framed, answers, metric: str) -> tuple[float, dict
 def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
                          stop: Callable[[], bool] | None = None) -> Iterator[Progress]:
     """Yields Progress; returns a PatchResult (method "attribution") shaped as exact patching's."""
-    what = check_points(what)
+    what = check_points(what, loaded.role)
     adapter = adapter_for(loaded)
     loaded.model.eval()
     points = Points.of(adapter, {ACTIVATION[w] for w in what})
@@ -66,14 +66,14 @@ def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool 
     result = result_frame(pair, metric, ATTRIBUTION, noising, clean, corrupt)
     changes = {}
     for act in {ACTIVATION[w] for w in what}:           # every layer at once: a few launches, not L
-        keys = [(act, layer) for layer in range(points.layers)]
+        keys = [(act, layer) for layer in range(points.layers_of(act))]
         diff = torch.stack([source.at[k] for k in keys]) - torch.stack([base[k] for k in keys])
         changes[act] = diff.float() * torch.stack([grads[k] for k in keys]).float()   # (L, H, T, Dv) or (L, T, D)
     for point in what:
         change = changes[ACTIVATION[point]]
-        if point == HEADS:
+        if point in HEAD_KIND:
             estimate = change.sum(dim=(2, 3))                                          # (L, H)
-        elif point == HEADS_BY_POS:
+        elif ACTIVATION[point] in HEAD_KIND:
             estimate = change.sum(dim=3).transpose(1, 2)                               # (L, T, H)
         else:
             estimate = change.sum(dim=2)                                               # (L, T)

@@ -69,6 +69,9 @@ def direct_logit_attribution(loaded, pair: FramedPair, metric: str = LOGIT_DIFF)
     """A PatchResult (method "dla") whose results are the clean run's shares of its logit
     difference: heads (L, H), mlp (L,), embed () and bias () (projection biases, the norm's
     shift, the unembedding's bias); together they sum to ``clean``."""
+    if loaded.role != "decoder":
+        raise InputError("Direct logit attribution splits a decoder's residual stream; for an encoder-decoder use "
+                         "exact or attribution patching.")
     if metric != LOGIT_DIFF:
         raise InputError("Direct logit attribution splits the logit difference; it has no share of a log-probability.")
     adapter = adapter_for(loaded)

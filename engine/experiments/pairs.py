@@ -37,11 +37,17 @@ class FramedPair:
 
     @property
     def tokens(self) -> int:
+        """The decoder's positions (a decoder's text, an encoder-decoder's prefix)."""
         return len(self.clean.target_ids)
 
+    @property
+    def lengths(self) -> tuple[int, int]:
+        """(source tokens, decoder tokens): pairs average by position only where these agree."""
+        return len(self.clean.source_ids), len(self.clean.target_ids)
 
-def pieces(framed: Framed) -> str:
-    return " | ".join(framed.target_tokens)
+
+def pieces(framed: Framed, side: str = "target") -> str:
+    return " | ".join(getattr(framed, f"{side}_tokens"))
 
 
 def answer_id(adapter, text: str) -> int:
@@ -64,23 +70,39 @@ def answer_id(adapter, text: str) -> int:
 
 
 def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPair:
-    """``pair`` framed for ``loaded``; InputError in one sentence when it cannot be patched."""
-    if loaded.role != "decoder":
-        what = "an encoder predicts no next token" if loaded.role == "encoder" else (
-            "encoder-decoders (the translator, T5, BART, Marian) are not patched yet")
-        raise InputError(f"Prompt pairs are patched in decoders only: {loaded.name} is an {loaded.role}, and {what}.")
-    if target is not None and target.strip():
+    """``pair`` framed for ``loaded``; InputError in one sentence when it cannot be patched.
+    An encoder-decoder reads each text as its source and ``target`` (may be empty) as the
+    decoder's prefix, the same for both: the metric is on the next token after it."""
+    if loaded.role == "encoder":
+        raise InputError(f"{loaded.name} is an encoder without a language-model head: it predicts no next token, "
+                         "so there is no answer to patch.")
+    if loaded.role == "decoder" and target is not None and target.strip():
         raise InputError("--target is a decoder prefix of an encoder-decoder; a decoder's pair has none.")
     adapter = adapter_for(loaded)
-    clean = adapter.frame(check_text(pair.clean, "patch (the clean text)"))
-    corrupt = adapter.frame(check_text(pair.corrupt, "patch (the corrupted text)"))
-    if len(clean.target_ids) != len(corrupt.target_ids):
-        raise InputError(f"The clean text is {len(clean.target_ids)} tokens ({pieces(clean)}) and the corrupted text "
-                         f"{len(corrupt.target_ids)} ({pieces(corrupt)}): a pair must have the same number of tokens.")
+    texts = [check_text(pair.clean, "patch (the clean text)"), check_text(pair.corrupt, "patch (the corrupted text)")]
+    if loaded.role == "encoder-decoder":
+        clean, corrupt = (_with_prefix(adapter, text, target or "") for text in texts)
+        side, name = "source", "source"
+    else:
+        clean, corrupt = (adapter.frame(text) for text in texts)
+        side, name = "target", "text"
+    n_clean, n_corrupt = len(getattr(clean, f"{side}_ids")), len(getattr(corrupt, f"{side}_ids"))
+    if n_clean != n_corrupt:
+        raise InputError(f"The clean {name} is {n_clean} tokens ({pieces(clean, side)}) and the corrupted {name} "
+                         f"{n_corrupt} ({pieces(corrupt, side)}): a pair must have the same number of tokens.")
     for framed in (clean, corrupt):
         if framed.notes and any("truncated" in n for n in framed.notes):
             raise InputError(f"A text of the pair is longer than {loaded.name} reads: shorten it.")
     return FramedPair(clean, corrupt, (answer_id(adapter, pair.answer), answer_id(adapter, pair.wrong)))
+
+
+def _with_prefix(adapter, text: str, prefix: str) -> Framed:
+    """An encoder-decoder's framing of ``text`` with the decoder fed its start token and
+    ``prefix`` (an empty prefix: the start token alone, the first word to come)."""
+    framed = adapter.frame(text, target=prefix if prefix.strip() else "x")
+    if not prefix.strip():
+        framed.target_ids, framed.target_tokens = framed.target_ids[:1], framed.target_tokens[:1]
+    return framed
 
 
 def read_pairs(path: str | Path) -> list[PromptPair]:
@@ -95,14 +117,17 @@ def read_pairs(path: str | Path) -> list[PromptPair]:
     return [PromptPair(*fields, line=number) for number, *fields in rows]
 
 
-def next_tokens(loaded, text: str, k: int = 5) -> list[tuple[int, str, float]]:
-    """The ``k`` likeliest next tokens after ``text``: (id, token as read, probability), the
-    answers the window offers for a pair (the clean run's and the corrupted run's)."""
+def next_tokens(loaded, text: str, k: int = 5, target: str | None = None) -> list[tuple[int, str, float]]:
+    """The ``k`` likeliest next tokens after ``text`` (an encoder-decoder's: after the decoder
+    prefix ``target``): (id, token as read, probability), the answers the window offers for a
+    pair (the clean run's and the corrupted run's)."""
     import torch
 
     adapter = adapter_for(loaded)
+    text = check_text(text)
+    framed = _with_prefix(adapter, text, target or "") if loaded.role == "encoder-decoder" else adapter.frame(text)
     with torch.no_grad():
-        logits = adapter.forward(adapter.frame(check_text(text)))[0, -1].float()    # (V,)
+        logits = adapter.forward(framed)[0, -1].float()                           # (V,)
     p = torch.softmax(logits, -1)
     top = p.topk(min(k, p.numel()))
     ids = top.indices.tolist()

@@ -24,8 +24,9 @@ import torch
 from engine.adapters import adapter_for
 from engine.experiments.names import ATTRIBUTION, DLA, EXACT  # noqa: F401 - the methods' names, used from here
 from engine.experiments.pairs import FramedPair
-from engine.experiments.points import (ACTIVATION, HEADS, HEADS_BY_POS, LOGIT_DIFF, POINTS, Activations, Points,
-                                       capture, edited, last_position_only, metric_of, skipping)
+from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, POINTS,
+                                       SEQ2SEQ_POINTS, Activations, Points, capture, edited, last_position_only,
+                                       metric_of, skipped, skipping)
 from engine.inputs import InputError
 from engine.loading.validation import MEMORY_SHARE, available_memory, gib
 from engine.runtime.steps import drive as run_to_end  # noqa: F401 - drives a patching generator headless
@@ -86,34 +87,69 @@ class PatchResult:
 
 
 def result_frame(pair: FramedPair, metric: str, method: str, noising: bool, clean: float, corrupt: float) -> PatchResult:
-    return PatchResult({"clean": list(pair.clean.target_ids), "corrupt": list(pair.corrupt.target_ids)},
-                       {"clean": list(pair.clean.target_tokens), "corrupt": list(pair.corrupt.target_tokens)},
-                       pair.answers, metric, clean, corrupt, method, noising)
+    """The result's frame: the ids fed (an encoder-decoder's sources, and the decoder's ids,
+    the same for both texts, as "target"), the answers and the unpatched metrics."""
+    side = "source" if pair.clean.source_ids else "target"
+    ids = {k: list(getattr(f, f"{side}_ids")) for k, f in (("clean", pair.clean), ("corrupt", pair.corrupt))}
+    tokens = {k: list(getattr(f, f"{side}_tokens")) for k, f in (("clean", pair.clean), ("corrupt", pair.corrupt))}
+    if side == "source":
+        ids["target"], tokens["target"] = list(pair.clean.target_ids), list(pair.clean.target_tokens)
+    return PatchResult(ids, tokens, pair.answers, metric, clean, corrupt, method, noising)
 
 
-def check_points(what) -> tuple[str, ...]:
+def check_points(what, role: str = "decoder") -> tuple[str, ...]:
     what = tuple(dict.fromkeys(what or (HEADS,)))
-    bad = [w for w in what if w not in POINTS]
+    allowed = SEQ2SEQ_POINTS if role == "encoder-decoder" else POINTS
+    bad = [w for w in what if w not in allowed]
     if bad:
-        raise InputError(f"Nothing called {', '.join(bad)} can be patched: choose from {', '.join(POINTS)}.")
+        raise InputError(f"Nothing called {', '.join(bad)} can be patched in {'an' if role[0] == 'e' else 'a'} {role}: "
+                         f"choose from {', '.join(allowed)}.")
     return what
 
 
-def cells(point: str, layers: int, heads: int, tokens: int) -> list[tuple[int, tuple]]:
+@dataclass(frozen=True)
+class Dims:
+    """How many patched runs a point has: layers x heads (a head at every position), layers x
+    positions x heads, or layers x positions (a layer's point)."""
+    layers: int
+    heads: int            # 0 for a layer's point
+    tokens: int           # the positions of its queries (a head) or of the stream (a layer's point)
+
+    @classmethod
+    def of(cls, points: Points, acts: Activations, point: str) -> "Dims":
+        act = ACTIVATION[point]
+        x = acts.at[(act, 0)]                          # heads (H, T, Dv); a layer's point (T, D)
+        return cls(points.layers_of(act), *(x.shape[:2] if act in HEAD_KIND else (0, x.shape[0])))
+
+    def shape(self, point: str) -> tuple[int, ...]:
+        if point in HEAD_KIND:
+            return (self.layers, self.heads)
+        return (self.layers, self.tokens, self.heads) if ACTIVATION[point] in HEAD_KIND else (self.layers, self.tokens)
+
+
+def cells(point: str, dims: Dims) -> list[tuple[int, tuple]]:
     """(layer, index into the layer's results) of every patched run of ``point``, by layer."""
-    if point == HEADS:
+    layers, heads, tokens = dims.layers, dims.heads, dims.tokens
+    if point in HEAD_KIND:
         return [(lay, (h,)) for lay in range(layers) for h in range(heads)]
-    if point == HEADS_BY_POS:
+    if ACTIVATION[point] in HEAD_KIND:
         return [(lay, (p, h)) for lay in range(layers) for p in range(tokens) for h in range(heads)]
     return [(lay, (p,)) for lay in range(layers) for p in range(tokens)]
 
 
-def batches(point: str, layers: int, heads: int, tokens: int, batch: int) -> list[tuple[int, list[tuple]]]:
+def batches(point: str, dims: Dims, batch: int) -> list[tuple[int, list[tuple]]]:
     """The runs of ``point`` cut into batches of at most ``batch`` copies, each within one layer."""
     by_layer: dict[int, list[tuple]] = {}
-    for lay, idx in cells(point, layers, heads, tokens):
+    for lay, idx in cells(point, dims):
         by_layer.setdefault(lay, []).append(idx)
     return [(lay, idx[i:i + batch]) for lay, idx in by_layer.items() for i in range(0, len(idx), batch)]
+
+
+def cost(points: Points, act: str, layer: int) -> float:
+    """The share of a whole forward that a run patching ``act`` at ``layer`` computes: the blocks
+    it does not skip (points.skipped), out of every block."""
+    every = len(points.blocks) + len(points.encoder_blocks)
+    return (every - len(skipped(points, act, layer)[0])) / every
 
 
 def free_bytes(device: torch.device) -> int:
@@ -122,38 +158,39 @@ def free_bytes(device: torch.device) -> int:
     return available_memory()
 
 
-def estimate_patching(adapter, framed, what, layers: int, heads: int, forward_seconds: float,
+def estimate_patching(points: Points, framed, dims: dict[str, Dims], forward_seconds: float,
                       max_batch: int | None = None) -> PatchEstimate:
-    """What exact patching of ``what`` will take, before it runs: the runs, their cost in whole
-    forwards (a run patching layer l computes layers l .. L-1 only), the batch the memory allows."""
+    """What exact patching of the points in ``dims`` will take, before it runs: the runs, their
+    cost in whole forwards (a run patching layer l computes layers l .. L-1 only), the batch
+    the memory allows."""
     from engine.traces.estimate import estimate_run
 
-    tokens = len(framed.target_ids)
-    per_copy = estimate_run(adapter, framed).working            # a forward's peak working memory
-    free = free_bytes(adapter.device)
+    tokens = max(len(framed.target_ids), len(framed.source_ids))
+    per_copy = estimate_run(points.adapter, framed).working          # a forward's peak working memory
+    free = free_bytes(points.adapter.device)
     fits = int(MEMORY_SHARE * free // max(per_copy, 1))
     if fits < 1:
         raise InputError(f"One patched run of {tokens:,} tokens needs about {gib(per_copy)} and {gib(free)} is free: "
                          "shorten the texts.")
     batch = max(1, min(fits, MAX_BATCH_TOKENS // tokens, max_batch or 1 << 30))
     runs, forwards = 0, 0.0
-    for point in what:
-        for lay, idx in batches(point, layers, heads, tokens, batch):
+    for point, d in dims.items():
+        for lay, idx in batches(point, d, batch):
             runs += len(idx)
-            forwards += len(idx) * (layers - lay) / layers
+            forwards += len(idx) * cost(points, ACTIVATION[point], lay)
     return PatchEstimate(runs, forwards, batch, forwards * forward_seconds, per_copy * batch, free)
 
 
-def _patcher(act: str, point: str, idx: list[tuple], source: torch.Tensor) -> Callable:
+def _patcher(point: str, idx: list[tuple], source: torch.Tensor) -> Callable:
     """The function that puts ``source``'s cells into each row of a batch (row b gets idx[b])."""
     rows = torch.arange(len(idx), device=source.device)
-    if point == HEADS:                                             # x (B, H, T, Dv), source (H, T, Dv)
+    if point in HEAD_KIND:                                         # x (B, H, T, Dv), source (H, T, Dv)
         h = torch.tensor([i[0] for i in idx], device=source.device)
         def put(x):
             x = x.clone()
             x[rows, h] = source[h].to(x.dtype)
             return x
-    elif point == HEADS_BY_POS:
+    elif ACTIVATION[point] in HEAD_KIND:
         p = torch.tensor([i[0] for i in idx], device=source.device)
         h = torch.tensor([i[1] for i in idx], device=source.device)
         def put(x):
@@ -174,8 +211,8 @@ def patched_metrics(points: Points, framed, base: Activations, source: Activatio
     """One batch: ``len(idx)`` copies of ``framed``, row b with cell idx[b] of ``source`` at
     ``point`` of ``layer``; the metric of each row (float64)."""
     act = ACTIVATION[point]
-    fn = _patcher(act, point, idx, source.at[(act, layer)])
-    with skipping(points.blocks, base.blocks, layer, len(idx)), last_position_only(points.head), \
+    fn = _patcher(point, idx, source.at[(act, layer)])
+    with skipping(*skipped(points, act, layer, base), len(idx)), last_position_only(points.head), \
             edited(points, {(act, layer): fn}):
         logits = points.adapter.forward_copies(framed, len(idx))             # (B, 1, V)
     return metric_of(logits[:, -1], answers, metric).double().cpu().numpy()
@@ -195,22 +232,20 @@ def exact_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool = Fals
                    max_batch: int | None = None, stop: Callable[[], bool] | None = None
                    ) -> Iterator[Progress]:
     """Yields Progress (the first names the estimate); returns the PatchResult."""
-    what = check_points(what)
+    what = check_points(what, loaded.role)
     yield Progress(0, 0, "Running the clean and the corrupted text")
     points, clean, corrupt = prepared(loaded, pair, what, noising)
     base, source = (clean, corrupt) if noising else (corrupt, clean)
     base_framed = pair.clean if noising else pair.corrupt
-    layers, heads, tokens = points.layers, clean.at.get((HEADS, 0), torch.empty(0)).shape[0], pair.tokens
-    est = estimate_patching(points.adapter, base_framed, what, layers, heads, max(clean.seconds, corrupt.seconds),
-                            max_batch)
+    dims = {point: Dims.of(points, clean, point) for point in what}
+    est = estimate_patching(points, base_framed, dims, max(clean.seconds, corrupt.seconds), max_batch)
     result = result_frame(pair, metric, EXACT, noising, float(metric_of(clean.last_logits, pair.answers, metric)),
                           float(metric_of(corrupt.last_logits, pair.answers, metric)))
     yield Progress(0, est.runs, f"Patching: {est.describe()}")
     done = 0
-    for point in what:
-        shape = {HEADS: (layers, heads), HEADS_BY_POS: (layers, tokens, heads)}.get(point, (layers, tokens))
-        out = np.zeros(shape, dtype=np.float64)
-        for layer, idx in batches(point, layers, heads, tokens, est.batch):
+    for point, d in dims.items():
+        out = np.zeros(d.shape(point), dtype=np.float64)
+        for layer, idx in batches(point, d, est.batch):
             if stop is not None and stop():
                 raise RunCancelled("Patching was stopped.")
             with torch.no_grad():
@@ -218,6 +253,6 @@ def exact_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool = Fals
             for i, v in zip(idx, values):
                 out[(layer, *i)] = v
             done += len(idx)
-            yield Progress(done, est.runs, f"Patching {point}: layer {layer + 1} of {layers}")
+            yield Progress(done, est.runs, f"Patching {point}: layer {layer + 1} of {d.layers}")
         result.results[point] = out
     return result

@@ -23,13 +23,17 @@ from typing import Callable
 
 import torch
 
-from engine.kinds import DECODER_SELF
+from engine.kinds import ENCODER_SELF
 from engine.seam import SeamHook, Site, hooks
 
-from engine.experiments.names import (ATTN_OUT, HEADS, HEADS_BY_POS, LOGIT_DIFF, LOGPROB, METRICS, MLP_OUT,  # noqa: F401
-                                      POINTS, RESID_PRE)
+from engine.experiments.names import (ATTN_OUT, CROSS_HEADS, CROSS_HEADS_BY_POS, ENCODER_HEADS,  # noqa: F401
+                                      ENCODER_HEADS_BY_POS, HEAD_KIND, HEADS, HEADS_BY_POS, LOGIT_DIFF, LOGPROB,
+                                      METRICS, MLP_OUT, POINTS, RESID_PRE, SEQ2SEQ_POINTS)
 # The activation each point patches: a head by position patches the same tensor as a head.
-ACTIVATION = {HEADS: HEADS, HEADS_BY_POS: HEADS, RESID_PRE: RESID_PRE, ATTN_OUT: ATTN_OUT, MLP_OUT: MLP_OUT}
+ACTIVATION = {HEADS: HEADS, HEADS_BY_POS: HEADS, RESID_PRE: RESID_PRE, ATTN_OUT: ATTN_OUT, MLP_OUT: MLP_OUT,
+              CROSS_HEADS: CROSS_HEADS, CROSS_HEADS_BY_POS: CROSS_HEADS,
+              ENCODER_HEADS: ENCODER_HEADS, ENCODER_HEADS_BY_POS: ENCODER_HEADS}
+BY_POSITION = {HEADS_BY_POS, CROSS_HEADS_BY_POS, ENCODER_HEADS_BY_POS, RESID_PRE, ATTN_OUT, MLP_OUT}
 
 
 @dataclass
@@ -37,7 +41,8 @@ class Activations:
     """One run's activations at every point asked, batch of one (the batch axis dropped)."""
     at: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)   # (activation, layer) ->
     #                                         heads (H, T, Dv); resid-pre, attn-out, mlp-out (T, D)
-    blocks: list = field(default_factory=list)      # each block's output as it returned it (batch of 1)
+    blocks: list = field(default_factory=list)      # each decoder block's output as it returned it (batch of 1)
+    encoder_blocks: list = field(default_factory=list)   # an encoder-decoder's encoder blocks' outputs
     last_logits: torch.Tensor | None = None          # (V,) float32, the last position
     seconds: float = 0.0                             # how long the forward took
 
@@ -45,7 +50,8 @@ class Activations:
 class Points:
     """A decoder's modules for each point, asked of its adapter once (``of``: kept with it,
     since finding them walks the model's modules: milliseconds, a fair share of a small
-    model's forward on a GPU)."""
+    model's forward on a GPU). An encoder-decoder's encoder blocks too: a patch in the
+    decoder skips the whole encoder, whose outputs are the unpatched run's."""
 
     @classmethod
     def of(cls, adapter, activations: set[str]) -> "Points":
@@ -58,18 +64,29 @@ class Points:
     def __init__(self, adapter, activations: set[str]):
         self.adapter = adapter
         self.blocks = adapter.residual_blocks()
+        self.encoder_blocks = adapter.residual_blocks(ENCODER_SELF) if adapter.role == "encoder-decoder" else []
         self.attention = adapter.decoder_attention()
         self.mlp = adapter.mlp_modules() if MLP_OUT in activations else []
         self.head = adapter.unembedding()
         self.activations = activations
+        kinds = {s.kind for s in adapter.site_modules()}
+        missing = [a for a in activations if a in HEAD_KIND and HEAD_KIND[a] not in kinds]
+        if missing:
+            from engine.inputs import InputError
+
+            raise InputError(f"{adapter.loaded.name} has no {HEAD_KIND[missing[0]]} attention to patch "
+                             f"({missing[0]}).")
 
     @property
     def layers(self) -> int:
         return len(self.blocks)
 
+    def layers_of(self, act: str) -> int:
+        return len(self.encoder_blocks) if act == ENCODER_HEADS else len(self.blocks)
+
 
 class _SeamEdit(SeamHook):
-    """Heads' outputs (B, H, T, Dv) at some decoder self-attention sites through functions."""
+    """Heads' outputs (B, H, T, Dv) at some attention sites through functions."""
 
     def __init__(self, fns: dict[Site, Callable]):
         self.fns = fns
@@ -108,8 +125,8 @@ def edited(points: Points, fns: dict[tuple[str, int], Callable]):
     handles, seam = [], {}
     try:
         for (act, layer), fn in fns.items():
-            if act == HEADS:
-                seam[Site(DECODER_SELF, layer)] = fn
+            if act in HEAD_KIND:
+                seam[Site(HEAD_KIND[act], layer)] = fn
             elif act == RESID_PRE:
                 handles.append(points.blocks[layer].register_forward_pre_hook(_first_input(fn)))
             else:
@@ -130,13 +147,22 @@ def _tree(x, fn):
     return x
 
 
+def skipped(points: Points, act: str, layer: int, base: Activations | None = None) -> tuple[list, list]:
+    """(blocks, their outputs in ``base``) that a patch of ``act`` at ``layer`` leaves as they
+    were: the blocks before it, and for a patch in an encoder-decoder's decoder the whole encoder."""
+    base = base or Activations()
+    if act == ENCODER_HEADS:
+        return points.encoder_blocks[:layer], base.encoder_blocks[:layer]
+    return points.encoder_blocks + points.blocks[:layer], base.encoder_blocks + base.blocks[:layer]
+
+
 @contextlib.contextmanager
-def skipping(blocks: list, outputs: list, upto: int, copies: int):
-    """Blocks ``0 .. upto - 1`` hand back the unpatched run's ``outputs``, repeated for ``copies``
-    rows, without computing: what they would compute, since nothing before them is patched."""
+def skipping(blocks: list, outputs: list, copies: int):
+    """``blocks`` hand back the unpatched run's ``outputs``, repeated for ``copies`` rows,
+    without computing: what they would compute, since nothing before them is patched."""
     saved = []
     try:
-        for block, out in zip(blocks[:upto], outputs[:upto]):
+        for block, out in zip(blocks, outputs):
             repeated = _tree(out, lambda t: t.expand(copies, *t.shape[1:]).contiguous() if t.shape[:1] == (1,) else t)
             saved.append((block, block.__dict__.get("forward")))
             block.forward = lambda *_a, _out=repeated, **_k: _out      # an instance attribute shadows the method
@@ -170,9 +196,10 @@ def capture(points: Points, framed, keep_blocks: bool = True) -> Activations:
             return x
         return fn
 
-    fns = {(act, layer): keep((act, layer)) for act in points.activations for layer in range(points.layers)}
-    handles = [b.register_forward_hook(lambda _m, _i, out: acts.blocks.append(_tree(out, torch.Tensor.detach)))
-               for b in points.blocks] if keep_blocks else []
+    fns = {(act, layer): keep((act, layer)) for act in points.activations for layer in range(points.layers_of(act))}
+    handles = [b.register_forward_hook(lambda _m, _i, out, into=into: into.append(_tree(out, torch.Tensor.detach)))
+               for blocks, into in ((points.blocks, acts.blocks), (points.encoder_blocks, acts.encoder_blocks))
+               for b in blocks] if keep_blocks else []
     try:
         start = time.perf_counter()
         with edited(points, fns), last_position_only(points.head):

@@ -14,7 +14,7 @@ import numpy as np
 from engine.experiments.pairs import PromptPair, frame_pair
 from engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
 from engine.experiments.patching import PatchResult, Progress, exact_patching
-from engine.experiments.points import HEADS, LOGIT_DIFF
+from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF
 from engine.inputs import InputError
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
@@ -41,20 +41,22 @@ class Averaged:
 
 
 def over_pairs(loaded, pairs: list[PromptPair], method: str = EXACT, what=(HEADS,), noising: bool = False,
-               metric: str = LOGIT_DIFF, max_batch: int | None = None, stop: Callable[[], bool] | None = None
-               ) -> Iterator[Progress]:
-    """Every pair framed (refused by its line), then patched in turn; returns Averaged."""
+               metric: str = LOGIT_DIFF, max_batch: int | None = None, stop: Callable[[], bool] | None = None,
+               target: str | None = None) -> Iterator[Progress]:
+    """Every pair framed (refused by its line; an encoder-decoder's with the decoder prefix
+    ``target``), then patched in turn; returns Averaged."""
     framed = []
     for pair in pairs:
         try:
-            framed.append(frame_pair(loaded, pair))
+            framed.append(frame_pair(loaded, pair, target))
         except InputError as exc:
             raise InputError(f"Line {pair.line}: {exc}") from None
-    by_position = method != DLA and any(w != HEADS for w in what)
+    by_position = method != DLA and any(w in BY_POSITION for w in what)
     first = framed[0]
     for pair, f in zip(pairs, framed):
-        if by_position and f.tokens != first.tokens:
-            raise InputError(f"Line {pair.line}'s pair is {f.tokens} tokens and line {pairs[0].line}'s {first.tokens}: "
+        if by_position and f.lengths != first.lengths:
+            n, m = (f.tokens, first.tokens) if f.tokens != first.tokens else (f.lengths[0], first.lengths[0])
+            raise InputError(f"Line {pair.line}'s pair is {n} tokens and line {pairs[0].line}'s {m}: "
                              "results by position average pairs of one length only (patch heads, or give such pairs).")
     results = []
     for i, pair in enumerate(framed):

@@ -23,8 +23,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QVBoxLayout, QWidget)
 
-from engine.experiments.names import POINTS
-from engine.kinds import DECODER_SELF
+from engine.experiments.names import HEAD_KIND, POINTS, SEQ2SEQ_POINTS
 from gui.colormaps import attach_colorbar
 from gui.elided import ElidedLabel
 from gui.flow import FlowLayout
@@ -47,38 +46,42 @@ class Drawing:
     raw: np.ndarray                 # (rows, cols) float64: the metric of each patched run (or share)
     rows: list[str]
     cols: list[str]
-    heads: list[tuple[int, int] | None]   # per (row, col) flattened: the (layer, head) a cell is, or None
+    heads: list[tuple[str, int, int] | None]   # per (row, col) flattened: the (heads' point, layer, head) or None
     title: str
     span: float                     # the colours run from -span to span
 
 
 def drawing_of(result, point: str) -> Drawing:
     """A PatchResult as one image: heads (layers x heads); heads by position (layer.head x
-    positions); a layer's point by position (layers x positions); DLA (layers x heads + MLP)."""
+    positions); a layer's point by position (layers x positions); DLA (layers x heads + MLP).
+    An encoder-decoder's encoder heads are by source position, everything else by the
+    decoder's positions."""
     norm, raw = result.normalised(), result.results
-    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens["clean"])]
+    side = "clean" if point.startswith("encoder") or "target" not in result.tokens else "target"
+    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens[side])]
+    heads_of = point.replace("-by-pos", "")
     if result.method == "dla":
         img = np.concatenate([norm["heads"], norm["mlp"][:, None]], axis=1)
         values = np.concatenate([raw["heads"], raw["mlp"][:, None]], axis=1)
         layers, heads = raw["heads"].shape
         cols = [f"H{h}" for h in range(heads)] + ["MLP"]
-        cells = [(lay, h) if h < heads else None for lay in range(layers) for h in range(heads + 1)]
+        cells = [("heads", lay, h) if h < heads else None for lay in range(layers) for h in range(heads + 1)]
         title = (f"share of the clean logit difference {result.clean:.3f} (embeddings {float(raw['embed']):.3f}, "
                  f"biases {float(raw['bias']):.3f})")
         rows = [f"L{lay}" for lay in range(layers)]
-    elif point == "heads":
+    elif point in HEAD_KIND:
         img, values = norm[point], raw[point]
         layers, heads = values.shape
         rows, cols = [f"L{lay}" for lay in range(layers)], [f"H{h}" for h in range(heads)]
-        cells = [(lay, h) for lay in range(layers) for h in range(heads)]
-        title = "each head's output patched, all positions"
-    elif point == "heads-by-pos":
+        cells = [(point, lay, h) for lay in range(layers) for h in range(heads)]
+        title = f"each {HEAD_KIND[point]} head's output patched, all positions"
+    elif heads_of in HEAD_KIND:
         layers, t, heads = raw[point].shape
         img = norm[point].transpose(0, 2, 1).reshape(layers * heads, t)          # rows layer.head
         values = raw[point].transpose(0, 2, 1).reshape(layers * heads, t)
         rows, cols = [f"{lay}.{h}" for lay in range(layers) for h in range(heads)], tokens
-        cells = [(lay, h) for lay in range(layers) for h in range(heads) for _ in range(t)]
-        title = "each head's output patched at one position"
+        cells = [(heads_of, lay, h) for lay in range(layers) for h in range(heads) for _ in range(t)]
+        title = f"each {HEAD_KIND[heads_of]} head's output patched at one position"
     else:
         img, values = norm[point], raw[point]
         rows, cols = [f"L{lay}" for lay in range(values.shape[0])], tokens
@@ -91,21 +94,21 @@ def drawing_of(result, point: str) -> Drawing:
                    f"{METHODS[result.method]}: {title}", span)
 
 
-def _patch_job(loaded, clean: str, corrupt: str, answer: str, wrong: str, method: str, point: str, noising: bool,
-               stop=None):
+def _patch_job(loaded, clean: str, corrupt: str, answer: str, wrong: str, target: str, method: str, point: str,
+               noising: bool, stop=None):
     """In the model worker: yields engine Progress records; returns (PatchResult, Drawing)."""
     from engine.experiments import PromptPair, frame_pair
     from engine.experiments.run import experiment
 
-    pair = frame_pair(loaded, PromptPair(clean, corrupt, answer, wrong))
+    pair = frame_pair(loaded, PromptPair(clean, corrupt, answer, wrong), target or None)
     result = yield from experiment(loaded, pair, method, (point,), noising, stop=stop)
     return result, drawing_of(result, point)
 
 
-def _answers_job(loaded, clean: str, corrupt: str):
+def _answers_job(loaded, clean: str, corrupt: str, target: str):
     from engine.experiments.pairs import next_tokens
 
-    return [next_tokens(loaded, text) if text.strip() else [] for text in (clean, corrupt)]
+    return [next_tokens(loaded, text, target=target) if text.strip() else [] for text in (clean, corrupt)]
 
 
 def answer_spec(box: QComboBox) -> str:
@@ -120,9 +123,13 @@ class PatchingPanel(QWidget):
         self.state = state
         self.jobs = Jobs(self, "Patching could not finish", lane=MODEL)
         self.answer_jobs = Jobs(self, "The answers could not be offered", lane=MODEL)
-        self.clean_edit, self.corrupt_edit = QLineEdit(), QLineEdit()
+        self.clean_edit, self.corrupt_edit, self.target_edit = QLineEdit(), QLineEdit(), QLineEdit()
         self.clean_edit.setPlaceholderText("clean text")
         self.corrupt_edit.setPlaceholderText("corrupted text (as many tokens)")
+        self.target_edit.setPlaceholderText("decoder prefix (may be empty)")
+        self.target_edit.setToolTip("an encoder-decoder's decoder prefix, the same for both texts: the answers are the "
+                                    "next token after it")
+        self.target_label = QLabel("target")
         self.answer_box, self.wrong_box = QComboBox(), QComboBox()
         for box, tip in ((self.answer_box, "the clean answer: offered from the clean run's top tokens, or type one "
                                            "token (' Mary') or id:N"),
@@ -152,6 +159,8 @@ class PatchingPanel(QWidget):
         for label, edit in (("clean", self.clean_edit), ("corrupted", self.corrupt_edit)):
             texts.addWidget(QLabel(label))
             texts.addWidget(edit, 1)
+        texts.addWidget(self.target_label)
+        texts.addWidget(self.target_edit, 1)
         choices = FlowLayout().addWidgets(QLabel("answer"), self.answer_box, QLabel("vs"), self.wrong_box,
                                           self.what_box, self.method_box, self.noising_box, self.run_button,
                                           self.stop_button, self.progress)
@@ -184,7 +193,7 @@ class PatchingPanel(QWidget):
         self.kept: dict[str, tuple] = {}   # method -> (inputs, point, noising, result): for the agreement
         self._answers_timer = QTimer(self, singleShot=True, interval=400)
         self._answers_timer.timeout.connect(self.offer_answers)
-        for edit in (self.clean_edit, self.corrupt_edit):
+        for edit in (self.clean_edit, self.corrupt_edit, self.target_edit):
             edit.textChanged.connect(self._texts_changed)
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
@@ -195,7 +204,14 @@ class PatchingPanel(QWidget):
     # ---- inputs ---------------------------------------------------------------------------------
     def inputs(self) -> tuple:
         return (id(self.state.loaded.model) if self.state.loaded is not None else None, self.clean_edit.text(),
-                self.corrupt_edit.text(), answer_spec(self.answer_box), answer_spec(self.wrong_box))
+                self.corrupt_edit.text(), answer_spec(self.answer_box), answer_spec(self.wrong_box), self.target())
+
+    def target(self) -> str:
+        return self.target_edit.text() if self.target_edit.isVisible() else ""
+
+    def patchable(self) -> bool:
+        loaded = self.state.loaded
+        return loaded is not None and loaded.role in ("decoder", "encoder-decoder")
 
     def current(self) -> bool:
         """The result shown belongs to the model, texts and answers on screen."""
@@ -205,10 +221,20 @@ class PatchingPanel(QWidget):
         self.jobs.cancel()
         self.answer_jobs.cancel()
         self.kept.clear()
-        ok = loaded is not None and loaded.role == "decoder"
+        ok = self.patchable()
         self.run_button.setEnabled(ok)
+        seq2seq = loaded is not None and loaded.role == "encoder-decoder"
+        self.target_label.setVisible(seq2seq)
+        self.target_edit.setVisible(seq2seq)
+        chosen = self.what_box.currentText()
+        self.what_box.blockSignals(True)
+        self.what_box.clear()
+        self.what_box.addItems(SEQ2SEQ_POINTS if seq2seq else POINTS)
+        self.what_box.setCurrentText(chosen)
+        self.what_box.blockSignals(False)
         if loaded is not None and not ok:
-            self.status.setText(f"Patching works on decoders; {loaded.name} is an {loaded.role}.")
+            self.status.setText(f"{loaded.name} is an encoder without a language-model head: it predicts no next "
+                                "token, so there is nothing to patch.")
         for box in (self.answer_box, self.wrong_box):
             box.blockSignals(True)
             box.clear()
@@ -218,7 +244,7 @@ class PatchingPanel(QWidget):
 
     def _texts_changed(self) -> None:
         self._inputs_changed()
-        if self.state.loaded is not None and self.state.loaded.role == "decoder":
+        if self.patchable():
             self._answers_timer.start()
 
     def _inputs_changed(self, *_args) -> None:
@@ -231,7 +257,7 @@ class PatchingPanel(QWidget):
         loaded = self.state.loaded
         if loaded is None or not (self.clean_edit.text().strip() or self.corrupt_edit.text().strip()):
             return
-        self.answer_jobs.start(_answers_job, loaded, self.clean_edit.text(), self.corrupt_edit.text(),
+        self.answer_jobs.start(_answers_job, loaded, self.clean_edit.text(), self.corrupt_edit.text(), self.target(),
                                on_returned=self._show_answers, on_error=lambda _exc: None)
 
     def _show_answers(self, tops) -> None:
@@ -348,12 +374,12 @@ class PatchingPanel(QWidget):
         if head is not None:
             self.open_head(*head)
 
-    def open_head(self, layer: int, head: int) -> None:
+    def open_head(self, point: str, layer: int, head: int) -> None:
         """The head in Head detail, on the clean text (Run anew unless the window shows it)."""
         clean = self.shown_for[1] if self.shown_for else self.clean_edit.text()
         if self.state.trace is None or self.state.text != clean or self.state.recording is not None:
             self.state.request_run(clean)
-        self.state.select_head(DECODER_SELF, layer, head)
+        self.state.select_head(HEAD_KIND[point], layer, head)
 
     def export_target(self) -> QWidget:
         return self.plot
