@@ -1,4 +1,4 @@
-"""Stage 4 of loading (engine.loading.catalog.open_model): the model built as the Plan says, its weights
+"""Stage 4 of loading (engine.loading.pipeline.load): the model built as the Plan says, its weights
 read and checked, on its device: a LoadedModel (attached to the seam next).
 
 A Hugging Face folder is built by transformers' Auto class for its role, from the config

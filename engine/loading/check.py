@@ -1,4 +1,4 @@
-"""Stage 3 of loading (engine.loading.catalog.open_model): may the described model be built here, and how
+"""Stage 3 of loading (engine.loading.pipeline.load): may the described model be built here, and how
 will it be held? The answer is a Plan; a model that may not is refused with numbers.
 
 What is decided from the Description alone, before a tensor is allocated:

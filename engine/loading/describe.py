@@ -1,4 +1,4 @@
-"""Stage 2 of loading (engine.loading.catalog.open_model): what a source's files say, read once into
+"""Stage 2 of loading (engine.loading.pipeline.load): what a source's files say, read once into
 one Description that the later stages read (never the files again).
 
 A Hugging Face folder is described by its config.json (its model_type tells the role:

@@ -10,7 +10,7 @@ size does not fit in the memory that is free. All refusals are ``ModelLoadError`
 Hugging Face source's ``HFModelError``): the message names the file and says what would
 work; the CLI prints it as one line and the window shows it in a dialog.
 
-The loader's stages (engine.loading.catalog.open_model) ask these rules: engine.loading.check
+The loader's stages (engine.loading.pipeline) ask these rules: engine.loading.check
 the config values, sizes, the memory and the tokenizer; engine.loading.describe the files;
 engine.loading.build the weights it reads (finite).
 """
