@@ -12,6 +12,8 @@ which zooms to full resolution.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -34,6 +36,7 @@ MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however m
 SINK_PIXELS = 3               # a pooled tile's first key (an attention sink) drawn apart this wide ...
 SINK_OFFSET = SINK_PIXELS + 1 # ... and a transparent pixel: the tile's own columns start here
 OLD_OPACITY = 0.3             # the previous trace's tiles while the new ones are prepared
+MAX_GRID_SHARE = 0.35         # the overview asks for at most this share of the window's height
 
 
 def tile_pixels(layers: int, heads: int) -> int:
@@ -199,19 +202,28 @@ class HeadGrid(PreparedView, QWidget):
     def _fit_view(self, *_args) -> None:
         """The whole mosaic in view, with room in *pixels* for the L / H labels at the font's
         size (a share of the mosaic was too little in presentation mode at 1280x800: 'H0' was
-        cut off), and the plot at least a line of the font per layer (labels never overlap; the
-        docks give way, or the window's own scroll takes it)."""
+        cut off); the plot asks for a line of the font per layer (up to MAX_GRID_SHARE of the
+        window), and where tiles are still smaller than a label, every n-th is labelled
+        (32 heads' labels ran into each other)."""
         lay = self.layout_
         if lay is None:
             return
         h, w = lay.shape
         metrics = QFontMetrics(QApplication.font())
         line = metrics.height()
-        self.plot.setMinimumHeight(min(int(1.1 * line * lay.rows) + 2 * line, 600))
+        self.plot.setMinimumHeight(min(int(1.1 * line * lay.rows) + 2 * line,
+                                       int(MAX_GRID_SHARE * self.window().height())))
         top_px, left_px = line + 6, metrics.horizontalAdvance(f"L{lay.rows - 1}") + 24   # TextItem's margins
         vh, vw = max(2.0 * top_px, self.view.height()), max(2.0 * left_px, self.view.width())
         top, left = top_px * h / (vh - top_px) + 1, left_px * w / (vw - left_px) + 1   # + the labels' 1-cell gap
         self.view.setRange(xRange=(-left, w), yRange=(-top, h), padding=0)
+        row_px = (lay.tile_h + lay.gap) * (vh - top_px) / (h + top)          # a layer's height on screen
+        col_px = (lay.tile_w + lay.gap) * (vw - left_px) / (w + left)        # a head's width on screen
+        every = {"L": max(1, math.ceil(line / max(row_px, 1e-6))),
+                 "H": max(1, math.ceil((metrics.horizontalAdvance(f"H{lay.cols - 1}") + 6) / max(col_px, 1e-6)))}
+        for item in self.labels:
+            text = item.toPlainText()
+            item.setVisible(int(text[1:]) % every[text[0]] == 0)
 
     def _place_labels(self) -> None:
         """Layer names down the left, head names along the top. The items are kept and only
