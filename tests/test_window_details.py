@@ -99,3 +99,13 @@ def test_the_model_menu_ticks_a_folder_model_and_the_status_says_its_weights(win
     ticked = [a.text() for a in w.model_menu.actions() if a.isChecked()]
     assert len(ticked) == 1 and "open now" in ticked[0]
     assert "fp32" in w.params_label.text()
+
+
+def test_open_recording_refuses_a_checkpoint_and_points_to_open_checkpoint():
+    import pytest
+
+    from engine.traces.recording_file import RecordingError
+    from gui.main_window import _open_recording
+
+    with pytest.raises(RecordingError, match="File > Open Checkpoint"):
+        _open_recording(str(ROOT / "resources/checkpoints/gpt.safetensors"))
