@@ -133,3 +133,50 @@ def test_causal_rows_fill_the_cells_and_never_pass_them():
     for cells, first in ((1, 0), (100, 0), (100, 7), (10**9, 32_000), (5, 10**6)):
         n = blocks.causal_rows(cells, first)
         assert n >= 1 and (n == 1 or n * (first + n) <= cells) and (n + 1) * (first + n + 1) > cells
+
+
+def test_a_long_trace_merged_into_words_reads_blocks_of_pieces(tmp_path, monkeypatch):
+    """Word pieces merged into words, on a text too long to read a layer whole: tiles, rows and
+    each query's strongest keys (Head lines) come from blocks of pieces merged a block at a
+    time, and equal the merged whole layer."""
+    from engine.traces import recorded
+
+    loaded = open_model(str(tiny_folder(tmp_path, "bert")), "cpu")
+    trace = trace_text(loaded, "the dogs playing fetch see cats playing like bananas . " * 2, merge_subwords=True)
+    kind = "encoder self"
+    _, heads, tq, tk = trace.shape(kind)
+    assert trace.pieces["source"] != trace.source_tokens                  # pieces were merged
+    whole = trace.layer(kind, 1)                                          # (H, Wq, Wk) merged, read whole
+    lazy = RecordedTrace(trace.calls, model_name="m", family="hf-bert", source_tokens=trace.source_tokens,
+                         target_tokens=[], groups=trace.groups, pieces=trace.pieces)
+    monkeypatch.setattr(recorded, "LAYER_BYTES", 64)                      # every layer too long to read whole
+    assert not lazy._reads_whole(kind, 1)
+    np.testing.assert_allclose(lazy.tile(kind, 1, 2, slice(1, tq - 1), slice(2, tk)), whole[2, 1:tq - 1, 2:], atol=1e-6)
+    np.testing.assert_allclose(lazy.row(kind, 1, 0, 3), whole[0, 3], atol=1e-6)
+    np.testing.assert_allclose(lazy.tile(kind, 1, 1, slice(0, tq), slice(0, tk)).sum(-1), 1.0, atol=1e-5)
+    for h, top in top_keys(lazy, kind, 1, [0, heads - 1], 3).items():
+        want = np.argsort(-whole[h], axis=1, kind="stable")[:, :3]
+        np.testing.assert_array_equal(top.keys, want)
+    assert not lazy._layers                                                # nothing held whole
+
+
+def test_the_overview_of_a_long_merged_trace_is_pooled_block_by_block(tmp_path, monkeypatch):
+    """The heads overview of a text merged into words, too long to read a layer whole: pooled
+    from blocks of whole pixel rows, equal to pooling each merged layer whole."""
+    from engine.traces import recorded
+    from engine.traces.pooling import pool_2d
+
+    loaded = open_model(str(tiny_folder(tmp_path, "bert")), "cpu")
+    trace = trace_text(loaded, "the dogs playing fetch see cats playing like bananas . " * 3, merge_subwords=True)
+    kind = "encoder self"
+    L, H, tq, tk = trace.shape(kind)
+    whole = trace.weights(kind)                                               # (L, H, Wq, Wk)
+    lazy = RecordedTrace(trace.calls, model_name="m", family="hf-bert", source_tokens=trace.source_tokens,
+                         target_tokens=[], groups=trace.groups, pieces=trace.pieces)
+    monkeypatch.setattr(recorded, "LAYER_BYTES", 64)
+    for how in ("max", "mean"):
+        with blocks.forced(4 * H * tk * 3):                                   # a few word rows a block
+            th = lazy.thumbnails(kind, 5, how)
+        want = pool_2d(torch.from_numpy(whole), -(-tq // -(-tq // 5)), -(-tk // -(-tk // 5)), how).numpy()
+        np.testing.assert_allclose(th.pooled, want, atol=1e-6)
+    assert not lazy._layers

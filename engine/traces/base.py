@@ -87,16 +87,25 @@ class AttentionTrace:
         it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
         import torch
 
-        from engine.traces.pooling import bins, pool_2d, pool_last
+        from engine.runtime.blocks import rows_per_block
+        from engine.traces.pooling import block, pool_blocks
 
         L, H, tq, tk = self.shape(kind)
-        rows, cols = bins(tq, size), bins(tk, size)
+        rb, kb = block(tq, size), block(tk, size)
+        # Blocks of whole pixel rows (a multiple of rb queries), every key: each block pools to
+        # the same pixels the whole layer would, and a long trace is never held a layer at once.
+        step = max(rb, rows_per_block(self.device, H * tk) // rb * rb)
         pooled, sink = [], []
         for i in range(L):
             layer_started(i, L, report, stop)
-            w = torch.from_numpy(np.ascontiguousarray(self.layer(kind, i)))          # (H, Tq, Tk)
-            pooled.append(pool_2d(w, rows, cols, how).numpy())
-            sink.append(pool_last(w[:, :, 0], rows, how).numpy())                    # (H, rows)
+            rows, firsts = [], []
+            for r0 in range(0, tq, step):
+                w = self.block(kind, i, list(range(H)), slice(r0, min(tq, r0 + step)), slice(0, tk))   # (H, r, Tk)
+                across = pool_blocks(w, kb, how)                                           # (H, r, cols)
+                rows.append(pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2))  # (H, r / rb, cols)
+                firsts.append(pool_blocks(w[:, :, 0], rb, how))                            # (H, r / rb)
+            pooled.append(torch.cat(rows, 1).cpu().numpy())
+            sink.append(torch.cat(firsts, 1).cpu().numpy())
         return Thumbnails(np.stack(pooled).astype(np.float32, copy=False), how, tq, tk,
                           np.stack(sink).astype(np.float32, copy=False))
 

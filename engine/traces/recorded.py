@@ -161,6 +161,12 @@ class RecordedTrace(AttentionTrace):
         the model's device: a view pools them there and only its pixels cross to the host."""
         if self._reads_whole(kind, layer):
             return super().block(kind, layer, heads, rows, cols)
+        if self.groups:
+            return self._merged_block(kind, layer, heads, rows, cols)
+        return self._piece_block(kind, layer, heads, rows, cols)
+
+    def _piece_block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> torch.Tensor:
+        """``block`` over word pieces (queries ``rows`` x keys ``cols`` of the recording)."""
         tq, tk = self.piece_span(kind)
         rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
         call, heads = self.calls[kind][layer], list(heads)
@@ -171,6 +177,30 @@ class RecordedTrace(AttentionTrace):
         else:
             w = call.weights(self.batch_index, heads, rows)[:, :, cols]          # full rows, then the block
         return torch.nan_to_num_(w, nan=0.0)
+
+    def _merged_block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> torch.Tensor:
+        """(h, r, c) word weights of a trace merged into words that is too long to read a layer
+        whole: the pieces of the words asked, computed as one block of the recording and merged
+        (a word's key pieces summed, its query pieces averaged), so Head lines and Head detail
+        read merged words at any length, a block at a time."""
+        _, _, tq, tk = self.shape(kind)                                           # words
+        (r0, r1, _), (c0, c1, _) = rows.indices(tq), cols.indices(tk)
+        r1, c1 = max(r0, r1), max(c0, c1)
+        qb, kb = self._word_bounds(QUERY_SIDE[kind]), self._word_bounds(KEY_SIDE[kind])
+        if r1 == r0 or c1 == c0:
+            return torch.zeros(len(heads), r1 - r0, c1 - c0)
+        w = self._piece_block(kind, layer, heads, slice(qb[r0], qb[r1]), slice(kb[c0], kb[c1]))  # (h, pieces, pieces)
+        q_groups = np.repeat(np.arange(r1 - r0), np.diff(qb[r0:r1 + 1]))
+        k_groups = np.repeat(np.arange(c1 - c0), np.diff(kb[c0:c1 + 1]))
+        return torch.from_numpy(merge_pieces(w.cpu().numpy(), q_groups, k_groups))
+
+    def _word_bounds(self, side: str) -> np.ndarray:
+        """(W + 1,) where each word's pieces start on ``side``, and the end."""
+        groups = self.groups.get(side)
+        if groups is None:
+            return np.arange(len(self.pieces[side]) + 1)
+        starts = np.flatnonzero(np.diff(np.asarray(groups), prepend=-1))
+        return np.append(starts, len(groups))
 
     @property
     def device(self) -> torch.device:
@@ -189,7 +219,7 @@ class RecordedTrace(AttentionTrace):
         ``keys`` (Tk,) bool: the keys that may be chosen. Returns (keys (h, r, k) int64, weights
         (h, r, k) float32, leftover (h, r) float32), or None where this trace reads its heads
         another way (word-merged, computed whole)."""
-        if self._reads_whole(kind, layer):
+        if self._reads_whole(kind, layer) or self.groups:
             return None
         tq, tk = self.piece_span(kind)
         start, stop, _ = rows.indices(tq)
@@ -244,8 +274,12 @@ class RecordedTrace(AttentionTrace):
     # ---- recording-specific ---------------------------------------------------------------
     def _reads_whole(self, kind: str, layer: int) -> bool:
         """Whether this layer is read from whole heads (computed at once, cached, or merged
-        into words) rather than from the recording a block at a time."""
-        return kind in self._dense or (kind, layer) in self._layers or bool(self.groups)
+        into words while a layer of pieces fits LAYER_BYTES) rather than from the recording a
+        block at a time (``_merged_block`` for a long trace merged into words)."""
+        if kind in self._dense or (kind, layer) in self._layers:
+            return True
+        pq, pk = self.piece_span(kind)
+        return bool(self.groups) and self.shape(kind)[1] * pq * pk * 4 <= LAYER_BYTES
 
     def _row_lse(self, kind: str, layer: int) -> torch.Tensor | None:
         """(H, Tq) each query row's log-sum-exp, where known: kept by ``thumbnails``, else the
