@@ -377,5 +377,5 @@ def test_a_heads_share_is_its_output_through_the_final_layernorm_onto_the_answer
         for h in (1, 2):
             merged = kept[id(proj[layer])][0, -1]
             c = merged[h * dv:(h + 1) * dv] @ proj[layer].weight[:, h * dv:(h + 1) * dv].T
-            share = ((c - c.mean()) / sigma * model.transformer.ln_f.weight) @ direction.detach()
-            assert dla.results["heads"][layer, h] == pytest.approx(float(share), abs=1e-5)
+            share = ((c - c.mean()) / sigma * model.transformer.ln_f.weight) @ direction
+            assert dla.results["heads"][layer, h] == pytest.approx(float(share.detach()), abs=1e-5)

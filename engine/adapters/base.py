@@ -119,24 +119,25 @@ class Adapter:
 
     def final_norm(self) -> torch.nn.Module | None:
         """The norm between the last block and the unembedding. Found, not named: the module
-        outside the blocks whose output is exactly the unembedding's input, in one forward on a
-        few plain tokens; None when the model puts no module there (T5 rescales by hand)."""
+        outside the blocks whose output, through the unembedding, is exactly the model's logits,
+        in one forward on a few plain tokens; None when the model puts something else there (T5
+        rescales by hand, Gemma 2 soft-caps the logits)."""
         if "_final_norm" not in self.__dict__:
             head, inside = self.unembedding(), {id(m) for b in self.residual_blocks() for m in b.modules()}
             leaves = [m for m in self.model.modules() if m is not head and id(m) not in inside
                       and not list(m.children()) and any(p.dim() == 1 for p in m.parameters(recurse=False))]
             seen: dict[int, torch.Tensor] = {}
             handles = [m.register_forward_hook(lambda m, _i, out: seen.__setitem__(id(m), out)) for m in leaves]
-            handles.append(head.register_forward_pre_hook(lambda _m, args: seen.__setitem__("head", args[0])))
             try:
                 with torch.no_grad():
-                    self.forward(self.frame_ids(self.plain_token_ids()[:4])[0])
+                    logits = self.forward(self.frame_ids(self.plain_token_ids()[:4])[0])
+                    width = head.weight.shape[1]
+                    self._final_norm = next((m for m in leaves if isinstance(seen.get(id(m)), torch.Tensor)
+                                             and seen[id(m)].shape[-1] == width
+                                             and torch.equal(head(seen[id(m)]), logits)), None)
             finally:
                 for h in handles:
                     h.remove()
-            wanted = seen.get("head")
-            self._final_norm = next((m for m in leaves if isinstance(seen.get(id(m)), torch.Tensor) and wanted is not None
-                                     and seen[id(m)].shape == wanted.shape and torch.equal(seen[id(m)], wanted)), None)
         return self._final_norm
 
     def piece_ids(self, text: str) -> list[int]:
