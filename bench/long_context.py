@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 LENGTHS = tuple(int(n) for n in os.environ.get("ATTNSCOPE_BENCH_LENGTHS", "1024,4096,8192").split(","))
 SHAPE = dict(hidden_size=512, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
-             intermediate_size=2048, vocab_size=512, max_position_embeddings=16384)
+             intermediate_size=2048, vocab_size=512,
+             max_position_embeddings=max(16384, max(LENGTHS) + 64))    # the longest text asked fits whole
 
 
 def build(folder: Path) -> None:
