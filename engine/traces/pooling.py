@@ -51,3 +51,19 @@ def pool_blocks(x: torch.Tensor, b: int, how: str) -> torch.Tensor:
 def pool_2d(x: torch.Tensor, rows: int, cols: int, how: str) -> torch.Tensor:
     """(..., Tq, Tk) -> (..., rows, cols)."""
     return pool_last(pool_last(x, cols, how).transpose(-1, -2), rows, how).transpose(-1, -2)
+
+
+def fold_rows(out: torch.Tensor, part: torch.Tensor, start: int, b: int, how: str) -> None:
+    """Fold rows ``start``.. of ``part`` (H, r, c) into ``out`` (H, ceil(T / b), C >= c), whose
+    row i pools rows [i b, (i + 1) b): a running max, or a running sum (divide by
+    ``rows_in_bins`` for the mean). Blocks of rows need not align with the pixels, so a long
+    text is pooled without ever holding every row's pooled keys (H x T x pixels) at once."""
+    bins_of = (torch.arange(start, start + part.shape[1], device=part.device) // b).view(1, -1, 1)
+    out[:, :, :part.shape[2]].scatter_reduce_(1, bins_of.expand_as(part), part,
+                                              reduce="amax" if how == "max" else "sum", include_self=True)
+
+
+def rows_in_bins(length: int, b: int, device=None) -> torch.Tensor:
+    """(ceil(length / b),) how many rows each pixel row pools (the last may hold fewer)."""
+    starts = torch.arange(0, length, b, device=device)
+    return (torch.clamp(starts + b, max=length) - starts).float()

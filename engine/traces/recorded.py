@@ -22,7 +22,7 @@ from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from engine.seam.call import AttentionCall
 from engine.traces import block_max
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
-from engine.traces.pooling import bins, block, pool_blocks
+from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
 from engine.traces.words import merge_pieces
 
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once
@@ -96,13 +96,17 @@ class RecordedTrace(AttentionTrace):
         rows_n, cols_n = bins(tq, size), bins(tk, size)
         out = np.empty((L, H, rows_n, cols_n), np.float32)
         sink = np.empty((L, H, rows_n), np.float32)
+        rb = block(tq, size)
         for layer in range(L):
             layer_started(layer, L, report, stop)
             call = self.calls[kind][layer]
-            across = torch.empty(H, tq, cols_n, device=call.q.device)          # keys pooled, every row
+            dev = call.q.device
+            # (H, pixel rows, pixel columns): max pooling in the log domain (max score - lse),
+            # mean pooling as a running sum of weights; blocks of rows are folded in as they come
+            pooled = torch.full((H, rows_n, cols_n), float("-inf") if how == "max" else 0.0, device=dev)
             known = call.lse is not None                                       # the kernel's, from the forward
-            lse = call.lse[self.batch_index].float() if known else torch.empty(H, tq, device=call.q.device)
-            first = torch.empty(H, tq, device=call.q.device)                   # each row's score of key 0
+            lse = call.lse[self.batch_index].float() if known else torch.empty(H, tq, device=dev)
+            first = torch.empty(H, tq, device=dev)                             # each row's score of key 0
             # A plain causal call with its log-sum-exp known: a block of rows sees no key past its
             # last row, so only the keys up to there are scored (half the work on average) and
             # the blocks of keys after it are exactly 0.
@@ -114,13 +118,15 @@ class RecordedTrace(AttentionTrace):
             r0 = 0
             if later is not None and block_max.applies(call):   # a GPU: the maxima without writing the scores
                 across = block_max.block_maxima(call, self.batch_index, tq, tk, kb).mul_(later).sub_(lse[:, :tq, None])
+                pooled = pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2)
+                del across
                 first = call.scores(self.batch_index, None, slice(0, tq), slice(0, 1), scaled=False)[:, :, 0]
                 r0 = tq
             while r0 < tq:
                 if causal:      # the block is scored up to its last row: its width grows with its rows
-                    r1 = min(tq, r0 + causal_rows(score_block_bytes(call.q.device) // (4 * H), r0 + offset))
+                    r1 = min(tq, r0 + causal_rows(score_block_bytes(dev) // (4 * H), r0 + offset))
                 else:
-                    r1 = min(tq, r0 + rows_per_block(call.q.device, H * call.k.shape[2]))
+                    r1 = min(tq, r0 + rows_per_block(dev, H * call.k.shape[2]))
                 rows = slice(r0, r1)
                 cols = slice(0, min(tk, -(-(r1 + offset) // kb) * kb)) if causal else slice(None)
                 s = call.scores(self.batch_index, None, rows, cols, scaled=later is None)   # (H, r, k)
@@ -130,20 +136,20 @@ class RecordedTrace(AttentionTrace):
                     lse[:, rows] = torch.logsumexp(s, -1)
                 row_lse = lse[:, rows, None]                                   # (H, r, 1)
                 if how == "max":   # exp is monotonic: the max of a block's weights is exp(max score - lse)
-                    pooled_cols = pool_blocks(s, kb, "max")
-                    pooled_cols = (pooled_cols if later is None else pooled_cols.mul_(later)).sub_(row_lse)
-                    across[:, rows, :pooled_cols.shape[-1]] = pooled_cols
-                    across[:, rows, pooled_cols.shape[-1]:] = float("-inf")
+                    part = pool_blocks(s, kb, "max")
+                    part = (part if later is None else part.mul_(later)).sub_(row_lse)
                 else:
-                    across[:, rows] = pool_blocks(s.sub_(row_lse).exp_().nan_to_num_(nan=0.0), kb, "mean")
+                    part = pool_blocks(s.sub_(row_lse).exp_().nan_to_num_(nan=0.0), kb, "mean")
+                fold_rows(pooled, part, r0, rb, how)                           # (H, r, c) into the pixel rows
                 r0 = r1
             self._lse[(kind, layer)] = lse
-            pooled = pool_blocks(across.transpose(1, 2), block(tq, size), how).transpose(1, 2)
             if how == "max":
                 pooled = pooled.exp_().nan_to_num_(nan=0.0)                    # a fully masked block reads 0
+            else:
+                pooled = pooled.div_(rows_in_bins(tq, rb, dev)[None, :, None])
             out[layer] = pooled.cpu().numpy()
             first = (first if later is None else first.mul_(later)).sub_(lse).exp_().nan_to_num_(nan=0.0)  # key 0's weight
-            sink[layer] = pool_blocks(first, block(tq, size), how).cpu().numpy()
+            sink[layer] = pool_blocks(first, rb, how).cpu().numpy()
         return Thumbnails(out, how, tq, tk, sink)
 
     @torch.no_grad()
