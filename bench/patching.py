@@ -69,7 +69,7 @@ def pair_of(loaded, tokens: int):
     """A pair of ``tokens`` tokens each (BOS included): the clean text, and the same with its
     middle word changed; answers by id."""
     from engine.adapters import adapter_for
-    from engine.experiments import PromptPair, frame_pair
+    from engine.experiments.pairs import PromptPair, frame_pair
 
     adapter = adapter_for(loaded)
     words = "the big dog sees the small cat and the cat sees a dog because it is small".split()

@@ -50,7 +50,7 @@ def register(sub) -> None:
 
 def pairs_of(args):
     """The prompt pairs the options give, or InputError in one sentence."""
-    from engine.experiments import PromptPair, read_pairs
+    from engine.experiments.pairs import PromptPair, read_pairs
     from engine.inputs import InputError
 
     typed = [args.clean is not None, args.corrupt is not None, args.answers is not None]

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from engine.adapters import adapter_for
-from engine.experiments import PromptPair, frame_pair, read_pairs
+from engine.experiments.pairs import PromptPair, frame_pair, read_pairs
 from engine.experiments.patching import exact_patching, run_to_end
 from engine.experiments.points import LOGPROB, POINTS
 from engine.inputs import InputError

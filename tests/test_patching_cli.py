@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.experiments import PromptPair, frame_pair
+from engine.experiments.pairs import PromptPair, frame_pair
 from engine.experiments.patching import exact_patching, run_to_end
 from engine.loading.catalog import open_model
 

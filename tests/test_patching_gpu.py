@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.experiments import PromptPair, frame_pair
+from engine.experiments.pairs import PromptPair, frame_pair
 from engine.experiments.attribution import attribution_patching
 from engine.experiments.patching import exact_patching, run_to_end
 from engine.loading.catalog import open_model

@@ -12,13 +12,4 @@ mechanism (the seam and module hooks), shared with ablation and knockout.
 """
 from engine.experiments.names import METHODS, METRICS, POINTS
 
-__all__ = ["METHODS", "METRICS", "POINTS", "FramedPair", "PromptPair", "frame_pair", "read_pairs"]
-
-
-def __getattr__(name: str):
-    """The pair's names on first use: importing this room (for its names) imports no torch."""
-    if name in ("FramedPair", "PromptPair", "frame_pair", "read_pairs"):
-        from engine.experiments import pairs
-
-        return getattr(pairs, name)
-    raise AttributeError(name)
+__all__ = ["METHODS", "METRICS", "POINTS"]

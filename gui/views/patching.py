@@ -97,7 +97,7 @@ def drawing_of(result, point: str) -> Drawing:
 def _patch_job(loaded, clean: str, corrupt: str, answer: str, wrong: str, target: str, method: str, point: str,
                noising: bool, stop=None):
     """In the model worker: yields engine Progress records; returns (PatchResult, Drawing)."""
-    from engine.experiments import PromptPair, frame_pair
+    from engine.experiments.pairs import PromptPair, frame_pair
     from engine.experiments.run import experiment
 
     pair = frame_pair(loaded, PromptPair(clean, corrupt, answer, wrong), target or None)
