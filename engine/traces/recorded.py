@@ -23,7 +23,7 @@ from engine.seam.call import AttentionCall
 from engine.traces import block_max
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
-from engine.traces.words import merge_pieces
+from engine.traces.words import merge_pieces, word_starts
 
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once
 LAYER_BYTES = 2**30               # one layer's every head at once, at most
@@ -205,8 +205,7 @@ class RecordedTrace(AttentionTrace):
         groups = self.groups.get(side)
         if groups is None:
             return np.arange(len(self.pieces[side]) + 1)
-        starts = np.flatnonzero(np.diff(np.asarray(groups), prepend=-1))
-        return np.append(starts, len(groups))
+        return np.append(word_starts(groups), len(groups))
 
     @property
     def device(self) -> torch.device:

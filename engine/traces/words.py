@@ -26,7 +26,7 @@ def merged_tokens(tokens: list[str], groups: list[int]) -> list[str]:
     return words
 
 
-def _starts(groups) -> np.ndarray:
+def word_starts(groups) -> np.ndarray:
     """Where each word's pieces begin: groups are 0, 1, 2, ... in order (``word_groups``), so
     a word is one run of pieces; (W,) int indices for ``np.add.reduceat``."""
     groups = np.asarray(groups, dtype=np.int64)
@@ -42,8 +42,8 @@ def merge_pieces(weights: np.ndarray, groups: list[int], key_groups: list[int] |
     average. ``key_groups`` for keys of another sequence (cross-attention). Sums over runs
     (``np.add.reduceat``): nothing but the weights themselves grows with T squared (a one-hot
     (T, W) matrix at 32k tokens is gigabytes)."""
-    q_starts = _starts(groups)
-    k_starts = q_starts if key_groups is None else _starts(key_groups)
+    q_starts = word_starts(groups)
+    k_starts = q_starts if key_groups is None else word_starts(key_groups)
     summed_keys = np.add.reduceat(weights, k_starts, axis=-1)                   # (..., Tq, Wk)
     summed = np.add.reduceat(summed_keys, q_starts, axis=-2)                    # (..., Wq, Wk)
     pieces = np.diff(np.append(q_starts, weights.shape[-2])).astype(weights.dtype)  # (Wq,) pieces a word
