@@ -19,6 +19,12 @@ def chat_template(loaded) -> str | None:
     return template if isinstance(template, str) and template.strip() else None
 
 
+def reads_chat(loaded) -> bool:
+    """Whether ``loaded`` takes a prompt as a chat: a Hugging Face decoder whose tokenizer
+    carries a chat template (the window shows its chat toggle for these alone)."""
+    return loaded is not None and loaded.role == "decoder" and chat_template(loaded) is not None
+
+
 def check_prompt(loaded, text, what: str = "run"):
     """``text`` checked at the engine's door (engine.inputs.check_text); a Chat only for a model
     that reads chats (a Hugging Face decoder whose tokenizer carries a chat template), else

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from engine.adapters import adapter_for
 from engine.adapters.base import Framed
-from engine.inputs import InputError, check_text
+from engine.adapters.chat import check_prompt
+from engine.inputs import InputError
 from engine.interventions.lens import adapter_tokens
 
 COLUMNS = ("clean", "corrupt", "answer", "wrong answer")
@@ -79,7 +80,8 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
     if loaded.role == "decoder" and target is not None and target.strip():
         raise InputError("--target is a decoder prefix of an encoder-decoder; a decoder's pair has none.")
     adapter = adapter_for(loaded)
-    texts = [check_text(pair.clean, "patch (the clean text)"), check_text(pair.corrupt, "patch (the corrupted text)")]
+    texts = [check_prompt(loaded, pair.clean, "patch (the clean text)"),
+             check_prompt(loaded, pair.corrupt, "patch (the corrupted text)")]
     if loaded.role == "encoder-decoder":
         clean, corrupt = (_with_prefix(adapter, text, target or "") for text in texts)
         side, name = "source", "source"
@@ -124,7 +126,7 @@ def next_tokens(loaded, text: str, k: int = 5, target: str | None = None) -> lis
     import torch
 
     adapter = adapter_for(loaded)
-    text = check_text(text)
+    text = check_prompt(loaded, text)
     framed = _with_prefix(adapter, text, target or "") if loaded.role == "encoder-decoder" else adapter.frame(text)
     with torch.no_grad():
         logits = adapter.forward(framed)[0, -1].float()                           # (V,)
