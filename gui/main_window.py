@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, 
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QSizePolicy,
                                QVBoxLayout, QWidget)
 
+from engine.adapters.chat import reads_chat
 from engine.loading import catalog
 from engine import version
 from engine.runtime.device import SPREAD, available_devices, pick_device
@@ -31,7 +32,7 @@ from gui.tooltips import apply_tooltips
 from gui.theme import apply_font, apply_theme, emphasise, restyle_plots, tint
 from gui.export import export_target, export_widget
 from gui.settings import app_settings, push_recent, recent_files, remember_folder, start_folder
-from gui.state import AppState
+from gui.state import AppState, prompt_of
 from gui.views.head_grid import HeadGrid
 from gui.views.registry import VIEWS
 from gui.worker import MODEL, Jobs, error_message, job_failures, process_events_until, shutdown_all
@@ -84,7 +85,7 @@ def _open_model(source: str, device: str, report=None, stop=None):
     return catalog.open_model(source, _usable_device(device, devices), progress=report, stop=stop)
 
 
-def _timed_trace(loaded: LoadedModel, text: str, target: str, pair: str, merge_subwords: bool = False,
+def _timed_trace(loaded: LoadedModel, text, target: str, pair: str, merge_subwords: bool = False,
                  report=None, stop=None, interventions=None, value_weighted=False):
     """A Run in the model worker: its progress (attention sites passed) reported, stopped on Esc."""
     from engine.traces.tracing import trace_text
@@ -113,7 +114,7 @@ def _open_recording(path: str):
         raise RecordingError(f"{exc} To open a model's weights, use File > Open Checkpoint (Ctrl+O).") from exc
 
 
-def _model_output(loaded: LoadedModel, text: str, interventions=None, stop=None) -> str:
+def _model_output(loaded: LoadedModel, text, interventions=None, stop=None) -> str:
     """The output line's text, in the model worker; a newer request ends it within a layer."""
     from engine.traces.tracing import stoppable
     from gui.output_line import output_line
@@ -187,6 +188,18 @@ class MainWindow(QMainWindow):
                                   "attention from a word averages them")
         self.merge_box.toggled.connect(lambda _: self.run())
         self.merge_box.setVisible(False)  # shown for Hugging Face BERT models
+        # An instruction-tuned model reads its prompt as a chat: the text is the user's turn, with an
+        # optional system turn, through the tokenizer's own template (shown for such models alone).
+        self.chat_box = QCheckBox("chat")
+        self.chat_box.setToolTip("Read the text as a user's turn of a chat, through this model's own chat template "
+                                 "(its turn marks shown as tokens; the continuation stops at the end of the turn)")
+        self.chat_box.setChecked(str(self.settings.value("chat", "false")) == "true")
+        self.chat_box.toggled.connect(self._on_chat_toggled)
+        self.chat_box.setVisible(False)   # shown for a decoder whose tokenizer has a chat template
+        self.system_label = QLabel("System:")
+        self.system_edit = QLineEdit(str(self.settings.value("chat_system", "") or ""))
+        self.system_edit.setPlaceholderText("optional system turn (e.g. You are a helpful assistant.)")
+        self.system_edit.setToolTip("The chat's system turn, before the user's text (empty: none)")
         self.run_button = QPushButton("Run")
         self.run_button.setToolTip("Run the model on the text (Ctrl+Enter)")
         self.run_button.clicked.connect(self.run)
@@ -202,19 +215,21 @@ class MainWindow(QMainWindow):
         self.device_box.setCurrentText(self.state.device)
         self.device_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)   # "spread" whole
         self.device_box.currentTextChanged.connect(self._on_device)
-        for edit in (self.text_edit, self.target_edit, self.pair_edit):
+        for edit in (self.text_edit, self.target_edit, self.pair_edit, self.system_edit):
             edit.textEdited.connect(self._on_edit)
             edit.returnPressed.connect(self.run)
 
         row1 = QHBoxLayout()
         row1.addWidget(QLabel("Text:"))
         row1.addWidget(self.text_edit, 1)
+        row1.addWidget(self.chat_box)
         row1.addWidget(self.run_button)
         row1.addWidget(self.live_box)
         row1.addWidget(QLabel("Device:"))
         row1.addWidget(self.device_box)
         row2 = QHBoxLayout()
-        for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit, self.merge_box):
+        for w in (self.target_label, self.target_edit, self.pair_label, self.pair_edit, self.merge_box,
+                  self.system_label, self.system_edit):
             row2.addWidget(w)
         self.output_title = QLabel("Output:")
         self.output_label = QLabel()
@@ -481,6 +496,7 @@ class MainWindow(QMainWindow):
         self.pair_label.setVisible(role == "encoder")
         self.pair_edit.setVisible(role == "encoder")
         self.merge_box.setVisible(loaded.is_hf)
+        self._show_chat()
         if not self.text_edit.text().strip():
             self.text_edit.setText(DEFAULT_TEXT.get(fam, DEFAULT_TEXT[role]))
         self.time_label.setText("")      # the last model's forward
@@ -514,6 +530,28 @@ class MainWindow(QMainWindow):
         if self.live_box.isChecked():
             self._live_timer.start()
 
+    def _chat_on(self) -> bool:
+        """The chat form applies: the box is ticked and the model reads chats (another model keeps
+        the box's setting, hidden, and reads the words as plain text)."""
+        return self.chat_box.isChecked() and reads_chat(self.state.loaded)
+
+    def _show_chat(self) -> None:
+        """The chat toggle for a model that reads chats; the system line while chat is on."""
+        self.chat_box.setVisible(reads_chat(self.state.loaded))
+        for w in (self.system_label, self.system_edit):
+            w.setVisible(self._chat_on())
+
+    def _on_chat_toggled(self, _on: bool) -> None:
+        """Another chat form is another prompt: Run again, as an edit does."""
+        self._show_chat()
+        self.run()
+
+    def _typed(self) -> tuple[str, str, str, bool, str]:
+        """What the input bar asks for: text, target, pair, chat on, system turn."""
+        chat = self._chat_on()
+        return (self.text_edit.text(), self.target_edit.text(), self.pair_edit.text(), chat,
+                self.system_edit.text() if chat else "")
+
     def run(self) -> None:
         """Run the model on the text: the newest request wins. Every job still working for
         the old one (its Run, output, the Lens, the effect, the overview's pooling) is
@@ -522,11 +560,11 @@ class MainWindow(QMainWindow):
         if loaded is None:
             return
         self._live_timer.stop()
-        text = (self.text_edit.text(), self.target_edit.text(), self.pair_edit.text())
-        if not text[0].strip():   # said once, here; the old text's heads and output go
+        typed = self._typed()
+        if not typed[0].strip():   # said once, here; the old text's heads and output go
             self._supersede()
             self.run_jobs.cancel()
-            self.state.text, self.state.target, self.state.pair = text
+            self.state.set_prompt(*typed)
             self.state.set_trace(None)
             self.state.set_output("")
             self.state.end_request()
@@ -534,14 +572,15 @@ class MainWindow(QMainWindow):
             self.banner.setVisible(True)
             return
         merge = loaded.is_hf and self.merge_box.isChecked()
-        request = (loaded, *text, merge, self.state.interventions, self.state.value_weighted)
+        request = (loaded, *typed, merge, self.state.interventions, self.state.value_weighted)
         if self.run_jobs.busy and request == self._running:
             return
         self._running = request
         self._supersede()
-        self.run_jobs.start(_timed_trace, loaded, *text, merge,
+        text, target, pair, chat, system = typed
+        self.run_jobs.start(_timed_trace, loaded, prompt_of(text, chat, system), target, pair, merge,
                             interventions=self.state.interventions, value_weighted=self.state.value_weighted,
-                            on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, text),
+                            on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, typed),
                             on_error=lambda _exc: self.state.end_request())
 
     def _supersede(self) -> None:
@@ -561,19 +600,19 @@ class MainWindow(QMainWindow):
             self.state.end_request()
             self.statusBar().showMessage("Run stopped; the heads on screen are the last finished Run's.", 6000)
 
-    def _trace_done(self, result, text: tuple[str, str, str]) -> None:
-        """The Run's trace is in: the text it read becomes the state's (the text, target and
-        pair every view derives from), then the model writes its output for it."""
+    def _trace_done(self, result, typed: tuple[str, str, str, bool, str]) -> None:
+        """The Run's trace is in: the input it read becomes the state's (the text, target, pair
+        and chat form every view derives its prompt from), then the model writes its output for it."""
         trace, seconds = result
         self.last_forward_s = seconds
-        self.state.text, self.state.target, self.state.pair = text
+        self.state.set_prompt(*typed)
         self.state.set_trace(trace)
         self.state.end_request()
         self.time_label.setText(f"forward {seconds * 1000:.0f} ms")
         loaded = self.state.loaded
         if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
             written_for = self.state.trace_id
-            self.output_jobs.start(_model_output, loaded, self.state.text, self.state.interventions,
+            self.output_jobs.start(_model_output, loaded, self.state.prompt, self.state.interventions,
                                    on_returned=lambda out: self.state.set_output(out, written_for))
 
     def _show_output(self, *_args) -> None:
@@ -895,6 +934,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self.settings.setValue("live", "true" if self.live_box.isChecked() else "false")
+        self.settings.setValue("chat", "true" if self.chat_box.isChecked() else "false")
+        self.settings.setValue("chat_system", self.system_edit.text())
         self.settings.sync()
         if self.save_jobs.busy:          # a recording being written is the user's: it is finished, not cut
             self.statusBar().showMessage("Finishing the recording being saved…")

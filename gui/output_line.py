@@ -11,7 +11,7 @@ def ended_at_once(token: str, probability: float) -> str:
     return f"the model ended immediately ({token} p = {probability:.3f})"
 
 
-def output_line(loaded, text: str, interventions=None) -> str:
+def output_line(loaded, text, interventions=None) -> str:
     """The model's own greedy output for ``text`` (worker thread: it runs the model), changed
     by ``interventions`` (engine.interventions) when given."""
     from engine.decoding.records import DecodeSettings

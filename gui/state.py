@@ -7,14 +7,27 @@ What is selected, (kind, layer, head), lives here and nowhere else: a view's kin
 layer and head spin boxes write to the state and redraw when it says so, so every view
 shows the same head and none keeps a copy that can go stale. A new trace keeps the
 selection where the trace has it and clamps it where it does not.
+
+What the model reads is here too, once: ``text`` is the words of the Run on screen and
+``chat``/``system`` how they were read (an instruction-tuned model's chat template, or plain);
+``prompt`` is what every engine call and every staleness check uses, so a chat toggled or a
+system turn edited is a new prompt exactly as an edited text is.
 """
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from engine.adapters.chat import reads_chat
+from engine.inputs import Chat
 from engine.interventions.spec import Interventions
 from engine.loading.loaded import LoadedModel
 from engine.traces.base import AttentionTrace
+
+
+def prompt_of(text: str, chat: bool = False, system: str = "") -> str | Chat:
+    """``text`` as the engine reads it: with ``chat``, the user's turn of an engine.inputs.Chat
+    after the ``system`` turn (none when blank); else the text itself."""
+    return Chat.of(text, system if system.strip() else None) if chat else text
 
 
 class AppState(QObject):
@@ -39,6 +52,8 @@ class AppState(QObject):
         self.text: str = ""
         self.target: str = ""                # translator: optional target prefix
         self.pair: str = ""                  # BERT: optional segment B
+        self.chat: bool = False              # the text is a user's turn, read through the model's chat template
+        self.system: str = ""                # with chat: the system turn before it ("": none)
         self.device: str = "auto"
         self.colormap: str = "viridis"
         self.dark: bool = False
@@ -55,8 +70,27 @@ class AppState(QObject):
                                               # the trace itself, which would be kept alive)
         self.pending = False                  # a request is in flight: what is on screen is about to be replaced
 
+    def as_prompt(self, text: str) -> str | Chat:
+        """``text`` in the chat form of the Run on screen (a Patching pair's texts read the same way)."""
+        return prompt_of(text, self.chat, self.system)
+
+    @property
+    def prompt(self) -> str | Chat:
+        """What the model reads for the Run on screen (engine.inputs.Chat or str): every view
+        hands this to the engine and compares it with what its result was computed for."""
+        return self.as_prompt(self.text)
+
+    def set_prompt(self, text: str, target: str = "", pair: str = "", chat: bool = False, system: str = "") -> None:
+        """The input a Run read (its words, target, pair and chat form) becomes the state's;
+        the chat form only for a model that reads chats (engine.adapters.chat.reads_chat)."""
+        chat = chat and reads_chat(self.loaded)
+        self.text, self.target, self.pair = text, target, pair
+        self.chat, self.system = chat, (system if chat else "")
+
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
+        if self.chat and not reads_chat(loaded):   # a model without a template reads the words as plain text
+            self.chat, self.system = False, ""
         if not self.interventions.empty:     # another model's heads and positions
             self.set_interventions(Interventions())
         self.trace, self.recording = None, None

@@ -130,3 +130,31 @@ def tiny_folder(root: Path, arch: str, seed: int = 0, **sizes) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+# A small chat template of our own (no real model's): turns between <|user|> / <|system|> and
+# <|end|>, and the generation prompt <|assistant|>.
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+TURN_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+
+
+def tiny_chat_folder(root: Path) -> Path:
+    """The tiny Llama, its tokenizer given the turn tokens and CHAT_TEMPLATE (saved as
+    chat_template.jinja beside it), its generation config ending at </s> and <|end|>, and
+    <|end|> outweighing every other token: an instruct model whose reply ends at once."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    folder = tiny_folder(root, "llama")
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    tok.add_special_tokens({"additional_special_tokens": TURN_TOKENS})
+    tok.chat_template = CHAT_TEMPLATE
+    tok.save_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(str(folder))
+    model.resize_token_embeddings(len(tok))
+    end = tok.convert_tokens_to_ids("<|end|>")
+    with torch.no_grad():
+        model.lm_head.weight[end] += 50 * model.model.norm.weight
+    model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=[2, end], pad_token_id=0)
+    model.save_pretrained(folder)
+    return folder

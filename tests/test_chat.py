@@ -8,34 +8,15 @@ import pytest
 
 from engine.inputs import Chat, InputError
 
-# A small template of our own (no real model's): turns between <|user|> / <|system|> and <|end|>,
-# and the generation prompt <|assistant|>.
-TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-TURN_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+from tests.hf_tiny import TURN_TOKENS
 
 
 @pytest.fixture(scope="module")
 def chat_folder(tmp_path_factory):
-    """The tiny Llama of tests/hf_tiny.py, its tokenizer given the turn tokens and the template
-    (saved as chat_template.jinja beside it), its generation config ending at </s> and <|end|>."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    """The tiny Llama with a chat template of our own (tests/hf_tiny.py)."""
+    from tests.hf_tiny import tiny_chat_folder
 
-    from tests.hf_tiny import tiny_folder
-
-    folder = tiny_folder(tmp_path_factory.mktemp("chat"), "llama")
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    tok.add_special_tokens({"additional_special_tokens": TURN_TOKENS})
-    tok.chat_template = TEMPLATE
-    tok.save_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(str(folder))
-    model.resize_token_embeddings(len(tok))
-    end = tok.convert_tokens_to_ids("<|end|>")
-    with torch.no_grad():          # <|end|> outweighs every other token: the reply ends at once
-        model.lm_head.weight[end] += 50 * model.model.norm.weight
-    model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=[2, end], pad_token_id=0)
-    model.save_pretrained(folder)
+    folder = tiny_chat_folder(tmp_path_factory.mktemp("chat"))
     assert (folder / "chat_template.jinja").exists() or "chat_template" in (folder / "tokenizer_config.json").read_text()
     return folder
 

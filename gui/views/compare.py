@@ -25,7 +25,7 @@ TITLE = 'Could not compare'     # the title of this view's error dialogs
 SAME_WEIGHTS = "same weights in attnscope's encoder"
 
 
-def _compare_job(a, b_source, text: str, pair: str, device: str):
+def _compare_job(a, b_source, text, pair: str, device: str):
     """Off the GUI thread: build model B if needed, trace both, compare every kind they share."""
     from engine.loading.catalog import open_model
     from engine.traces.tracing import trace_text
@@ -112,7 +112,7 @@ class CompareView(QWidget):
         state.trace_changed.connect(self._on_trace)
         state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
-        self.compared_text: tuple[str, str] | None = None   # (text, pair) of the result shown
+        self.compared_text: tuple | None = None   # (prompt, pair) of the result shown: str or engine.inputs.Chat
         self._on_model(state.loaded)
 
     def _on_colormap(self, name: str) -> None:
@@ -153,7 +153,7 @@ class CompareView(QWidget):
         """Another text: a comparison on screen is out of date, so it runs again."""
         if trace is None or self.compared_text is None:
             return
-        if (self.state.text, self.state.pair) != self.compared_text:
+        if (self.state.prompt, self.state.pair) != self.compared_text:
             self.summary.setText("Out of date (the text changed): comparing again…")
             self.run()
 
@@ -199,7 +199,7 @@ class CompareView(QWidget):
             return
         if self.result is None:
             self.summary.setText("Comparing…")
-        text = (self.state.text or "time flies like an arrow", self.state.pair)
+        text = (self.state.prompt if self.state.text else "time flies like an arrow", self.state.pair)
         self.jobs.start(_compare_job, a, self.b_source, text[0], text[1], self.state.device or "auto",
                         on_returned=lambda result: self._done(result, text),
                         on_error=lambda exc: self._clear(f"Cannot compare: {error_message(exc)}"))
@@ -215,7 +215,7 @@ class CompareView(QWidget):
             self.kind_box.setCurrentText(self.state.kind)
         self.kind_box.blockSignals(False)
         worst = max(c["max"] for c in comparisons.values())
-        self.summary.setText(f"A = {ta.model_name}, B = {tb.model_name} on {text[0]!r}: largest difference over "
+        self.summary.setText(f"A = {ta.model_name}, B = {tb.model_name} on {str(text[0])!r}: largest difference over "
                              f"every head and cell: {worst:.3g}")
         self.redraw()
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 TITLE = 'Decoding failed'     # the title of this view's error dialogs
 
 
-def _start_session(loaded, text: str, settings: DecodeSettings, interventions=None):
+def _start_session(loaded, text, settings: DecodeSettings, interventions=None):
     from engine.decoding.session import DecodeSession   # torch, in the worker: the panel is drawn without it
 
     session = DecodeSession(loaded, text, settings, interventions)
@@ -193,7 +193,7 @@ class DecodingPanel(QWidget):
         state.selection_changed.connect(self._on_selection)
         state.interventions_changed.connect(lambda _spec: self._restep())   # steps afresh with the change
         state.theme_changed.connect(lambda _dark: self.redraw())   # pruned beams in the new theme's grey
-        self._text: str | None = None  # the text the current session decodes
+        self._text = None             # the prompt the current session decodes (str or engine.inputs.Chat)
         self.reset()
 
     @staticmethod
@@ -259,8 +259,8 @@ class DecodingPanel(QWidget):
         if loaded is None or not loaded.generates or not (self.state.text or "").strip():
             return      # nothing to decode: the Step button is off, and the window's banner says why
         if self._steps is None:
-            self._text = self.state.text or ""
-            self.jobs.start(_start_session, loaded, self.state.text or "", self.settings(), self.state.interventions,
+            self._text = self.state.prompt
+            self.jobs.start(_start_session, loaded, self._text, self.settings(), self.state.interventions,
                             on_returned=self._session_ready, on_error=self._failed)
         else:
             self.jobs.start(_advance, self._steps, on_returned=self._stepped, on_error=self._failed,
@@ -293,9 +293,9 @@ class DecodingPanel(QWidget):
             self.redraw()
 
     def _on_trace(self, _trace) -> None:
-        """A new Run with other text starts decoding afresh; no text, nothing to step; a
+        """A new Run with another prompt (text or chat form) starts decoding afresh; no text, nothing to step; a
         recording, no model to step (the panel says so)."""
-        if (self._text is not None and self.state.text != self._text) or self.state.recording is not None:
+        if (self._text is not None and self.state.prompt != self._text) or self.state.recording is not None:
             self.reset()
         elif self.history == [] and not self.jobs.busy:
             self.reset()                      # the recording's note goes when a Run replaces it
@@ -324,7 +324,7 @@ class DecodingPanel(QWidget):
         banner already carries the Run's notes for this same text (a prompt longer than the
         context is cut by one rule, said once there), so the panel repeats none of it."""
         trace = self.state.trace
-        if trace is not None and trace.notes and self._text == self.state.text:
+        if trace is not None and trace.notes and self._text == self.state.prompt:
             return []
         return list(notes)
 

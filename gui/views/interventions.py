@@ -26,7 +26,7 @@ NO_MODEL = ("A recording holds attention, not a model: switching heads off or kn
             "as it runs. Open the model it was recorded with and Run the text to use them.")
 
 
-def _effect(loaded, text: str, target: str, spec, stop=None):
+def _effect(loaded, text, target: str, spec, stop=None):
     from engine.interventions.effect import effect   # torch, in the worker
     from engine.traces.tracing import stoppable
 
@@ -197,7 +197,7 @@ class InterventionsPanel(QWidget):
                                 "attention changed.")
             return
         self.effect.setText("measuring the change…")
-        self.jobs.start(_effect, loaded, self.state.text, self.state.target, spec,
+        self.jobs.start(_effect, loaded, self.state.prompt, self.state.target, spec,
                         on_returned=lambda r: self.effect.setText(effect_text(*r)))
 
     def _superseded(self) -> None:

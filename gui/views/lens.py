@@ -29,7 +29,7 @@ NO_MODEL = ("A recording holds attention, not a model: the logit lens needs the 
             "it was recorded with and Run the text to see its lens.")
 
 
-def _lens(loaded, text: str, target: str, spec, stop=None):
+def _lens(loaded, text, target: str, spec, stop=None):
     from engine.interventions.lens import logit_lens   # torch, in the worker
     from engine.traces.tracing import stoppable
 
@@ -100,7 +100,7 @@ class LensView(QWidget):
             self.show_lens(None, "The logit lens reads what a model predicts; an encoder predicts no next token.", now)
         else:
             spec = self.state.interventions
-            self.jobs.start(_lens, loaded, self.state.text, self.state.target, spec,
+            self.jobs.start(_lens, loaded, self.state.prompt, self.state.target, spec,
                             on_returned=lambda lens: self.show_lens(lens, "", now, spec))
             self._show_mark()
 

@@ -7,7 +7,8 @@ splits the clean logit difference into each head's share. The result is drawn as
 normalised ((patched - corrupt) / (clean - corrupt): 1 is the clean behaviour back, 0 none of
 it; for direct logit attribution, shares of the clean logit difference) on a diverging map
 centred at 0; hover reads the raw metric and the normalised value; clicking a head opens it
-in Head detail on the clean text.
+in Head detail on the clean text. With the window's chat on (an instruction-tuned model), both
+texts are read as the user's turn of the same chat (gui.state.AppState.as_prompt).
 
 The work runs in the model worker as a generator: an estimate first, then progress by layer,
 stoppable. A result belongs to the model, texts and answers it was computed for: once any
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineE
                                QVBoxLayout, QWidget)
 
 from engine.experiments.names import HEAD_KIND, POINTS, SEQ2SEQ_POINTS
+from engine.inputs import Chat
 from gui.colormaps import attach_colorbar
 from gui.elided import ElidedLabel
 from gui.flow import FlowLayout
@@ -94,9 +96,10 @@ def drawing_of(result, point: str) -> Drawing:
                    f"{METHODS[result.method]}: {title}", span)
 
 
-def _patch_job(loaded, clean: str, corrupt: str, answer: str, wrong: str, target: str, method: str, point: str,
+def _patch_job(loaded, clean, corrupt, answer: str, wrong: str, target: str, method: str, point: str,
                noising: bool, stop=None):
-    """In the model worker: yields engine Progress records; returns (PatchResult, Drawing)."""
+    """In the model worker: yields engine Progress records; returns (PatchResult, Drawing).
+    ``clean``, ``corrupt``: the texts as the model reads them (str or engine.inputs.Chat)."""
     from engine.experiments.pairs import PromptPair, frame_pair
     from engine.experiments.run import experiment
 
@@ -105,10 +108,16 @@ def _patch_job(loaded, clean: str, corrupt: str, answer: str, wrong: str, target
     return result, drawing_of(result, point)
 
 
-def _answers_job(loaded, clean: str, corrupt: str, target: str):
+def _answers_job(loaded, clean, corrupt, target: str):
+    """Each text's likeliest next tokens ([] for a text not given: "")."""
     from engine.experiments.pairs import next_tokens
 
-    return [next_tokens(loaded, text, target=target) if text.strip() else [] for text in (clean, corrupt)]
+    return [next_tokens(loaded, text, target=target) if text else [] for text in (clean, corrupt)]
+
+
+def _words(prompt) -> str:
+    """The words typed of a prompt: a chat's user turn, or the text."""
+    return prompt.turns[-1][1] if isinstance(prompt, Chat) else prompt
 
 
 def answer_spec(box: QComboBox) -> str:
@@ -189,7 +198,7 @@ class PatchingPanel(QWidget):
 
         self.result = None            # the PatchResult shown
         self.drawing: Drawing | None = None
-        self.shown_for = None         # (model, clean, corrupt, answer, wrong) it was computed for
+        self.shown_for = None         # inputs() it was computed for
         self.kept: dict[str, tuple] = {}   # method -> (inputs, point, noising, result): for the agreement
         self._answers_timer = QTimer(self, singleShot=True, interval=400)
         self._answers_timer.timeout.connect(self.offer_answers)
@@ -198,13 +207,18 @@ class PatchingPanel(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         state.model_changed.connect(self._on_model)
+        self._form = (state.chat, state.system)     # the chat form the answers were offered for
+        state.trace_changed.connect(self._on_trace)
         show_empty(self.item, "Type a clean and a corrupted text, choose the answers, press Patch.")
         self._on_model(state.loaded)
 
     # ---- inputs ---------------------------------------------------------------------------------
     def inputs(self) -> tuple:
-        return (id(self.state.loaded.model) if self.state.loaded is not None else None, self.clean_edit.text(),
-                self.corrupt_edit.text(), answer_spec(self.answer_box), answer_spec(self.wrong_box), self.target())
+        """(model, clean, corrupt, answer, wrong, target): the texts as the model reads them, in the
+        window's chat form (toggling chat makes a result stale as an edit does)."""
+        return (id(self.state.loaded.model) if self.state.loaded is not None else None,
+                self.state.as_prompt(self.clean_edit.text()), self.state.as_prompt(self.corrupt_edit.text()),
+                answer_spec(self.answer_box), answer_spec(self.wrong_box), self.target())
 
     def target(self) -> str:
         return self.target_edit.text() if self.target_edit.isVisible() else ""
@@ -242,6 +256,13 @@ class PatchingPanel(QWidget):
         self._inputs_changed()
         self._texts_changed()
 
+    def _on_trace(self, _trace) -> None:
+        """A Run may have changed the chat form the texts are read in: then they are other texts."""
+        form = (self.state.chat, self.state.system)
+        if form != self._form:
+            self._form = form
+            self._texts_changed()
+
     def _texts_changed(self) -> None:
         self._inputs_changed()
         if self.patchable():
@@ -257,7 +278,8 @@ class PatchingPanel(QWidget):
         loaded = self.state.loaded
         if loaded is None or not (self.clean_edit.text().strip() or self.corrupt_edit.text().strip()):
             return
-        self.answer_jobs.start(_answers_job, loaded, self.clean_edit.text(), self.corrupt_edit.text(), self.target(),
+        texts = [self.state.as_prompt(e.text()) if e.text().strip() else "" for e in (self.clean_edit, self.corrupt_edit)]
+        self.answer_jobs.start(_answers_job, loaded, *texts, self.target(),
                                on_returned=self._show_answers, on_error=lambda _exc: None)
 
     def _show_answers(self, tops) -> None:
@@ -376,9 +398,9 @@ class PatchingPanel(QWidget):
 
     def open_head(self, point: str, layer: int, head: int) -> None:
         """The head in Head detail, on the clean text (Run anew unless the window shows it)."""
-        clean = self.shown_for[1] if self.shown_for else self.clean_edit.text()
-        if self.state.trace is None or self.state.text != clean or self.state.recording is not None:
-            self.state.request_run(clean)
+        clean = self.shown_for[1] if self.shown_for else self.state.as_prompt(self.clean_edit.text())
+        if self.state.trace is None or self.state.prompt != clean or self.state.recording is not None:
+            self.state.request_run(_words(clean))
         self.state.select_head(HEAD_KIND[point], layer, head)
 
     def export_target(self) -> QWidget:

@@ -58,7 +58,7 @@ class TableSettings:
     base: float
     use_model: bool
     loaded: object      # engine.loading.loaded.LoadedModel or None
-    text: str           # the window's text: a RoPE GPT's real query and key come from its first token
+    text: object        # the window's prompt (str or engine.inputs.Chat): a RoPE GPT's real q and k come from it
 
 
 # ---- what the worker hands back (numpy arrays and strings, never Qt or torch) ---------------------
@@ -70,7 +70,7 @@ class RopeDrawing:
     spread: float = 0.0                   # the largest spread of the scores at one m - n
     source: str = ""
     error: Exception | None = None
-    text: str | None = None               # the text whose query and key were drawn (None: random ones)
+    text: object = None                   # the prompt whose query and key were drawn (None: random ones)
 
 
 @dataclass
@@ -172,7 +172,7 @@ def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None
             "dimensions (colour runs from the first position to the last).")
 
 
-def _rope_vectors(loaded, text: str):
+def _rope_vectors(loaded, text):
     """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
     import torch
     from engine.inspection.neurons import query_keys
@@ -200,7 +200,7 @@ def rope_drawing(s: TableSettings, kind: str, d_model: int, n_positions: int) ->
     yet). A failed forward is handed back, not raised: the other tabs still draw."""
     from engine.models import positional as P
 
-    text = s.text if kind == "rope" and s.text.strip() else None
+    text = s.text if kind == "rope" and str(s.text).strip() else None
     if text is not None:
         try:
             q, k, base, source = _rope_vectors(s.loaded, text)
@@ -410,7 +410,7 @@ class PositionalLab(PreparedView, QWidget):
         """A Run with a new text: a RoPE GPT's curve is drawn from the text's query and key,
         so it is drawn again; every other drawing of the lab ignores the text."""
         if self._built and trace is not None and self._rope_text is not None \
-                and (self.state.text or "") != self._rope_text:
+                and self.state.prompt != self._rope_text:
             self.rebuild()
 
     def _on_colormap(self, name: str) -> None:
@@ -451,7 +451,7 @@ class PositionalLab(PreparedView, QWidget):
         tables = None
         if self._tables_stale:
             tables = TableSettings(self.d_model.value(), self.n_positions.value(), self.base.value(),
-                                   self.use_model.isChecked(), self.state.loaded, self.state.text or "")
+                                   self.use_model.isChecked(), self.state.loaded, self.state.prompt)
         return lab_drawing, position, tables
 
     def apply_drawing(self, drawing: LabDrawing) -> None:
