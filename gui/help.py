@@ -34,7 +34,10 @@ layer the text goes through), columns are heads (H0, H1, ...). Each tile is one 
 attention map for the text.</p>{MAPS}
 <p>Hover a cell to read its layer, head, query, key and weight below the controls; click a
 tile to open that head large in Head detail (every other view follows the same head).
-"Attention" chooses the kind; "hide below" draws weak weights as 0.</p>{KINDS}""",
+"Attention" chooses the kind; "hide below" draws weak weights as 0.</p>
+<p>An instruction-tuned model (its tokenizer has a chat template) shows a <b>chat</b> box beside the
+text: ticked, the text is the user's turn of a chat (after the System line), written by the
+model's own template, whose turn marks appear as tokens on the axes.</p>{KINDS}""",
     "Head detail": f"""<h2>Head detail</h2>
 <p>One head, large, with its tokens on both axes: queries down the left, keys across the
 top.</p>{MAPS}
