@@ -147,3 +147,22 @@ def test_the_chat_toggle_and_system_turn_are_kept_across_starts(folders, qtbot, 
     qtbot.waitUntil(lambda: w2.state.trace is not None and not w2.run_jobs.busy, timeout=30000)
     assert w2.state.prompt == Chat.of(w2.state.text, "answer in German")     # the first Run is a chat
     w2.close()
+
+
+def test_patching_reads_both_texts_as_chats_and_a_toggle_makes_its_result_stale(window_on, folders, qtbot):
+    w = window_on(str(folders[0]))
+    _chat_run(w, qtbot)
+    w.docks["Patching"].show()
+    w.docks["Patching"].raise_()
+    p = w.view("Patching")
+    p.clean_edit.setText("the dog sees the cat")
+    p.corrupt_edit.setText("the cat sees the dog")
+    qtbot.waitUntil(lambda: p.answer_box.count() > 1 and not p.answer_jobs.busy, timeout=30000)
+    p.wrong_box.setCurrentIndex(1)
+    p.run()
+    qtbot.waitUntil(lambda: p.result is not None and not p.jobs.busy, timeout=60000)
+    assert p.result.tokens["clean"] == w.state.trace.query_tokens(KIND)     # the chat the window ran
+    assert p.current() and not p.mark.isVisible()
+    w.chat_box.setChecked(False)
+    qtbot.waitUntil(lambda: not w.state.chat and not w.run_jobs.busy, timeout=30000)
+    assert not p.current() and p.mark.isVisible()        # the same words, another prompt
