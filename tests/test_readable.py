@@ -194,3 +194,25 @@ def test_byte_tokens_that_are_not_whole_characters_read_as_their_bytes(tmp_path)
     assert byte_labels("Ġd\u00c3", " d\ufffd") == " d<0xC3>"                       # a whole character and a byte
     assert byte_labels("\ufffd", "\ufffd") == "\ufffd"                             # a real replacement character
     assert ByteTokenizer(256).tokens(list("é!".encode())) == ["<0xC3>", "<0xA9>", "!"]
+
+
+def test_an_output_that_ends_inside_a_character_reads_its_bytes(tmp_path):
+    """Walked as a user: a random Llama's continuation read "~N~N�~��" on the output line. The
+    output line and the Decoding panel decode with the axes' rule: a byte that makes no whole
+    character reads <0xNN>; a whole character made of byte pieces, and every other piece, read
+    as the tokenizer's own decode writes them."""
+    from transformers import AutoTokenizer
+
+    from engine.adapters.hf_text import HFTokens
+    from engine.models.tokenizer import ByteTokenizer
+    from tests.hf_tiny import tiny_folder
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_folder(tmp_path, "llama")))      # byte-level BPE
+    ids = tok("the dog 😀 café", add_special_tokens=False)["input_ids"]
+    words = HFTokens(tok)
+    assert words.decode(ids) == tok.decode(ids, skip_special_tokens=True)           # whole characters: unchanged
+    byte_pieces = [j for j, i in enumerate(ids) if "\ufffd" in tok.decode([i])]     # the emoji's 4, then é's 2
+    cut = ids[:byte_pieces[3]] + ids[byte_pieces[3] + 1:]                           # the emoji's last byte lost
+    assert "\ufffd" in tok.decode(cut)
+    assert words.decode(cut) == tok.decode(ids).replace("😀", "<0xF0><0x9F><0x98>")
+    assert ByteTokenizer(256).decode(list("é!".encode())[1:]) == "<0xA9>!"

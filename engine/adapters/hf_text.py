@@ -1,12 +1,12 @@
 """Hugging Face tokens as people read them, the token that ends generation, the cache's name."""
 from __future__ import annotations
 
-import codecs
 import functools
 import inspect
 import re
 
 from engine.loading.loaded import LoadedModel
+from engine.models.tokenizer import BYTES_AS_LABELS
 
 
 def readable_tokens(tokenizer, ids) -> list[str]:
@@ -63,12 +63,10 @@ def byte_labels(piece: str, text: str) -> str:
     if _BYTE_PIECE.fullmatch(piece):                 # sentencepiece's byte fallback spells it already
         return f"<0x{piece[3:5].upper()}>"
     raw = _byte_level_bytes(piece)
-    return raw.decode("utf-8", errors=_BYTES_AS_LABELS) if raw is not None else text
+    return raw.decode("utf-8", errors=BYTES_AS_LABELS) if raw is not None else text
 
 
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
-_BYTES_AS_LABELS = "attnscope-byte-labels"
-codecs.register_error(_BYTES_AS_LABELS, lambda e: ("".join(f"<0x{b:02X}>" for b in e.object[e.start:e.end]), e.end))
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,6 +76,45 @@ def _byte_level_alphabet() -> dict[str, int]:
     kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     shifted = [b for b in range(256) if b not in kept]
     return {**{chr(b): b for b in kept}, **{chr(256 + i): b for i, b in enumerate(shifted)}}
+
+
+def readable_text(tokenizer, ids) -> str:
+    """The tokenizer's text of ``ids`` (special tokens dropped), with every byte that makes no
+    whole UTF-8 character written <0xNN>, as the axes write it: a random or small model often
+    writes half a character (one byte piece of an emoji), which ``decode`` turns into U+FFFD,
+    drawn as a "?" box on the output line. Text without such bytes is ``decode``'s, unchanged.
+
+    Where a run of byte pieces sits, its bytes are joined and decoded together (pieces that make
+    a character between them still read as it); every other run is the part its ids add to the
+    decoded prefix, so the tokenizer's own spacing and clean-up stay."""
+    ids = [int(i) for i in ids]
+    decode = lambda part: tokenizer.decode(part, skip_special_tokens=True)   # noqa: E731
+    text = decode(ids)
+    if "\ufffd" not in text:
+        return text
+    pieces = [p or "" for p in tokenizer.convert_ids_to_tokens(ids)]
+    raw = [_piece_bytes(p) if "\ufffd" in decode([i]) else None for i, p in zip(ids, pieces)]   # bytes of byte pieces
+    out: list[str] = []
+    start = 0
+    while start < len(ids):
+        end = start + 1
+        while end < len(ids) and (raw[end] is None) == (raw[start] is None):
+            end += 1
+        if raw[start] is not None:
+            out.append(b"".join(raw[start:end]).decode("utf-8", errors=BYTES_AS_LABELS))
+        else:
+            before, upto = decode(ids[:start]), decode(ids[:end])
+            out.append(upto[len(before):] if upto.startswith(before) else decode(ids[start:end]))
+        start = end
+    return "".join(out)
+
+
+def _piece_bytes(piece: str) -> bytes | None:
+    """The bytes a byte piece stands for: sentencepiece's byte fallback (<0xE2>) or a byte-level
+    piece ("ðŁ"); None for a piece of another kind."""
+    if _BYTE_PIECE.fullmatch(piece):
+        return bytes([int(piece[3:5], 16)])
+    return _byte_level_bytes(piece)
 
 
 def _byte_level_bytes(piece: str) -> bytes | None:
@@ -136,4 +173,4 @@ class HFTokens:
         return set(getattr(self.hf, "all_special_ids", []) or [])
 
     def decode(self, ids) -> str:
-        return self.hf.decode([int(i) for i in ids], skip_special_tokens=True)
+        return readable_text(self.hf, ids)

@@ -8,6 +8,7 @@ The special tokens come first, at fixed ids, in every tokenizer this module make
 """
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import unicodedata
@@ -26,6 +27,12 @@ _SPACE_AFTER_OPEN = re.compile(r"([(\[{]) ")
 def _byte_token(byte: int) -> str:
     """The token a byte-fallback BPE uses for one UTF-8 byte (sentencepiece's spelling)."""
     return f"<0x{byte:02X}>"
+
+
+# ``bytes.decode(errors=BYTES_AS_LABELS)``: a byte that is no whole UTF-8 character reads <0xNN>,
+# as it does on the axes, where "replace" would draw U+FFFD, a "?" box.
+BYTES_AS_LABELS = "attnscope-byte-labels"
+codecs.register_error(BYTES_AS_LABELS, lambda e: ("".join(map(_byte_token, e.object[e.start:e.end])), e.end))
 
 
 class Tokenizer:
@@ -197,7 +204,7 @@ class ByteTokenizer:
         return [chr(int(i)) if int(i) < 0x80 else _byte_token(int(i)) if int(i) < 256 else f"<{int(i)}>" for i in ids]
 
     def decode(self, ids: Iterable[int]) -> str:
-        return bytes(int(i) for i in ids if int(i) < 256).decode("utf-8", errors="replace")
+        return bytes(int(i) for i in ids if int(i) < 256).decode("utf-8", errors=BYTES_AS_LABELS)
 
     def unknown_words(self, text: str) -> list[str]:
         return [ch for ch in text if any(b >= self._vocab_size for b in ch.encode("utf-8"))]
