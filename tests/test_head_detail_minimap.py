@@ -5,6 +5,7 @@ import numpy as np
 import pyqtgraph as pg
 import torch
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 
 from engine.traces.pooling import pool_2d
 from gui.views.minimap import FRAME_LEAST, PIXELS, SMALLEST
@@ -24,6 +25,9 @@ def test_the_minimap_shows_the_whole_head_and_frames_the_view(qtbot, drawn, monk
     t = view.drawing["long"][0]
     vb_rect = view.item.vb.sceneBoundingRect()
     assert not mini.sceneBoundingRect().intersects(vb_rect)           # beside the map, on no cell
+    half_line = QFontMetrics(view.key_axis.style.get("tickFont") or view.key_axis.font()).height() / 2
+    assert mini.sceneBoundingRect().right() <= vb_rect.left() - half_line   # clear of the first key's label,
+    assert mini.sceneBoundingRect().bottom() <= vb_rect.top() - half_line   # and of the first query's
     assert mini.width() >= SMALLEST and mini.width() == mini.height()
     view.item.setRange(xRange=(2, 7), yRange=(3, 9), padding=0)
     (x0, x1), (y0, y1) = view.item.vb.viewRange()
@@ -126,6 +130,8 @@ def test_the_minimap_takes_the_empty_corner_and_no_more_in_a_small_plot(qtbot, d
     view.resize(260, 300)
     qtbot.waitUntil(lambda: view.plot.width() < 260)
     left, top = view.item.getAxis("left"), view.key_axis
-    assert view.minimap.isVisible() and view.minimap.maximumWidth() == min(left.fixedWidth, top.fixedHeight) - 2 * MARGIN
+    overhang = (QFontMetrics(top.style.get("tickFont") or top.font()).height() + 1) // 2   # the first labels' half line
+    assert view.minimap.isVisible() and view.minimap.maximumWidth() == (min(left.fixedWidth, top.fixedHeight)
+                                                                         - 2 * MARGIN - overhang)
     assert view.item.layout.columnMinimumWidth(0) <= left.fixedWidth
     assert view.item.layout.rowMinimumHeight(1) <= top.fixedHeight

@@ -228,7 +228,9 @@ class HeadDetail(PreparedView, QWidget):
         self.minimap.hide()
         layout = self.item.layout
         layout.addItem(self.minimap, 1, 0)
-        layout.setAlignment(self.minimap, Qt.AlignmentFlag.AlignCenter)
+        # Top left of its cell: the first key's and the first query's labels, centred on the map's
+        # edges, reach half a line into the corner (the minimap covered "0 <s>" on a long text).
+        layout.setAlignment(self.minimap, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         layout.setAlignment(self.item.getAxis("left"), Qt.AlignmentFlag.AlignRight)
         layout.setAlignment(self.key_axis, Qt.AlignmentFlag.AlignBottom)
         self.minimap.moved.connect(self._centre_on)
@@ -404,14 +406,15 @@ class HeadDetail(PreparedView, QWidget):
         """Show the minimap of a long head at the side the plot's size allows (none in a plot
         too small for it); the corner makes room for it."""
         left, top = self.item.getAxis("left"), self.key_axis      # their sizes as set, laid out or not yet
-        corner = min(left.fixedWidth or left.width(), top.fixedHeight or top.height()) - 2 * MARGIN
+        overhang = (QFontMetrics(top.style.get("tickFont") or top.font()).height() + 1) // 2
+        corner = min(left.fixedWidth or left.width(), top.fixedHeight or top.height()) - 2 * MARGIN - overhang
         side = side_for(self.plot.width(), self.plot.height(), int(corner)) if self.minimap.tokens[0] else 0
         if side:
             self.minimap.setMinimumSize(side, side)
             self.minimap.setMaximumSize(side, side)
         self.minimap.setVisible(bool(side))
-        self.item.layout.setColumnMinimumWidth(0, side + 2 * MARGIN if side else 0)
-        self.item.layout.setRowMinimumHeight(1, side + 2 * MARGIN if side else 0)
+        self.item.layout.setColumnMinimumWidth(0, side + 2 * MARGIN + overhang if side else 0)
+        self.item.layout.setRowMinimumHeight(1, side + 2 * MARGIN + overhang if side else 0)
         self._frame_view()
 
     def _frame_view(self, *_args) -> None:
