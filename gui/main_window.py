@@ -16,7 +16,7 @@ from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QSizePolicy,
-                               QVBoxLayout, QWidget)
+                               QTabBar, QVBoxLayout, QWidget)
 
 from engine.adapters.chat import reads_chat
 from engine.loading import catalog
@@ -146,6 +146,7 @@ class MainWindow(QMainWindow):
         self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
         self._running: tuple | None = None         # the request the Run in flight computes (never started twice)
+        self._tab_bars_settled = False             # Qt's stray tab bars dropped at the first show
         self.docks: dict[str, QDockWidget] = {}
         self.views: dict[str, QWidget] = {}
         self._live_timer = QTimer(self, singleShot=True, interval=LIVE_DELAY_MS)
@@ -844,6 +845,23 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self._default_dock_sizes()
+        self._drop_stray_tab_bars()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._tab_bars_settled:
+            QTimer.singleShot(0, self._drop_stray_tab_bars)   # after the first start's dock sizes
+
+    def _drop_stray_tab_bars(self) -> None:
+        """Qt 6.11 leaves a second tab bar behind when docks are tabified, or a layout restored,
+        before the window is shown: the bottom views' first two tabs ("Head statistics",
+        "Neurons") stayed drawn over the bottom dock's title. Every tab bar is hidden, then the
+        layout laid out again, which shows again only the bars it uses."""
+        for bar in self.findChildren(QTabBar):
+            if bar.parent() is self:
+                bar.hide()
+        self.restoreState(self.saveState())
+        self._tab_bars_settled = True
 
     def _default_dock_sizes(self) -> None:
         bottom = [d for t, d in self.docks.items() if self.dockWidgetArea(d) == Qt.DockWidgetArea.BottomDockWidgetArea]

@@ -228,3 +228,33 @@ def test_a_recent_file_that_is_bundled_is_listed_once_in_the_model_menu(window, 
     gpts = [a for a in window.model_menu.actions() if "gpt" in a.text().lower() and "untrained" not in a.text().lower()]
     assert [a.text() for a in gpts] == ["gpt (bundled)"]
     assert sum(a.isChecked() for a in window.model_menu.actions()) == 1
+
+
+def test_no_stray_tab_bar_is_drawn_over_the_docks(qtbot):
+    """Walked as a user: Qt 6.11 left a second tab bar ("Head statistics", "Neurons") drawn over
+    the bottom dock's title when the docks were tabified before the window showed. Every tab bar
+    shown is one of the window's dock groups: at a first start, after Reset Layout, and at a
+    start from the layout saved on closing."""
+    from PySide6.QtWidgets import QApplication, QTabBar
+
+    def bars_and_groups(w):
+        for _ in range(3):
+            QApplication.processEvents()
+        bars = sorted(tuple(sorted(bar.tabText(i) for i in range(bar.count()))) for bar in w.findChildren(QTabBar)
+                      if bar.parent() is w and bar.isVisible())
+        groups = sorted({tuple(sorted([d.windowTitle()] + [t.windowTitle() for t in w.tabifiedDockWidgets(d)]))
+                         for d in w.docks.values() if w.tabifiedDockWidgets(d)})
+        return bars, groups
+
+    for start in ("first", "saved layout"):
+        w = MainWindow(source="random-gpt", device="cpu")
+        qtbot.addWidget(w)
+        w.resize(1280, 800)
+        w.show()
+        qtbot.waitUntil(lambda: w._tab_bars_settled and w.state.trace is not None, timeout=20000)
+        bars, groups = bars_and_groups(w)
+        assert len(groups) == 2 and bars == groups, (start, bars)
+        if start == "first":
+            w.reset_layout()
+            assert bars_and_groups(w)[0] == groups
+        w.close()
