@@ -6,6 +6,9 @@ shown while newer ones are computed are marked; a recording opened over a model 
 title, the status bar, the output line, the Lens and the Interventions panel describe."""
 import threading
 
+import numpy as np
+import pytest
+
 import gui.main_window
 from engine.interventions import HeadRef
 from engine.kinds import DECODER_SELF
@@ -149,3 +152,22 @@ def test_a_recording_opened_over_a_model_is_what_every_line_describes(window_on,
     assert "parameters" in w.params_label.text() and "recording" not in w.output_label.text()
     assert decoding.step_button.isEnabled() and "recording" not in decoding.output.text()
     qtbot.waitUntil(lambda: lens.lens is not None and lens.current(), timeout=30000)
+
+
+def test_head_statistics_mechanism_forward_ends_when_its_drawing_is_superseded(qtbot):
+    """The induction and previous-token scores need a forward of their own (once per model): a
+    newer request ends it at its next attention site, as a Run's, and nothing is kept for it."""
+    import engine.inspection.analysis as analysis
+    from engine.loading.demo import random_model
+    from engine.traces.tracing import trace_text
+    from gui.views.head_stats import stats_drawing
+
+    loaded = random_model("gpt")
+    trace = trace_text(loaded, "the cat sat on the mat")
+    kind = trace.kinds[0]
+    sites = []
+    with pytest.raises(RunCancelled):
+        stats_drawing(trace, kind, loaded, stop=lambda: sites.append(1) or True)
+    assert sites and loaded.model not in analysis._MECHANISMS
+    drawn = stats_drawing(trace, kind, loaded, stop=lambda: False)
+    assert not np.isnan(drawn["stats"]["induction"]).any() and loaded.model in analysis._MECHANISMS

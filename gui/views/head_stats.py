@@ -46,12 +46,13 @@ class NumberItem(QTableWidgetItem):
 
 
 @prepares
-def stats_drawing(trace, kind: str, loaded=None) -> dict:
+def stats_drawing(trace, kind: str, loaded=None, stop=None) -> dict:
     """Every head's statistics for one kind (a worker); the model's mechanism scores where
     the engine can measure them, else nan. The scores need a forward (once per model, then
-    kept): it runs on the model thread, where every forward runs (gui.worker's lanes)."""
+    kept): it runs on the model thread, where every forward runs (gui.worker's lanes), and a
+    newer request (another model, a Run) ends it at its next attention site (``stop``)."""
     stats = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind), kind)
-    mechanisms = call_on_lane(MODEL, mechanism_scores, loaded).get(kind, {}) if loaded is not None else {}
+    mechanisms = call_on_lane(MODEL, _mechanisms, loaded, stop).get(kind, {}) if loaded is not None else {}
     none = np.full(stats["entropy"].shape, np.nan)
     for column, name in (("induction", "induction"), ("prev-token", "previous")):
         scores = mechanisms.get(name)
@@ -63,6 +64,13 @@ def stats_drawing(trace, kind: str, loaded=None) -> dict:
               "induction": bool(np.isnan(stats["induction"]).all()),
               "prev-token": bool(np.isnan(stats["prev-token"]).all())}
     return dict(kind=kind, stats=stats, hidden=[c for c, gone in absent.items() if gone])
+
+
+def _mechanisms(loaded, stop=None) -> dict:
+    from engine.traces.tracing import stoppable   # torch: imported by the worker, never at the window's start
+
+    with stoppable(stop):
+        return mechanism_scores(loaded)
 
 
 class HeadStats(PreparedView, QWidget):
