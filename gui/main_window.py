@@ -385,8 +385,8 @@ class MainWindow(QMainWindow):
             self.statusBar().addPermanentWidget(w)
 
     # ---- models ------------------------------------------------------------------------
-    def _fill_model_menu(self) -> None:
-        """The models to open, the loaded one checked."""
+    def _fill_model_menu(self, name: str | None = None) -> None:
+        """The models to open, the loaded one checked (``name``: the one being put in place)."""
         menu = self.model_menu
         menu.clear()
         listed: list[str] = []
@@ -399,7 +399,7 @@ class MainWindow(QMainWindow):
         source = self.current_source
         if source and not _is_bundled(source) and source != catalog.MINILM and source not in catalog.RANDOM_SOURCES:
             # A folder, a cache or hub model, a file: the loaded one is listed (ticked) first.
-            name = self.state.loaded.name if self.state.loaded is not None else Path(source).name
+            name = name or (self.state.loaded.name if self.state.loaded is not None else Path(source).name)
             add(f"{name} (open now)", source)
             menu.addSeparator()
         for path in catalog.bundled_checkpoints():
@@ -480,7 +480,7 @@ class MainWindow(QMainWindow):
 
     def _model_loaded(self, source: str, loaded: LoadedModel) -> None:
         self.current_source = source
-        self._fill_model_menu()
+        self._fill_model_menu(loaded.name)
         if Path(source).exists():
             push_recent(self.settings, str(Path(source).resolve()))
             if not _is_bundled(source):     # the next Open Checkpoint starts by the user's models

@@ -94,10 +94,12 @@ def test_the_model_menu_ticks_a_folder_model_and_the_status_says_its_weights(win
     from tests.hf_tiny import tiny_folder
 
     folder = tiny_folder(tmp_path, "llama")
-    w = window_on(str(folder))
-    w._fill_model_menu()
+    w = window_on("random-gpt")
+    old = w.state.loaded
+    w.open_source(str(folder))                  # from another model, as a user opens one after the first
+    qtbot.waitUntil(lambda: w.state.loaded is not old and w.state.trace is not None, timeout=30000)
     ticked = [a.text() for a in w.model_menu.actions() if a.isChecked()]
-    assert len(ticked) == 1 and "open now" in ticked[0]
+    assert ticked == [f"{w.state.loaded.name} (open now)"]      # the walk saw the old model's name ticked
     assert "fp32" in w.params_label.text()
 
 
