@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QMessageBox, QPushButton, QScrollArea, QSizePolicy,
@@ -273,6 +273,7 @@ class MainWindow(QMainWindow):
         box.addWidget(self.banner)
         box.addWidget(self.grid, 1)
         self.setCentralWidget(central)
+        central.installEventFilter(self)     # its minimum grows (fonts, notes): docks give way (_room_for_overview)
         self.views["Heads overview"] = self.grid
         HelpButton(self.grid, "Heads overview", lambda page: self.show_help(page))
         for key in ("Ctrl+Return", "Ctrl+Enter"):
@@ -862,6 +863,29 @@ class MainWindow(QMainWindow):
                 bar.hide()
         self.restoreState(self.saveState())
         self._tab_bars_settled = True
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.centralWidget() and event.type() == QEvent.Type.LayoutRequest:
+            QTimer.singleShot(0, self, self._room_for_overview)   # once the layout has settled
+        return super().eventFilter(watched, event)
+
+    def _room_for_overview(self) -> None:
+        """The central part (text, output, notes and the heads overview) gets at least the
+        height it asks for: Qt keeps a bottom dock's height when the window shrinks or the fonts
+        grow, and the overview took what was left (presentation mode at 1280x800, with the
+        Patching panel open and a two-line note, drew ~25 px a layer and dropped its labels).
+        The bottom dock is shortened, down to its own minimum, never the other way."""
+        central = self.centralWidget()
+        # The overview is the central part's last row: from where it starts, its own minimum (the
+        # layout's minimumSizeHint leaves out the height a wrapped line takes at this width).
+        bottom_margin = central.layout().contentsMargins().bottom()
+        short = self.grid.geometry().top() + self.grid.minimumSizeHint().height() + bottom_margin - central.height()
+        bottom = [d for d in self.docks.values() if d.isVisible() and not d.isFloating()
+                  and self.dockWidgetArea(d) == Qt.DockWidgetArea.BottomDockWidgetArea]
+        if short > 0 and bottom:
+            dock = bottom[0]
+            self.resizeDocks([dock], [max(dock.minimumSizeHint().height(), dock.height() - short)],
+                             Qt.Orientation.Vertical)
 
     def _default_dock_sizes(self) -> None:
         bottom = [d for t, d in self.docks.items() if self.dockWidgetArea(d) == Qt.DockWidgetArea.BottomDockWidgetArea]

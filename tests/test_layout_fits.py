@@ -63,3 +63,32 @@ def test_a_flow_row_wraps_instead_of_widening(qtbot):
     tops = sorted({row.itemAt(i).geometry().top() for i in range(row.count())})
     assert len(tops) >= 4          # two buttons a line: four lines or more, none cut
     assert all(row.itemAt(i).geometry().right() < host.width() for i in range(row.count()))
+
+
+def test_a_bottom_dock_gives_way_when_the_overview_would_not_get_its_minimum(window_on, qtbot, drawn, monkeypatch):
+    """Walked as a user (under X11): at 1280x800 with the Patching panel open and a two-line
+    note over the heads, presentation mode left the overview ~25 px a layer, its last layer
+    under the dock and its labels dropped: Qt kept the bottom dock's height while the central
+    part, whose wrapped lines its minimum does not count, overflowed. Whenever the overview
+    would end below the central part at its minimum, the bottom dock is shortened by as much,
+    down to its own minimum. (Offscreen, Qt's fonts leave room, so the overflow is made here by
+    asking the overview for more than the window gives.)"""
+    from PySide6.QtCore import QSize, Qt
+
+    w = window_on("random-translator")
+    w.resize(1280, 800)
+    drawn(w.grid)
+    central, grid, dock = w.centralWidget(), w.grid, w.docks["Patching"]
+    dock.show()
+    dock.raise_()
+    w.resizeDocks([dock], [360], Qt.Orientation.Vertical)
+    qtbot.waitUntil(lambda: dock.height() >= 300)
+    before, room = dock.height(), central.height() - grid.geometry().top()
+    wanted = room + 80                                            # 80 px more than the overview has
+    monkeypatch.setattr(grid, "minimumSizeHint", lambda: QSize(100, wanted))
+    w._room_for_overview()
+    qtbot.waitUntil(lambda: grid.geometry().top() + wanted <= central.height(), timeout=5000)
+    assert dock.height() >= dock.minimumSizeHint().height() and dock.height() < before
+    monkeypatch.setattr(grid, "minimumSizeHint", lambda: QSize(100, 10_000))  # more than any dock can give
+    w._room_for_overview()
+    qtbot.waitUntil(lambda: dock.height() <= dock.minimumSizeHint().height() + 1)

@@ -202,7 +202,7 @@ class HeadGrid(PreparedView, QWidget):
     def _fit_view(self, *_args) -> None:
         """The whole mosaic in view, with room in *pixels* for the L / H labels at the font's
         size (a share of the mosaic was too little in presentation mode at 1280x800: 'H0' was
-        cut off); the plot asks for a line of the font per layer (up to MAX_GRID_SHARE of the
+        cut off); the plot asks for a line and a half of the font per layer (up to MAX_GRID_SHARE of the
         window), and where tiles are still smaller than a label, every n-th is labelled
         (32 heads' labels ran into each other)."""
         lay = self.layout_
@@ -211,7 +211,7 @@ class HeadGrid(PreparedView, QWidget):
         h, w = lay.shape
         metrics = QFontMetrics(QApplication.font())
         line = metrics.height()
-        self.plot.setMinimumHeight(min(int(1.1 * line * lay.rows) + 2 * line,
+        self.plot.setMinimumHeight(min(int(1.5 * line * lay.rows) + 2 * line,
                                        int(MAX_GRID_SHARE * self.window().height())))
         top_px, left_px = line + 6, metrics.horizontalAdvance(f"L{lay.rows - 1}") + 24   # TextItem's margins
         vh, vw = max(2.0 * top_px, self.view.height()), max(2.0 * left_px, self.view.width())
