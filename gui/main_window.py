@@ -742,9 +742,9 @@ class MainWindow(QMainWindow):
         target = Path(path)
         if not target.exists():
             return True
-        if self.current_source and _same_source(str(target), self.current_source):
-            self.show_error("Not saved", f"{target.name} is the model open now; a recording never replaces it. "
-                                         "Choose another name.")
+        if (self.current_source and _same_source(str(target), self.current_source)) or self._reads_from(target):
+            self.show_error("Not saved", f"{target.name} is the model open now, or one of its files; a recording "
+                                         "never replaces it. Choose another name.")
             return False
         ours = is_recording(target)
         what = ("It is a recording; replace it?" if ours else
@@ -753,6 +753,18 @@ class MainWindow(QMainWindow):
                                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                       QMessageBox.StandardButton.Yes if ours else QMessageBox.StandardButton.No)
         return answer == QMessageBox.StandardButton.Yes
+
+    def _reads_from(self, target: Path) -> bool:
+        """Whether ``target`` is one of the open model's own files (a shard of a folder model, or a
+        hub model's file in the cache, a link to a blob there), which a recording never replaces."""
+        folder = (self.state.loaded.meta.get("folder") if self.state.loaded is not None else None)
+        if not folder or not Path(folder).is_dir():
+            return False
+        try:
+            mine = target.resolve()
+            return any(f.resolve() == mine for f in Path(folder).iterdir())
+        except OSError:
+            return False
 
     def open_text_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open Text File", start_folder(self.settings, "texts"),

@@ -40,6 +40,28 @@ def test_save_recording_asks_before_replacing_a_model_and_keeps_it_on_no(window,
     qtbot.waitUntil(lambda: is_recording(model) and not window.save_jobs.busy, timeout=20000)
 
 
+def test_save_recording_never_replaces_a_file_of_the_open_hub_model(window_on, qtbot, tmp_path, monkeypatch):
+    """Walked as a user: with a sharded Llama opened from the Hugging Face cache, Save Recording
+    over one of its shards only asked (No by default); a file the open model is read from is
+    refused in one sentence, asking nothing."""
+    from tests.hf_sharded import build_model, put_in_cache, save_sharded
+
+    cache = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    snapshot = put_in_cache(save_sharded(*build_model("llama"), tmp_path / "folder"), cache, "walk/tiny-llama")
+    w = window_on("walk/tiny-llama")
+    shard = sorted(snapshot.glob("model-*-of-*.safetensors"))[0]      # a link to its blob, as the hub makes it
+    before = shard.read_bytes()
+    asked, errors = [], []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(shard), ""))
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(w, "show_error", lambda title, exc: errors.append(str(exc)))
+    w.save_recording_dialog()
+    assert not asked and not w.save_jobs.busy and shard.read_bytes() == before
+    assert len(errors) == 1 and "the model open now, or one of its files" in errors[0]
+
+
 def test_clear_all_keeps_the_decoding_step_on_screen(window_on, qtbot):
     w = window_on("random-gpt")
     panel = _show(w, "Decoding")

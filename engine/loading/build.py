@@ -96,7 +96,8 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     if plan.spread is None:
         model.to(plan.device)
     meta = {"source": source if found is None or found.local else found.given, "hf_config": config.to_dict(),
-            "model_type": config.model_type, "role": role}
+            "model_type": config.model_type, "role": role,
+            "folder": source}      # where its files are read from (a hub id's cache snapshot): never written over
     notes = list(plan.notes)
     if plan.spread is not None:
         from engine.loading.placement import describe_map
