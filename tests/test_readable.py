@@ -203,7 +203,7 @@ def test_an_output_that_ends_inside_a_character_reads_its_bytes(tmp_path):
     as the tokenizer's own decode writes them."""
     from transformers import AutoTokenizer
 
-    from engine.adapters.hf_text import HFTokens
+    from engine.adapters.hf_text import HFTokens, readable_tokens
     from engine.models.tokenizer import ByteTokenizer
     from tests.hf_tiny import tiny_folder
 
@@ -216,3 +216,6 @@ def test_an_output_that_ends_inside_a_character_reads_its_bytes(tmp_path):
     assert "\ufffd" in tok.decode(cut)
     assert words.decode(cut) == tok.decode(ids).replace("😀", "<0xF0><0x9F><0x98>")
     assert ByteTokenizer(256).decode(list("é!".encode())[1:]) == "<0xA9>!"
+    control = tok("a\x1fb\tc", add_special_tokens=False)["input_ids"]                # a control byte: no empty box
+    assert words.decode(control) == tok.decode(control).replace("\x1f", "<0x1F>") and "\t" in words.decode(control)
+    assert "<0x1F>" in "".join(readable_tokens(tok, control))

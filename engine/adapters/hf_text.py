@@ -59,11 +59,21 @@ def byte_labels(piece: str, text: str) -> str:
     is four byte pieces) decodes to U+FFFD alone, drawn as a "?" box on every axis. Pieces that
     decode whole are left as they are (linear in the piece: no table lookup per text)."""
     if "\ufffd" not in text or "\ufffd" in piece:
-        return text
+        return visible(text)
     if _BYTE_PIECE.fullmatch(piece):                 # sentencepiece's byte fallback spells it already
         return f"<0x{piece[3:5].upper()}>"
     raw = _byte_level_bytes(piece)
-    return raw.decode("utf-8", errors=BYTES_AS_LABELS) if raw is not None else text
+    return visible(raw.decode("utf-8", errors=BYTES_AS_LABELS)) if raw is not None else text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character but tab and line breaks written <0xNN>, as a byte
+    piece is: a vocabulary's single-byte pieces include them, and a label or an output of "\x1f"
+    was drawn as an empty box."""
+    return _CONTROL.sub(lambda m: f"<0x{ord(m.group()):02X}>", text)
 
 
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
@@ -91,7 +101,7 @@ def readable_text(tokenizer, ids) -> str:
     decode = lambda part: tokenizer.decode(part, skip_special_tokens=True)   # noqa: E731
     text = decode(ids)
     if "\ufffd" not in text:
-        return text
+        return visible(text)
     pieces = [p or "" for p in tokenizer.convert_ids_to_tokens(ids)]
     raw = [_piece_bytes(p) if "\ufffd" in decode([i]) else None for i, p in zip(ids, pieces)]   # bytes of byte pieces
     out: list[str] = []
@@ -106,7 +116,7 @@ def readable_text(tokenizer, ids) -> str:
             before, upto = decode(ids[:start]), decode(ids[:end])
             out.append(upto[len(before):] if upto.startswith(before) else decode(ids[start:end]))
         start = end
-    return "".join(out)
+    return visible("".join(out))
 
 
 def _piece_bytes(piece: str) -> bytes | None:
