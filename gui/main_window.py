@@ -236,6 +236,9 @@ class MainWindow(QMainWindow):
         self.output_label = QLabel()
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.output_label.setWordWrap(True)
+        # Wrapped at spaces, and cut at the edge where a "word" is longer than the line (a random
+        # model's "<0x0C><0x0C>…"): its width never widens the window past its docks.
+        self.output_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         emphasise(self.output_label, 1.5)
         self.output_label.setToolTip("What the model itself writes for this text (greedy), or the tokens chosen so "
                                      "far in the Decoding panel")

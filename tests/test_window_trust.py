@@ -200,6 +200,19 @@ def test_long_messages_never_widen_the_window(window, qtbot):
     assert window.minimumSizeHint().width() <= before
 
 
+def test_an_output_without_spaces_never_widens_the_window(window, qtbot):
+    """Walked as a user: a random Llama's continuation, "<0x0C>" 24 times, is one word the line
+    could not wrap; the window grew past its right dock, left ~120 px wide."""
+    from PySide6.QtWidgets import QApplication
+
+    before, dock = window.minimumSizeHint().width(), window.docks["Head detail"].width()
+    window.state.set_output("<0x0C>" * 300)
+    for _ in range(5):                                     # the layout takes the new text in
+        QApplication.processEvents()
+    assert window.output_label.text() == "<0x0C>" * 300
+    assert window.minimumSizeHint().width() <= before and window.docks["Head detail"].width() == dock
+
+
 def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
