@@ -6,7 +6,7 @@ of three moments and quit:
 
 - ``idle``: after the first Run, its output written;
 - ``run``: inside a Run of ATTNSCOPE_BENCH_TOKENS (4,096) tokens, a forward of seconds;
-- ``lens``: the same Run done, the Lens view computing its layers (one forward each).
+- ``lens``: the same Run done, the Lens view computing (its forward, then each layer read).
 
 With an X display (run under ``xvfb-run``) the parent presses Ctrl+Q on the window with
 xdotool and measures, from the key: ``window_gone_s`` (the window no longer mapped, as X
