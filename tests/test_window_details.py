@@ -133,3 +133,38 @@ def test_open_recording_refuses_a_checkpoint_and_points_to_open_checkpoint():
 
     with pytest.raises(RecordingError, match="File > Open Checkpoint"):
         _open_recording(str(ROOT / "resources/checkpoints/gpt.safetensors"))
+
+
+def test_every_file_dialog_starts_in_the_folder_last_used_for_its_purpose(window_on, qtbot, tmp_path, monkeypatch):
+    """Issue 40: file dialogs started in odd folders. Walked again: Compare's model B, Training's
+    checkpoint, time-lapse and corpus dialogs still opened in the process's working folder.
+    Every one starts where a file of its kind was last chosen, else the home folder, and
+    remembers the folder chosen."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    models, texts = tmp_path / "models", tmp_path / "texts"
+    for folder in (models, texts):
+        folder.mkdir()
+    w = window_on("random-gpt")
+    compare, training = _show(w, "Compare"), _show(w, "Training")
+    asked = []
+
+    def chosen(answer):
+        def dialog(_parent, _title, start, *_rest, **_kw):
+            asked.append(str(start))
+            return answer
+        return dialog
+
+    monkeypatch.setattr(compare, "set_b", lambda _source: None)            # only the dialogs are looked at here
+    monkeypatch.setattr(compare, "run", lambda: None)
+    monkeypatch.setattr(training, "load_timelapse", lambda _path: None)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", chosen(str(models)))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", chosen((str(models / "b.safetensors"), "")))
+    compare._open_b_folder()                   # first: the home folder; the chosen folder remembered
+    compare._open_b()                          # a model's dialog now starts there
+    training.open_timelapse_dialog()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", chosen((str(texts / "corpus.txt"), "")))
+    training._browse()                         # a text's purpose: home first, then its own folder
+    training._browse()
+    assert asked == [str(tmp_path / "home"), str(models), str(models), str(tmp_path / "home"), str(texts)]
+    assert not any(a in ("", ".") for a in asked)

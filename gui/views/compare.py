@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QPushButton, QSpi
 from engine.inspection.analysis import compare_traces
 from gui.colormaps import attach_colorbar, colormap
 from gui.flow import FlowLayout
+from gui.settings import app_settings, remember_folder, start_folder
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_labels import fitting_ticks
 from gui.views.head_stats import NumberItem
@@ -181,14 +182,19 @@ class CompareView(QWidget):
         self._show_b()
 
     def _open_b_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Model B: a Hugging Face folder", "")
+        settings = app_settings()
+        path = QFileDialog.getExistingDirectory(self, "Model B: a Hugging Face folder", start_folder(settings, "models"))
         if path:
+            remember_folder(settings, "models", path)
             self.set_b(path)
             self.run()
 
     def _open_b(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Model B", "", "Checkpoints (*.safetensors *.pt *.pth);;All files (*)")
+        settings = app_settings()
+        path, _ = QFileDialog.getOpenFileName(self, "Model B", start_folder(settings, "models"),
+                                              "Checkpoints (*.safetensors *.pt *.pth);;All files (*)")
         if path:
+            remember_folder(settings, "models", path)
             self.set_b(path)
             self.run()
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pyqtgraph as pg
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
@@ -19,6 +21,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
 
 from engine.training.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
 from engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
+from gui.settings import app_settings, remember_folder, start_folder
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.worker import TRAINING, Jobs, error_message, job_failures, process_events_until
@@ -316,9 +319,12 @@ class TrainingPanel(QWidget):
             process_events_until(lambda: not self.jobs.busy, 600)
         if self.trained is None:
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Save Checkpoint", f"{self.family.currentText()}.safetensors",
+        settings = app_settings()
+        path, _ = QFileDialog.getSaveFileName(self, "Save Checkpoint", str(Path(start_folder(settings, "models"))
+                                              / f"{self.family.currentText()}.safetensors"),
                                               "attnscope checkpoint (*.safetensors)")
         if path:
+            remember_folder(settings, "models", path)
             try:
                 self.save(path if path.endswith(".safetensors") else path + ".safetensors")
                 self.status.setText(f"Saved {path} (and its time-lapse).")
@@ -332,8 +338,11 @@ class TrainingPanel(QWidget):
         self.show_probe(0)
 
     def open_timelapse_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open Time-lapse", "", "Training time-lapse (*.timelapse.npz)")
+        settings = app_settings()
+        path, _ = QFileDialog.getOpenFileName(self, "Open Time-lapse", start_folder(settings, "models"),
+                                              "Training time-lapse (*.timelapse.npz)")
         if path:
+            remember_folder(settings, "models", path)
             try:
                 self.load_timelapse(path)
             except Exception as exc:
@@ -344,8 +353,11 @@ class TrainingPanel(QWidget):
         job_failures().failed.emit(title, error_message(exc))
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Corpus", "", "Pairs or text (*.tsv *.txt);;All files (*)")
+        settings = app_settings()
+        path, _ = QFileDialog.getOpenFileName(self, "Corpus", start_folder(settings, "texts"),
+                                              "Pairs or text (*.tsv *.txt);;All files (*)")
         if path:
+            remember_folder(settings, "texts", path)
             self.corpus.setText(path)
 
     def closeEvent(self, event) -> None:
