@@ -85,3 +85,18 @@ def test_attribution_beside_exact_says_how_well_they_agree_and_stop_drops_the_jo
     p.run()
     p.stop()
     assert not p.jobs.busy and p.result is shown and p.status.text().startswith("Stopped")
+
+
+def test_an_encoder_is_told_there_is_nothing_to_patch_in_the_plot_too(window_on, qtbot):
+    """Walked as a user (MiniLM): the status said there was nothing to patch while the plot
+    still said "press Patch"; the plot says the same as the status, and a decoder opened
+    after it gets the plot's invitation back."""
+    w = window_on("random-bert")
+    w.docks["Patching"].show()
+    panel = w.view("Patching")
+    text = lambda: panel.item._empty_label.text                                # noqa: E731
+    assert not panel.run_button.isEnabled() and "Nothing to patch" in text() and "press Patch" not in text()
+    old = w.state.loaded
+    w.open_source("random-gpt")
+    qtbot.waitUntil(lambda: w.state.loaded is not old, timeout=20000)
+    assert panel.run_button.isEnabled() and "press Patch" in text()

@@ -126,6 +126,9 @@ def answer_spec(box: QComboBox) -> str:
     return box.currentText().split(ANSWER_SEP)[0]
 
 
+EMPTY = "Type a clean and a corrupted text, choose the answers, press Patch."
+
+
 class PatchingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
@@ -209,7 +212,6 @@ class PatchingPanel(QWidget):
         state.model_changed.connect(self._on_model)
         self._form = (state.chat, state.system)     # the chat form the answers were offered for
         state.trace_changed.connect(self._on_trace)
-        show_empty(self.item, "Type a clean and a corrupted text, choose the answers, press Patch.")
         self._on_model(state.loaded)
 
     # ---- inputs ---------------------------------------------------------------------------------
@@ -249,6 +251,10 @@ class PatchingPanel(QWidget):
         if loaded is not None and not ok:
             self.status.setText(f"{loaded.name} is an encoder without a language-model head: it predicts no next "
                                 "token, so there is nothing to patch.")
+        if self.result is None:      # the plot's own line says the same as the status, not "press Patch"
+            show_empty(self.item, EMPTY if ok or loaded is None else
+                       "Nothing to patch here: open a model that predicts the next token (a decoder or an "
+                       "encoder-decoder).")
         for box in (self.answer_box, self.wrong_box):
             box.blockSignals(True)
             box.clear()
