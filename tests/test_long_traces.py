@@ -5,6 +5,8 @@ whole-kind views of a trace too large are refused with the numbers, and so is a 
 would not fit; a Run reports its progress and stops when asked; the heads grid pools a long
 trace and reads blocks exactly; Head detail becomes a viewport computed from the recording.
 """
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -74,6 +76,12 @@ def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypa
     with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* MB"):
         trace.weights("decoder self")
     assert trace.thumbnails("decoder self", 4).pooled.shape == (2, 4, 4, 4)   # the overview still draws
+    need = trace.dense_bytes("decoder self")
+    monkeypatch.setattr(base, "DENSE_VIEW_BYTES", need - 2**20 // 200)        # just under: both read the same rounded
+    with pytest.raises(TraceTooLarge) as refused:
+        trace.weights("decoder self")
+    said = [float(x) for x in re.findall(r"([\d.]+) MB", str(refused.value))]
+    assert len(said) == 2 and said[0] > said[1]                               # never "2.0 GB, more than the 2.0 GB"
 
 
 def test_a_run_that_cannot_fit_is_refused_before_its_forward(monkeypatch):

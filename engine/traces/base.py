@@ -25,9 +25,9 @@ def layer_started(layer: int, layers: int, report=None, stop=None) -> None:
         report(("overview", layer, layers))
 
 
-def size(n: float) -> str:
+def size(n: float, digits: int = 1) -> str:
     """Bytes as people read them: MB below a gigabyte, GB above."""
-    return f"{n / 2**30:,.1f} GB" if n >= 2**30 else f"{n / 2**20:,.1f} MB"
+    return f"{n / 2**30:,.{digits}f} GB" if n >= 2**30 else f"{n / 2**20:,.{digits}f} MB"
 
 
 class RunCancelled(Exception):
@@ -136,10 +136,11 @@ class AttentionTrace:
         need = self.dense_bytes(kind)
         if need > DENSE_VIEW_BYTES:
             L, H, tq, tk = self.shape(kind)
+            digits = next(d for d in (1, 2, 3, 6) if size(need, d) != size(DENSE_VIEW_BYTES, d) or d == 6)
             raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
-                                f"{size(need)}, more than the {size(DENSE_VIEW_BYTES)} a view may take: this view "
-                                "needs all of them; the heads overview and head detail draw it (pooled, zoomable), head "
-                                "lines each query's strongest keys.")
+                                f"{size(need, digits)}, more than the {size(DENSE_VIEW_BYTES, digits)} a view may "
+                                "take: this view needs all of them; the heads overview and head detail draw it "
+                                "(pooled, zoomable), head lines each query's strongest keys.")
 
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
