@@ -8,6 +8,7 @@ worker functions below.
 """
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 
@@ -121,6 +122,9 @@ def _model_output(loaded: LoadedModel, text, interventions=None, stop=None) -> s
 
     with stoppable(stop):
         return output_line(loaded, text, interventions)
+
+
+OUTPUT_TIP = "What the model itself writes for this text (greedy), or the tokens chosen so far in the Decoding panel"
 
 
 class MainWindow(QMainWindow):
@@ -240,8 +244,7 @@ class MainWindow(QMainWindow):
         # model's "<0x0C><0x0C>…"): its width never widens the window past its docks.
         self.output_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         emphasise(self.output_label, 1.5)
-        self.output_label.setToolTip("What the model itself writes for this text (greedy), or the tokens chosen so "
-                                     "far in the Decoding panel")
+        self.output_label.setToolTip(OUTPUT_TIP)
         self.output_mark = QLabel("updating…")    # the output shown is the previous text's until the new one is in
         self.output_mark.setToolTip("The model is writing its output for the new text; until then the line shows "
                                     "the previous one, greyed")
@@ -636,6 +639,11 @@ class MainWindow(QMainWindow):
                                       "model and Run the text to see its output)")
         else:
             self.output_label.setText(state.output)
+        # A word longer than the line is cut at its edge (it never widens the window): whole in the tooltip.
+        cut = any(self.output_label.fontMetrics().horizontalAdvance(word) > self.output_label.width()
+                  for word in self.output_label.text().split())
+        self.output_label.setToolTip(OUTPUT_TIP + ("\n\n" + "\n".join(textwrap.wrap(
+            self.output_label.text()[:4000], 100, break_long_words=True)) if cut else ""))
         updating = shown and not recording and (state.pending or state.output_for != state.trace_id)
         self.output_label.setEnabled(not updating and not recording)
         self.output_mark.setVisible(updating and state.trace is not None)

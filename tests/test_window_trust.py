@@ -211,6 +211,9 @@ def test_an_output_without_spaces_never_widens_the_window(window, qtbot):
         QApplication.processEvents()
     assert window.output_label.text() == "<0x0C>" * 300
     assert window.minimumSizeHint().width() <= before and window.docks["Head detail"].width() == dock
+    assert "<0x0C>" * 16 in window.output_label.toolTip().replace("\n", "")   # cut on the line, whole in its tooltip
+    window.state.set_output("a short one")
+    assert "a short one" not in window.output_label.toolTip()
 
 
 def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch):
