@@ -5,10 +5,9 @@ The real window on a random Llama of tests/hf_tiny (8 layers, 8 heads, 256 wide,
 positions), 1,024 tokens. Three Runs alternate (bench/_timing's round robin), each timed from
 Run to every visible view drawn and the window grabbed: with the Training panel in front (no
 work of its own on a Run), with the Lens in front, and with the Lens as it was before
-(``replayed``: the whole model run again for each layer, 8 forwards here, the old
-engine.interventions.lens path, kept for the models whose final norm is not all that
-follows). The Lens now reads every layer through the model's final norm and unembedding
-after one forward of its own, so the goal is a Lens Run <= 2.5x a Run.
+(``replayed``: the whole model run again for each layer, 8 forwards here). The Lens now
+reads every layer through the model's final norm and unembedding after one forward of its
+own, so the goal is a Lens Run <= 2.5x a Run.
 """
 from __future__ import annotations
 
@@ -59,7 +58,16 @@ class LensOverRun:
         import engine.interventions.lens as lens
 
         reader = lens._reader
-        replayed = lambda adapter, block, framed, *_: (lambda hidden: lens._replay(adapter, framed, block, hidden))  # noqa: E731
+
+        def replayed(adapter, blocks, framed, *_):           # the old Lens: the whole forward again a layer
+            def read(hidden):
+                swap = blocks[-1].register_forward_hook(
+                    lambda _m, _i, out: (hidden, *out[1:]) if isinstance(out, tuple) else hidden)
+                try:
+                    return adapter.forward(framed)
+                finally:
+                    swap.remove()
+            return read
         for shown, key, read in ((False, "run_ms", reader), (True, "run_with_lens_ms", reader),
                                  (True, "run_with_lens_replayed_ms", replayed)):
             lens._reader = read

@@ -55,18 +55,19 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
     with applied(spec):
         framed = adapter.frame(text, target=target)
     check_fits(spec, adapter, framed)                           # positions, on this text
-    stream: list[torch.Tensor] = []
-    handles = [b.register_forward_hook(lambda _m, _i, out: stream.append(_first(out).detach())) for b in blocks]
+    outs: list = []                                             # each block's output, as it returned it
+    handles = [b.register_forward_hook(lambda _m, _i, out: outs.append(out)) for b in blocks]
     try:
         with applied(spec):
             final = adapter.forward(framed)                                   # (1, T, V)
     finally:
         for h in handles:
             h.remove()
+    stream = [_first(out).detach() for out in outs]                            # each (1, T, D)
     # One layer's (T, V) distribution at a time: all of them at once would be L x T x V floats
     # (16 layers x 1,024 tokens x 32k words: 2 GB).
     predicted = final[0].argmax(-1)                                            # (T,)
-    read = _reader(adapter, blocks[-1], framed, stream[-1], final)
+    read = _reader(adapter, blocks, framed, outs, final)
     tops, top_ps, finals = [], [], []
     for hidden in stream[:-1] + [None]:
         logits = final if hidden is None else read(hidden)                    # (1, T, V)
@@ -81,28 +82,38 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
                 [[tok.tokens(row.tolist()) for row in layer] for layer in ids], torch.stack(finals).numpy())
 
 
-def _reader(adapter, last_block, framed, last_hidden: torch.Tensor, final: torch.Tensor):
+def _reader(adapter, blocks, framed, outs: list, final: torch.Tensor):
     """How a layer's residual stream (1, T, D) becomes logits: the model's own final norm and
     unembedding where they are all that follows the last block (``adapter.final_norm``, checked
     again here: they must turn this run's last hidden states into exactly its logits), else the
-    model's whole forward with the last block's output replaced. The forward per layer cost 16
-    forwards for a 16-layer model: 175 s of the Lens at 4k tokens of a 236 M Llama on a CPU,
-    where the norm and unembedding take milliseconds."""
+    model's own forward after the blocks (``_replay``: T5's rescaling, BART's final bias, Gemma
+    2's softcap). The whole forward again for each layer cost 16 forwards for a 16-layer model:
+    175 s of the Lens at 4k tokens of a 236 M Llama on a CPU."""
     norm, head = adapter.final_norm(), adapter.unembedding()
-    if norm is not None and torch.equal(head(norm(last_hidden)), final):
+    if norm is not None and torch.equal(head(norm(_first(outs[-1]))), final):
         return lambda hidden: head(norm(hidden))
-    return lambda hidden: _replay(adapter, framed, last_block, hidden)
+    return lambda hidden: _replay(adapter, framed, blocks, outs, hidden)
 
 
-def _replay(adapter, framed, last_block, hidden: torch.Tensor) -> torch.Tensor:
-    """The model's logits with the last block's output replaced by ``hidden`` (1, T, D)."""
-    def swap(_m, _i, out):
-        return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
-    handle = last_block.register_forward_hook(swap)
+def _replay(adapter, framed, blocks, outs: list, hidden: torch.Tensor) -> torch.Tensor:
+    """The model's logits with the last block's output replaced by ``hidden`` (1, T, D), from
+    the model's own forward in which every block hands back what it returned in the recorded
+    one (``outs``, the last with ``hidden`` in its place) without computing it again: what
+    surrounds the blocks (embeddings, an encoder, the final norm, rescaling, biases, softcap)
+    runs as the model runs it, and no block's attention or MLP does."""
+    last = outs[-1]
+    given = outs[:-1] + [(hidden, *last[1:]) if isinstance(last, tuple) else hidden]
+    kept = [block.__dict__.get("forward") for block in blocks]     # a wrapper of its own (accelerate's), kept
+    for block, out in zip(blocks, given):
+        block.forward = lambda *_args, _out=out, **_kwargs: _out
     try:
         return adapter.forward(framed)
     finally:
-        handle.remove()
+        for block, own in zip(blocks, kept):
+            if own is None:
+                del block.forward
+            else:
+                block.forward = own
 
 
 def adapter_tokens(loaded):
