@@ -60,3 +60,29 @@ def test_exports_hold_the_trace_numbers(tmp_path):
                and r["query_index"] == "1" and r["key_index"] == "2")
     assert float(row["weight"]) == pytest.approx(float(trace.head("cross", 1, 2)[1, 2]), rel=1e-5)
     assert row["key_token"] == trace.key_tokens("cross")[2]
+
+
+@pytest.mark.parametrize("family, text", [("gpt", "the cat sat on the mat and the dog sat on the log"),
+                                          ("translator", "the big dog sees the small cat ."),
+                                          ("bert", "the cat sat on the mat")])
+def test_head_statistics_of_a_trace_too_large_for_every_head_at_once_are_summed_over_row_blocks(
+        family, text, monkeypatch):
+    """Head statistics refused a long text (4k tokens of 16 x 20 heads: 21 GB at once); they are
+    summed over blocks of a few query rows instead, and equal the whole-array statistics for
+    every kind (causal self-attention, cross-attention, BERT's [CLS] and [SEP])."""
+    import engine.traces.base as base
+    from engine.inspection.analysis import trace_head_statistics
+    from engine.runtime import blocks
+
+    model = random_model(family)
+    trace = trace_text(model, text)
+    for kind in trace.kinds:
+        whole = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind), kind)
+        monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)          # every head at once: refused
+        reports = []
+        with blocks.forced(3 * 4 * trace.shape(kind)[1] * trace.shape(kind)[3]):   # three query rows a block
+            summed = trace_head_statistics(trace_text(model, text), kind, report=reports.append)
+        monkeypatch.undo()
+        assert len(reports) == trace.shape(kind)[0] - 1
+        for name, value in whole.items():
+            np.testing.assert_allclose(summed[name], value, atol=2e-5, rtol=1e-5, err_msg=f"{family} {kind} {name}")

@@ -73,12 +73,71 @@ def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: li
     else:
         self_w = previous = np.full(w.shape[:2], np.nan)
     first = w[..., 0].mean(-1)
-    is_cls = np.array([t in ("[CLS]", "[BOS]", "<s>") for t in key_tokens])
-    is_sep = np.array([t in ("[SEP]", "[EOS]", "</s>") for t in key_tokens])
+    is_cls, is_sep = _marker_keys(key_tokens)
     cls = w[..., is_cls].sum(-1).mean(-1) if is_cls.any() else np.zeros(w.shape[:2])
     sep = w[..., is_sep].sum(-1).mean(-1) if is_sep.any() else np.zeros(w.shape[:2])
     return {"entropy": entropy, "distance": distance, "self": self_w, "previous": previous,
             "first": first, "cls": cls, "sep": sep}
+
+
+def _marker_keys(key_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(is_cls, is_sep): which keys are [CLS]-like (or BOS) and which [SEP]-like (or EOS)."""
+    return (np.array([t in ("[CLS]", "[BOS]", "<s>") for t in key_tokens], dtype=bool),
+            np.array([t in ("[SEP]", "[EOS]", "</s>") for t in key_tokens], dtype=bool))
+
+
+def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str, np.ndarray]:
+    """``head_statistics`` of ``trace``'s ``kind``, for a trace of any length: from its dense
+    weights where every head fits at once, else summed over blocks of query rows (every head
+    and key of a layer, ``trace.block``, on the trace's device, sized by engine.runtime.blocks)
+    so nothing larger than a block is held: at 4k tokens of 16 layers x 20 heads the dense
+    weights are 21 GB, and the view refused. ``report(("overview", layers done, layers))``
+    after each layer; ``stop()`` true ends it between two layers (RunCancelled)."""
+    from engine.traces.base import TraceTooLarge
+
+    q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
+    try:
+        return head_statistics(trace.weights(kind), q_tokens, k_tokens, kind)
+    except TraceTooLarge:
+        return _blocked_head_statistics(trace, kind, k_tokens, report, stop)
+
+
+def _blocked_head_statistics(trace, kind: str, key_tokens: list[str], report=None, stop=None) -> dict:
+    import torch
+
+    from engine.runtime.blocks import rows_per_block
+    from engine.traces.base import layer_started
+
+    L, H, tq, tk = trace.shape(kind)
+    diagonal = tq == tk and kind != CROSS
+    is_cls, is_sep = (torch.from_numpy(m).to(trace.device) for m in _marker_keys(key_tokens))
+    keys = torch.arange(tk, device=trace.device, dtype=torch.float32)                     # (Tk,)
+    step = rows_per_block(trace.device, H * tk)
+    sums = {name: np.zeros((L, H), np.float64) for name in ("entropy", "distance", "self", "previous", "first",
+                                                            "cls", "sep")}
+    for layer in range(L):
+        layer_started(layer, L, report, stop)
+        for r0 in range(0, tq, step):
+            r1 = min(tq, r0 + step)
+            w = trace.block(kind, layer, list(range(H)), slice(r0, r1), slice(0, tk))     # (H, r, Tk)
+            rows = torch.arange(r0, r1, device=w.device, dtype=torch.float32)            # (r,)
+            add = {"entropy": -(w * torch.log(w.clamp_min(1e-30))).sum((1, 2)),
+                   "distance": (w * (rows[:, None] - keys[None, :]).abs()).sum((1, 2)),
+                   "first": w[:, :, 0].sum(1),
+                   "cls": w[:, :, is_cls].sum((1, 2)), "sep": w[:, :, is_sep].sum((1, 2))}
+            if diagonal:
+                at = torch.arange(r1 - r0, device=w.device)
+                add["self"] = w[:, at, at + r0].sum(1)
+                before = at[r0 + at >= 1]
+                add["previous"] = w[:, before, before + r0 - 1].sum(1)
+            for name, value in add.items():
+                sums[name][layer] += value.double().cpu().numpy()
+    nan = np.full((L, H), np.nan)
+    return {"entropy": (sums["entropy"] / tq).astype(np.float32), "distance": (sums["distance"] / tq).astype(np.float32),
+            "self": (sums["self"] / tq).astype(np.float32) if diagonal else nan,
+            "previous": (sums["previous"] / (tq - 1)).astype(np.float32) if diagonal and tq > 1 else nan,
+            "first": (sums["first"] / tq).astype(np.float32), "cls": (sums["cls"] / tq).astype(np.float32),
+            "sep": (sums["sep"] / tq).astype(np.float32)}
 
 
 UNKNOWN = {"[unk]", "<unk>"}   # an unknown word stands for a word of the text: never hidden

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from engine.inspection.analysis import head_statistics, mechanism_scores
+from engine.inspection.analysis import mechanism_scores, trace_head_statistics
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.worker import MODEL, call_on_lane
@@ -46,12 +46,14 @@ class NumberItem(QTableWidgetItem):
 
 
 @prepares
-def stats_drawing(trace, kind: str, loaded=None, stop=None) -> dict:
-    """Every head's statistics for one kind (a worker); the model's mechanism scores where
-    the engine can measure them, else nan. The scores need a forward (once per model, then
-    kept): it runs on the model thread, where every forward runs (gui.worker's lanes), and a
-    newer request (another model, a Run) ends it at its next attention site (``stop``)."""
-    stats = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind), kind)
+def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> dict:
+    """Every head's statistics for one kind (a worker), at any length (summed over blocks of
+    rows where every head at once would not fit: ``report`` says how far, ``stop`` ends it);
+    the model's mechanism scores where the engine can measure them, else nan. The scores need
+    a forward (once per model, then kept): it runs on the model thread, where every forward
+    runs (gui.worker's lanes), and a newer request (another model, a Run) ends it at its next
+    attention site (``stop``)."""
+    stats = trace_head_statistics(trace, kind, report, stop)
     mechanisms = call_on_lane(MODEL, _mechanisms, loaded, stop).get(kind, {}) if loaded is not None else {}
     none = np.full(stats["entropy"].shape, np.nan)
     for column, name in (("induction", "induction"), ("prev-token", "previous")):
@@ -133,6 +135,12 @@ class HeadStats(PreparedView, QWidget):
 
     def show_refusal(self, reason: str) -> None:
         super().show_refusal(reason)
+        self.note.setVisible(True)
+
+    def drawing_progress(self, record) -> None:
+        """A long text's statistics are summed a layer at a time: how far, in the view."""
+        _, done, total = record
+        self.note.setText(f"Measuring every head of a long text: {done} of {total} layers…")
         self.note.setVisible(True)
 
     def apply_drawing(self, d: dict) -> None:
