@@ -12,7 +12,8 @@ attribution estimates the same numbers from one backward; dla gives each head's 
 share of the clean logit difference. Answers are texts the tokenizer makes one token
 (" Mary", with its space) or id:N. --pairs reads a TSV (clean, corrupt, answer, wrong
 answer; one pair a line) and prints each point normalised per pair ((patched - corrupt) /
-(clean - corrupt)) and averaged.
+(clean - corrupt)) and averaged. --chat reads both texts as a user's turn of a chat, through the
+model's own template (--system: a system turn before it).
 """
 from __future__ import annotations
 
@@ -44,23 +45,34 @@ def register(sub) -> None:
                                                              "texts: the metric is on the next token after it "
                                                              "(default: none, the first token)")
     p.add_argument("--batch", type=int, default=None, help="at most this many patched copies in one forward")
+    p.add_argument("--chat", action="store_true", help="a chat model: each text is the user's turn, read through the "
+                                                       "tokenizer's own chat template with the reply's start added")
+    p.add_argument("--system", type=text, default=None, help="with --chat: a system turn before each user's turn")
     p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     p.set_defaults(func=run)
 
 
 def pairs_of(args):
     """The prompt pairs the options give, or InputError in one sentence."""
+    from dataclasses import replace
+
     from engine.experiments.pairs import PromptPair, read_pairs
-    from engine.inputs import InputError
+    from engine.inputs import Chat, InputError
 
     typed = [args.clean is not None, args.corrupt is not None, args.answers is not None]
+    if args.system is not None and not args.chat:
+        raise InputError("--system is a turn of a chat: give --chat too.")
     if args.pairs is not None:
         if any(typed):
             raise InputError("Give --pairs FILE or --clean, --corrupt and --answers, not both.")
-        return read_pairs(args.pairs)
-    if not all(typed):
+        pairs = read_pairs(args.pairs)
+    elif not all(typed):
         raise InputError("Give --clean TEXT, --corrupt TEXT and --answers CORRECT WRONG (or --pairs FILE).")
-    return [PromptPair(args.clean, args.corrupt, *args.answers)]
+    else:
+        pairs = [PromptPair(args.clean, args.corrupt, *args.answers)]
+    if args.chat:        # both texts as a user's turn, in the same chat form (as the window's Patching reads them)
+        pairs = [replace(p, clean=Chat.of(p.clean, args.system), corrupt=Chat.of(p.corrupt, args.system)) for p in pairs]
+    return pairs
 
 
 def run(args) -> int:

@@ -99,3 +99,21 @@ def test_a_malformed_chat_is_one_sentence(chat, phrase):
 
     with pytest.raises(InputError, match=phrase):
         check_text(chat)
+
+
+def test_patch_reads_both_texts_as_chats(chat_folder, chat_model, capsys):
+    """`attnscope patch --chat [--system]`: the clean and corrupted texts are each a user's turn
+    through the model's template, as the window's Patching panel reads them; --system alone
+    is one sentence."""
+    from engine.adapters import adapter_for
+    from main import main
+
+    args = ["patch", str(chat_folder), "--clean", "the cat sat", "--corrupt", "the dog sat",
+            "--answers", "id:5", "id:6", "--json"]
+    assert main(args + ["--chat", "--system", "be brief"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    adapter = adapter_for(chat_model)
+    for side, words in (("clean", "the cat sat"), ("corrupt", "the dog sat")):
+        assert out["token_ids"][side] == adapter.frame(Chat.of(words, system="be brief")).target_ids
+    assert main(args + ["--system", "be brief"]) == 2
+    assert "--system is a turn of a chat" in capsys.readouterr().err
