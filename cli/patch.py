@@ -12,7 +12,8 @@ attribution estimates the same numbers from one backward; dla gives each head's 
 share of the clean logit difference. Answers are texts the tokenizer makes one token
 (" Mary", with its space) or id:N. --pairs reads a TSV (clean, corrupt, answer, wrong
 answer; one pair a line) and prints each point normalised per pair ((patched - corrupt) /
-(clean - corrupt)) and averaged. --chat reads both texts as a user's turn of a chat, through the
+(clean - corrupt)) and averaged. --clean-file and --corrupt-file take texts too long for an
+argument. --chat reads both texts as a user's turn of a chat, through the
 model's own template (--system: a system turn before it).
 """
 from __future__ import annotations
@@ -30,6 +31,8 @@ def register(sub) -> None:
     p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>")
     p.add_argument("--clean", type=text, default=None, help="the clean text")
     p.add_argument("--corrupt", type=text, default=None, help="the corrupted text (as many tokens as the clean one)")
+    p.add_argument("--clean-file", type=Path, default=None, help="a UTF-8 file holding the clean text (a long context)")
+    p.add_argument("--corrupt-file", type=Path, default=None, help="a UTF-8 file holding the corrupted text")
     p.add_argument("--answers", type=text, nargs=2, metavar=("CORRECT", "WRONG"), default=None,
                    help="the clean answer and the corrupted one: one token each (' Mary') or id:N")
     p.add_argument("--pairs", type=Path, default=None, help="a TSV of pairs: clean, corrupt, answer, wrong answer")
@@ -57,8 +60,14 @@ def pairs_of(args):
     from dataclasses import replace
 
     from engine.experiments.pairs import PromptPair, read_pairs
-    from engine.inputs import Chat, InputError
+    from engine.inputs import Chat, InputError, read_utf8
 
+    for name in ("clean", "corrupt"):                # a text a command line cannot carry (128 KB an argument)
+        path = getattr(args, f"{name}_file")
+        if path is not None:
+            if getattr(args, name) is not None:
+                raise InputError(f"Give the {name} text as --{name} or as --{name}-file, not both.")
+            setattr(args, name, read_utf8(path))
     typed = [args.clean is not None, args.corrupt is not None, args.answers is not None]
     if args.system is not None and not args.chat:
         raise InputError("--system is a turn of a chat: give --chat too.")

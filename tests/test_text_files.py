@@ -66,3 +66,23 @@ def test_text_and_text_file_together_or_neither(tmp_path, capsys):
     assert "Give a text" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["lens", "random-gpt", "--text", TEXT, "--text-file", str(file)])   # argparse: not allowed with
+
+
+def test_patch_takes_its_two_texts_from_files(tmp_path, capsys):
+    """`attnscope patch` reads two texts: --clean-file and --corrupt-file give them as the
+    arguments would, through the same reader and its one-line refusals."""
+    clean, corrupt = tmp_path / "clean.txt", tmp_path / "corrupt.txt"
+    clean.write_text("the big dog sees the small cat .\n", encoding="utf-8")
+    corrupt.write_text("the big cat sees the small dog .\n", encoding="utf-8")
+    base = ["patch", "random-gpt", "--answers", "id:5", "id:6", "--json"]
+    assert main(base + ["--clean", "the big dog sees the small cat .",
+                        "--corrupt", "the big cat sees the small dog ."]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert main(base + ["--clean-file", str(clean), "--corrupt-file", str(corrupt)]) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert read["token_ids"] == given["token_ids"] and read["results"] == given["results"]
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 \xff")
+    for extra in (["--clean-file", str(tmp_path / "latin1.txt"), "--corrupt-file", str(corrupt)],
+                  ["--clean-file", str(clean), "--clean", "x", "--corrupt-file", str(corrupt)]):
+        assert main(base + extra) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
