@@ -86,3 +86,35 @@ def test_head_statistics_of_a_trace_too_large_for_every_head_at_once_are_summed_
         assert len(reports) == trace.shape(kind)[0] - 1
         for name, value in whole.items():
             np.testing.assert_allclose(summed[name], value, atol=2e-5, rtol=1e-5, err_msg=f"{family} {kind} {name}")
+
+
+@pytest.mark.parametrize("family, text", [("gpt", "the cat sat on the mat and the dog sat on the log"),
+                                          ("translator", "the big dog sees the small cat ."),
+                                          ("bert", "the cat sat on the mat")])
+def test_rollout_of_a_trace_too_large_for_every_head_at_once_multiplies_row_blocks(family, text, monkeypatch):
+    """Rollout refused a long text; each layer's mean of heads is summed over blocks of a few
+    query rows and multiplied in, equal to the whole-array rollout after every layer, with and
+    without the residual; past three T x T maps it is refused with the numbers."""
+    import engine.traces.base as base
+    from engine.inspection.analysis import trace_rollout
+    from engine.runtime import blocks
+    from engine.traces.base import TraceTooLarge
+
+    model = random_model(family)
+    trace = trace_text(model, text)
+    for kind in [k for k in trace.kinds if k != "cross"]:
+        L, H, t, _ = trace.shape(kind)
+        for residual in (True, False):
+            whole = rollout(trace.weights(kind), residual)
+            monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 3 * t * t * 4)          # three maps, not every head
+            with blocks.forced(3 * 4 * H * t):                                    # three query rows a block
+                fresh = trace_text(model, text)
+                for layer in range(L):
+                    reports = []
+                    np.testing.assert_allclose(trace_rollout(fresh, kind, layer, residual, report=reports.append),
+                                               whole[layer], atol=1e-5, err_msg=f"{family} {kind} {layer}")
+                    assert len(reports) == layer
+            monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 3 * t * t * 4 - 1)
+            with pytest.raises(TraceTooLarge, match=f"Rollout of {t} tokens holds three"):
+                trace_rollout(trace_text(model, text), kind, 0, residual)
+            monkeypatch.undo()

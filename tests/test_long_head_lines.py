@@ -243,16 +243,26 @@ def test_head_statistics_of_a_trace_too_long_for_every_head_at_once_fill_the_tab
         np.testing.assert_allclose(summed[name], value, atol=2e-5, rtol=1e-5, err_msg=name)
 
 
-def test_rollout_refused_says_why_where_the_map_would_be(qtbot, drawn, monkeypatch):
-    """Not "Nothing to show yet: run a text." after a Run: the map's place says the text is too
-    long, and the note under it has the numbers."""
+def test_rollout_of_a_trace_too_long_for_every_head_at_once_is_drawn_and_refused_past_its_maps(
+        qtbot, drawn, monkeypatch):
+    """Rollout needed every head at once; it multiplies each layer's mean of heads, summed over
+    row blocks, and is drawn with the whole-array numbers. Past three T x T maps it is refused
+    where the map would be ("Not drawn", not "Nothing to show yet"), the numbers in the note."""
     import engine.traces.base as base
     from gui.views.rollout import TOO_LONG, RolloutView
     state, view = shown_view(qtbot, RolloutView)
+    state.set_trace(trace_text(state.loaded, TEXT))
+    drawn(view)
+    whole = view.matrix.copy()
+    tokens = len(state.trace.query_tokens("decoder self"))
+    monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 3 * tokens * tokens * 4)    # every head: no; three maps: yes
+    state.set_trace(fresh(trace_text(state.loaded, TEXT)))
+    drawn(view)
+    np.testing.assert_allclose(view.matrix, whole, atol=1e-5)
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
     state.set_trace(fresh(trace_text(state.loaded, TEXT)))
     drawn(view)
-    assert view.plot.item._empty_label.text == TOO_LONG and "2 layers x 4 heads" in view.note.text()
+    assert view.plot.item._empty_label.text == TOO_LONG and f"Rollout of {tokens} tokens" in view.note.text()
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 2**31)
     state.set_trace(trace_text(state.loaded, TEXT))
     drawn(view)

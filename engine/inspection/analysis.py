@@ -80,6 +80,46 @@ def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: li
             "first": first, "cls": cls, "sep": sep}
 
 
+def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=None, stop=None) -> np.ndarray:
+    """(T, T) ``rollout`` of ``trace``'s ``kind`` after ``layer``, for a trace of any length: from
+    its dense weights where every head fits at once; else each layer's mean over heads is summed
+    over blocks of query rows (``trace.block``) into one (T, T) array and multiplied into the
+    running product, on the trace's device, so three T x T arrays are the most held (at 4k
+    tokens of 16 x 20 heads the dense weights are 21 GB, the three 0.2 GB); TraceTooLarge with
+    the numbers past that. ``report``/``stop`` as ``trace_head_statistics``."""
+    from engine.traces.base import DENSE_VIEW_BYTES, TraceTooLarge, layer_started, size
+
+    L, H, tq, tk = trace.shape(kind)
+    if tq != tk:
+        raise ValueError("rollout needs self-attention (square maps)")
+    try:
+        return rollout(trace.weights(kind)[:layer + 1], residual)[layer]
+    except TraceTooLarge:
+        pass
+    need = 3 * tq * tq * 4
+    if need > DENSE_VIEW_BYTES:
+        raise TraceTooLarge(f"Rollout of {tq:,} tokens holds three {tq:,} x {tq:,} maps = {size(need)}, more than "
+                            f"the {size(DENSE_VIEW_BYTES)} a view may take; a layer's mean or max of heads draws it.")
+    import torch
+
+    from engine.runtime.blocks import rows_per_block
+
+    device = trace.device
+    step = rows_per_block(device, H * tk)
+    product = None                                                             # R_(l-1), (T, T); None: the identity
+    for i in range(layer + 1):
+        layer_started(i, layer + 1, report, stop)
+        a = torch.empty(tq, tk, device=device)                                 # the layer's mean of heads, A_l
+        for r0 in range(0, tq, step):
+            a[r0:r0 + step] = trace.block(kind, i, list(range(H)), slice(r0, min(tq, r0 + step)),
+                                          slice(0, tk)).mean(0)                # (r, Tk)
+        if residual:                                                           # (W_l + I) / 2, in place
+            a.mul_(0.5).diagonal().add_(0.5)
+        a.div_(a.sum(-1, keepdim=True))
+        product = a if product is None else a @ product
+    return product.cpu().numpy()
+
+
 def _marker_keys(key_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(is_cls, is_sep): which keys are [CLS]-like (or BOS) and which [SEP]-like (or EOS)."""
     return (np.array([t in ("[CLS]", "[BOS]", "<s>") for t in key_tokens], dtype=bool),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
-from engine.inspection.analysis import layer_aggregate, rollout
+from engine.inspection.analysis import layer_aggregate, trace_rollout
 from engine.kinds import CROSS
 from gui.flow import FlowLayout
 from gui.views.kinds import fill_kind_box
@@ -19,29 +19,46 @@ MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads",
 
 POOLED_PIXELS = 1024      # a layer's mean / max over heads of a longer text is pooled to this many cells a side
 NOT_SELF = "Rollout follows self-attention; choose an encoder or decoder self kind."
-TOO_LONG = "Not drawn: this text is too long to hold every head at once (the numbers are below)."
+TOO_LONG = "Not drawn: this text is too long for rollout's maps (the numbers are below)."
 
 
 @prepares
-def rollout_drawing(trace, kind: str, layer: int, mode: str) -> dict:
-    """The matrix Rollout shows, its labels and its note (a worker)."""
+def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=None) -> dict:
+    """The matrix Rollout shows, its labels and its note (a worker). Rollout multiplies every
+    layer's mean of heads up to ``layer`` (engine.inspection.analysis.trace_rollout: row blocks
+    on a long text, ``report`` and ``stop`` between layers); a text longer than POOLED_PIXELS a
+    side is drawn pooled, each cell the max over its block of tokens."""
     layer = min(layer, trace.shape(kind)[0] - 1)
     if not mode.startswith("rollout"):
         return heads_drawing(trace, kind, layer, mode)
-    w = trace.weights(kind)      # rollout multiplies every layer's: the whole kind, or TraceTooLarge
-    if w.shape[-1] != w.shape[-2]:
+    q, k = trace.query_tokens(kind), trace.key_tokens(kind)
+    if len(q) != len(k) or kind == CROSS:
         return dict(matrix=None, note=NOT_SELF)
-    matrix = rollout(w, residual="with residual" in mode)[layer]
+    matrix = trace_rollout(trace, kind, layer, residual="with residual" in mode, report=report, stop=stop)
     note = "Row i: how much of each input token reaches position i (rows sum to 1)."
-    return dict(matrix=matrix, note=note, rows=trace.query_tokens(kind), cols=trace.key_tokens(kind),
+    if len(q) <= POOLED_PIXELS:
+        return dict(matrix=matrix, note=note, rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
+    import torch
+
+    from engine.traces.pooling import pool_2d
+
+    matrix = pool_2d(torch.from_numpy(matrix), POOLED_PIXELS, POOLED_PIXELS, "max").numpy()
+    return dict(matrix=matrix, note=f"{len(q):,} tokens: each cell the max over a block of tokens. " + note,
+                rows=_block_labels(q, matrix.shape[0]), cols=_block_labels(k, matrix.shape[1]),
                 top=float(max(matrix.max(), 1e-9)))
+
+
+def _block_labels(tokens: list[str], n: int) -> list[str]:
+    """Each of ``n`` blocks of ``tokens`` labelled by its first token, with its position."""
+    from engine.traces.pooling import bin_span
+
+    return [f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}" for i in range(n)]
 
 
 def heads_drawing(trace, kind: str, layer: int, mode: str) -> dict:
     """A layer's mean / max over heads: that layer's heads only (it asked for every head of every
     layer, and a long text was refused). A text longer than POOLED_PIXELS a side is drawn as Head
     detail draws it, each pixel the max over its block of tokens (engine.traces.viewport)."""
-    from engine.traces.pooling import bin_span
     from engine.traces.viewport import viewport
 
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
@@ -50,9 +67,7 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> dict:
         matrix = layer_aggregate(trace.layer(kind, layer)[None], how.split()[0])[0]
         return dict(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
-    label = lambda tokens, n, i: f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}"  # noqa: E731
-    rows = [label(q, matrix.shape[0], i) for i in range(matrix.shape[0])]
-    cols = [label(k, matrix.shape[1], i) for i in range(matrix.shape[1])]
+    rows, cols = _block_labels(q, matrix.shape[0]), _block_labels(k, matrix.shape[1])
     note = (f"{len(q):,} x {len(k):,} tokens: each cell the max over a block of tokens of the layer's {how} "
             "(Head detail zooms to every cell).")
     return dict(matrix=matrix, note=note, rows=rows, cols=cols, top=float(max(matrix.max(), 1e-9)))
@@ -118,6 +133,11 @@ class RolloutView(PreparedView, QWidget):
         self.matrix = None
         self.plot.clear_matrix()
         self.note.setText("Nothing to show yet: run a text.")
+
+    def drawing_progress(self, record) -> None:
+        """A long text's rollout multiplies a layer at a time: how far, under the map."""
+        _, done, total = record
+        self.note.setText(f"Rolling out a long text: {done} of {total} layers…")
 
     def show_refusal(self, reason: str) -> None:
         """The reason, with its numbers, under the map; where the map would be, a line that says
