@@ -46,23 +46,6 @@ _DARK_DISABLED = {R.WindowText: (125, 125, 128), R.Text: (125, 125, 128), R.Butt
 _LIGHT_PLACEHOLDER = (112, 112, 112)
 
 
-# Fusion outlines a check box's square in its Window colour made 40 % darker: on the dark
-# Window that is (32, 32, 34) on (45, 45, 48), a square nobody sees (1.1:1); on the light one
-# 1.9:1. A check box paints no background of its own, so its own Window colour sets only that
-# outline: one that reads at 3:1 or more on the window around it (WCAG's minimum for a control).
-_INDICATOR_WINDOW = {True: {G.Active: (175, 175, 180), G.Inactive: (175, 175, 180), G.Disabled: (115, 115, 118)},
-                     False: {G.Active: (150, 150, 150), G.Inactive: (150, 150, 150), G.Disabled: (205, 205, 205)}}
-
-
-def indicator_palette(dark: bool) -> QPalette:
-    """The palette of check boxes: the theme's, with a Window colour whose darker shade (Fusion's
-    outline of the square) stands out from the theme's window."""
-    pal = theme_palette(dark)
-    for group, rgb in _INDICATOR_WINDOW[dark].items():
-        pal.setColor(group, R.Window, QColor(*rgb))
-    return pal
-
-
 def is_dark() -> bool:
     """The theme the application shows now."""
     return _CURRENT["dark"]
@@ -96,7 +79,6 @@ def apply_theme(dark: bool) -> None:
     # Plots made later (views are built when first shown) take their colours from here.
     pg.setConfigOptions(background=BACKGROUND[dark], foreground=FOREGROUND[dark])
     app.setPalette(theme_palette(dark))
-    app.setPalette(indicator_palette(dark), "QCheckBox")
     for widget in QApplication.allWidgets():
         if shiboken6.isValid(widget) and widget.property(_ACCENT):
             _apply_accent(widget)
