@@ -239,8 +239,8 @@ def test_another_head_of_a_long_text_opens_where_the_last_was_zoomed(qtbot, draw
 
 
 def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, monkeypatch):
-    """Rollout and head statistics need every head at once: on a trace too long for that they
-    say so with the numbers, in the view, and no error dialog appears."""
+    """Rollout past its three T x T maps says so with the numbers, in the view, and no error
+    dialog appears (it and Head statistics needed every head at once; both now go by row blocks)."""
     import engine.traces.base as base
     from gui.state import AppState
     from gui.views.rollout import RolloutView
@@ -254,7 +254,10 @@ def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, mo
     qtbot.addWidget(view)
     state.set_trace(fresh(trace_text(state.loaded, TEXT)))
     drawn(view)
-    assert "MB" in view.note.text() and "layers x" in view.note.text() and view.drawing is None
+    said = view.note.text()
+    assert "MB" in said and "Rollout of" in said and "maps" in said and view.drawing is None
+    sizes = [float(x) for x in re.findall(r"([\d.]+) MB", said)]
+    assert len(sizes) == 2 and sizes[0] > sizes[1]                  # sizes told apart, never "0.0 MB ... 0.0 MB"
     assert failures == []
 
 

@@ -87,7 +87,7 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     running product, on the trace's device, so three T x T arrays are the most held (at 4k
     tokens of 16 x 20 heads the dense weights are 21 GB, the three 0.2 GB); TraceTooLarge with
     the numbers past that. ``report``/``stop`` as ``trace_head_statistics``."""
-    from engine.traces.base import DENSE_VIEW_BYTES, TraceTooLarge, layer_started, size
+    from engine.traces.base import DENSE_VIEW_BYTES, TraceTooLarge, layer_started, sizes_apart
 
     L, H, tq, tk = trace.shape(kind)
     if tq != tk:
@@ -98,8 +98,9 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
         pass
     need = 3 * tq * tq * 4
     if need > DENSE_VIEW_BYTES:
-        raise TraceTooLarge(f"Rollout of {tq:,} tokens holds three {tq:,} x {tq:,} maps = {size(need)}, more than "
-                            f"the {size(DENSE_VIEW_BYTES)} a view may take; a layer's mean or max of heads draws it.")
+        need_s, limit_s = sizes_apart(need, DENSE_VIEW_BYTES)
+        raise TraceTooLarge(f"Rollout of {tq:,} tokens holds three {tq:,} x {tq:,} maps = {need_s}, more than the "
+                            f"{limit_s} a view may take; a layer's mean or max of heads draws it.")
     import torch
 
     from engine.runtime.blocks import rows_per_block

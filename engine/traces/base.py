@@ -30,6 +30,13 @@ def size(n: float, digits: int = 1) -> str:
     return f"{n / 2**30:,.{digits}f} GB" if n >= 2**30 else f"{n / 2**20:,.{digits}f} MB"
 
 
+def sizes_apart(need: float, limit: float) -> tuple[str, str]:
+    """``need`` and ``limit`` as ``size`` writes them, with the digits that tell them apart (not
+    "2.0 GB, more than the 2.0 GB")."""
+    digits = next(d for d in (1, 2, 3, 6) if size(need, d) != size(limit, d) or d == 6)
+    return size(need, digits), size(limit, digits)
+
+
 class RunCancelled(Exception):
     """Work on a trace stopped because the user asked or newer work superseded it (a Run's
     forward, the overview's pooling of every head); nothing of it is kept."""
@@ -136,11 +143,11 @@ class AttentionTrace:
         need = self.dense_bytes(kind)
         if need > DENSE_VIEW_BYTES:
             L, H, tq, tk = self.shape(kind)
-            digits = next(d for d in (1, 2, 3, 6) if size(need, d) != size(DENSE_VIEW_BYTES, d) or d == 6)
+            need_s, limit_s = sizes_apart(need, DENSE_VIEW_BYTES)
             raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
-                                f"{size(need, digits)}, more than the {size(DENSE_VIEW_BYTES, digits)} a view may "
-                                "take: this view needs all of them; the heads overview and head detail draw it "
-                                "(pooled, zoomable), head lines each query's strongest keys.")
+                                f"{need_s}, more than the {limit_s} a view may take: this view needs all of them; "
+                                "the heads overview and head detail draw it (pooled, zoomable), head lines each "
+                                "query's strongest keys.")
 
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
