@@ -89,7 +89,7 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     the numbers past that. ``report``/``stop`` as ``trace_head_statistics``."""
     from engine.traces.base import DENSE_VIEW_BYTES, TraceTooLarge, layer_started, sizes_apart
 
-    L, H, tq, tk = trace.shape(kind)
+    tq, tk = trace.shape(kind)[2:]
     if tq != tk:
         raise ValueError("rollout needs self-attention (square maps)")
     try:
@@ -103,17 +103,12 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
                             f"{limit_s} a view may take; a layer's mean or max of heads draws it.")
     import torch
 
-    from engine.runtime.blocks import rows_per_block
-
-    device = trace.device
-    step = rows_per_block(device, H * tk)
     product = None                                                             # R_(l-1), (T, T); None: the identity
     for i in range(layer + 1):
         layer_started(i, layer + 1, report, stop)
-        a = torch.empty(tq, tk, device=device)                                 # the layer's mean of heads, A_l
-        for r0 in range(0, tq, step):
-            a[r0:r0 + step] = trace.block(kind, i, list(range(H)), slice(r0, min(tq, r0 + step)),
-                                          slice(0, tk)).mean(0)                # (r, Tk)
+        a = torch.empty(tq, tk, device=trace.device)                           # the layer's mean of heads, A_l
+        for r0, w in trace.row_blocks(kind, i):                                # (H, r, Tk)
+            a[r0:r0 + w.shape[1]] = w.mean(0)
         if residual:                                                           # (W_l + I) / 2, in place
             a.mul_(0.5).diagonal().add_(0.5)
         a.div_(a.sum(-1, keepdim=True))
@@ -146,21 +141,18 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str,
 def _blocked_head_statistics(trace, kind: str, key_tokens: list[str], report=None, stop=None) -> dict:
     import torch
 
-    from engine.runtime.blocks import rows_per_block
     from engine.traces.base import layer_started
 
     L, H, tq, tk = trace.shape(kind)
     diagonal = tq == tk and kind != CROSS
     is_cls, is_sep = (torch.from_numpy(m).to(trace.device) for m in _marker_keys(key_tokens))
     keys = torch.arange(tk, device=trace.device, dtype=torch.float32)                     # (Tk,)
-    step = rows_per_block(trace.device, H * tk)
     sums = {name: np.zeros((L, H), np.float64) for name in ("entropy", "distance", "self", "previous", "first",
                                                             "cls", "sep")}
     for layer in range(L):
         layer_started(layer, L, report, stop)
-        for r0 in range(0, tq, step):
-            r1 = min(tq, r0 + step)
-            w = trace.block(kind, layer, list(range(H)), slice(r0, r1), slice(0, tk))     # (H, r, Tk)
+        for r0, w in trace.row_blocks(kind, layer):                                       # (H, r, Tk)
+            r1 = r0 + w.shape[1]
             rows = torch.arange(r0, r1, device=w.device, dtype=torch.float32)            # (r,)
             add = {"entropy": -(w * torch.log(w.clamp_min(1e-30))).sum((1, 2)),
                    "distance": (w * (rows[:, None] - keys[None, :]).abs()).sum((1, 2)),

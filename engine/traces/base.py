@@ -106,8 +106,7 @@ class AttentionTrace:
         for i in range(L):
             layer_started(i, L, report, stop)
             rows, firsts = [], []
-            for r0 in range(0, tq, step):
-                w = self.block(kind, i, list(range(H)), slice(r0, min(tq, r0 + step)), slice(0, tk))   # (H, r, Tk)
+            for _r0, w in self.row_blocks(kind, i, step):                                  # (H, r, Tk)
                 across = pool_blocks(w, kb, how)                                           # (H, r, cols)
                 rows.append(pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2))  # (H, r / rb, cols)
                 firsts.append(pool_blocks(w[:, :, 0], rb, how))                            # (H, r / rb)
@@ -115,6 +114,18 @@ class AttentionTrace:
             sink.append(torch.cat(firsts, 1).cpu().numpy())
         return Thumbnails(np.stack(pooled).astype(np.float32, copy=False), how, tq, tk,
                           np.stack(sink).astype(np.float32, copy=False))
+
+    def row_blocks(self, kind: str, layer: int, step: int | None = None):
+        """(first row, (H, r, Tk) exact weights): every head of ``layer``, every key, a block of
+        ``step`` query rows at a time (default: what one block may hold on the trace's device,
+        engine.runtime.blocks). For work that needs a whole layer (the overview's pooling, head
+        statistics, rollout) without ever holding one."""
+        from engine.runtime.blocks import rows_per_block
+
+        _, H, tq, tk = self.shape(kind)
+        step = step or rows_per_block(self.device, H * tk)
+        for r0 in range(0, tq, step):
+            yield r0, self.block(kind, layer, list(range(H)), slice(r0, min(tq, r0 + step)), slice(0, tk))
 
     def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
         """(r, c) exact weights of one head for queries ``rows`` and keys ``cols``."""
