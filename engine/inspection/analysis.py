@@ -86,7 +86,7 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     over blocks of query rows (``trace.block``) into one (T, T) array and multiplied into the
     running product, on the trace's device, so three T x T arrays are the most held (at 4k
     tokens of 16 x 20 heads the dense weights are 21 GB, the three 0.2 GB); TraceTooLarge with
-    the numbers past that. ``report``/``stop`` as ``trace_head_statistics``."""
+    the numbers past base.DENSE_VIEW_BYTES (about 6.5k tokens). ``report``/``stop`` as ``trace_head_statistics``."""
     from engine.traces.base import DENSE_VIEW_BYTES, TraceTooLarge, layer_started, sizes_apart
 
     tq, tk = trace.shape(kind)[2:]

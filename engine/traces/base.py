@@ -14,7 +14,12 @@ import numpy as np
 
 from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 
-DENSE_VIEW_BYTES = 2 * 2**30      # a view that needs every head of a kind at once stops here
+# A view that needs every head of a kind at once stops here. Past it, Head statistics and
+# Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
+# overview and Head detail pool. It was 2 GB: a 4k-token text of 4 x 8 heads (2.1 GB) was read
+# whole, with its temporaries twice that, and under a heap that keeps what it frees
+# (engine.runtime.memory) the window stayed 5-6 GB larger after each Run.
+DENSE_VIEW_BYTES = 512 * 2**20
 
 
 def layer_started(layer: int, layers: int, report=None, stop=None) -> None:
@@ -86,7 +91,10 @@ class AttentionTrace:
         """(L, H, Tq, Tk) float32: every head of one kind at once (views that draw all heads).
         TraceTooLarge when that would not fit: ask for thumbnails, tiles or rows instead."""
         self.check_dense(kind)
-        return np.stack([self.layer(kind, i) for i in range(self.shape(kind)[0])])
+        out = np.empty(self.shape(kind), np.float32)       # filled a layer at a time: never twice the size
+        for i in range(len(out)):
+            out[i] = self.layer(kind, i)
+        return out
 
     def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
         """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling).

@@ -25,9 +25,9 @@ from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_
 from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
 from engine.traces.words import merge_pieces, word_starts
 
-DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once
+DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once, and kept
 LAYER_BYTES = 2**30               # one layer's every head at once, at most
-HEAD_CACHE = 64                   # layers kept by a large trace that computes on demand
+CACHE_BYTES = 256 * 2**20         # whole layers kept by a trace that computes them on demand, in all
 TOP_MARGIN = 8                    # strongest keys: candidates read past k, to see where ties end
 
 
@@ -67,17 +67,29 @@ class RecordedTrace(AttentionTrace):
             raise TraceTooLarge(f"One layer of {kind} is {H} heads x {tq:,} x {tk:,} = {H * tq * tk * 4 / 2**30:,.1f} GB "
                                 "at once; ask for thumbnails, a tile or a row.")
         key = (kind, layer)
-        if key not in self._layers:
-            self._layers[key] = self._compute(kind, layer)
-            while len(self._layers) > HEAD_CACHE:
+        if key in self._layers:
+            self._layers.move_to_end(key)
+            return self._layers[key]
+        computed = self._compute(kind, layer)                                   # (H, Tq, Tk)
+        # Kept while the layers kept weigh CACHE_BYTES at most, the oldest dropped first: a
+        # count of layers let a 4k-token trace keep every layer (0.5 GB each), and with a
+        # view's copy of the trace before it the window grew ~5 GB a Run.
+        if computed.nbytes <= CACHE_BYTES:
+            self._layers[key] = computed
+            while sum(a.nbytes for a in self._layers.values()) > CACHE_BYTES:
                 self._layers.popitem(last=False)
-        self._layers.move_to_end(key)
-        return self._layers[key]
+        return computed
 
     def weights(self, kind: str) -> np.ndarray:
-        if kind not in self._dense:
-            self._dense[kind] = super().weights(kind)
-        return self._dense[kind]
+        """Every head of ``kind`` (TraceTooLarge past base.DENSE_VIEW_BYTES); kept for the next
+        view only when it is as small as what ``densify`` keeps (DENSE_LIMIT_BYTES): a larger one
+        lives as long as the view that asked holds it."""
+        if kind in self._dense:
+            return self._dense[kind]
+        w = super().weights(kind)                                               # (L, H, Tq, Tk)
+        if w.nbytes <= DENSE_LIMIT_BYTES:
+            self._dense[kind] = w
+        return w
 
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
         if self._reads_whole(kind, layer):
@@ -307,6 +319,11 @@ class RecordedTrace(AttentionTrace):
         """(..., Tq, Tk) piece weights -> word weights when this trace merges words."""
         qg, kg = self.groups.get(QUERY_SIDE[kind]), self.groups.get(KEY_SIDE[kind])
         return w if qg is None else merge_pieces(w, qg, kg)
+
+    def held_bytes(self) -> int:
+        """What this trace keeps of the weights it computed (whole kinds and cached layers), on
+        top of its recording: at most DENSE_LIMIT_BYTES + CACHE_BYTES, whatever views asked."""
+        return sum(a.nbytes for a in self._dense.values()) + sum(a.nbytes for a in self._layers.values())
 
     def nbytes(self) -> int:
         """What every head of every kind takes as float32."""
