@@ -32,6 +32,7 @@ from gui.load_progress import LoadProgressBar
 from gui.tooltips import apply_tooltips
 from gui.theme import apply_font, apply_theme, emphasise, restyle_plots, tint
 from gui.export import export_target, export_widget
+from gui.text_box import TextBox
 from gui.settings import app_settings, push_recent, recent_files, remember_folder, start_folder
 from gui.state import AppState, prompt_of
 from gui.views.head_grid import HeadGrid
@@ -178,9 +179,11 @@ class MainWindow(QMainWindow):
 
     # ---- layout ------------------------------------------------------------------------
     def _build_central(self) -> None:
-        self.text_edit = QLineEdit()
-        self.text_edit.setPlaceholderText("Type a sentence; the heads update as you type (Ctrl+Enter runs now)")
-        self.text_edit.setToolTip("The text the model reads: the heads update as you type (Ctrl+Enter runs now)")
+        self.text_edit = TextBox()
+        self.text_edit.setPlaceholderText("Type a sentence; the heads update as you type (Enter runs now, "
+                                          "Shift+Enter breaks the line)")
+        self.text_edit.setToolTip("The text the model reads, as it is: line breaks (¶) and tabs (→) included. "
+                                  "The heads update as you type; Enter runs now, Shift+Enter breaks the line")
         self.target_edit = QLineEdit()
         self.target_edit.setPlaceholderText("optional output prefix (empty: the model writes its own output)")
         self.target_edit.setToolTip("The start of the output to look at; empty: the model's own greedy output")
@@ -785,7 +788,8 @@ class MainWindow(QMainWindow):
             self.open_text(path)
 
     def open_text(self, path: str) -> None:
-        """A text file as the text, run at once (thousands of tokens: the views pool and zoom)."""
+        """A text file as the text, run at once (thousands of tokens: the views pool and zoom); its
+        line breaks, tabs and spaces kept, so the Run reads what the command line reads."""
         from engine.inputs import InputError, read_utf8
 
         try:
@@ -793,7 +797,7 @@ class MainWindow(QMainWindow):
         except InputError as exc:
             self.show_error("Could not open the text", exc)
             return
-        self.text_edit.setText(" ".join(body.split()))    # one line, as typed: the Run reads the text box
+        self.text_edit.setText(body)      # as the file has it, as `--text-file` reads it (gui.text_box)
         self.run()
 
     def open_recording_dialog(self) -> None:

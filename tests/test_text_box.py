@@ -1,0 +1,58 @@
+"""The text box holds a file's text as it is, and a Run reads what the command line reads
+(issue 45, item 5: Open Text File collapsed every run of whitespace into one space, so the 22
+newlines of a 4k-token file became other tokens, weights off by up to 0.0081 from
+``attnscope export --text-file`` on the same file)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from engine.inputs import read_utf8
+from engine.traces.tracing import trace_text
+from tests.hf_tiny import tiny_folder
+
+BODY = "the big dog\n\tsees the  small cat .\n\nfruit flies\u00a0like a banana .\n"
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    return tiny_folder(tmp_path_factory.mktemp("text_box"), "llama")
+
+
+def test_open_text_file_runs_the_files_text_as_the_command_line_reads_it(window_on, llama, qtbot, tmp_path):
+    w = window_on(str(llama))
+    path = tmp_path / "text.txt"
+    path.write_text(BODY, encoding="utf-8")
+    w.open_text(str(path))
+    qtbot.waitUntil(lambda: not w.state.pending and w.state.text == BODY, timeout=30000)
+    assert w.text_edit.text() == BODY == read_utf8(path)          # tabs, line breaks, two spaces, nbsp
+    cli = trace_text(w.state.loaded, read_utf8(path))              # what --text-file reads (cli.common.text_of)
+    kind = cli.kinds[0]
+    assert w.state.trace.query_tokens(kind) == cli.query_tokens(kind)
+    np.testing.assert_array_equal(w.state.trace.weights(kind), cli.weights(kind))
+
+
+def test_line_breaks_and_tabs_show_and_return_runs_while_shift_return_breaks_the_line(qtbot):
+    from PySide6.QtGui import QTextOption
+
+    from gui.text_box import TextBox
+
+    box = TextBox()
+    qtbot.addWidget(box)
+    box.show()
+    one_line = box.sizeHint().height()
+    box.setText("a\tb\nc")
+    flags = box.document().defaultTextOption().flags()
+    assert flags & QTextOption.Flag.ShowLineAndParagraphSeparators and flags & QTextOption.Flag.ShowTabsAndSpaces
+    assert box.sizeHint().height() > one_line                      # two lines shown, not one cut
+    edits, runs = [], []
+    box.textEdited.connect(edits.append)
+    box.returnPressed.connect(lambda: runs.append(True))
+    assert not edits                                               # setText is not an edit
+    box.moveCursor(box.textCursor().MoveOperation.End)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert runs == [True] and box.text() == "a\tb\nc"
+    qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(box, "d")
+    assert box.text() == "a\tb\nc\nd" and edits[-1] == "a\tb\nc\nd" and runs == [True]
