@@ -20,6 +20,7 @@ from gui.views.empty import hide_empty, show_empty
 from gui.views.token_labels import fitting_ticks
 from gui.views.head_stats import NumberItem
 from gui.worker import MODEL, Jobs, error_message
+from gui.views.peak_image import PeakImage
 
 TITLE = 'Could not compare'     # the title of this view's error dialogs
 
@@ -83,7 +84,7 @@ class CompareView(QWidget):
                 vb.hideAxis("left")
             vb.setMouseEnabled(False, False)
             vb.hideButtons()
-            img = pg.ImageItem(axisOrder="row-major")
+            img = PeakImage(extreme=col == 2)     # the signed difference keeps its largest either way
             vb.addItem(img)
             self.images.append(img)
             self.panes.append(vb)

@@ -37,6 +37,7 @@ from gui.elided import ElidedLabel
 from gui.theme import PRESENTATION_SCALE, accent, is_dark, tint
 from gui.views.token_labels import view_ticks, zoomable
 from gui.worker import Jobs
+from gui.views.peak_image import PeakImage
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")
@@ -192,11 +193,11 @@ class HeadDetail(PreparedView, QWidget):
         self.item.invertY(True)
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image = PeakImage()
         self.item.addItem(self.image)
         self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
         # A long head's zoomed block, drawn over the whole-head view at full resolution.
-        self.zoom_image = pg.ImageItem(axisOrder="row-major")
+        self.zoom_image = PeakImage()
         self.zoom_image.setZValue(1)
         self.zoom_image.setColorMap(colormap(state.colormap))
         self.item.addItem(self.zoom_image)

@@ -29,6 +29,7 @@ from gui.colormaps import colormap, label_colorbar, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 from gui.elided import ElidedLabel
 from gui.views.prepared import PreparedView, prepares
+from gui.views.peak_image import PeakImage
 
 HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
 EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is drawn cell for cell
@@ -106,7 +107,7 @@ class HeadGrid(PreparedView, QWidget):
         self.plot = pg.GraphicsLayoutWidget()
         self.view = self.plot.addViewBox(lockAspect=False, invertY=True, enableMouse=False)
         self.view.setMenuEnabled(False)
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image = PeakImage()
         self.image.setLookupTable(gap_lookup_table(lookup_table(state.colormap)))
         self.mosaic: np.ndarray | None = None    # uint8 display codes drawn (see mosaic.display_codes)
         self.view.addItem(self.image)

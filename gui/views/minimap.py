@@ -19,6 +19,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from gui.theme import FOREGROUND
+from gui.views.peak_image import PeakImage
 
 PIXELS = 160          # the overview array's size a side at most (pooled in the worker)
 SMALLEST, LARGEST = 40, 150   # the minimap's side on screen: none below SMALLEST, never above LARGEST
@@ -45,7 +46,7 @@ class Minimap(pg.ViewBox):
         super().__init__(enableMouse=False, enableMenu=False, invertY=True, defaultPadding=0)
         self.setMouseEnabled(False, False)
         self.disableAutoRange()
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image = PeakImage()
         self.addItem(self.image)
         # The frame twice, dark under light, so it reads on every colour map.
         self.frames = [QGraphicsRectItem(), QGraphicsRectItem()]

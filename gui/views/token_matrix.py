@@ -9,6 +9,7 @@ from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.views.token_labels import view_ticks, zoomable
+from gui.views.peak_image import PeakImage
 
 
 class TokenMatrix(pg.PlotWidget):
@@ -21,7 +22,7 @@ class TokenMatrix(pg.PlotWidget):
         self.item.invertY(True)
         self.item.hideButtons()
         self.item.setMenuEnabled(False)
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image = PeakImage()
         self.item.addItem(self.image)
         self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
         self.item.showAxis("top")

@@ -1,0 +1,89 @@
+"""An image item that never loses a peak when it is drawn on fewer pixels than it has.
+
+A heatmap of attention is mostly near 0 with a few cells near 1 (a sink, a diagonal). Drawn on
+fewer screen pixels than it has cells, Qt samples it (nearest: most cells are never drawn) and
+pyqtgraph's own auto-downsampling averages it: on a 4k-token text the overview's first cell of
+layer 0 head 0, 1.0 in the engine's pooled image, showed dark purple, and Rollout's 0.5
+diagonal was drawn as broken dashes. PeakImage pools the image again on the way to the screen,
+each drawn pixel the max of the cells it covers (``extreme``: the value farthest from 0, for
+signed maps), at the device pixels the item covers (HiDPI included), whenever the view is
+resized or zoomed. It pools by whole factors (rounded up), so each drawn pixel stands for whole
+cells and Qt only ever enlarges what is left: nothing is sampled away.
+
+The pooling runs on the GUI thread, when the item renders (a new image, a new size): strided
+maxima in numpy, ~1 ms for the 128-token overview's 864 x 1728 mosaic on the CI's 2 cores.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF
+
+
+def peak_pool(image: np.ndarray, fy: int, fx: int, extreme: bool = False) -> np.ndarray:
+    """(h, w[, c]) -> (ceil(h / fy), ceil(w / fx)[, c]): each cell the max of its fy x fx block
+    (NaN ignored, the edge blocks padded with 0); ``extreme``: the block's value of largest
+    magnitude, its sign kept."""
+    if extreme:
+        high, low = peak_pool(image, fy, fx), -peak_pool(-image, fy, fx)
+        return np.where(np.abs(low) > np.abs(high), low, high)
+    h, w = image.shape[:2]
+    padded_h, padded_w = -(-h // fy) * fy, -(-w // fx) * fx
+    if (padded_h, padded_w) != (h, w):
+        padded = np.zeros((padded_h, padded_w, *image.shape[2:]), image.dtype)
+        padded[:h, :w] = image
+        image = padded
+    for axis, f in ((0, fy), (1, fx)):        # rows first: the second pass reads fy times less
+        if f > 1:
+            take = (slice(None),) * axis
+            out = image[take + (slice(0, None, f),)].copy()
+            for k in range(1, f):
+                np.fmax(out, image[take + (slice(k, None, f),)], out=out)
+            image = out
+    return image
+
+
+class PeakImage(pg.ImageItem):
+    """A row-major pg.ImageItem whose rendering keeps every peak (see the module's docstring)."""
+
+    def __init__(self, extreme: bool = False, **kwargs):
+        super().__init__(axisOrder="row-major", **kwargs)
+        self.extreme = extreme
+        self.factors = (1, 1)          # (rows, columns) pooled into one drawn pixel at the last render
+
+    def device_factors(self) -> tuple[int, int]:
+        """How many cells (rows, columns) fall on one device pixel, rounded up; (1, 1) when the
+        item is drawn at least as large as it is, or not on screen yet."""
+        if self.image is None:
+            return 1, 1
+        origin = self.mapToDevice(QPointF(0, 0))
+        right, down = self.mapToDevice(QPointF(1, 0)), self.mapToDevice(QPointF(0, 1))
+        if origin is None or right is None or down is None:
+            return 1, 1
+        view = self.getViewWidget()
+        ratio = view.devicePixelRatioF() if view is not None else 1.0   # physical pixels per logical one
+        factors = []
+        for end in (down, right):
+            pixels = math.hypot(end.x() - origin.x(), end.y() - origin.y()) * ratio   # device pixels a cell
+            factors.append(1 if pixels <= 0 or pixels >= 1 else math.ceil(1 / pixels - 1e-9))
+        return factors[0], factors[1]
+
+    def render(self):
+        factors = self.device_factors()
+        self.factors = factors
+        full = self.image
+        if full is None or factors == (1, 1):
+            return super().render()
+        self.image = peak_pool(full, *factors, extreme=self.extreme)
+        try:
+            super().render()
+        finally:
+            self.image = full
+
+    def viewTransformChanged(self):
+        super().viewTransformChanged()
+        if self.image is not None and self.device_factors() != self.factors:   # resized, zoomed: pool again
+            self._renderRequired = True
+            self.update()

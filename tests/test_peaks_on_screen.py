@@ -1,0 +1,84 @@
+"""What is painted keeps every peak (issue 45, item 4): a heatmap drawn on fewer screen pixels
+than it has cells was sampled (Qt) or averaged, so on a 4k-token text the overview's 1.0 at
+layer 0 head 0's first cell showed dark purple and Rollout's 0.5 diagonal broke into dashes.
+These tests read the painted widget itself."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gui.colormaps import lookup_table
+from gui.state import AppState
+from gui.views.peak_image import peak_pool
+from gui.views.token_matrix import TokenMatrix
+
+
+def _rgb(image) -> np.ndarray:
+    """A grabbed QImage as (h, w, 3) uint8."""
+    from PySide6.QtGui import QImage
+
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
+    h, w = image.height(), image.width()
+    return np.frombuffer(image.constBits(), np.uint8).reshape(h, image.bytesPerLine())[:, :w * 3].reshape(h, w, 3)
+
+
+def _near(pixels: np.ndarray, colour, tol: int = 24) -> np.ndarray:
+    return np.abs(pixels.astype(int) - np.asarray(colour[:3], int)).max(-1) <= tol
+
+
+def test_peak_pool_keeps_the_max_and_the_signed_extreme():
+    a = np.zeros((7, 9), np.float32)
+    a[6, 8], a[0, 0] = 1.0, 0.25
+    pooled = peak_pool(a, 3, 4)
+    assert pooled.shape == (3, 3) and pooled[2, 2] == 1.0 and pooled[0, 0] == 0.25 and pooled.sum() == 1.25
+    signed = np.zeros((4, 4), np.float32)
+    signed[1, 1], signed[0, 0] = -0.9, 0.5
+    assert peak_pool(signed, 2, 2, extreme=True)[0, 0] == pytest.approx(-0.9)
+    codes = np.zeros((5, 5), np.uint8)      # the overview's display codes: 0 is a gap
+    codes[4, 4] = 255
+    assert peak_pool(codes, 2, 2)[2, 2] == 255
+
+
+def test_a_lone_peak_and_a_thin_diagonal_survive_being_drawn_small(qtbot):
+    """2,000 x 2,000 cells in a ~300-pixel plot: the one cell at 1.0 is painted in the top colour,
+    and the 0.5 diagonal is painted on every pixel row it crosses (it came out as dashes)."""
+    state = AppState()
+    view = TokenMatrix(state)
+    qtbot.addWidget(view)
+    view.resize(380, 380)
+    view.show()
+    n = 2000
+    m = np.zeros((n, n), np.float32)
+    np.fill_diagonal(m, 0.5)
+    m[1000, 1500] = 1.0
+    view.show_matrix(m, [str(i) for i in range(n)], [str(i) for i in range(n)], top=1.0)
+    qtbot.waitExposed(view)
+    pixels = _rgb(view.grab().toImage())
+    lut = lookup_table(state.colormap)
+    assert _near(pixels, lut[-1]).any()                               # the peak, drawn in the top colour
+    rows = np.flatnonzero(_near(pixels, lut[len(lut) // 2], tol=30).any(1))
+    # the diagonal's pixel rows, one run without gaps (the plot is ~300 pixels tall)
+    assert len(rows) > 150 and (np.diff(rows) == 1).mean() > 0.97
+
+
+def test_the_overviews_first_cell_of_a_long_text_is_painted_at_its_peak(qtbot, drawn):
+    """A 1,500-token text of 3 layers x 4 heads, one cell at 1.0 and every other weight small, in an overview a few
+    hundred pixels wide: its painted tile shows the top colour (it showed dark purple)."""
+    from engine.traces.dense import DenseTrace
+    from gui.views.head_grid import HeadGrid
+
+    n = 1500
+    w = np.full((3, 4, n, n), 0.02, np.float32)
+    w[0, 0, 777, 777] = 1.0
+    tokens = [f"t{i}" for i in range(n)]
+    trace = DenseTrace(attentions={"encoder self": w}, model_name="peaks", family="bert", source_tokens=tokens)
+    state = AppState()
+    grid = HeadGrid(state)
+    qtbot.addWidget(grid)
+    grid.resize(330, 260)
+    grid.show()
+    state.set_trace(trace)
+    drawn(grid)
+    qtbot.waitExposed(grid)
+    pixels = _rgb(grid.plot.grab().toImage())
+    assert _near(pixels, lookup_table(state.colormap)[-1]).any()
