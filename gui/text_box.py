@@ -33,6 +33,7 @@ class TextBox(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.textChanged.connect(self._changed)
+        self._tab_width()
 
     # ---- the QLineEdit calls the window and its tests make ------------------------------------
     def text(self) -> str:
@@ -77,13 +78,19 @@ class TextBox(QPlainTextEdit):
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:   # presentation mode: taller lines, a taller box
+            self._tab_width()
             self.updateGeometry()
+
+    def _tab_width(self) -> None:
+        """A tab as wide as four spaces (Qt's default is 80 pixels: a tab looked like a gap of ten words)."""
+        self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))
 
     # ---- size ------------------------------------------------------------------------------
     def _height_for(self, lines: int) -> int:
         margins = self.contentsMargins()
         document = 2 * int(self.document().documentMargin())
-        return lines * self.fontMetrics().lineSpacing() + document + margins.top() + margins.bottom()
+        return (lines * self.fontMetrics().lineSpacing() + document + 2 * self.frameWidth()
+                + margins.top() + margins.bottom())
 
     def sizeHint(self) -> QSize:
         lines = max(1, min(MAX_LINES, int(self.document().size().height())))   # wrapped lines, as laid out
