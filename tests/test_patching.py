@@ -7,7 +7,12 @@ PyTorch forward hooks on the models' own modules (names written out here, per mo
 - patching the clean run's activations into the clean run changes nothing, bit for bit (a
   batch of one; in batches, to float rounding);
 - a batch of one and a batch of many give the same numbers; stop() ends it (RunCancelled);
-- bad pairs (lengths, answers, an encoder) are refused in one sentence naming what is wrong.
+- bad pairs (lengths, answers, an encoder) are refused in one sentence naming what is wrong;
+- interventions (a head zero- or mean-ablated, an edge knocked out) hold in every forward of
+  exact patching, attribution patching and direct logit attribution, as in the reference run
+  with the same interventions, fresh hooks each forward (issue 45);
+- the answers offered for a pair: the likeliest tokens, then an id the user chose whatever its
+  rank, each as its own text (its leading space kept, no '##' on the first of a list).
 """
 from pathlib import Path
 
@@ -20,6 +25,8 @@ from engine.experiments.pairs import PromptPair, frame_pair, read_pairs
 from engine.experiments.patching import exact_patching, run_to_end
 from engine.experiments.points import LOGPROB, POINTS
 from engine.inputs import InputError
+from engine.interventions import Edge, HeadRef, Interventions, applied
+from engine.kinds import DECODER_SELF
 from engine.loading.catalog import open_model
 from engine.loading.demo import random_model
 from engine.traces.base import RunCancelled
@@ -114,9 +121,10 @@ def fed(name, framed):
     return (framed.source_ids, framed.target_ids) if name in SEQ2SEQ else framed.target_ids
 
 
-def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None):
+def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None, spec=None):
     """One plain forward of ``ids``; ``keep`` [(module, side)] stores those tensors, ``put``
-    (module, side, fn) edits one. Returns (metric, kept)."""
+    (module, side, fn) edits one; ``spec``: with those interventions (fresh hooks). Returns
+    (metric, kept)."""
     model, kept, handles = loaded.model, {}, []
     for module, side in keep or []:
         if side == "in":
@@ -131,7 +139,7 @@ def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None
             handles.append(module.register_forward_hook(
                 lambda m, a, o: (fn(o[0]), *o[1:]) if isinstance(o, tuple) else fn(o)))
     try:
-        with torch.no_grad():
+        with torch.no_grad(), applied(spec):
             logits = run_model(name, model, ids)
     finally:
         for h in handles:
@@ -141,10 +149,10 @@ def ref_run(name, loaded, ids, answers, metric="logit_diff", keep=None, put=None
     return float(value), kept
 
 
-def reference(name, loaded, pair, point, noising=False, metric="logit_diff", n_heads=None):
+def reference(name, loaded, pair, point, noising=False, metric="logit_diff", n_heads=None, spec=None):
     base, source = (pair.clean, pair.corrupt) if noising else (pair.corrupt, pair.clean)
     mods = [module_for(name, loaded.model, point, lay) for lay in range(n_layers(name, loaded.model, point))]
-    _, src = ref_run(name, loaded, fed(name, source), pair.answers, metric, keep=mods)
+    _, src = ref_run(name, loaded, fed(name, source), pair.answers, metric, keep=mods, spec=spec)
     if n_heads is None:
         n_heads = loaded.model.config.n_head if name == "gpt" else loaded.model.config.num_attention_heads
     tokens = len(base.source_ids if point.startswith("encoder") else base.target_ids)
@@ -166,7 +174,8 @@ def reference(name, loaded, pair, point, noising=False, metric="logit_diff", n_h
                 else:
                     x[:, cell[0]] = clean[:, cell[0]]
                 return x
-            out[(lay, *cell)] = ref_run(name, loaded, fed(name, base), pair.answers, metric, put=(module, side, fn))[0]
+            out[(lay, *cell)] = ref_run(name, loaded, fed(name, base), pair.answers, metric, put=(module, side, fn),
+                                        spec=spec)[0]
     return out
 
 
@@ -379,3 +388,77 @@ def test_a_heads_share_is_its_output_through_the_final_layernorm_onto_the_answer
             c = merged[h * dv:(h + 1) * dv] @ proj[layer].weight[:, h * dv:(h + 1) * dv].T
             share = ((c - c.mean()) / sigma * model.transformer.ln_f.weight) @ direction
             assert dla.results["heads"][layer, h] == pytest.approx(float(share.detach()), abs=1e-5)
+
+
+# ---- interventions hold in every forward (issue 45: patching ignored a switched-off head) --------------
+OFF = {"zero": Interventions().ablate([HeadRef(DECODER_SELF, 1, 2), HeadRef(DECODER_SELF, 3, 3)]),
+       "mean": Interventions().ablate([HeadRef(DECODER_SELF, 1, 2)], "mean"),
+       "knockout": Interventions().block(Edge(DECODER_SELF, None, (1, 2), (2, 3)))}
+
+
+@pytest.mark.parametrize("off", OFF)
+def test_exact_patching_runs_with_the_interventions_as_the_reference_does(models, off):
+    """Each patched run equals the reference run of that cell with the same interventions (a
+    mean-ablated head's mean is its own run's, so the copies are not batched together); the
+    unpatched runs are the models' runs with them, not without."""
+    loaded, spec = models["gpt"], OFF[off]
+    pair = frame_pair(loaded, PAIRS["gpt"])
+    result = run_to_end(exact_patching(loaded, pair, ("heads", "resid-pre"), interventions=spec))
+    plain = run_to_end(exact_patching(loaded, pair, ("heads",)))
+    clean = ref_run("gpt", loaded, pair.clean.target_ids, pair.answers, spec=spec)[0]
+    assert result.clean == pytest.approx(clean, abs=1e-5) and abs(result.clean - plain.clean) > 1e-3
+    assert result.corrupt == pytest.approx(ref_run("gpt", loaded, pair.corrupt.target_ids, pair.answers,
+                                                   spec=spec)[0], abs=1e-5)
+    for point in ("heads", "resid-pre"):
+        ours, ref = as_cells(result.results[point]), reference("gpt", loaded, pair, point, spec=spec)
+        np.testing.assert_allclose([ours[k] for k in ref], list(ref.values()), atol=1e-5, rtol=0, err_msg=point)
+    if off == "zero":                      # a switched-off head patched: nothing comes back
+        assert result.results["heads"][3, 3] == pytest.approx(result.corrupt, abs=1e-6)
+
+
+def test_attribution_and_dla_run_with_the_interventions(models):
+    from engine.experiments.attribution import attribution_patching
+    from engine.experiments.dla import direct_logit_attribution
+
+    loaded, spec = models["gpt"], OFF["zero"]
+    pair = frame_pair(loaded, PAIRS["gpt"])
+    clean = ref_run("gpt", loaded, pair.clean.target_ids, pair.answers, spec=spec)[0]
+    estimated = run_to_end(attribution_patching(loaded, pair, ("heads",), interventions=spec))
+    assert estimated.clean == pytest.approx(clean, abs=1e-5)
+    assert estimated.results["heads"][3, 3] == pytest.approx(estimated.corrupt, abs=1e-6)    # no change to put in
+    dla = direct_logit_attribution(loaded, pair, interventions=spec)
+    assert dla.clean == pytest.approx(clean, abs=1e-5)
+    assert dla.results["heads"][3, 3] == 0 and dla.results["heads"][1, 2] == 0
+    total = dla.results["heads"].sum() + dla.results["mlp"].sum() + dla.results["embed"] + dla.results["bias"]
+    assert total == pytest.approx(clean, abs=1e-4)
+
+
+def test_interventions_that_do_not_fit_are_refused_before_any_forward(models):
+    loaded = models["gpt"]
+    pair = frame_pair(loaded, PAIRS["gpt"])
+    far = Interventions().ablate([HeadRef(DECODER_SELF, 9, 0)])
+    with pytest.raises(InputError, match=r"do not fit .*layers are 0 to 3"):
+        run_to_end(exact_patching(loaded, pair, ("heads",), interventions=far))
+    past = Interventions().block(Edge(DECODER_SELF, (40,), (0,)))
+    with pytest.raises(InputError, match="positions here"):
+        run_to_end(exact_patching(loaded, pair, ("heads",), interventions=past))
+
+
+# ---- the answers offered ---------------------------------------------------------------------------
+def test_offered_answers_keep_a_chosen_id_and_read_as_their_own_text(models):
+    from engine.experiments.pairs import answer_texts, next_tokens
+
+    gpt = models["gpt"]
+    top = next_tokens(gpt, "the king is dead long live the", k=3)
+    kept = next_tokens(gpt, "the king is dead long live the", k=3, keep=(7, top[0][0], 10 ** 9))
+    assert kept[:3] == top                                   # then 7 once, and none past the vocabulary
+    assert [i for i, _, _ in kept] == [i for i, _, _ in top] + [7]
+    with torch.no_grad():
+        logits = adapter_for(gpt).forward(adapter_for(gpt).frame("the king is dead long live the"))[0, -1]
+    assert kept[3][2] == pytest.approx(float(torch.softmax(logits.float(), -1)[7]), rel=1e-4)
+    word, inner = adapter_for(gpt).piece_ids(" king")[0], gpt.tokenizer.token_id("ly")
+    assert answer_texts(gpt, [inner, word]) == ["ly", " king"]        # the first of a list as any other
+    gpt2 = models["gpt2"]                                              # byte-level BPE: 'Ġcat' and 's'
+    word, inner = gpt2.tokenizer.convert_tokens_to_ids(["Ġcat", "s"])
+    assert answer_texts(gpt2, [inner, word]) == ["s", " cat"]
+    assert adapter_for(gpt2).piece_ids(" cat") == [word]               # typed as shown, it is that token

@@ -8,8 +8,9 @@ exact and attribution side by side say how well they agree."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, Qt
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
@@ -100,3 +101,167 @@ def test_an_encoder_is_told_there_is_nothing_to_patch_in_the_plot_too(window_on,
     w.open_source("random-gpt")
     qtbot.waitUntil(lambda: w.state.loaded is not old, timeout=20000)
     assert panel.run_button.isEnabled() and "press Patch" in text()
+
+
+# ---- issue 45: walked as a user ------------------------------------------------------------------------
+def _offers_settled(p) -> bool:
+    return not p._answers_timer.isActive() and not p.answer_jobs.busy
+
+
+def _spec(box) -> str:
+    return box.currentText().split("  ▸ ")[0]
+
+
+def test_a_chosen_answer_holds_when_the_texts_change(window_on, qtbot):
+    """The third offer picked, then a character typed and deleted in the clean text: the pick
+    holds (it reverted silently to the first, and Patch answered another question); with
+    another text it is still offered, by its id, whatever its rank; a typed answer stays typed."""
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    p.answer_box.setCurrentIndex(2)
+    p.wrong_box.setCurrentIndex(3)
+    picked, other = _spec(p.answer_box), _spec(p.wrong_box)
+    assert picked.startswith("id:")
+    qtbot.keyClick(p.clean_edit, "x")
+    qtbot.keyClick(p.clean_edit, Qt.Key.Key_Backspace)
+    qtbot.waitUntil(lambda: _offers_settled(p), timeout=30000)
+    assert p.clean_edit.text() == CLEAN
+    assert (_spec(p.answer_box), _spec(p.wrong_box)) == (picked, other)
+    assert p.answer_box.currentIndex() == 2
+    p.clean_edit.setText("speak King tru him all well court like arm fear made have thee speak King tru")
+    qtbot.waitUntil(lambda: _offers_settled(p), timeout=30000)
+    assert _spec(p.answer_box) == picked and p.answer_box.findText(p.answer_box.currentText()) >= 0
+    p.answer_box.setEditText(" may")
+    p.clean_edit.setText(CLEAN)
+    qtbot.waitUntil(lambda: _offers_settled(p), timeout=30000)
+    assert p.answer_box.currentText() == " may" and p.inputs()[3] == " may"
+
+
+def test_offered_answers_read_as_their_own_tokens(window_on, qtbot):
+    """Each offer is its token's own text, its spaces shown (the leading space a typed answer
+    needs: '␣well'), the first of a list as any other (it lost its '##'); picking one gives
+    exactly that id."""
+    from engine.experiments.pairs import answer_texts
+    from gui.views.patching_answers import shown_token
+
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    for box in (p.answer_box, p.wrong_box):
+        items = [box.itemText(k) for k in range(box.count())]
+        ids = [int(t.split("  ▸ ")[0][3:]) for t in items]
+        texts = answer_texts(w.state.loaded, ids)
+        assert [t.split("  ▸ ")[1].rsplit("  ", 1)[0] for t in items] == [shown_token(t) for t in texts]
+        assert [answer_texts(w.state.loaded, [i])[0] for i in ids] == texts     # alone as in a list
+    assert p.answer_box.itemText(0).startswith("id:389  ▸ ␣well")
+    p.answer_box.setCurrentIndex(1)
+    assert p.inputs()[3] == p.answer_box.itemText(1).split("  ▸ ")[0]
+
+
+def test_dla_colours_each_share_by_its_own_sign_and_says_the_total(window_on, qtbot):
+    """Answers swapped, the clean logit difference is negative: the induction head, which
+    pushes toward ' well' (now the other answer), is drawn blue, and a share toward the answer
+    red; the colours are the shares on a scale symmetric over them; the total is said."""
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    answer, wrong = _spec(p.answer_box), _spec(p.wrong_box)
+    p.answer_box.setEditText(wrong)
+    p.wrong_box.setEditText(answer)
+    result = _patch(p, qtbot, "heads", "dla")
+    shares = np.concatenate([result.results["heads"], result.results["mlp"][:, None]], axis=1)
+    assert result.clean < -1 and shares[3, 3] < 0 and shares.max() > 0
+    np.testing.assert_array_equal(p.image.image, shares.astype(np.float32))
+    lo, hi = p.image.getLevels()
+    assert hi == -lo == pytest.approx(np.abs(shares).max(), rel=1e-6)
+    assert f"{result.clean:+.3f}" in p.status.text() and f"{result.clean:+.3f}" in p.item.titleLabel.text
+
+
+def test_dla_near_a_zero_total_keeps_the_shares_scale():
+    """A clean difference of 0.004 scaled the shares to +-50 (each divided by the total)."""
+    from engine.experiments.patching import PatchResult
+    from gui.views.patching_drawing import drawing_of
+
+    heads = np.array([[3.0, -2.0], [0.5, -1.496]])
+    result = PatchResult({"clean": [1, 2]}, {"clean": ["a", "b"]}, (1, 2), "logit_diff", 0.004, 1.0, "dla",
+                         results={"heads": heads, "mlp": np.zeros(2), "embed": np.float64(0.0),
+                                  "bias": np.float64(0.0)})
+    d = drawing_of(result, "heads")
+    assert d.span == pytest.approx(3.0) and d.image[0, 0] == pytest.approx(3.0) and d.image[0, 1] < 0
+
+
+def test_the_readout_follows_the_result_and_dla_says_no_correlation(window_on, qtbot):
+    """Hovered without moving: a new result (another method) rewrites the readout, and
+    "STALE" goes once the result is current again; DLA's status has no exact-vs-attribution r."""
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    _patch(p, qtbot, "heads", "exact")
+    _patch(p, qtbot, "heads", "attribution")
+    assert "Attribution against exact" in p.status.text()
+    p._on_hover(p.item.vb.mapViewToScene(pg.Point(3.5, 3.5)))
+    assert p.readout.text().startswith("L3, H3: estimated metric")
+    _patch(p, qtbot, "heads", "dla")
+    assert p.readout.text().startswith("L3, H3: share") and "Attribution against exact" not in p.status.text()
+    p.clean_edit.setText(CLEAN + " well")
+    assert p.readout.text().startswith("STALE")
+    p.clean_edit.setText(CLEAN)
+    assert p.readout.text().startswith("L3, H3: share")
+
+
+def test_patching_runs_with_the_interventions_and_says_so(window_on, qtbot):
+    """The induction head switched off: patching it brings nothing back, the status names the
+    intervention, and switching it on again makes the result stale."""
+    from engine.interventions import HeadRef, Interventions
+
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    w.state.set_interventions(Interventions().ablate([HeadRef("decoder self", 3, 3)]))
+    result = _patch(p, qtbot)
+    assert result.results["heads"][3, 3] == pytest.approx(result.corrupt, abs=1e-5)
+    assert "zero ablation: decoder self 3.3" in p.status.text() and not p.mark.isVisible()
+    w.state.set_interventions(Interventions())
+    assert p.mark.isVisible()
+
+
+def test_an_input_error_is_said_once_in_the_panel(window_on, qtbot):
+    """Texts of different lengths: the sentence in the panel's status line, and no dialog or
+    status-bar copy (a modal that also swallowed Ctrl+Q)."""
+    from gui.worker import job_failures
+
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    announced = []
+    job_failures().failed.connect(lambda *a: announced.append(a))
+    p.corrupt_edit.setText("gri when speak")
+    p.run()
+    qtbot.waitUntil(lambda: not p.jobs.busy and "same number of tokens" in p.status.text(), timeout=30000)
+    assert announced == [] and w.error_box is None and "same number" not in w.statusBar().currentMessage()
+
+
+def test_the_metric_is_a_choice_kept_with_the_panels_options(window_on, qtbot):
+    from gui.views.patching import PatchingOptions
+
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    p.metric_box.setCurrentIndex(p.metric_box.findData("logprob"))
+    result = _patch(p, qtbot, "heads", "exact")
+    assert result.metric == "logprob" and result.clean < 0 and p.status.text().startswith("clean logprob")
+    assert PatchingOptions.saved() == PatchingOptions("exact", "heads", "logprob", False)
+    p.method_box.setCurrentIndex(p.method_box.findData("dla"))
+    assert not p.metric_box.isEnabled() and p.options().metric == "logit_diff"
+
+
+def test_the_colour_bar_has_room_for_its_labels(window_on, qtbot):
+    """Presentation mode's labels on a scale of +-0.0123 ('-0.010'): the bar's axis is as wide
+    as its widest label (pyqtgraph's fixed 45 px cut them at the window's edge)."""
+    from dataclasses import replace
+
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    _patch(p, qtbot)
+    w.set_presentation(True)
+    p.drawing = replace(p.drawing, span=0.0123)
+    p.draw()
+    axis = p.bar.axis
+    for _ in range(3):                 # the axis measures its labels as it paints them
+        p.plot.grab()
+        QCoreApplication.processEvents()
+    assert axis.textWidth > 45 and axis.width() >= axis.textWidth + axis.style["tickTextOffset"][0]

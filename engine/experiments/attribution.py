@@ -8,6 +8,7 @@ at once, for models and prompts where exact patching would take too long (Nanda,
 Syed et al., 2023). The gradient at each point is read by adding a zero tensor there whose
 gradient is the activation's (the forward's values are unchanged), through the same hooks
 exact patching uses. The numbers are reported as exact patching's are: base + the estimate.
+Interventions hold in both forwards (and so in the gradient), as in exact patching.
 """
 from __future__ import annotations
 
@@ -17,16 +18,18 @@ import numpy as np
 import torch
 
 from engine.experiments.pairs import FramedPair
-from engine.experiments.patching import ATTRIBUTION, Progress, check_points, result_frame
+from engine.experiments.patching import ATTRIBUTION, Progress, check_interventions, check_points, result_frame
 from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, Points, capture, edited,
                                        last_position_only, metric_of)
 from engine.adapters import adapter_for
+from engine.interventions import Interventions, applied
 from engine.traces.base import RunCancelled
 
 
-def gradients(points: Points, framed, answers, metric: str) -> tuple[float, dict, dict]:
+def gradients(points: Points, framed, answers, metric: str, interventions: Interventions | None = None
+              ) -> tuple[float, dict, dict]:
     """(metric, activations, d metric / d activation) of one forward and backward of ``framed``
-    at every (activation, layer) of ``points``, batch axis dropped."""
+    at every (activation, layer) of ``points``, batch axis dropped, with ``interventions``."""
     values, zeros = {}, {}
 
     def through(key):
@@ -38,7 +41,7 @@ def gradients(points: Points, framed, answers, metric: str) -> tuple[float, dict
 
     fns = {(act, layer): through((act, layer)) for act in points.activations for layer in range(points.layers_of(act))}
     with torch.enable_grad():
-        with edited(points, fns), last_position_only(points.head):      # the backward unembeds one row too
+        with applied(interventions), edited(points, fns), last_position_only(points.head):   # unembeds one row
             logits = points.adapter.forward(framed)                          # (1, 1, V)
         m = metric_of(logits[0, -1], answers, metric)
         keys = list(zeros)
@@ -47,20 +50,22 @@ def gradients(points: Points, framed, answers, metric: str) -> tuple[float, dict
 
 
 def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
-                         stop: Callable[[], bool] | None = None) -> Iterator[Progress]:
+                         stop: Callable[[], bool] | None = None, interventions: Interventions | None = None
+                         ) -> Iterator[Progress]:
     """Yields Progress; returns a PatchResult (method "attribution") shaped as exact patching's."""
     what = check_points(what, loaded.role)
+    check_interventions(loaded, pair, interventions)
     adapter = adapter_for(loaded)
     loaded.model.eval()
     points = Points.of(adapter, {ACTIVATION[w] for w in what})
     base_framed, source_framed = (pair.clean, pair.corrupt) if noising else (pair.corrupt, pair.clean)
     yield Progress(0, 2, "Attribution: a forward of the " + ("corrupted" if noising else "clean") + " text")
     with torch.no_grad():
-        source = capture(points, source_framed, keep_blocks=False)
+        source = capture(points, source_framed, keep_blocks=False, interventions=interventions)
     if stop is not None and stop():
         raise RunCancelled("Attribution patching was stopped.")
     yield Progress(1, 2, "Attribution: a forward and a backward of the " + ("clean" if noising else "corrupted") + " text")
-    base_metric, base, grads = gradients(points, base_framed, pair.answers, metric)
+    base_metric, base, grads = gradients(points, base_framed, pair.answers, metric, interventions)
     source_metric = float(metric_of(source.last_logits, pair.answers, metric))
     clean, corrupt = (base_metric, source_metric) if noising else (source_metric, base_metric)
     result = result_frame(pair, metric, ATTRIBUTION, noising, clean, corrupt)

@@ -13,7 +13,8 @@ centres; RMSNorm: P is the identity; s(z) = sqrt(mean(P(z)^2) + eps); whatever g
 residual stream: g * P(c) / s(x). Whether P centres is seen by shifting x (a centring norm
 does not move). A model whose logits are not such a read of the residual stream (a final
 soft-cap, T5's rescale, Gemma 2's norm after each sublayer) is refused: the parts would not
-sum to its logit difference, and that is checked.
+sum to its logit difference, and that is checked. Interventions hold in both runs: a
+zero-ablated head's share is 0, a mean-ablated head's is its mean's.
 """
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.experiments.pairs import FramedPair
-from engine.experiments.patching import DLA, result_frame
+from engine.experiments.patching import DLA, check_interventions, result_frame
 from engine.experiments.points import ATTN_OUT, HEADS, LOGIT_DIFF, MLP_OUT, RESID_PRE, Points, capture, metric_of
 from engine.inputs import InputError
+from engine.interventions import Interventions
 from engine.kinds import DECODER_SELF
 from engine.seam import Site
 
@@ -65,20 +67,24 @@ class FrozenNorm:
 
 
 @torch.no_grad()
-def direct_logit_attribution(loaded, pair: FramedPair, metric: str = LOGIT_DIFF):
+def direct_logit_attribution(loaded, pair: FramedPair, metric: str = LOGIT_DIFF,
+                             interventions: Interventions | None = None):
     """A PatchResult (method "dla") whose results are the clean run's shares of its logit
     difference: heads (L, H), mlp (L,), embed () and bias () (projection biases, the norm's
-    shift, the unembedding's bias); together they sum to ``clean``."""
+    shift, the unembedding's bias); together they sum to ``clean``. Both runs are with
+    ``interventions``."""
     if loaded.role != "decoder":
         raise InputError("Direct logit attribution splits a decoder's residual stream; for an encoder-decoder use "
                          "exact or attribution patching.")
     if metric != LOGIT_DIFF:
         raise InputError("Direct logit attribution splits the logit difference; it has no share of a log-probability.")
+    check_interventions(loaded, pair, interventions)
     adapter = adapter_for(loaded)
     loaded.model.eval()
     points = Points.of(adapter, {HEADS, RESID_PRE, ATTN_OUT, MLP_OUT})
-    run = capture(points, pair.clean)
-    corrupt = float(metric_of(capture(points, pair.corrupt, keep_blocks=False).last_logits, pair.answers, metric))
+    run = capture(points, pair.clean, interventions=interventions)
+    corrupt = float(metric_of(capture(points, pair.corrupt, keep_blocks=False, interventions=interventions).last_logits,
+                              pair.answers, metric))
     clean = float(metric_of(run.last_logits, pair.answers, metric))
     x = _first(run.blocks[-1])[0, -1].float()                                      # (D,) the final residual stream
     parts, labels = [run.at[(RESID_PRE, 0)][-1].float()], ["embed"]

@@ -119,18 +119,45 @@ def read_pairs(path: str | Path) -> list[PromptPair]:
     return [PromptPair(*fields, line=number) for number, *fields in rows]
 
 
-def next_tokens(loaded, text: str, k: int = 5, target: str | None = None) -> list[tuple[int, str, float]]:
+def answer_texts(loaded, ids) -> list[str]:
+    """Each id's own text as an answer reads it, alone (not as the next piece of a text): a
+    leading space kept (' honour' starts a word; 'our' goes on one), no '##' (the axes' mark
+    for a piece inside a word, which the first of a list lost); byte pieces (<0xC3>) and
+    special tokens as the vocabulary spells them."""
+    from engine.adapters.hf_text import byte_labels
+    from engine.models.tokenizer import raw_pieces
+
+    tokens = adapter_tokens(loaded)
+    hf = getattr(tokens, "hf", None)
+    out = []
+    for piece in raw_pieces(tokens, [int(i) for i in ids]):
+        if hasattr(hf, "convert_tokens_to_string"):                  # a transformers tokenizer
+            text = byte_labels(piece, hf.convert_tokens_to_string([piece])) if piece else ""
+            if piece.startswith(("Ġ", "▁")) and not text.startswith(" "):    # SentencePiece drops a first space
+                text = " " + text
+        else:                                                        # ours: Metaspace's mark is the space
+            text = piece.replace("▁", " ") if getattr(tokens, "kind", None) == "bpe" else piece
+        out.append(text)
+    return out
+
+
+def next_tokens(loaded, text: str, k: int = 5, target: str | None = None, keep=(), interventions=None
+                ) -> list[tuple[int, str, float]]:
     """The ``k`` likeliest next tokens after ``text`` (an encoder-decoder's: after the decoder
-    prefix ``target``): (id, token as read, probability), the answers the window offers for a
-    pair (the clean run's and the corrupted run's)."""
+    prefix ``target``), then each id of ``keep`` not among them (an answer the user chose;
+    ids past the vocabulary left out): (id, its text (answer_texts), probability), the answers
+    the window offers for a pair (the clean run's and the corrupted run's). The forward runs
+    with ``interventions`` (engine.interventions), as the experiment's do."""
     import torch
+
+    from engine.interventions import applied
 
     adapter = adapter_for(loaded)
     text = check_prompt(loaded, text)
     framed = _with_prefix(adapter, text, target or "") if loaded.role == "encoder-decoder" else adapter.frame(text)
-    with torch.no_grad():
+    with torch.no_grad(), applied(interventions):
         logits = adapter.forward(framed)[0, -1].float()                           # (V,)
     p = torch.softmax(logits, -1)
-    top = p.topk(min(k, p.numel()))
-    ids = top.indices.tolist()
-    return list(zip(ids, adapter_tokens(loaded).tokens(ids), top.values.tolist()))
+    ids = p.topk(min(k, p.numel())).indices.tolist()
+    ids += [int(i) for i in dict.fromkeys(keep) if 0 <= int(i) < p.numel() and int(i) not in ids]
+    return list(zip(ids, answer_texts(loaded, ids), p[ids].tolist()))

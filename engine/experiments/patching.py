@@ -12,6 +12,12 @@ cached outputs instead of recomputing them (points.skipping); only the last posi
 unembedded. The work is estimated (forwards, seconds, bytes a batch) before it starts, the
 batch sized to the memory free, and the generator yields progress between batches and ends
 when ``stop()`` says so (RunCancelled), as a Run does.
+
+Interventions (heads switched off, edges knocked out: engine.interventions) hold in every
+forward of an experiment, through fresh seam hooks each time, so its numbers are those of
+the model as the window runs it. A mean-ablated head takes its mean over one forward's
+batch and positions, so with one the patched copies run one at a time: a copy's mean is then
+its own, as in a Run of that copy.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF,
                                        SEQ2SEQ_POINTS, Activations, Points, capture, edited, last_position_only,
                                        metric_of, skipped, skipping)
 from engine.inputs import InputError
+from engine.interventions import Interventions, applied
+from engine.interventions.refs import MEAN
 from engine.loading.validation import MEMORY_SHARE, available_memory, gib
 from engine.runtime.steps import drive as run_to_end  # noqa: F401 - drives a patching generator headless
 from engine.traces.base import RunCancelled
@@ -207,34 +215,54 @@ def _patcher(point: str, idx: list[tuple], source: torch.Tensor) -> Callable:
 
 
 def patched_metrics(points: Points, framed, base: Activations, source: Activations, point: str, layer: int,
-                    idx: list[tuple], answers, metric: str) -> np.ndarray:
+                    idx: list[tuple], answers, metric: str, interventions: Interventions | None = None) -> np.ndarray:
     """One batch: ``len(idx)`` copies of ``framed``, row b with cell idx[b] of ``source`` at
-    ``point`` of ``layer``; the metric of each row (float64)."""
+    ``point`` of ``layer``; the metric of each row (float64). ``interventions`` edit before the
+    patch does (their hooks are installed first), so a patched cell replaces what they left."""
     act = ACTIVATION[point]
     fn = _patcher(point, idx, source.at[(act, layer)])
     with skipping(*skipped(points, act, layer, base), len(idx)), last_position_only(points.head), \
-            edited(points, {(act, layer): fn}):
+            applied(interventions), edited(points, {(act, layer): fn}):
         logits = points.adapter.forward_copies(framed, len(idx))             # (B, 1, V)
     return metric_of(logits[:, -1], answers, metric).double().cpu().numpy()
 
 
-def prepared(loaded, pair: FramedPair, what, noising: bool):
+def prepared(loaded, pair: FramedPair, what, noising: bool, interventions: Interventions | None = None):
     """(adapter's points, clean activations, corrupt activations), from one forward each."""
     adapter = adapter_for(loaded)
     loaded.model.eval()
     points = Points.of(adapter, {ACTIVATION[w] for w in what})
     with torch.no_grad():
-        clean, corrupt = capture(points, pair.clean), capture(points, pair.corrupt)
+        clean, corrupt = (capture(points, framed, interventions=interventions) for framed in (pair.clean, pair.corrupt))
     return points, clean, corrupt
 
 
+def check_interventions(loaded, pair: FramedPair, interventions: Interventions | None) -> None:
+    """InputError in one sentence when ``interventions`` do not fit the model or the pair's texts
+    (a head it lacks, a knocked-out position past the text): before any forward."""
+    from engine.interventions.spec import check_fits
+
+    adapter = adapter_for(loaded)
+    check_fits(interventions, adapter)
+    check_fits(interventions, adapter, pair.clean)
+
+
+def takes_means(interventions: Interventions | None) -> bool:
+    """Some head is mean-ablated: its mean is over a forward's whole batch (see the module)."""
+    return interventions is not None and any(mode == MEAN for _, mode in interventions.ablated)
+
+
 def exact_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
-                   max_batch: int | None = None, stop: Callable[[], bool] | None = None
-                   ) -> Iterator[Progress]:
-    """Yields Progress (the first names the estimate); returns the PatchResult."""
+                   max_batch: int | None = None, stop: Callable[[], bool] | None = None,
+                   interventions: Interventions | None = None) -> Iterator[Progress]:
+    """Yields Progress (the first names the estimate); returns the PatchResult. Every forward
+    runs with ``interventions`` (engine.interventions), the patched ones too."""
     what = check_points(what, loaded.role)
+    check_interventions(loaded, pair, interventions)
+    if takes_means(interventions):
+        max_batch = 1
     yield Progress(0, 0, "Running the clean and the corrupted text")
-    points, clean, corrupt = prepared(loaded, pair, what, noising)
+    points, clean, corrupt = prepared(loaded, pair, what, noising, interventions)
     base, source = (clean, corrupt) if noising else (corrupt, clean)
     base_framed = pair.clean if noising else pair.corrupt
     dims = {point: Dims.of(points, clean, point) for point in what}
@@ -249,7 +277,8 @@ def exact_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool = Fals
             if stop is not None and stop():
                 raise RunCancelled("Patching was stopped.")
             with torch.no_grad():
-                values = patched_metrics(points, base_framed, base, source, point, layer, idx, pair.answers, metric)
+                values = patched_metrics(points, base_framed, base, source, point, layer, idx, pair.answers, metric,
+                                         interventions)
             for i, v in zip(idx, values):
                 out[(layer, *i)] = v
             done += len(idx)

@@ -23,6 +23,7 @@ from typing import Callable
 
 import torch
 
+from engine.interventions import Interventions, applied
 from engine.kinds import ENCODER_SELF
 from engine.seam import SeamHook, Site, hooks
 
@@ -185,9 +186,11 @@ def last_position_only(head: torch.nn.Module):
         handle.remove()
 
 
-def capture(points: Points, framed, keep_blocks: bool = True) -> Activations:
+def capture(points: Points, framed, keep_blocks: bool = True, interventions: Interventions | None = None
+            ) -> Activations:
     """One forward of ``framed`` that keeps every activation asked, each block's output (for
-    ``skipping``) and the last position's logits. Runs under the caller's grad mode."""
+    ``skipping``) and the last position's logits. Runs under the caller's grad mode, with
+    ``interventions`` (fresh hooks, outside the capture's: it keeps what they left)."""
     acts = Activations()
 
     def keep(key):
@@ -202,7 +205,7 @@ def capture(points: Points, framed, keep_blocks: bool = True) -> Activations:
                for b in blocks] if keep_blocks else []
     try:
         start = time.perf_counter()
-        with edited(points, fns), last_position_only(points.head):
+        with applied(interventions), edited(points, fns), last_position_only(points.head):
             logits = points.adapter.forward(framed)                          # (1, 1, V)
         acts.seconds = time.perf_counter() - start
     finally:

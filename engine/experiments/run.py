@@ -16,21 +16,24 @@ from engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
 from engine.experiments.patching import PatchResult, Progress, exact_patching
 from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF
 from engine.inputs import InputError
+from engine.interventions import Interventions
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
-               max_batch: int | None = None, stop: Callable[[], bool] | None = None) -> Iterator[Progress]:
-    """Yields Progress; returns the PatchResult of ``method`` on the framed ``pair``."""
+               max_batch: int | None = None, stop: Callable[[], bool] | None = None,
+               interventions: Interventions | None = None) -> Iterator[Progress]:
+    """Yields Progress; returns the PatchResult of ``method`` on the framed ``pair``, every
+    forward with ``interventions`` (heads switched off, edges knocked out) when given."""
     if method == EXACT:
-        return (yield from exact_patching(loaded, pair, what, noising, metric, max_batch, stop))
+        return (yield from exact_patching(loaded, pair, what, noising, metric, max_batch, stop, interventions))
     if method == ATTRIBUTION:
         from engine.experiments.attribution import attribution_patching
 
-        return (yield from attribution_patching(loaded, pair, what, noising, metric, stop))
+        return (yield from attribution_patching(loaded, pair, what, noising, metric, stop, interventions))
     if method == DLA:
         from engine.experiments.dla import direct_logit_attribution
 
         yield Progress(0, 1, "Direct logit attribution: one forward of each text")
-        return direct_logit_attribution(loaded, pair, metric)
+        return direct_logit_attribution(loaded, pair, metric, interventions)
     raise InputError(f"The method is one of {', '.join(METHODS)}, not {method!r}.")
 
 

@@ -1,129 +1,122 @@
 """Patching: which heads and layers carry a behaviour, over a clean and a corrupted text.
 
 The user types a clean text and a corrupted one of the same length and picks two answers
-(offered: each run's likeliest next tokens); the engine (engine.experiments) patches each
-head, position or layer of one run into the other, or estimates it from one backward, or
-splits the clean logit difference into each head's share. The result is drawn as one image,
-normalised ((patched - corrupt) / (clean - corrupt): 1 is the clean behaviour back, 0 none of
-it; for direct logit attribution, shares of the clean logit difference) on a diverging map
-centred at 0; hover reads the raw metric and the normalised value; clicking a head opens it
-in Head detail on the clean text. With the window's chat on (an instruction-tuned model), both
-texts are read as the user's turn of the same chat (gui.state.AppState.as_prompt).
+(offered: each run's likeliest next tokens; patching_answers.py) and a metric (the answers'
+logit difference, or the answer's log-probability); the engine (engine.experiments) patches
+each head, position or layer of one run into the other, or estimates it from one backward, or
+splits the clean logit difference into each head's share. The result is drawn as one image on
+a diverging map centred at 0 (patching_drawing.py: normalised for patching, the shares
+themselves for direct logit attribution); hover reads the raw numbers; clicking a head opens
+it in Head detail on the clean text. With the window's chat on (an instruction-tuned model),
+both texts are read as the user's turn of the same chat (gui.state.AppState.as_prompt).
+Every forward runs with the window's interventions (a switched-off head stays off), and the
+status line names them.
 
 The work runs in the model worker as a generator: an estimate first, then progress by layer,
-stoppable. A result belongs to the model, texts and answers it was computed for: once any
-of them changes it is marked stale and greyed, never shown as current.
+stoppable. A result belongs to the model, texts, answers and interventions it was computed
+for: once any of them changes it is marked stale and greyed, never shown as current. Its
+errors are said once, in the panel's status line.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QVBoxLayout, QWidget)
 
-from engine.experiments.names import HEAD_KIND, POINTS, SEQ2SEQ_POINTS
+from engine.experiments.names import DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, POINTS, SEQ2SEQ_POINTS
 from engine.inputs import Chat
+from engine.interventions import Interventions
 from gui.colormaps import attach_colorbar
 from gui.elided import ElidedLabel
 from gui.flow import FlowLayout
+from gui.settings import app_settings
 from gui.theme import tint
 from gui.views.empty import hide_empty, show_empty
+from gui.views.patching_answers import AnswerBox
+from gui.views.patching_drawing import DIVERGING, METHODS, Drawing, describe_cell, dla_sums, drawing_of
 from gui.views.token_labels import fitting_ticks
-from gui.worker import MODEL, Jobs
+from gui.worker import MODEL, Jobs, error_message
 
-METHODS = {"exact": "exact patching", "attribution": "attribution patching (one backward)",
-           "dla": "direct logit attribution"}
-STALE = "Stale: the texts, answers or model changed since these results were computed; press Patch to compute them anew."
-DIVERGING = "CET-D1"      # blue - white - red, centred at 0
-ANSWER_SEP = "  ▸ "       # an offered answer reads 'id:N  ▸ token  p'
+STALE = ("Stale: the texts, answers, interventions or model changed since these results were computed; press "
+         "Patch to compute them anew.")
+METRICS = {LOGIT_DIFF: "logit difference", LOGPROB: "log-probability of the answer"}
 
 
-@dataclass
-class Drawing:
-    """What the image shows, computed in the worker: finished arrays and labels."""
-    normalised: np.ndarray          # (rows, cols) float32
-    raw: np.ndarray                 # (rows, cols) float64: the metric of each patched run (or share)
-    rows: list[str]
-    cols: list[str]
-    heads: list[tuple[str, int, int] | None]   # per (row, col) flattened: the (heads' point, layer, head) or None
-    title: str
-    span: float                     # the colours run from -span to span
+class PatchInputs(NamedTuple):
+    """What a result is computed for: once any of it changes, the result shown is stale."""
+    model: int | None                  # id of the model object
+    clean: str | Chat                  # the texts as the model reads them
+    corrupt: str | Chat
+    answer: str
+    wrong: str
+    target: str
+    interventions: Interventions
 
 
-def drawing_of(result, point: str) -> Drawing:
-    """A PatchResult as one image: heads (layers x heads); heads by position (layer.head x
-    positions); a layer's point by position (layers x positions); DLA (layers x heads + MLP).
-    An encoder-decoder's encoder heads are by source position, everything else by the
-    decoder's positions."""
-    norm, raw = result.normalised(), result.results
-    side = "clean" if point.startswith("encoder") or "target" not in result.tokens else "target"
-    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens[side])]
-    heads_of = point.replace("-by-pos", "")
-    if result.method == "dla":
-        img = np.concatenate([norm["heads"], norm["mlp"][:, None]], axis=1)
-        values = np.concatenate([raw["heads"], raw["mlp"][:, None]], axis=1)
-        layers, heads = raw["heads"].shape
-        cols = [f"H{h}" for h in range(heads)] + ["MLP"]
-        cells = [("heads", lay, h) if h < heads else None for lay in range(layers) for h in range(heads + 1)]
-        title = (f"share of the clean logit difference {result.clean:.3f} (embeddings {float(raw['embed']):.3f}, "
-                 f"biases {float(raw['bias']):.3f})")
-        rows = [f"L{lay}" for lay in range(layers)]
-    elif point in HEAD_KIND:
-        img, values = norm[point], raw[point]
-        layers, heads = values.shape
-        rows, cols = [f"L{lay}" for lay in range(layers)], [f"H{h}" for h in range(heads)]
-        cells = [(point, lay, h) for lay in range(layers) for h in range(heads)]
-        title = f"each {HEAD_KIND[point]} head's output patched, all positions"
-    elif heads_of in HEAD_KIND:
-        layers, t, heads = raw[point].shape
-        img = norm[point].transpose(0, 2, 1).reshape(layers * heads, t)          # rows layer.head
-        values = raw[point].transpose(0, 2, 1).reshape(layers * heads, t)
-        rows, cols = [f"{lay}.{h}" for lay in range(layers) for h in range(heads)], tokens
-        cells = [(heads_of, lay, h) for lay in range(layers) for h in range(heads) for _ in range(t)]
-        title = f"each {HEAD_KIND[heads_of]} head's output patched at one position"
-    else:
-        img, values = norm[point], raw[point]
-        rows, cols = [f"L{lay}" for lay in range(values.shape[0])], tokens
-        cells = [None] * values.size
-        title = {"resid-pre": "the residual stream before each layer", "attn-out": "each layer's attention output",
-                 "mlp-out": "each layer's MLP output"}[point] + ", patched at one position"
-    finite = np.abs(img[np.isfinite(img)])
-    span = float(max(1.0 if result.method != "dla" else 0.0, finite.max() if finite.size else 1.0)) or 1.0
-    return Drawing(np.asarray(img, np.float32), np.asarray(values, np.float64), rows, cols, cells,
-                   f"{METHODS[result.method]}: {title}", span)
+@dataclass(frozen=True)
+class PatchingOptions:
+    """The panel's choices of how to patch, kept across starts (settings "patching/<name>")."""
+    method: str = "exact"
+    point: str = POINTS[0]
+    metric: str = LOGIT_DIFF
+    noising: bool = False
+
+    @classmethod
+    def saved(cls) -> "PatchingOptions":
+        settings, default = app_settings(), cls()
+        read = {name: settings.value(f"patching/{name}", getattr(default, name))
+                for name in ("method", "point", "metric")}
+        noising = str(settings.value("patching/noising", False)).lower() == "true"
+        if read["method"] not in METHODS or read["metric"] not in METRICS or read["point"] not in SEQ2SEQ_POINTS:
+            return default
+        return cls(**read, noising=noising)
+
+    def save(self) -> None:
+        settings = app_settings()
+        for name, value in vars(self).items():
+            settings.setValue(f"patching/{name}", value)
 
 
-def _patch_job(loaded, clean, corrupt, answer: str, wrong: str, target: str, method: str, point: str,
-               noising: bool, stop=None):
+class PanelJobs(Jobs):
+    """Jobs whose errors the panel says itself, in its status line, and only there: reported to
+    the window too, a patching input error showed three times (status line, status bar and a
+    modal dialog that also swallowed Ctrl+Q)."""
+
+    def _failed(self, ticket: int, callback, exc: BaseException) -> None:
+        if ticket == self._ticket and callback is not None:
+            callback(exc)
+
+
+def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None):
     """In the model worker: yields engine Progress records; returns (PatchResult, Drawing).
-    ``clean``, ``corrupt``: the texts as the model reads them (str or engine.inputs.Chat)."""
+    ``inputs.clean``, ``inputs.corrupt``: the texts as the model reads them (str or Chat)."""
     from engine.experiments.pairs import PromptPair, frame_pair
     from engine.experiments.run import experiment
 
-    pair = frame_pair(loaded, PromptPair(clean, corrupt, answer, wrong), target or None)
-    result = yield from experiment(loaded, pair, method, (point,), noising, stop=stop)
-    return result, drawing_of(result, point)
+    pair = frame_pair(loaded, PromptPair(inputs.clean, inputs.corrupt, inputs.answer, inputs.wrong),
+                      inputs.target or None)
+    result = yield from experiment(loaded, pair, options.method, (options.point,), options.noising, options.metric,
+                                   stop=stop, interventions=inputs.interventions)
+    return result, drawing_of(result, options.point)
 
 
-def _answers_job(loaded, clean, corrupt, target: str):
-    """Each text's likeliest next tokens ([] for a text not given: "")."""
+def _answers_job(loaded, clean, corrupt, target: str, keep: tuple, interventions: Interventions):
+    """Each text's likeliest next tokens and the id its box keeps ([] for a text not given: "")."""
     from engine.experiments.pairs import next_tokens
 
-    return [next_tokens(loaded, text, target=target) if text else [] for text in (clean, corrupt)]
+    return [next_tokens(loaded, text, target=target, keep=[i for i in [kept] if i is not None],
+                        interventions=interventions) if text else []
+            for text, kept in zip((clean, corrupt), keep)]
 
 
 def _words(prompt) -> str:
     """The words typed of a prompt: a chat's user turn, or the text."""
     return prompt.turns[-1][1] if isinstance(prompt, Chat) else prompt
-
-
-def answer_spec(box: QComboBox) -> str:
-    """What an answer box holds as the engine reads it: an offered 'id:N  ▸ token' is id:N;
-    anything typed is itself (a leading space kept: ' Mary')."""
-    return box.currentText().split(ANSWER_SEP)[0]
 
 
 EMPTY = "Type a clean and a corrupted text, choose the answers, press Patch."
@@ -133,8 +126,8 @@ class PatchingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = Jobs(self, "Patching could not finish", lane=MODEL)
-        self.answer_jobs = Jobs(self, "The answers could not be offered", lane=MODEL)
+        self.jobs = PanelJobs(self, "Patching could not finish", lane=MODEL)
+        self.answer_jobs = PanelJobs(self, "The answers could not be offered", lane=MODEL)
         self.clean_edit, self.corrupt_edit, self.target_edit = QLineEdit(), QLineEdit(), QLineEdit()
         self.clean_edit.setPlaceholderText("clean text")
         self.corrupt_edit.setPlaceholderText("corrupted text (as many tokens)")
@@ -142,13 +135,10 @@ class PatchingPanel(QWidget):
         self.target_edit.setToolTip("an encoder-decoder's decoder prefix, the same for both texts: the answers are the "
                                     "next token after it")
         self.target_label = QLabel("target")
-        self.answer_box, self.wrong_box = QComboBox(), QComboBox()
-        for box, tip in ((self.answer_box, "the clean answer: offered from the clean run's top tokens, or type one "
-                                           "token (' Mary') or id:N"),
-                         (self.wrong_box, "the other answer: offered from the corrupted run's top tokens")):
-            box.setEditable(True)
-            box.setMinimumContentsLength(20)
-            box.setToolTip(tip)
+        self.answer_box = AnswerBox("the clean answer: offered from the clean run's top tokens, or type one token "
+                                    "(' Mary') or id:N")
+        self.wrong_box = AnswerBox("the other answer: offered from the corrupted run's top tokens")
+        for box in (self.answer_box, self.wrong_box):
             box.currentTextChanged.connect(self._inputs_changed)
         self.what_box = QComboBox()
         self.what_box.addItems(POINTS)
@@ -157,9 +147,19 @@ class PatchingPanel(QWidget):
         self.method_box = QComboBox()
         for key, label in METHODS.items():
             self.method_box.addItem(label, key)
+        self.metric_box = QComboBox()
+        for key, label in METRICS.items():
+            self.metric_box.addItem(label, key)
+        self.metric_box.setToolTip("what each run is measured by at the last position: the answers' logit difference, "
+                                   "or the answer's log-probability (direct logit attribution splits the logit "
+                                   "difference only)")
         self.noising_box = QCheckBox("noising")
         self.noising_box.setToolTip("run the clean text with one corrupted activation put in (default: the "
                                     "corrupted text with one clean activation, denoising)")
+        self.set_options(PatchingOptions.saved())
+        for signal in (self.what_box.currentIndexChanged, self.method_box.currentIndexChanged,
+                       self.metric_box.currentIndexChanged, self.noising_box.toggled):
+            signal.connect(self._options_changed)
         self.run_button, self.stop_button = QPushButton("Patch"), QPushButton("Stop")
         self.run_button.clicked.connect(self.run)
         self.stop_button.clicked.connect(self.stop)
@@ -174,8 +174,8 @@ class PatchingPanel(QWidget):
         texts.addWidget(self.target_label)
         texts.addWidget(self.target_edit, 1)
         choices = FlowLayout().addWidgets(QLabel("answer"), self.answer_box, QLabel("vs"), self.wrong_box,
-                                          self.what_box, self.method_box, self.noising_box, self.run_button,
-                                          self.stop_button, self.progress)
+                                          self.what_box, self.method_box, self.metric_box, self.noising_box,
+                                          self.run_button, self.stop_button, self.progress)
         self.status = ElidedLabel(" ")
         self.mark = QLabel(STALE)
         self.mark.setWordWrap(True)
@@ -189,6 +189,8 @@ class PatchingPanel(QWidget):
         self.image = pg.ImageItem(axisOrder="row-major")
         self.item.addItem(self.image)
         self.bar = attach_colorbar(self.item, self.image, pg.colormap.get(DIVERGING), (-1.0, 1.0))
+        self.bar.axis.setWidth(None)   # as wide as its longest label: pyqtgraph's fixed 45 px cut "-0.005" and
+        #                                presentation mode's larger labels at the window's edge
         self.readout = ElidedLabel(" ")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -201,8 +203,9 @@ class PatchingPanel(QWidget):
 
         self.result = None            # the PatchResult shown
         self.drawing: Drawing | None = None
-        self.shown_for = None         # inputs() it was computed for
-        self.kept: dict[str, tuple] = {}   # method -> (inputs, point, noising, result): for the agreement
+        self.shown_for: PatchInputs | None = None     # inputs() it was computed for
+        self.kept: dict[str, tuple] = {}   # method -> (inputs, point, noising, metric, result): for the agreement
+        self.hovered: tuple[int, int] | None = None   # the cell under the mouse
         self._answers_timer = QTimer(self, singleShot=True, interval=400)
         self._answers_timer.timeout.connect(self.offer_answers)
         for edit in (self.clean_edit, self.corrupt_edit, self.target_edit):
@@ -210,17 +213,44 @@ class PatchingPanel(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         state.model_changed.connect(self._on_model)
+        state.interventions_changed.connect(lambda _spec: self._texts_changed())   # other runs, other offers
         self._form = (state.chat, state.system)     # the chat form the answers were offered for
         state.trace_changed.connect(self._on_trace)
         self._on_model(state.loaded)
 
+    # ---- options --------------------------------------------------------------------------------
+    def chosen_options(self) -> PatchingOptions:
+        """The options as the boxes show them (and as they are kept)."""
+        return PatchingOptions(self.method_box.currentData(), self.what_box.currentText(),
+                               self.metric_box.currentData(), self.noising_box.isChecked())
+
+    def options(self) -> PatchingOptions:
+        """The options a Patch runs with: direct logit attribution's metric is the logit difference."""
+        chosen = self.chosen_options()
+        return replace(chosen, metric=LOGIT_DIFF) if chosen.method == DLA else chosen
+
+    def set_options(self, options: PatchingOptions) -> None:
+        self.method_box.setCurrentIndex(max(0, self.method_box.findData(options.method)))
+        self.what_box.setCurrentText(options.point)
+        self.metric_box.setCurrentIndex(max(0, self.metric_box.findData(options.metric)))
+        self.noising_box.setChecked(options.noising)
+        self._metric_for_method()
+
+    def _metric_for_method(self) -> None:
+        """Direct logit attribution splits the logit difference: no other metric to choose."""
+        self.metric_box.setEnabled(self.method_box.currentData() != DLA)
+
+    def _options_changed(self, *_args) -> None:
+        self._metric_for_method()
+        self.chosen_options().save()
+
     # ---- inputs ---------------------------------------------------------------------------------
-    def inputs(self) -> tuple:
-        """(model, clean, corrupt, answer, wrong, target): the texts as the model reads them, in the
-        window's chat form (toggling chat makes a result stale as an edit does)."""
-        return (id(self.state.loaded.model) if self.state.loaded is not None else None,
-                self.state.as_prompt(self.clean_edit.text()), self.state.as_prompt(self.corrupt_edit.text()),
-                answer_spec(self.answer_box), answer_spec(self.wrong_box), self.target())
+    def inputs(self) -> PatchInputs:
+        """The texts as the model reads them, in the window's chat form (toggling chat makes a
+        result stale as an edit does), the answers and the interventions every forward runs with."""
+        return PatchInputs(id(self.state.loaded.model) if self.state.loaded is not None else None,
+                           self.state.as_prompt(self.clean_edit.text()), self.state.as_prompt(self.corrupt_edit.text()),
+                           self.answer_box.spec(), self.wrong_box.spec(), self.target(), self.state.interventions)
 
     def target(self) -> str:
         return self.target_edit.text() if self.target_edit.isVisible() else ""
@@ -230,7 +260,7 @@ class PatchingPanel(QWidget):
         return loaded is not None and loaded.role in ("decoder", "encoder-decoder")
 
     def current(self) -> bool:
-        """The result shown belongs to the model, texts and answers on screen."""
+        """The result shown belongs to the model, texts, answers and interventions on screen."""
         return self.result is not None and self.shown_for == self.inputs()
 
     def _on_model(self, loaded) -> None:
@@ -256,9 +286,7 @@ class PatchingPanel(QWidget):
                        "Nothing to patch here: open a model that predicts the next token (a decoder or an "
                        "encoder-decoder).")
         for box in (self.answer_box, self.wrong_box):
-            box.blockSignals(True)
-            box.clear()
-            box.blockSignals(False)
+            box.forget(ids_too=True)              # another model's ids are other tokens
         self._inputs_changed()
         self._texts_changed()
 
@@ -278,28 +306,26 @@ class PatchingPanel(QWidget):
         stale = self.result is not None and not self.current()
         self.mark.setVisible(stale)
         self.image.setOpacity(0.3 if stale else 1.0)
+        self._refresh_readout()
 
     def offer_answers(self) -> None:
-        """The clean run's and the corrupted run's likeliest next tokens, offered as answers."""
+        """The clean run's and the corrupted run's likeliest next tokens, offered as answers
+        (with the ids the user chose, whatever their rank now)."""
         loaded = self.state.loaded
         if loaded is None or not (self.clean_edit.text().strip() or self.corrupt_edit.text().strip()):
             return
         texts = [self.state.as_prompt(e.text()) if e.text().strip() else "" for e in (self.clean_edit, self.corrupt_edit)]
-        self.answer_jobs.start(_answers_job, loaded, *texts, self.target(),
-                               on_returned=self._show_answers, on_error=lambda _exc: None)
+        keep = (self.answer_box.kept_id(), self.wrong_box.kept_id())
+        self.answer_jobs.start(_answers_job, loaded, *texts, self.target(), keep, self.state.interventions,
+                               on_returned=self._show_answers, on_error=self._no_answers)
+
+    def _no_answers(self, exc) -> None:
+        """A text the model cannot read (too long, empty after framing): said here, once."""
+        self.status.setText(f"No answers offered: {error_message(exc)}")
 
     def _show_answers(self, tops) -> None:
-        for box, top in zip((self.answer_box, self.wrong_box), tops):
-            typed = box.currentText()
-            box.blockSignals(True)
-            box.clear()
-            box.addItems([f"id:{i}{ANSWER_SEP}{tok}  {p:.0%}" for i, tok, p in top])
-            offered = [box.itemText(k) for k in range(box.count())]
-            box.setCurrentText(typed if typed and typed not in offered and not typed.startswith("id:") else
-                               (offered[0] if offered else typed))
-            box.blockSignals(False)
-        if self.wrong_box.count() > 1 and answer_spec(self.wrong_box) == answer_spec(self.answer_box):
-            self.wrong_box.setCurrentIndex(1)    # two different answers
+        self.answer_box.offer(tops[0])
+        self.wrong_box.offer(tops[1], avoid=self.answer_box.spec())    # two different answers
         self._inputs_changed()
 
     # ---- running --------------------------------------------------------------------------------
@@ -307,15 +333,13 @@ class PatchingPanel(QWidget):
         loaded = self.state.loaded
         if loaded is None:
             return
-        inputs = self.inputs()
-        method, point, noising = self.method_box.currentData(), self.what_box.currentText(), self.noising_box.isChecked()
+        inputs, options = self.inputs(), self.options()
         self.progress.setValue(0)
         self.progress.setVisible(True)
         self.stop_button.setEnabled(True)
         self.status.setText("Starting…")
-        self.jobs.start(_patch_job, loaded, *inputs[1:], method, point, noising,
-                        on_yielded=self._on_progress,
-                        on_returned=lambda out: self._done(out, inputs, point, noising),
+        self.jobs.start(_patch_job, loaded, inputs, options, on_yielded=self._on_progress,
+                        on_returned=lambda out: self._done(out, inputs, options),
                         on_error=self._failed, on_finished=self._finished)
 
     def stop(self) -> None:
@@ -331,8 +355,7 @@ class PatchingPanel(QWidget):
         self.status.setText(p.text)
 
     def _failed(self, exc) -> None:
-        from gui.worker import error_message
-
+        """The panel's one place for its errors (PanelJobs tells nobody else)."""
         self.status.setText(error_message(exc))
         self._finished()
 
@@ -340,25 +363,37 @@ class PatchingPanel(QWidget):
         self.progress.setVisible(False)
         self.stop_button.setEnabled(False)
 
-    def _done(self, out, inputs: tuple, point: str, noising: bool) -> None:
+    def _done(self, out, inputs: PatchInputs, options: PatchingOptions) -> None:
         result, drawing = out
         self.result, self.drawing, self.shown_for = result, drawing, inputs
-        self.kept[result.method] = (inputs, point, noising, result)
+        self.kept[result.method] = (inputs, options.point, options.noising, options.metric, result)
         self._finished()
         self.draw()
-        scale = ("colour: each share / the clean logit difference" if result.method == "dla" else
-                 "colour: (patched - corrupted) / (clean - corrupted), 1 = the clean behaviour back, 0 = none of it")
-        self.status.setText(f"clean {result.metric} {result.clean:.3f}, corrupted {result.corrupt:.3f}"
-                            f"{' (noising)' if noising else ''}; {scale}. {self._agreement(inputs, point, noising)}")
+        self.status.setText(self._summary(result, drawing, inputs, options))
 
-    def _agreement(self, inputs, point, noising) -> str:
+    def _summary(self, result, drawing: Drawing, inputs: PatchInputs, options: PatchingOptions) -> str:
+        """The status line of a result: its unpatched numbers (DLA: the total and its parts), how
+        it is coloured, the interventions it ran with, and exact against attribution."""
+        changed = inputs.interventions.describe()
+        held = f" With the interventions ({'; '.join(changed)})." if changed else ""
+        if result.method == DLA:
+            parts = " + ".join(f"{name} {value:+.3f}" for name, value in dla_sums(result).items())
+            return (f"clean logit difference {result.clean:+.3f} = {parts} (corrupted {result.corrupt:+.3f}); colour: "
+                    f"each share by its own sign and size, red toward the answer, blue toward the other, "
+                    f"±{drawing.span:.3g}.{held}")
+        scale = "colour: (patched - corrupted) / (clean - corrupted), 1 = the clean behaviour back, 0 = none of it"
+        return (f"clean {result.metric} {result.clean:.3f}, corrupted {result.corrupt:.3f}"
+                f"{' (noising)' if options.noising else ''}; {scale}.{held} {self._agreement(inputs, options)}")
+
+    def _agreement(self, inputs: PatchInputs, options: PatchingOptions) -> str:
         """Where exact and attribution patching both ran on the same inputs: their correlation."""
         from engine.experiments.attribution import agreement
 
         both = [self.kept.get(m) for m in ("exact", "attribution")]
-        if any(k is None or k[:3] != (inputs, point, noising) for k in both):
+        same = (inputs, options.point, options.noising, options.metric)
+        if any(k is None or k[:4] != same for k in both):
             return ""
-        r = agreement(both[0][3], both[1][3]).get(point, float("nan"))
+        r = agreement(both[0][4], both[1][4]).get(options.point, float("nan"))
         return f"Attribution against exact patching over these cells: r = {r:.3f}."
 
     # ---- drawing --------------------------------------------------------------------------------
@@ -367,7 +402,7 @@ class PatchingPanel(QWidget):
         if d is None:
             return
         hide_empty(self.item, ("left", "bottom"))
-        self.image.setImage(d.normalised, autoLevels=False, levels=(-d.span, d.span))
+        self.image.setImage(d.image, autoLevels=False, levels=(-d.span, d.span))
         self.bar.setLevels((-d.span, d.span))
         self.item.setTitle(d.title)
         self.item.getAxis("left").setTicks([fitting_ticks(d.rows, max(1.0, self.item.vb.height()), 14)])
@@ -380,19 +415,23 @@ class PatchingPanel(QWidget):
         if d is None or not self.item.vb.sceneBoundingRect().contains(scene_pos):
             return None
         p = self.item.vb.mapSceneToView(scene_pos)
-        r, c = int(np.floor(p.y())), int(np.floor(p.x()))
+        r, c = math.floor(p.y()), math.floor(p.x())
         return (r, c) if 0 <= r < len(d.rows) and 0 <= c < len(d.cols) else None
 
     def describe(self, r: int, c: int) -> str:
-        d, res = self.drawing, self.result
-        what = "share" if res.method == "dla" else ("estimated metric" if res.method == "attribution" else "patched")
-        text = (f"{d.rows[r]}, {d.cols[c]}: {what} {d.raw[r, c]:.4f}, normalised {d.normalised[r, c]:.3f} "
-                f"(clean {res.clean:.3f}, corrupted {res.corrupt:.3f})")
+        text = describe_cell(self.drawing, self.result, r, c)
         return ("STALE " + text) if not self.current() else text
 
+    def _refresh_readout(self) -> None:
+        """The readout for the cell under the mouse, of the result shown now and as current as it
+        is now (a new result or a current one again must not keep the old words)."""
+        d, cell = self.drawing, self.hovered
+        inside = d is not None and cell is not None and cell[0] < len(d.rows) and cell[1] < len(d.cols)
+        self.readout.setText(self.describe(*cell) if inside else " ")
+
     def _on_hover(self, scene_pos) -> None:
-        cell = self.cell_at_scene(scene_pos)
-        self.readout.setText(self.describe(*cell) if cell is not None else " ")
+        self.hovered = self.cell_at_scene(scene_pos)
+        self._refresh_readout()
 
     def _on_click(self, event) -> None:
         cell = self.cell_at_scene(event.scenePos())
@@ -404,7 +443,7 @@ class PatchingPanel(QWidget):
 
     def open_head(self, point: str, layer: int, head: int) -> None:
         """The head in Head detail, on the clean text (Run anew unless the window shows it)."""
-        clean = self.shown_for[1] if self.shown_for else self.state.as_prompt(self.clean_edit.text())
+        clean = self.shown_for.clean if self.shown_for else self.state.as_prompt(self.clean_edit.text())
         if self.state.trace is None or self.state.prompt != clean or self.state.recording is not None:
             self.state.request_run(_words(clean))
         self.state.select_head(HEAD_KIND[point], layer, head)
