@@ -127,15 +127,19 @@ at which layer the model settles on its answer. Hover a cell for its top five.</
 PAGES["Patching"] = """<h2>Patching</h2>
 <p>Which heads and layers carry a behaviour. Type a <b>clean</b> text and a <b>corrupted</b> one of the
 same number of tokens (say a repeated random sequence, and the same with its second half
-changed), and two answers (offered: each run's likeliest next tokens). <b>Exact patching</b> runs
+changed), and two answers (offered: each run's likeliest next tokens, a leading space shown as
+&#9251;; a picked answer stays picked while the texts change). <b>Exact patching</b> runs
 the corrupted text once per cell with one activation of the clean run put back (a head's
 output, at every position or one; the residual stream before a layer, or a layer's attention
 or MLP output, at one position) and measures the logit difference of the answers at the last
-position; <i>noising</i> runs the clean text with one corrupted activation instead.
+position (or, with the <b>metric</b> box, the answer's log-probability); <i>noising</i> runs the
+clean text with one corrupted activation instead. Heads switched off in Interventions stay off in
+every run, and the status line says which.
 <b>Attribution patching</b> estimates every cell from one backward (first order; where both ran,
 their correlation is said). <b>Direct logit attribution</b> splits the clean logit difference into
-each head's and MLP's share. Colours: (patched - corrupted) / (clean - corrupted), 1 = the clean
-behaviour back, 0 = none, on a map centred at 0. Hover for the raw numbers; click a head to open
+each head's and MLP's share, coloured by the share itself (red toward the first answer, blue
+away) with the total said above the map. The other methods' colours: (patched - corrupted) /
+(clean - corrupted), 1 = the clean behaviour back, 0 = none, on a map centred at 0. Hover for the raw numbers; click a head to open
 it in Head detail on the clean text. A result is marked stale once a text, an answer or the
 model changes.</p>"""
 PAGES["Kinds of attention"] = f"<h2>Kinds of attention</h2>{KINDS}{MAPS}"
