@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 import shiboken6
-from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QToolTip, QWidget
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, QToolTip, QWidget
 
 BACKGROUND = {False: "w", True: "k"}
 FOREGROUND = {False: (30, 30, 30), True: (220, 220, 220)}
@@ -46,6 +47,65 @@ _DARK_DISABLED = {R.WindowText: (125, 125, 128), R.Text: (125, 125, 128), R.Butt
 _LIGHT_PLACEHOLDER = (112, 112, 112)
 
 
+# Why check boxes and radio buttons get an outline of their own, drawn by a proxy over Fusion:
+# Fusion draws the indicator from two palette roles only, its fill from Base and its outline from
+# Window made 40 % darker. On the dark window that was a #222 square on #2d2d2d (1.1:1): unseen.
+# - The palette cannot fix it: the outline is always darker than the window by the same ratio
+#   (1.1:1 whatever the dark Window), and a Base light enough for the fill to read at 3:1 (WCAG's
+#   minimum for a control) puts the theme's text at 3.3:1 in every text box, table and list.
+# - A palette of the check boxes' own (fa2388a, QApplication.setPalette(pal, "QCheckBox")) changes
+#   every check box's palette on each theme switch; a CI run crashed in apply_theme right after it
+#   (reverted in c42272a, never understood). A style sheet rule (QCheckBox::indicator) puts a style
+#   sheet style over every widget (which froze palettes before: see above) and draws the whole
+#   indicator itself, check mark included, in colours fixed when it was set.
+# - So the style draws Fusion's indicator, then its outline again in a colour taken from the
+#   palette of the moment (half-way between the window and its text: 3.7:1 on the dark window,
+#   3.8:1 on the light one). Nothing is walked or set per widget; the style is set once per
+#   application, wrapping the Fusion it had, which is therefore not deleted while widgets use it.
+class OutlinedIndicators(QProxyStyle):
+    """Fusion, with each check box's square and radio button's circle outlined so it is seen."""
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        super().drawPrimitive(element, option, painter, widget)
+        shape = _INDICATORS.get(element)
+        focus = QStyle.StateFlag.State_HasFocus | QStyle.StateFlag.State_KeyboardFocusChange
+        if shape is None or (option.state & focus) == focus:       # Fusion's focus outline stays
+            return
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setPen(QPen(indicator_outline(option.palette), 1))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        edge = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)   # on Fusion's own 1 px outline
+        (painter.drawRect if shape == "square" else painter.drawEllipse)(edge)
+        painter.restore()
+
+
+_INDICATORS = {QStyle.PrimitiveElement.PE_IndicatorCheckBox: "square",
+               QStyle.PrimitiveElement.PE_IndicatorRadioButton: "circle"}
+_STYLE: list[OutlinedIndicators] = []     # the application's style, kept from Python's collector
+
+
+def indicator_outline(palette: QPalette) -> QColor:
+    """Half-way between the window and its text, in the palette's current group (greyer when
+    the control is disabled)."""
+    window, text = palette.color(R.Window), palette.color(R.WindowText)
+    return QColor((window.red() + text.red()) // 2, (window.green() + text.green()) // 2,
+                  (window.blue() + text.blue()) // 2)
+
+
+def _set_style(app: QApplication) -> None:
+    """Fusion with outlined indicators, set once per application. Setting a style deletes the
+    one before while every widget still holds it: done again on each theme switch (or window),
+    that crashed Qt when widgets of a closed window were still around. So the Fusion already set
+    (gui.app) is wrapped, and owned by the new style, not deleted."""
+    if _STYLE and app.style() is _STYLE[0]:
+        return
+    current = app.style()
+    base = current if current.name().lower() == "fusion" else QStyleFactory.create("Fusion")
+    _STYLE[:] = [OutlinedIndicators(base)]
+    app.setStyle(_STYLE[0])
+
+
 def is_dark() -> bool:
     """The theme the application shows now."""
     return _CURRENT["dark"]
@@ -70,11 +130,7 @@ def theme_palette(dark: bool) -> QPalette:
 def apply_theme(dark: bool) -> None:
     """Fusion style with a dark or light palette; accents follow at once, plots in MainWindow.set_dark."""
     app = QApplication.instance()
-    if app.style().name().lower() != "fusion":
-        # Setting a style deletes the one before while every widget still holds it: done
-        # again on each theme switch (or window), it crashed Qt when widgets of a closed
-        # window were still around. Fusion is set once; the palette carries the theme.
-        app.setStyle("Fusion")
+    _set_style(app)          # once; the palette carries the theme
     _CURRENT["dark"] = dark
     # Plots made later (views are built when first shown) take their colours from here.
     pg.setConfigOptions(background=BACKGROUND[dark], foreground=FOREGROUND[dark])
@@ -134,13 +190,20 @@ PRESENTATION_SCALE = 1.5     # fonts and marks in presentation mode, for a proje
 _BASE_POINT_SIZE: list[float] = []
 
 
+def normal_point_size() -> float:
+    """The application font's size outside presentation mode (the platform's), in points: the
+    least a label may shrink to in presentation mode."""
+    if not _BASE_POINT_SIZE:
+        size = QApplication.instance().font().pointSizeF()
+        _BASE_POINT_SIZE.append(size if size > 0 else 9.0)
+    return _BASE_POINT_SIZE[0]
+
+
 def apply_font(large: bool) -> None:
     """The application font: the platform's size, or PRESENTATION_SCALE times it."""
     app = QApplication.instance()
     font = app.font()
-    if not _BASE_POINT_SIZE:
-        _BASE_POINT_SIZE.append(font.pointSizeF() if font.pointSizeF() > 0 else 9.0)
-    font.setPointSizeF(_BASE_POINT_SIZE[0] * (PRESENTATION_SCALE if large else 1.0))
+    font.setPointSizeF(normal_point_size() * (PRESENTATION_SCALE if large else 1.0))
     app.setFont(font)
     QToolTip.setFont(font)   # hover tips keep their own font otherwise
     for widget in QApplication.allWidgets():

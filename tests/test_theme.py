@@ -120,3 +120,73 @@ def test_no_widget_carries_a_style_sheet(window):
     from PySide6.QtWidgets import QWidget
     styled = [type(w).__name__ for w in window.findChildren(QWidget) if w.styleSheet()]
     assert styled == []
+
+
+def _indicator_edge(qapp, make):
+    """The pixels on the edge of a check box's (radio button's) indicator, and the window's
+    colour around it, as drawn."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionButton, QVBoxLayout, QWidget
+
+    parent = QWidget()
+    box = make(parent)
+    QVBoxLayout(parent).addWidget(box)
+    parent.resize(200, 60)
+    parent.show()
+    qapp.processEvents()
+    option = QStyleOptionButton()
+    option.initFrom(box)
+    element = (QStyle.SubElement.SE_CheckBoxIndicator if box.metaObject().className() == "QCheckBox"
+               else QStyle.SubElement.SE_RadioButtonIndicator)
+    square = box.style().subElementRect(element, option, box)
+    square.translate(box.mapTo(parent, square.topLeft()) - square.topLeft())
+    image = parent.grab().toImage()
+    edge = [image.pixelColor(x, y).getRgb()[:3] for x in range(square.left(), square.right() + 1)
+            for y in (square.top(), square.bottom())]
+    edge += [image.pixelColor(x, y).getRgb()[:3] for y in range(square.top(), square.bottom() + 1)
+             for x in (square.left(), square.right())]
+    window_colour = image.pixelColor(2, 2).getRgb()[:3]
+    parent.close()
+    parent.deleteLater()
+    return edge, window_colour
+
+
+@pytest.mark.parametrize("dark", [False, True])
+@pytest.mark.parametrize("kind", ["check box", "radio button"])
+def test_an_unchecked_indicator_is_seen_on_either_theme(qapp, dark, kind):
+    """Walked as a user: on the dark theme an unchecked box ("scale to max", "log colour") was a
+    #222 square on the #2d2d2d window, its outline at 1.1:1 (Fusion outlines it in the window's
+    colour made darker). Its outline, as drawn in a window, reads at 3:1 against the window
+    (WCAG's minimum for a control) on both themes, through a theme switch and back."""
+    from PySide6.QtWidgets import QCheckBox, QRadioButton
+
+    from gui.theme import apply_theme
+
+    make = (lambda p: QCheckBox("scale to max", p)) if kind == "check box" else (lambda p: QRadioButton("npz", p))
+    try:
+        for theme in (dark, not dark, dark):
+            apply_theme(theme)
+            edge, window_colour = _indicator_edge(qapp, make)
+            assert window_colour == qapp.palette().color(QPalette.ColorRole.Window).getRgb()[:3]
+            assert max(contrast(c, window_colour) for c in edge) >= 3.0, f"dark={theme}"
+    finally:
+        apply_theme(False)
+
+
+def test_the_style_is_set_once_and_the_theme_switch_walks_no_widget(qapp, monkeypatch):
+    """The indicators' outline comes from the application's style, set once: a theme switch sets
+    the palette and touches no style, no class palette and no widget but those with an accent
+    (a class palette set on every switch preceded a crash in this walk, c42272a)."""
+    from PySide6.QtWidgets import QApplication
+
+    from gui import theme
+
+    theme.apply_theme(False)
+    style = qapp.style()
+    assert isinstance(style, theme.OutlinedIndicators) and style.baseStyle().name().lower() == "fusion"
+    palettes = []
+    monkeypatch.setattr(QApplication, "setPalette", lambda *args: palettes.append(args[1:]))
+    monkeypatch.setattr(QApplication, "setStyle", lambda *args: pytest.fail("the style was set again"))
+    theme.apply_theme(True)
+    theme.apply_theme(False)
+    assert qapp.style() is style
+    assert [len(args) for args in palettes] == [1, 1]            # the application's palette, no class's

@@ -12,14 +12,19 @@ from gui.state import AppState
 from gui.views.token_matrix import TokenMatrix
 
 
-def drawn_labels(axis) -> list[str]:
+def label_specs(axis) -> list:
+    """(rect in the axis' coordinates, flags, text) of each label the axis draws."""
     image = QImage(10, 10, QImage.Format.Format_ARGB32)
     painter = QPainter(image)
     try:
         _axis, _ticks, texts = axis.generateDrawSpecs(painter)
     finally:
         painter.end()
-    return [text for _rect, _flags, text in texts]
+    return texts
+
+
+def drawn_labels(axis) -> list[str]:
+    return [text for _rect, _flags, text in label_specs(axis)]
 
 
 @pytest.mark.parametrize("n, size", [(15, (520, 420)), (63, (700, 700))])

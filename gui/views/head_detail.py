@@ -34,7 +34,7 @@ from gui.views.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_fo
 from gui.views.prepared import PreparedView, prepares
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.elided import ElidedLabel
-from gui.theme import PRESENTATION_SCALE, accent, is_dark, tint
+from gui.theme import accent, is_dark, normal_point_size, tint
 from gui.views.token_labels import view_ticks, zoomable
 from gui.worker import Jobs
 from gui.views.peak_image import PeakImage
@@ -390,10 +390,19 @@ class HeadDetail(PreparedView, QWidget):
             self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
         self.zoomed_on = where
         fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
+        self._room_below_map()
         self._label_axes()
         self._show_minimap(d)                # in the corner the axes leave, now that their sizes are set
         self.found_item.setPath(QPainterPath())
         self._mark_interventions()
+
+    def _room_below_map(self) -> None:
+        """Half a line under the map for the colour bar's "0", centred on the map's bottom edge:
+        with no bottom axis the map reached the plot's edge and the 0 was cut in half. Sized for
+        the larger of the bar's font and the application's (presentation mode sets both)."""
+        fonts = (self.colorbar.axis.style.get("tickFont") or self.colorbar.axis.font(), QApplication.font())
+        half = max(QFontMetrics(font).height() for font in fonts) // 2 + 2
+        self.item.layout.setRowMinimumHeight(3, half)           # the (hidden) bottom axis' row
 
     def _show_minimap(self, d: dict | None) -> None:
         """The minimap of a long drawing, or none (a short head, nothing drawn)."""
@@ -437,7 +446,9 @@ class HeadDetail(PreparedView, QWidget):
     def _label_axes(self, *_args) -> None:
         """As many token labels as fit the map's size now, on both axes. The rows' labels shrink
         towards the normal font size before any is left out (presentation mode at 1280x800
-        labelled every other row of a 12-token sentence)."""
+        labelled every other row of a 12-token sentence), never below it: sized in points from
+        the normal size (theme.normal_point_size), they shrank to ~7 px, smaller than outside
+        presentation mode, when a line's height was turned into a pixel size by a guessed ratio."""
         d = self.drawing
         q, k = (d["q_labels"], d["k_labels"]) if d else ([], [])
         vb, line = self.item.vb, self.fontMetrics().height() + 2
@@ -446,10 +457,12 @@ class HeadDetail(PreparedView, QWidget):
         (_x0, _x1), (y0, y1) = vb.viewRange()
         per_row = vb.height() / max(1.0, min(len(q), y1) - max(0.0, y0))
         if q and per_row < line and self.state.presentation:   # smaller, down to the normal size
-            floor = QFontMetrics(font).height() // PRESENTATION_SCALE
-            font.setPixelSize(int(max(floor, per_row - 2) / 1.3))
+            fits = font.pointSizeF() * (per_row - 2) / QFontMetrics(font).height()   # a line's height ~ its size
+            font.setPointSizeF(min(font.pointSizeF(), max(normal_point_size(), fits)))
         if left.style.get("tickFont") != font:
             left.setStyle(tickFont=font)
+            if q:
+                fit_row_axis(left, q)        # as wide as its labels in the font they now have
         self.item.getAxis("left").setTicks([view_ticks(q, vb, False, QFontMetrics(font).height() + 2)])
         self.key_axis.set_ticks(k, view_ticks(k, vb, True, line))
 
