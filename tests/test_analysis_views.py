@@ -200,11 +200,45 @@ def test_rollout_opens_on_a_self_kind_when_the_selection_is_cross(qtbot, drawn):
     drawn(view)
     assert view.kind_box.currentText() == "encoder self"
     assert "cross" not in [view.kind_box.itemText(i) for i in range(view.kind_box.count())]
-    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("encoder self"))[0], atol=1e-6)
+    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("encoder self"))[-1], atol=1e-6)
     view.mode.setCurrentText("max of heads")
     drawn(view)
     assert view.kind_box.currentText() == "cross"
-    np.testing.assert_allclose(view.image.image, state.trace.weights("cross")[0].max(0), atol=1e-6)
+    np.testing.assert_allclose(view.image.image, state.trace.weights("cross")[-1].max(0), atol=1e-6)
+
+
+def test_rollout_opens_through_all_layers_and_follows_a_layer_chosen(qtbot, drawn):
+    """Rollout opened at "after layer 0" (the selection's layer at start): one layer's mean of
+    heads, not a rollout. It opens through all layers; a layer chosen there or elsewhere is
+    followed and kept through a new text; another model opens through all its layers again."""
+    state = AppState()
+    state.set_model(random_model("gpt", seed=1))
+    state.set_trace(trace_text(state.loaded, "the big dog sees the small cat ."))
+    n_layers = state.trace.shape("decoder self")[0]
+    assert n_layers >= 2 and state.layer == 0
+    view = RolloutView(state)
+    qtbot.addWidget(view)
+    drawn(view)
+    assert view.layer.value() == n_layers - 1
+    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("decoder self"))[-1], atol=1e-6)
+    state.select(head=1)                        # another head of the selection's layer: still all layers
+    drawn(view)
+    assert view.layer.value() == n_layers - 1 and state.layer == 0
+    view.layer.setValue(0)                      # chosen here: shown, and selected for every view
+    drawn(view)
+    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("decoder self"))[0], atol=1e-6)
+    state.select(layer=n_layers - 1)            # chosen elsewhere (a head clicked in the overview)
+    drawn(view)
+    assert view.layer.value() == n_layers - 1
+    state.select(layer=0)
+    state.set_trace(trace_text(state.loaded, "a cat sleeps ."))    # a new text keeps the layer chosen
+    drawn(view)
+    assert view.layer.value() == 0
+    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("decoder self"))[0], atol=1e-6)
+    state.set_model(random_model("gpt", seed=2))
+    state.set_trace(trace_text(state.loaded, "a cat sleeps ."))
+    drawn(view)
+    assert view.layer.value() == n_layers - 1 and state.layer == 0
 
 
 def test_a_view_does_not_paint_its_old_picture_while_its_new_one_is_prepared(state, qtbot, drawn):

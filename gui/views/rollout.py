@@ -1,7 +1,10 @@
 """Rollout: how much of each input token reaches each position after layer l (Abnar and
 Zuidema's attention rollout, residual included), or a layer's mean / max over heads.
 
-Kind and layer follow the state's selection; the matrix is computed in a worker."""
+Kind and layer follow the state's selection, but the view opens through all layers (the last
+layer): "after layer 0" is one layer's mean of heads, not a rollout. It keeps its layer while a
+new text runs, and goes to a layer chosen in it or in another view. The matrix is computed in a
+worker."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
@@ -86,7 +89,9 @@ class RolloutView(PreparedView, QWidget):
         self.mode.currentTextChanged.connect(self.set_trace)   # rollout lists the self kinds only
         self.layer = QSpinBox()
         self.layer.setPrefix("after layer ")
-        self.layer.valueChanged.connect(lambda v: self.state.select(layer=v))
+        self.layer.valueChanged.connect(self._choose_layer)
+        self.chosen_layer: int | None = None    # None: through all layers, whatever their number
+        self._selected_layer = state.layer      # the selection's layer when last seen: a change is a choice
         top = FlowLayout().addWidgets(self.kind_box, self.mode, self.layer)
         self.plot = TokenMatrix(state)
         self.image = self.plot.image
@@ -96,8 +101,9 @@ class RolloutView(PreparedView, QWidget):
         layout.addLayout(top)
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.note)
-        state.trace_changed.connect(self.set_trace)
-        state.selection_changed.connect(self.set_trace)
+        state.model_changed.connect(self._on_model)     # before its trace_changed(None)
+        state.trace_changed.connect(self._on_trace)
+        state.selection_changed.connect(self._on_selection)
         self.set_trace(state.trace)
 
     def shown_kind(self) -> str | None:
@@ -109,6 +115,39 @@ class RolloutView(PreparedView, QWidget):
         selves = [k for k in trace.kinds if k != CROSS]
         return selves[0] if selves else kind
 
+    def _last_layer(self, kind: str | None) -> int | None:
+        trace = self.state.trace
+        return trace.shape(kind)[0] - 1 if trace is not None and kind in trace.kinds else None
+
+    def shown_layer(self, kind: str) -> int:
+        """The layer rolled out to: the one chosen, else the last (through all layers)."""
+        last = self._last_layer(kind)
+        return last if self.chosen_layer is None else min(self.chosen_layer, last)
+
+    def _choose_layer(self, layer: int) -> None:
+        """A layer chosen in this view: shown here, and selected for every view."""
+        self.chosen_layer = None if layer == self.layer.maximum() else layer
+        self._selected_layer = layer            # the selection's echo is no news
+        before = self.state.layer
+        self.state.select(layer=layer)          # every view follows (this one through set_trace)
+        if self.state.layer == before:          # no echo: the selection was there already
+            self.redraw()
+
+    def _on_selection(self, _kind: str, layer: int, _head: int) -> None:
+        """Follow a layer selected elsewhere (a head clicked in the overview); another head of
+        the same layer keeps the layer shown."""
+        if layer != self._selected_layer:
+            self._selected_layer = layer
+            self.chosen_layer = None if layer == self._last_layer(self.shown_kind()) else layer
+        self.set_trace()
+
+    def _on_trace(self, _trace) -> None:
+        self._selected_layer = self.state.layer     # fitted to the new trace without a selection signal
+        self.set_trace()
+
+    def _on_model(self, _loaded) -> None:
+        self.chosen_layer = None                    # another model opens through all its layers
+
     def _rolling(self) -> bool:
         return self.mode.currentText().startswith("rollout")
 
@@ -119,7 +158,7 @@ class RolloutView(PreparedView, QWidget):
         if trace is not None and kind in trace.kinds:
             self.layer.blockSignals(True)
             self.layer.setRange(0, trace.shape(kind)[0] - 1)
-            self.layer.setValue(self.state.layer)
+            self.layer.setValue(self.shown_layer(kind))
             self.layer.blockSignals(False)
         self.redraw()
 
@@ -127,7 +166,7 @@ class RolloutView(PreparedView, QWidget):
         trace, kind = self.state.trace, self.shown_kind()
         if trace is None or kind not in trace.kinds:
             return None
-        return rollout_drawing, trace, kind, self.state.layer, self.mode.currentText()
+        return rollout_drawing, trace, kind, self.shown_layer(kind), self.mode.currentText()
 
     def clear_drawing(self) -> None:
         self.matrix = None
