@@ -2,8 +2,11 @@
 
 For papers and scripts: the heads grid, one head, or the head lines as PNG/SVG (drawn
 offscreen by the same widgets the window uses, exactly what File > Export View writes: the
-plot with its titles and colorbar, light unless --theme dark), or the trace as NPZ/CSV. Every file is
-written to a temporary name beside its target and renamed when complete.
+plot with its titles and colorbar, light unless --theme dark), or the trace's numbers as NPZ/CSV:
+what --view asks (one head, every head of --kind or of every kind, or the overview pooled),
+estimated first and refused past engine.inspection.export.EXPORT_LIMIT_BYTES with the numbers
+(as File > Export Trace does). Every file is written to a temporary name beside its target and
+renamed when complete.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import os
 from cli.common import (BAD_INPUT, add_text_options, image_size, int_in, open_or_explain, out_folder, print_json,
                         say, text, text_of, writable_problem)
 
-VIEWS = ("grid", "head", "lines")
+VIEWS = ("grid", "head", "lines", "pooled")   # pooled: numbers only (npz, csv)
 
 
 def register(sub) -> None:
@@ -23,9 +26,13 @@ def register(sub) -> None:
     p.add_argument("--target", default=None, type=text, help="translator: a target prefix (default: its own translation)")
     p.add_argument("--pair", default=None, type=text, help="BERT: a second sentence")
     p.add_argument("--out", required=True, type=out_folder, help="folder to write into")
-    p.add_argument("--view", choices=VIEWS, default="grid")
+    p.add_argument("--view", choices=VIEWS, default="grid",
+                   help="grid: every head (npz/csv: of --kind, or of every kind); head: --layer/--head of --kind; "
+                        "lines: each query's strongest keys (an image); pooled: the overview's pooled numbers "
+                        "(npz/csv)")
     p.add_argument("--format", choices=["png", "svg", "npz", "csv"], default="png")
-    p.add_argument("--kind", default=None, help="attention kind (default: the last the model has)")
+    p.add_argument("--kind", default=None, help="attention kind (default: the last the model has; npz/csv of the "
+                                                 "grid or pooled view: every kind)")
     p.add_argument("--value-weighted", action="store_true",
                    help="alpha_ij ||f(x_j)|| per row as shares (Kobayashi et al., 2020) instead of the weights")
     p.add_argument("--layer", type=int_in(0, 10_000), default=0)
@@ -72,10 +79,10 @@ def run(args) -> int:
             return BAD_INPUT
     out = args.out
     if args.format in ("npz", "csv"):
-        from engine.inspection import export
-        path = (export.save_npz if args.format == "npz" else export.save_csv)(trace, out / f"trace.{args.format}")
-        print_json({"written": [str(path)], "kinds": trace.kinds, "notes": trace.notes})
-        return 0
+        return _write_numbers(args, trace, out)
+    if args.view == "pooled":
+        say("--view pooled writes the overview's pooled numbers (--format npz or csv); --view grid draws them")
+        return BAD_INPUT
     kind = args.kind or trace.kinds[-1]
     if kind not in trace.kinds:
         say(f"this model has no {kind!r} attention; it has {', '.join(trace.kinds)}")
@@ -100,7 +107,7 @@ def run(args) -> int:
     from gui.render import render_view
 
     w, h = args.size
-    bar = _ProgressBar(f"{args.view} view")
+    bar = _ProgressBar(f"drawing the {args.view} view")
     try:
         path = render_view(loaded, trace, args.view, kind, args.layer, args.head, f"{w}x{h}",
                            out / f"{args.view}.{args.format}", dark=args.theme == "dark", progress=bar,
@@ -111,12 +118,46 @@ def run(args) -> int:
     return 0
 
 
-class _ProgressBar:
-    """A view's progress records (("overview", layers done, layers)) as a tqdm bar on stderr, on a
-    terminal only and after a second (a small export draws with no flash of bar)."""
+def _write_numbers(args, trace, out) -> int:
+    """--format npz/csv: what --view asks, estimated (one line when it takes a while), refused
+    past the export limit, written with a progress bar."""
+    from engine.inspection.export import ExportAsk, ExportError, estimate_export, export_trace, refusal
 
-    def __init__(self, what: str):
-        self.what, self.bar = what, None
+    if args.view == "lines":
+        say("--view lines draws each query's strongest keys as an image (png, svg); for --format "
+            f"{args.format} choose --view head (one head), grid (every head) or pooled (the overview)")
+        return BAD_INPUT
+    what = {"head": "head", "pooled": "pooled"}.get(args.view, "kind" if args.kind else "trace")
+    bar = None
+    try:
+        ask = ExportAsk(what, args.kind, args.layer, args.head).resolved(trace)
+        est = estimate_export(trace, ask, args.format)
+        problem = refusal(trace, est)
+        if problem:
+            say(problem)
+            return BAD_INPUT
+        if est.seconds > SAY_ESTIMATE_S:
+            say(f"exporting {est.what}: {est.describe()}")
+        bar = _ProgressBar(f"exporting {ask.what}", unit="layer" if what == "pooled" else "weight")
+        path = export_trace(trace, out / ask.file_name(args.format), ask, args.format, report=bar)
+    except ExportError as exc:
+        say(exc)
+        return BAD_INPUT
+    finally:
+        if bar is not None:
+            bar.close()
+    print_json({"written": [str(path)], "what": what, "kinds": ask.kinds(trace),
+                **({"layer": ask.layer, "head": ask.head} if what == "head" else {}),
+                "bytes": path.stat().st_size, "notes": trace.notes})
+    return 0
+
+
+class _ProgressBar:
+    """Progress records ((stage, done, total): a view's layers, an export's weights) as a tqdm bar
+    on stderr, on a terminal only and after a second (a small export draws with no flash of bar)."""
+
+    def __init__(self, what: str, unit: str = "layer"):
+        self.what, self.unit, self.bar = what, unit, None
 
     def __call__(self, record) -> None:
         if not (isinstance(record, tuple) and len(record) == 3):
@@ -126,8 +167,8 @@ class _ProgressBar:
             import sys
 
             from tqdm import tqdm
-            self.bar = tqdm(total=total, file=sys.stderr, delay=1.0, leave=False, unit="layer",
-                            disable=not sys.stderr.isatty(), desc=f"drawing the {self.what}")
+            self.bar = tqdm(total=total, file=sys.stderr, delay=1.0, leave=False, unit=self.unit,
+                            unit_scale=self.unit != "layer", disable=not sys.stderr.isatty(), desc=self.what)
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:

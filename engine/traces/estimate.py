@@ -147,10 +147,14 @@ class DrawEstimate:
     device: str
 
     def describe(self) -> str:
-        took = (f"{self.seconds:.1f} s" if self.seconds < 10 else f"{self.seconds:,.0f} s" if self.seconds < 120
-                else f"{self.seconds / 60:,.1f} min")
         return (f"{self.heads:,} head{'s' if self.heads != 1 else ''} x {self.queries:,} x {self.keys:,} positions, "
-                f"{self.cells / 1e9:,.2f} billion scores: about {took} on {self.device}")
+                f"{self.cells / 1e9:,.2f} billion scores: about {duration(self.seconds)} on {self.device}")
+
+
+def duration(seconds: float) -> str:
+    """Seconds as an estimate says them: tenths below 10 s, whole seconds below 2 min, then minutes."""
+    return (f"{seconds:.1f} s" if seconds < 10 else f"{seconds:,.0f} s" if seconds < 120
+            else f"{seconds / 60:,.1f} min")
 
 
 SAMPLE_CELLS = {"cpu": 1 << 24, "gpu": 1 << 31}   # scores the timed sample computes (CPU: ~0.1 s; a GPU: past its launch costs)
