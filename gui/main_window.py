@@ -35,6 +35,7 @@ from gui.export import export_target, export_widget
 from gui.text_box import TextBox
 from gui.settings import app_settings, push_recent, recent_files, remember_folder, start_folder
 from gui.state import AppState, prompt_of
+from gui import trace_export
 from gui.views.head_grid import HeadGrid
 from gui.views.registry import VIEWS
 from gui.worker import MODEL, Jobs, error_message, job_failures, process_events_until, shutdown_all
@@ -826,20 +827,7 @@ class MainWindow(QMainWindow):
         self._said_recording = self.statusBar().currentMessage()
 
     def export_trace_dialog(self) -> None:
-        if self.state.trace is None:
-            self.show_error("Nothing to export", "Run the model on a text first.")
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export Trace", str(Path(start_folder(self.settings, "exports"))
-                                                                        / "trace.npz"),
-                                              "NumPy arrays (*.npz);;CSV table (*.csv)")
-        if path:
-            remember_folder(self.settings, "exports", path)
-            try:
-                from engine.inspection import export
-                (export.save_csv if path.lower().endswith(".csv") else export.save_npz)(self.state.trace, path)
-                self.statusBar().showMessage(f"Saved {path}", 5000)
-            except Exception as exc:
-                self.show_error("Could not export the trace", exc)
+        trace_export.export_trace_dialog(self)    # the choices and their estimates, then a worker job
 
     # ---- view settings ---------------------------------------------------------------------
     def set_colormap(self, name: str) -> None:
