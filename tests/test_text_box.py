@@ -31,6 +31,14 @@ def test_open_text_file_runs_the_files_text_as_the_command_line_reads_it(window_
     kind = cli.kinds[0]
     assert w.state.trace.query_tokens(kind) == cli.query_tokens(kind)
     np.testing.assert_array_equal(w.state.trace.weights(kind), cli.weights(kind))
+    # and the command itself: `attnscope export --text-file` of one head, as the window has it
+    from main import main
+    out = tmp_path / "out"
+    assert main(["export", str(llama), "--text-file", str(path), "--format", "npz", "--view", "head",
+                 "--kind", kind, "--layer", "1", "--head", "2", "--out", str(out)]) == 0
+    with np.load(next(out.glob("*.npz"))) as written:
+        assert list(written["query_tokens"]) == w.state.trace.query_tokens(kind)
+        np.testing.assert_allclose(written["weights"], w.state.trace.head(kind, 1, 2), atol=1e-6)
 
 
 def test_line_breaks_and_tabs_show_and_return_runs_while_shift_return_breaks_the_line(qtbot):
