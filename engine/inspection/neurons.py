@@ -30,6 +30,7 @@ class QueryKeys:
     note: str = ""                   # e.g. which key head a query head shares (grouped-query attention)
     softcap: float | None = None     # Gemma 2: scores = cap * tanh(scores / cap), before the bias
     groups: tuple[list[int], list[int]] | None = None   # word index per query / key piece when merged
+    sink: float | None = None        # gpt-oss: the head's sink logit, one more term of each row's denominator
 
     def _piece_row(self, qi: int) -> dict[str, np.ndarray]:
         q, k = self.queries[qi], self.keys
@@ -41,8 +42,11 @@ class QueryKeys:
         if self.bias is not None:
             scores = scores + self.bias[qi]
         live = ~self.masked[qi]
-        e = np.where(live, np.exp(np.where(live, scores, 0.0) - (scores[live].max() if live.any() else 0.0)), 0.0)
-        total = e.sum()
+        top = scores[live].max() if live.any() else 0.0
+        if self.sink is not None:
+            top = max(top, self.sink) if live.any() else self.sink
+        e = np.where(live, np.exp(np.where(live, scores, 0.0) - top), 0.0)
+        total = e.sum() + (np.exp(self.sink - top) if self.sink is not None else 0.0)
         return {"query": q, "keys": k, "product": product, "scores": scores, "masked": ~live,
                 "weights": e / total if total > 0 else e}
 
@@ -93,6 +97,10 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
                      "so none exceeds the cap.")
     if call.window:
         notes.append(f"Sliding window: each query sees only the last {int(call.window)} tokens.")
+    sink = None if call.sink is None else float(call.sink[head])
+    if sink is not None:
+        notes.append(f"Attention sink: exp({sink:.3g}) joins each row's softmax denominator and reads no value, "
+                     "so the row sums to less than 1.")
     groups = None
     if getattr(trace, "groups", None):
         from engine.kinds import KEY_SIDE, QUERY_SIDE
@@ -100,4 +108,4 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
         notes.append("Words merged: a word's vectors are its pieces' mean; its weights are the trace's.")
     return QueryKeys(call.q[b, head, :tq].float().cpu().numpy(), call.k[b, kv, :tk].float().cpu().numpy(),
                      masked.numpy(), trace, kind, scale=call.scale, bias=bias, note=" ".join(notes),
-                     softcap=call.softcap, groups=groups)
+                     softcap=call.softcap, groups=groups, sink=sink)

@@ -7,8 +7,9 @@
     2. describe  engine.loading.describe  its files: config, index, headers: one Description
     3. check     engine.loading.check     values, sizes, dtype, memory, placement: a Plan, or a refusal
     4. build     engine.loading.build     the model, its weights read and checked, on its device
-    5. attach    engine.seam              a Hugging Face model's attention calls learn their sites
-                                          (our own models are built on the seam)
+    5. attach    engine.seam              a Hugging Face model's attention calls learn their sites, and
+                                          the seam's answer on a short probe is checked against the
+                                          model's own eager one (our own models are built on the seam)
 
 Each stage reads what the one before handed on, never the files again; a new check goes in
 check, a new file format in describe and build. Why stage 1 is the entry point's: a hub id is
@@ -37,7 +38,8 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
     from engine.loading.build import build
     from engine.loading.check import check
     from engine.loading.describe import describe
-    from engine.seam.hf_attention import SiteError, assign_sites
+    from engine.runtime.device import input_device
+    from engine.seam.hf_attention import SiteError, attach
 
     files = None
     try:
@@ -45,7 +47,9 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
         plan = check(files, device, spread)                     # 3
         loaded = build(files, plan, progress, stop)             # 4
         if files.kind == "folder":                              # 5
-            assign_sites(loaded.model, loaded.role)
+            notes = attach(loaded.model, loaded.role, input_device(loaded.model))
+            if notes:
+                loaded.meta["notes"] = " ".join([n for n in (loaded.meta.get("notes"),) if n] + notes)
         return loaded
     except SiteError as exc:
         raise found.error(f"{files.folder}: {exc}") from None

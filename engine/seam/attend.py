@@ -4,11 +4,16 @@ Hooks are per thread of work (a ContextVar): a Run recording in a worker changes
 for a decoding session in another. The output is computed by torch's fused
 ``scaled_dot_product_attention`` unless a hook edits scores or weights, or the model soft-
 caps its scores (no fused kernel does that): then the same maths is written out once here.
+A call with attention sinks (``call.sink``) still runs fused: the kernel's output over the
+keys is rescaled by exp(lse - lse with the sink), its share of each row, where the kernel
+hands back each row's log-sum-exp; elsewhere the sink becomes one more key whose score is
+the sink and whose value is 0 (``_sink_as_key``). Both are exact.
 """
 from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -67,7 +72,7 @@ def attend(call: AttentionCall) -> torch.Tensor:
     dense = call.softcap is not None or any(not h.edits_output_only(call.site) for h in editors)
     if dense:
         out = _eager(call, editors)
-    elif any(h.wants_lse for h in active):
+    elif call.sink is not None or any(h.wants_lse for h in active):
         out = _fused_with_lse(call)
     else:
         out = _fused(call)
@@ -82,7 +87,20 @@ def _fused_with_lse(call: AttentionCall) -> torch.Tensor:
     """The fused output, and ``call.lse`` (B, Hq, Tq) where the device's kernel hands it back:
     what a recorded trace needs to compute any block of weights exactly later without a pass
     over whole rows. Where no kernel gives it (or a kernel refuses these inputs), the output
-    is the plain fused one and the trace computes the log-sum-exp itself when first asked."""
+    is the plain fused one and the trace computes the log-sum-exp itself when first asked.
+    A call with sinks: the output and the log-sum-exp with the sink's term (``_with_sink``),
+    or, without a kernel's log-sum-exp, the fused output of the sink as one more key."""
+    found = _kernel_with_lse(call)
+    if found is not None:
+        out, lse = found if call.sink is None else _with_sink(call, *found)
+        call.lse = lse
+        return out
+    return _fused(call) if call.sink is None else _fused(_sink_as_key(call))
+
+
+def _kernel_with_lse(call: AttentionCall) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(out (B, Hq, Tq, Dv), lse over the keys (B, Hq, Tq)) from the device's kernel, or None
+    where it has none for these inputs or a row sees no key."""
     kernel = _LSE_KERNELS.get(call.q.device.type)
     if kernel is not None and call.dropout == 0.0:
         found = None
@@ -107,9 +125,40 @@ def _fused_with_lse(call: AttentionCall) -> torch.Tensor:
             # Only a mask or bias can mask a whole row (asking waits for the GPU, once a layer).
             plain = call.mask is None and call.bias is None
             if plain or bool(torch.isfinite(lse).all()):
-                call.lse = lse
-                return out
-    return _fused(call)
+                return out, lse
+    return None
+
+
+def _with_sink(call: AttentionCall, out: torch.Tensor, lse: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernel's output and log-sum-exp over the keys -> those of the softmax with the sink's
+    term: each row's denominator grows to exp(lse) + exp(sink), so its weights, and the output
+    they mix, shrink by exp(lse - lse'); lse' = logaddexp(lse, sink) is what the trace reads."""
+    total = torch.logaddexp(lse.float(), call.sink_logits(None))                # (B, Hq, Tq)
+    share = (lse.float() - total).exp_()[..., None]                              # (B, Hq, Tq, 1)
+    return (out.float() * share).to(out.dtype), total
+
+
+def _sink_as_key(call: AttentionCall) -> AttentionCall:
+    """``call`` with its sink as one more key, for a kernel that knows no sinks: each query gets
+    one more dimension holding sink / scale and each key a 0 there; the last key is 0 but for a
+    1 there and its value is 0. Its score is the sink, so it adds exp(sink) to each row's
+    denominator and nothing to the output: exact. Copies q, k and v (linear in T); a mask
+    gets one more column, and a causal call its triangle as a mask (the kernel's own flag
+    would hide the new key from every query)."""
+    q, k, v = call.q, call.k, call.v
+    b, hq, tq, _ = q.shape
+    tk = k.shape[2]
+    extra = (call.sink.float() / call.scale).to(q.dtype).view(1, hq, 1, 1).expand(b, hq, tq, 1)
+    k = F.pad(k, (0, 1, 0, 1))                                                   # (B, Hkv, Tk + 1, Dh + 1)
+    k[:, :, tk, -1] = 1
+    mask = call.mask
+    if call.causal:
+        mask = ~call._future(slice(None))[None, None]                            # (1, 1, Tq, Tk) True = may attend
+    if mask is not None:
+        mask = F.pad(mask.expand(*mask.shape[:-1], tk), (0, 1), value=True if mask.dtype == torch.bool else 0.0)
+    bias = None if call.bias is None else F.pad(call.bias.expand(*call.bias.shape[:-1], tk), (0, 1))
+    return replace(call, q=torch.cat([q, extra], -1), k=k, v=F.pad(v, (0, 0, 0, 1)), mask=mask, bias=bias,
+                   causal=False, sink=None)
 
 
 def _cpu_lse_kernel(call: AttentionCall, k: torch.Tensor, v: torch.Tensor):
@@ -174,7 +223,7 @@ def _eager(call: AttentionCall, editors) -> torch.Tensor:
         s = s + add
     for h in editors:
         s = h.scores(call, s)
-    w = softmax_rows(s.float()).to(q.dtype)
+    w = softmax_rows(s.float(), call.sink_logits(None)).to(q.dtype)
     for h in editors:
         w = h.weights(call, w)
     if call.dropout:

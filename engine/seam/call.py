@@ -3,8 +3,11 @@
 An ``AttentionCall`` is the seam's unit: the site, the tensors as the model uses them, and
 the additive terms. Its ``scores`` and ``weights`` are the eager maths written once:
 softmax(softcap(q k^T * scale) + bias + mask), masked cells exactly 0, a row with every key
-masked all 0. The recorded trace, the neuron view and the decoding rows all read weights
-from here, so there is one definition of "the attention weights" in the engine.
+masked all 0. A model with attention sinks (gpt-oss's learned ``s_aux``: one logit per head)
+has one more term in each row's softmax denominator, exp(sink), that reads no value: its
+rows sum to less than 1, as its eager attention's do. The recorded trace, the neuron view
+and the decoding rows all read weights from here, so there is one definition of "the
+attention weights" in the engine.
 """
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ class AttentionCall:
     causal: bool = False                 # no mask given: query i sees keys up to i (Tq == Tk), as sdpa's is_causal
     dropout: float = 0.0
     module: object = None                # the calling module (site discovery only)
-    lse: torch.Tensor | None = None      # (B, Hq, Tq) each query's log-sum-exp, when the kernel gave it
+    lse: torch.Tensor | None = None      # (B, Hq, Tq) each query's log-sum-exp (sink included), when the kernel gave it
+    sink: torch.Tensor | None = None     # (Hq,) each query head's sink logit: one more softmax term, with no value
 
     @property
     def group(self) -> int:
@@ -51,7 +55,7 @@ class AttentionCall:
         """A copy that keeps no graph, no module and (unless asked) no values: what a recording holds."""
         d = lambda t: None if t is None else t.detach()  # noqa: E731
         return replace(self, q=d(self.q), k=d(self.k), v=d(self.v) if keep_values else None, mask=d(self.mask),
-                       bias=d(self.bias), module=None, lse=d(self.lse))
+                       bias=d(self.bias), module=None, lse=d(self.lse), sink=d(self.sink))
 
     def additive(self, dtype=torch.float32) -> torch.Tensor | None:
         """bias + mask + causal triangle as one additive term (-inf where masked), broadcastable
@@ -123,8 +127,7 @@ class AttentionCall:
         assert scaled or (self.softcap is None and self.bias is None), "unscaled scores need a plain call"
         scale = self.scale if scaled else 1.0
         n_heads = self.q.shape[1]
-        heads = range(n_heads) if heads is None else heads
-        heads = list(range(*heads.indices(n_heads))) if isinstance(heads, slice) else list(heads)
+        heads = self._heads(heads)
         rows = slice(None) if rows is None else rows
         cols = slice(None) if cols is None else cols
         ex = slice(None) if b is None else slice(b, b + 1)
@@ -148,10 +151,29 @@ class AttentionCall:
         s = self.mask_scores(s, b, picked, rows, cols)                           # -inf where masked, in place
         return s if b is None else s[0]
 
+    def _heads(self, heads) -> list[int]:
+        """Query heads asked as None (all), a slice or a list -> a list."""
+        n_heads = self.q.shape[1]
+        heads = range(n_heads) if heads is None else heads
+        return list(range(*heads.indices(n_heads))) if isinstance(heads, slice) else list(heads)
+
+    def sink_logits(self, b: int | None = 0, heads=None) -> torch.Tensor | None:
+        """The sink logit of query ``heads`` as scores' rows see it, float32: (h, 1), or
+        (1, h, 1) when ``b`` is None (every example); None for a call without sinks."""
+        if self.sink is None:
+            return None
+        s = self.sink.float()[self._heads(heads)][:, None]                       # (h, 1)
+        return s if b is not None else s[None]
+
+    def log_denominators(self, scores: torch.Tensor, b: int | None = 0, heads=None) -> torch.Tensor:
+        """Each row's log-sum-exp of ``scores`` (every key of the rows, as ``scores`` gives
+        them) with the sink's term: the log of the softmax's denominator, (..., tq)."""
+        return row_log_denominators(scores, self.sink_logits(b, heads))
+
     def weights(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
-        """softmax of ``scores`` over every key (same arguments and shape); masked cells 0, a
-        fully masked row 0."""
-        return softmax_rows(self.scores(b, heads, rows))
+        """softmax of ``scores`` over every key (same arguments and shape), the sink in the
+        denominator; masked cells 0, a fully masked row 0."""
+        return softmax_rows(self.scores(b, heads, rows), self.sink_logits(b, heads))
 
 
 def scaled_products(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
@@ -180,8 +202,20 @@ def scaled_products(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Ten
 _HALF_BMM = [True]      # whether this torch multiplies half precision into float32 (found once)
 
 
-def softmax_rows(scores: torch.Tensor) -> torch.Tensor:
-    """softmax over the last axis where exp(-inf) = 0 and a row of only -inf gives 0, not NaN."""
+def row_log_denominators(scores: torch.Tensor, sink: torch.Tensor | None = None) -> torch.Tensor:
+    """(..., tq, tk) scores -> (..., tq) log(sum_j exp(s_j) + exp(sink)): the log of each row's
+    softmax denominator; ``sink`` (..., 1) broadcast over the rows, None for no sink term."""
+    lse = torch.logsumexp(scores, -1)
+    return lse if sink is None else torch.logaddexp(lse, sink)
+
+
+def softmax_rows(scores: torch.Tensor, sink: torch.Tensor | None = None) -> torch.Tensor:
+    """softmax over the last axis where exp(-inf) = 0 and a row of only -inf gives 0, not NaN.
+    ``sink`` (..., 1): one more logit in each row's denominator (its weight not returned), so
+    the row sums to sigmoid(lse - sink) < 1; a row with every key masked is still 0."""
+    if sink is not None:
+        w = (scores - row_log_denominators(scores, sink)[..., None]).exp()
+        return torch.nan_to_num(w, nan=0.0)
     w = torch.softmax(scores, dim=-1)
     # In place unless a backward will read w (attribution patching through Gemma 2's eager path).
     return torch.nan_to_num(w, nan=0.0) if w.requires_grad else torch.nan_to_num_(w, nan=0.0)

@@ -2,13 +2,20 @@
 
 transformers 5 routes every supported architecture's attention through
 ``ALL_ATTENTION_FUNCTIONS[config._attn_implementation]`` with (module, query, key, value,
-mask, scaling, dropout, and per model: sliding_window, softcap, position_bias). We register
-``attnscope`` there, with the boolean mask builder transformers gives its sdpa path (True =
-may attend; left out, as for sdpa, where the call is plainly causal or sees every key: the
-call then says ``causal``, which the fused kernel runs fastest and the recording keeps),
-and switch a model to it. Each attention module
-learns its ``Site`` once, by one small forward that notes the order and shapes of the calls
-(``assign_sites``): that needs no table of module names per architecture.
+mask, scaling, dropout, and per model: sliding_window, softcap, position_bias, s_aux). We
+register ``attnscope`` there, with the boolean mask builder transformers gives its sdpa path
+(True = may attend; left out, as for sdpa, where the call is plainly causal or sees every
+key: the call then says ``causal``, which the fused kernel runs fastest and the recording
+keeps), and switch a model to it. Each attention module learns its ``Site`` once, by one
+small forward that notes the order and shapes of the calls (``assign_sites``): that needs no
+table of module names per architecture.
+
+Two doors keep a model's numbers its own. Every keyword a call carries is one the seam reads
+or knows to change nothing (``KEYWORDS``); any other is refused with its name, never dropped
+(a new one, as gpt-oss's sinks once were, would otherwise leave the numbers silently
+wrong). And when a model is opened (``attach``) the seam's output on a short probe is held
+against the model's own eager forward on the same probe, the same model switched to eager
+and back (no second copy in memory), and a model whose numbers differ is refused.
 """
 from __future__ import annotations
 
@@ -22,10 +29,32 @@ from engine.seam.call import AttentionCall, Site
 NAME = "attnscope"
 _registered = False
 
+# The keywords a model may hand its attention function beside (module, query, key, value,
+# mask, scaling, dropout), each with what the seam does with it: the first group it reads,
+# the second changes nothing of the call's maths (transformers passes a forward's own
+# keywords on to every attention call). Any other keyword is refused (``UnknownKeyword``).
+KEYWORDS = {
+    "softcap": "read: the scores are capped, cap * tanh(score / cap)",
+    "position_bias": "read: added to the scores (T5's relative positions)",
+    "sliding_window": "read: said for the user; the window is in the mask",
+    "is_causal": "read: a call with no mask is causal unless it says False",
+    "s_aux": "read: one sink logit per query head, one more term in each row's softmax denominator (gpt-oss)",
+    "position_ids": "inert: the positions are in the queries and keys already (rotary is applied before the call)",
+    "use_cache": "inert: the cache is updated before the call; its keys and values are the ones handed over",
+    "output_attentions": "inert: the weights are never returned by the model; a recording keeps what they come from",
+    "output_hidden_states": "inert: which outputs the forward returns, not how attention computes",
+    "output_router_logits": "inert: whether a mixture of experts returns its router's logits",
+    "token_type_ids": "inert: segment embeddings, added to the hidden states before the call",
+    "encoder_hidden_states": "inert: cross-attention's keys and values are computed from them before the call",
+}
+
 
 def attnscope_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers' attention-function signature -> ``attend``; returns ((B, Tq, H, Dh), None):
     weights are never returned by the model, a Recorder keeps what they are computed from."""
+    unknown = [k for k in kwargs if k not in KEYWORDS]
+    if unknown:
+        raise UnknownKeyword(module, unknown, kwargs)
     scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
     softcap = kwargs.get("softcap")
     is_causal = kwargs.get("is_causal")
@@ -33,8 +62,21 @@ def attnscope_attention(module, query, key, value, attention_mask, scaling=None,
     call = AttentionCall(getattr(module, "attnscope_site", None), query, key, value, mask=attention_mask,
                          bias=kwargs.get("position_bias"), scale=scale, softcap=float(softcap) if softcap else None,
                          window=kwargs.get("sliding_window"), dropout=dropout, module=module,
-                         causal=bool(is_causal) and attention_mask is None and query.shape[2] > 1)
+                         causal=bool(is_causal) and attention_mask is None and query.shape[2] > 1,
+                         sink=_sink(module, kwargs.get("s_aux"), query.shape[1]))
     return attend(call).transpose(1, 2).contiguous(), None
+
+
+def _sink(module, s_aux, n_heads: int) -> torch.Tensor | None:
+    """gpt-oss's ``s_aux`` as the call's sink: (Hq,), one logit per query head; SiteError for
+    any other shape (a sink per token would need more than the call holds)."""
+    if s_aux is None:
+        return None
+    if not isinstance(s_aux, torch.Tensor) or s_aux.numel() != n_heads or not s_aux.is_floating_point():
+        shape = tuple(s_aux.shape) if isinstance(s_aux, torch.Tensor) else type(s_aux).__name__
+        raise SiteError(f"{type(module).__name__} passes attention sinks (s_aux) of shape {shape}, not one number per "
+                        f"query head ({n_heads}), which attnscope does not know how to apply.")
+    return s_aux.reshape(n_heads)
 
 
 def register() -> None:
@@ -54,12 +96,54 @@ class SiteError(RuntimeError):
     """A model whose attention does not reach the seam the way attnscope needs."""
 
 
+class UnknownKeyword(SiteError):
+    """An attention call carrying a keyword the seam does not understand: refused, never dropped."""
+
+    def __init__(self, module, names: list[str], kwargs: dict):
+        said = ", ".join(f"{n}={_short(kwargs[n])}" for n in names)
+        plural = "s" if len(names) > 1 else ""
+        super().__init__(f"{type(module).__name__} hands its attention the argument{plural} {said}, which attnscope's "
+                         "seam does not understand: ignored, it could make every number shown wrong, so the model "
+                         "is refused.")
+        self.names = names
+
+
+def _short(value) -> str:
+    """A keyword's value in a few words: a tensor by its shape, anything else by its repr."""
+    if isinstance(value, torch.Tensor):
+        return f"<tensor {tuple(value.shape)}>"
+    return repr(value)[:40]
+
+
 class _Discovery(SeamHook):
     def __init__(self):
         self.seen: list[tuple[object, int, int]] = []   # (module, Tq, Tk) in call order
+        self.ids: set[int] = set()
 
     def see(self, call):
         self.seen.append((call.module, call.q.shape[2], call.k.shape[2]))
+        self.ids.add(id(call.module))
+
+
+# The probe: a source of 5 tokens and a target of 3, distinct ids (the same id everywhere
+# would give every query the same scores, and hide a wrong softmax).
+PROBE_SOURCE, PROBE_TARGET = 5, 3
+
+
+def _probe(model, role: str, dev: torch.device) -> None:
+    """The model's forward on the probe, its ids on ``dev``."""
+    vocab = model.get_input_embeddings().num_embeddings
+    ids = lambda n: (3 + torch.arange(n, device=dev) % max(1, vocab - 3))[None]   # noqa: E731  (1, n)
+    if role == "encoder-decoder":
+        model(input_ids=ids(PROBE_SOURCE), decoder_input_ids=ids(PROBE_TARGET))
+    else:
+        model(input_ids=ids(PROBE_SOURCE))
+
+
+def _first(output) -> torch.Tensor | None:
+    """An attention module's output tensor (its first, where it hands back a tuple)."""
+    first = output[0] if isinstance(output, (tuple, list)) and output else output
+    return first if isinstance(first, torch.Tensor) else None
 
 
 @torch.no_grad()
@@ -67,19 +151,29 @@ def assign_sites(model, role: str) -> list[Site]:
     """Switch ``model`` to the seam and give each attention module its Site, from one forward
     on a short source (5 tokens) and target (3): encoder self-attention is 5 x 5, decoder
     self-attention 3 x 3 and cross-attention 3 x 5; layers count in call order."""
+    return _discover(model, role, input_device(model))[0]
+
+
+def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Site, torch.Tensor]]:
+    """``assign_sites`` with the probe's ids on ``dev``, and what each attention module handed
+    on in that forward (its output tensor, after its own output projection), by site."""
     register()
     model.set_attn_implementation(NAME)
     if model.config._attn_implementation != NAME:
         raise SiteError(f"{type(model).__name__} does not route its attention through transformers' "
                         "AttentionInterface, so attnscope cannot see it.")
-    found = _Discovery()
-    dev = input_device(model)                       # a spread model: where its first module runs
-    src, tgt = torch.full((1, 5), 3, device=dev), torch.full((1, 3), 3, device=dev)
-    with hooks(found):
-        if role == "encoder-decoder":
-            model(input_ids=src, decoder_input_ids=tgt)
-        else:
-            model(input_ids=src)
+    found, outputs = _Discovery(), {}
+
+    def keep(module, _args, output):    # a module that has just called the seam: an attention module
+        if id(module) in found.ids and id(module) not in outputs and _first(output) is not None:
+            outputs[id(module)] = _first(output).detach()
+    handles = [m.register_forward_hook(keep) for m in model.modules()]   # which are attention is known only after
+    try:
+        with hooks(found):
+            _probe(model, role, dev)
+    finally:
+        for h in handles:
+            h.remove()
     kind_of = {"encoder": {(5, 5): ENCODER_SELF}, "decoder": {(5, 5): DECODER_SELF},
                "encoder-decoder": {(5, 5): ENCODER_SELF, (3, 3): DECODER_SELF, (3, 5): CROSS}}[role]
     counts: dict[str, int] = {}
@@ -96,4 +190,74 @@ def assign_sites(model, role: str) -> list[Site]:
         sites.append(site)
     if not sites:
         raise SiteError(f"{type(model).__name__} made no attention call through the seam.")
-    return sites
+    by_site = {module.attnscope_site: outputs[id(module)] for module, _, _ in found.seen if id(module) in outputs}
+    return sites, by_site
+
+
+# How far an attention module's output through the seam may be from its eager output on the same
+# input, as a share of the eager output's largest magnitude: float32 sums in another order (the
+# fused kernel's blocks) differ by ~1e-7 of it; half precision rounds the weights (bfloat16
+# keeps 8 bits, and some models' eager softmax runs in it: 0.4 % on a tiny gpt-oss).
+TOLERANCE = {torch.float64: 1e-8, torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+
+
+@torch.no_grad()
+def attach(model, role: str, dev: torch.device) -> list[str]:
+    """Stage 5 of loading a Hugging Face model: sites assigned (``assign_sites``, one forward on
+    the probe through the seam, its ids on ``dev``: where the model takes its input,
+    engine.runtime.device.input_device), then the same probe through the model's own eager attention
+    (the model switched to eager and back: no copy), each attention module's eager output kept
+    and the seam's handed on in its place, so every layer's attention is compared on the very
+    input it had through the seam (a mixture of experts routing a token otherwise on a bfloat16
+    rounding would change every layer after it, not the attention). SiteError, with the numbers,
+    where a layer differs by more than TOLERANCE allows for the model's dtype. Returns the notes
+    to keep: why the check was skipped, where it was (weights read from the disk at each forward
+    would be read all again; a model whose eager forward fails)."""
+    _, seam = _discover(model, role, dev)
+    name = type(model).__name__
+    if any(p.device.type == "meta" for p in model.parameters()):
+        return [f"The seam's numbers were not checked against {name}'s eager attention when it was opened: part "
+                "of its weights stay on the disk, and a second forward would read them all again."]
+    eager: dict[Site, torch.Tensor] = {}
+
+    def swap(module, _args, output):   # keep eager's output, hand on the seam's
+        site = getattr(module, "attnscope_site", None)
+        if site not in seam or _first(output) is None or _first(output).shape != seam[site].shape:
+            return None
+        eager[site] = _first(output)
+        return (seam[site], *output[1:]) if isinstance(output, (tuple, list)) else seam[site]
+    handles = [m.register_forward_hook(swap) for m in model.modules() if hasattr(m, "attnscope_site")]
+    try:
+        model.set_attn_implementation("eager")
+        if model.config._attn_implementation != "eager":
+            return [f"The seam's numbers were not checked against {name}'s eager attention: it cannot be switched "
+                    "to eager attention."]
+        _probe(model, role, dev)
+    except Exception as exc:       # a model whose eager path fails on its own: said, not fatal
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+        return [f"The seam's numbers were not checked against {name}'s eager attention, which failed ({first})."]
+    finally:
+        for h in handles:
+            h.remove()
+        model.set_attn_implementation(NAME)
+    if model.config._attn_implementation != NAME:
+        raise SiteError(f"{name} could not be switched back to attnscope's seam after its check.")
+    if not eager:
+        return [f"The seam's numbers were not checked against {name}'s eager attention: its attention modules "
+                "hand on no tensor to compare."]
+    rel = TOLERANCE.get(model.dtype, TOLERANCE[torch.bfloat16])
+    worst = None                                    # (share of the allowed, site, difference, scale)
+    for site, theirs in eager.items():
+        diff = float((seam[site].float() - theirs.float()).abs().max())
+        scale = float(theirs.float().abs().max())
+        share = diff / (rel * max(scale, 1e-6)) if diff == diff else float("inf")   # NaN: refused
+        if worst is None or share > worst[0]:
+            worst = (share, site, diff, scale)
+    share, site, diff, scale = worst
+    if share > 1:
+        raise SiteError(f"{name} through attnscope's seam does not compute what it computes itself: on a "
+                        f"{PROBE_SOURCE}-token probe its {site} attention gives outputs up to {diff:.3g} away from "
+                        f"its own eager attention's on the same input, more than the {rel * max(scale, 1e-6):.3g} "
+                        f"allowed in {str(model.dtype).removeprefix('torch.')} ({rel:g} of their largest magnitude, "
+                        f"{scale:.3g}), so attnscope will not show it.")
+    return []

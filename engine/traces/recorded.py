@@ -1,8 +1,9 @@
 """RecordedTrace: attention computed from the queries and keys the seam recorded.
 
 A Run records one forward (engine.seam.Recorder): per site the call's q, k, mask, bias,
-scale and softcap, on the model's device and in its dtype; memory is linear in T. Any head
-is then softmax(q k^T * scale + bias) exactly, computed when a view asks and kept in a small
+scale, softcap and sinks, on the model's device and in its dtype; memory is linear in T. Any
+head is then softmax(q k^T * scale + bias) exactly (a sink one more term of each row's
+denominator: such rows sum to less than 1), computed when a view asks and kept in a small
 cache; ``densify`` computes every head at once in the worker when the whole trace is small,
 so the window only copies arrays. A long trace is never held whole: ``thumbnails`` pools
 every head in chunks of query rows (and keeps each row's log-sum-exp as it goes), ``tile``
@@ -144,8 +145,8 @@ class RecordedTrace(AttentionTrace):
                 s = call.scores(self.batch_index, None, rows, cols, scaled=later is None)   # (H, r, k)
                 s = s if s.shape[-1] <= tk else s[:, :, :tk]
                 first[:, rows] = s[:, :, 0]
-                if not known:
-                    lse[:, rows] = torch.logsumexp(s, -1)
+                if not known:                                                  # the sink's term in it too
+                    lse[:, rows] = call.log_denominators(s, self.batch_index)
                 row_lse = lse[:, rows, None]                                   # (H, r, 1)
                 if how == "max":   # exp is monotonic: the max of a block's weights is exp(max score - lse)
                     part = pool_blocks(s, kb, "max")
@@ -268,7 +269,8 @@ class RecordedTrace(AttentionTrace):
                 n = budget // max(1, full)
             r1 = min(stop, r0 + max(1, n))
             s = call.scores(self.batch_index, None if every else heads, slice(r0, r1), slice(0, reach(r1)))  # (h, r, c)
-            row_lse = torch.logsumexp(s, -1, keepdim=True) if lse is None else lse[:, r0:r1, None]  # (h, r, 1)
+            row_lse = call.log_denominators(s, self.batch_index, heads)[..., None] if lse is None \
+                else lse[:, r0:r1, None]                                         # (h, r, 1) the sink's term in it
             w = s[..., :tk].sub_(row_lse).exp_()                                 # (h, r, c) exact weights, as ``tile``
             if not bool(torch.isfinite(row_lse).all()):
                 w.nan_to_num_(nan=0.0)                                           # a row with every key masked: 0

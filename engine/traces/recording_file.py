@@ -2,7 +2,8 @@
 
 One ``.safetensors`` file (tensors and a string table only: opening it can never run code)
 holding, per attention site, the queries and keys as the model used them, each row's
-log-sum-exp when the kernel gave it, the mask and bias when there were any; and in its
+log-sum-exp when the kernel gave it, the mask and bias when there were any, the head's
+attention sinks where the model has them (gpt-oss); and in its
 metadata the format's name and version, the model's name and family, the tokens of each
 side (and the word pieces behind merged words), the notes, and per site its scale,
 softcap, window and causal flag. Every view draws a trace opened from it exactly as the
@@ -20,9 +21,11 @@ from engine.seam.call import AttentionCall, Site
 from engine.traces.recorded import RecordedTrace
 
 FORMAT = "attnscope-recording"
-VERSION = 1
+VERSION = 2                        # version 1 and sinks: an attnscope that knows no sinks must not read them
+READS = (1, 2)                     # a file of version 1 (written before sinks, or without any) reads as ever
 MAX_META_BYTES = 64 << 20
-PARTS = ("q", "k", "lse")          # per site
+PARTS = ("q", "k", "lse")          # per site, per example
+SINK = "sink"                      # per site, (Hq,): one per head, whatever the example
 SHARED = ("mask", "bias")          # often one tensor for every layer: stored once, named by the sites
 
 
@@ -76,8 +79,11 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
                     site[part] = shared[key]
                 else:
                     tensors[f"{kind}/{layer}/{part}"] = _example(value, b)
+            if call.sink is not None:
+                tensors[f"{kind}/{layer}/{SINK}"] = call.sink.detach().to("cpu").contiguous()
             sites.append(site)
-    meta = {"format": FORMAT, "version": VERSION, "model_name": trace.model_name, "family": trace.family,
+    version = VERSION if any(name.endswith(f"/{SINK}") for name in tensors) else 1
+    meta = {"format": FORMAT, "version": version, "model_name": trace.model_name, "family": trace.family,
             "source_tokens": trace.source_tokens, "target_tokens": trace.target_tokens, "pieces": trace.pieces,
             "groups": trace.groups, "notes": trace.notes, "sites": sites}
     with atomic_path(path) as tmp:
@@ -135,9 +141,9 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
     meta = _meta(path)
     if meta.get("format") != FORMAT:
         raise RecordingError(f"{path.name} is a safetensors file but not an attnscope recording.")
-    if meta.get("version") != VERSION:
+    if meta.get("version") not in READS:
         raise RecordingError(f"{path.name} is a recording of format version {meta.get('version')!r}; this attnscope "
-                             f"reads version {VERSION}. Open it with the attnscope that wrote it.")
+                             f"reads versions {' and '.join(map(str, READS))}. Open it with the attnscope that wrote it.")
     tokens, pieces, groups = _checked_meta(path.name, meta)
     try:
         with safe_open(str(path), framework="pt", device=device) as f:
@@ -149,7 +155,7 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
                     raise RecordingError(f"{path.name}: it names an attention site {kind!r} {layer!r} attnscope "
                                          "does not know; the file is damaged or foreign.")
                 parts = {p: f.get_tensor(f"{kind}/{layer}/{p}") if f"{kind}/{layer}/{p}" in names else None
-                         for p in PARTS}
+                         for p in PARTS + (SINK,)}
                 for p in SHARED:
                     ref = site.get(p)
                     if ref is not None and ref not in names:
@@ -249,9 +255,12 @@ def _checked_call(path, site, parts, desc, pieces, tokens) -> AttentionCall:
         t = parts[extra]
         if t is not None and (t.dim() != 4 or t.shape[-1] != k.shape[2]):
             raise RecordingError(f"{name}: its {extra} does not match its keys; the file is damaged.")
+    sink = parts[SINK]
+    if sink is not None and (tuple(sink.shape) != (q.shape[1],) or not sink.is_floating_point()):
+        raise RecordingError(f"{name}: its attention sinks are not one number per query head; the file is damaged.")
     scale, softcap, window = desc.get("scale"), desc.get("softcap"), desc.get("window")
     if not isinstance(scale, (int, float)) or not (softcap is None or isinstance(softcap, (int, float))):
         raise RecordingError(f"{name}: its scale or softcap is not a number; the file is damaged.")
     return AttentionCall(site, q, k, None, mask=parts["mask"], bias=parts["bias"], scale=float(scale),
                          softcap=softcap, window=window if isinstance(window, int) else None,
-                         causal=bool(desc.get("causal")), lse=lse)
+                         causal=bool(desc.get("causal")), lse=lse, sink=sink)
