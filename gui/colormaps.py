@@ -32,9 +32,9 @@ def attach_colorbar(plot_item, image, cmap: pg.ColorMap, values=(0.0, 1.0)) -> p
 
 def label_colorbar(bar: pg.ColorBarItem, log_scale: bool) -> None:
     """The bar's numbers as its colours mean them: weights 0 to 1, or with "log colour" on,
-    1e-4 to 1 a decade a step (engine.inspection.analysis.log_colour): the bar read 0 to 1
+    1e-4 to 1 a decade a step (gui.display.log_colour): the bar read 0 to 1
     linearly while the map was coloured by the logarithm."""
-    from engine.inspection.analysis import LOG_DECADES
+    from gui.display import LOG_DECADES
 
     if not log_scale:
         bar.axis.setTicks(None)

@@ -4,7 +4,8 @@ import csv
 import numpy as np
 import pytest
 
-from engine.inspection.analysis import display_weights, head_statistics, layer_aggregate, rollout, special_mask
+from engine.inspection.analysis import head_statistics, layer_aggregate, rollout
+from gui.display import display_weights, special_mask
 from engine.loading.demo import random_model
 from engine.inspection.export import load_npz, save_csv, save_npz
 from engine.traces.tracing import trace_text

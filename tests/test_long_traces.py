@@ -283,7 +283,7 @@ def test_head_detail_goes_to_a_position_or_a_token(qtbot, drawn, monkeypatch):
 
 def test_log_colour_shows_weights_near_one_over_t():
     """At thousands of tokens a weight is ~1/T: the log scale maps 1e-4..1 to 0..1, 0 stays 0."""
-    from engine.inspection.analysis import display_weights
+    from gui.display import display_weights
     w = np.array([[0.0, 1e-5, 1e-4, 1e-2, 1.0]], np.float32)
     np.testing.assert_allclose(display_weights(w, log_scale=True), [[0.0, 0.0, 0.0, 0.5, 1.0]], atol=1e-6)
     np.testing.assert_allclose(display_weights(w), w)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
 
 from engine.interventions.refs import HeadRef
 from engine.kinds import CROSS
-from engine.inspection.analysis import display_weights, special_mask
+from gui.display import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap, label_colorbar
 from gui.flow import FlowLayout
 from gui.views.ablation_marks import MARK

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
 
 from gui.views.ablation_marks import AblationMarks
 from gui.views.intervention_clicks import toggle_from_click
-from engine.inspection.analysis import log_colour
+from gui.display import log_colour
 from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap, label_colorbar, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile

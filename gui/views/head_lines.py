@@ -23,7 +23,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from engine.inspection.analysis import display_weights, special_mask
+from gui.display import display_weights, special_mask
 from engine.inspection.top_keys import TopKeys, top_keys
 from engine.traces import base
 from gui.flow import FlowLayout
