@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 PROJECT = ("gui", "engine")
+
+from tools import loading_walk  # noqa: E402  (stays and returns counted one way)
 TEXT = "The walk of one typed text to the tiles painted on the screen, step by step."
 
 
@@ -81,19 +83,8 @@ class Walk:
                 self.order.append(f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}")
 
 
-def stays(order: list[str]) -> list[str]:
-    out: list[str] = []
-    for step in order:
-        room = step.split(":")[0]
-        if not out or out[-1] != room:
-            out.append(room)
-    return out
-
-
 def summary(order: list[str]) -> dict:
-    rooms = stays(order)
-    returns = sum(1 for i, r in enumerate(rooms) if r in rooms[:i])
-    return {"rooms": len(set(rooms)), "stays": len(rooms), "returns": returns, "functions": len(order)}
+    return {**loading_walk.summary(order), "functions": len(order)}
 
 
 def main() -> None:
@@ -137,7 +128,7 @@ def main() -> None:
     finally:
         sys.setprofile(None)
         worker._Task.run = task_run
-    for room in stays(walk.order):
+    for room in loading_walk.stays(walk.order):
         print("   ", room)
     print(json.dumps(summary(walk.order)))
     window.close()
