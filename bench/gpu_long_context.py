@@ -149,7 +149,7 @@ def measure(loaded, n: int) -> dict:
     out["tokens"] = tq
     _, out["overview_s"] = timed(lambda: trace.thumbnails(KIND, 64))
     _, out["head_view_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "one head", (0, tq), (0, tk), (800, 800)))
-    _, out["zoom_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "one head", (tq - 256, tq), (tq - 512, tq - 256),
+    _, out["zoom_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "one head", (max(0, tq - 256), tq), (max(0, tq - 512), max(256, tq - 256)),
                                               (800, 800)))
     _, out["mean_of_heads_view_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "mean of heads", (0, tq), (0, tk),
                                                             (800, 800)))
@@ -163,8 +163,13 @@ def measure(loaded, n: int) -> dict:
     out["exact"] = exactness(trace)
     from engine.seam import call as seam_call
     from engine.traces import block_max
-    out["scores_by"] = "bmm into float32" if seam_call._HALF_BMM[0] else "upcast float32 matmul"
+    q = trace.call(KIND, 0).q
+    half_on_gpu = q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)      # the only path with a choice
+    out["scores_by"] = ("bmm into float32" if seam_call._HALF_BMM[0] else "upcast float32 matmul") if half_on_gpu \
+        else "float32 matmul (a CPU or float32 model: no half path)"
     out["overview_by"] = "triton block maxima" if block_max.applies(trace.call(KIND, 0)) else "torch blocks"
+    if out["overview_by"] != "torch blocks" and not _TRITON_COMPILED[0]:   # this overview_s paid the kernel's compile
+        out["overview_s_includes_triton_compile"] = _TRITON_COMPILED[0] = True
     if out["overview_by"] != "torch blocks" and n == 32768:       # the same pixels the torch way, for comparison
         from engine.traces.recorded import RecordedTrace
 
@@ -183,6 +188,40 @@ def measure(loaded, n: int) -> dict:
     if gpu:
         torch.cuda.empty_cache()
     return out
+
+
+# Each goal a number the bench compares: (shape, tokens) -> {figure: (at most, what it was before)}.
+# A figure that includes Triton's one compile of the block-maxima kernel (the first overview of a
+# process: the 8B and 131k overviews ran first in their processes) says so in ``compiled_in``.
+GOALS = {
+    ("1b", 32768): {"run_over_forward": 1.3, "run_and_overview_over_forward": 3.0, "head_view_s": 0.3,
+                    "zoom_s": 0.05, "peak_over_weights_and_recording_gb": 2.0},
+    ("8b", 32768): {"run_and_overview_over_forward": 3.0},
+}
+REFUSED = ("RunTooLarge",)
+_TRITON_COMPILED = [False]       # the first triton overview of the process compiles its kernel       # a length the estimate refuses, with its numbers, meets "runs or is refused"
+
+
+def check_goals(shapes: dict) -> dict:
+    """Every goal of GOALS measured in ``shapes``: met, missed (with the figure), or not run; and
+    the 1B at 131,072 tokens either runs to the overview or is refused by the estimate."""
+    met, missed, not_run = [], [], []
+    for (shape, n), figures in GOALS.items():
+        measured = shapes.get(shape, {}).get("lengths", {}).get(str(n))
+        for figure, most in figures.items():
+            name = f"{shape} {n} {figure} <= {most}"
+            if measured is None or figure not in measured:
+                not_run.append(name + (f" ({measured['failed']})" if measured and "failed" in measured else ""))
+            elif measured[figure] <= most:
+                met.append(f"{name}: {measured[figure]}")
+            else:
+                missed.append(f"{name}: {measured[figure]}")
+    long = shapes.get("1b", {}).get("lengths", {}).get("131072")
+    if long is not None:
+        name = "1b 131072 runs to the overview or is refused with numbers"
+        ok = "overview_s" in long or long.get("failed", "").startswith(REFUSED)
+        (met if ok else missed).append(name if ok else f"{name}: {long.get('failed')}")
+    return {"met": met, "missed": missed, "not_run": not_run}
 
 
 def run_shape(shape: str, lengths: list[int], root: Path) -> dict:
@@ -224,11 +263,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="attnscope-gpu-bench-") as root:
         for shape, lengths in plan():
             result["shapes"][shape] = run_shape(shape, lengths, Path(root))
-    result["goals"] = {"1b 32768": "run_over_forward <= 1.3; run_and_overview_over_forward <= 3; head_view_s <= 0.3; "
-                                   "zoom_s <= 0.05; peak_over_weights_and_recording_gb <= 2",
-                       "1b 131072": "runs to the overview, or refused by the estimate with numbers",
-                       "8b 32768": "run_and_overview_over_forward <= 3"}
+    result["goals"] = check_goals(result["shapes"])
     print(json.dumps(result, indent=2))
+    if result["goals"]["missed"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
