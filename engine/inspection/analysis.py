@@ -13,6 +13,7 @@ import numpy as np
 
 from engine.kinds import CROSS
 
+
 def layer_aggregate(weights: np.ndarray, how: str = "mean") -> np.ndarray:
     """(L, H, Tq, Tk) -> (L, Tq, Tk): the mean or the max over a layer's heads."""
     if how == "mean":

@@ -472,10 +472,8 @@ def _csv_bytes_per_line(trace: AttentionTrace, kind: str) -> float:
 
 def recording_words(trace: AttentionTrace) -> str:
     """The recording offered as the compact form, with its size where this trace has one."""
-    from engine.traces.recorded import RecordedTrace   # torch, with a recording: imported for one
-
     where = "(File > Save Recording, or attnscope record)"
-    if not isinstance(trace, RecordedTrace):
+    if not trace.recorded:
         return (f"a Run's recording {where}: queries, keys and each row's log-sum-exp, from which attnscope "
                 "computes every head exactly")
     nbytes = sum(getattr(call, part)[:1].nbytes for calls in trace.calls.values() for call in calls

@@ -73,11 +73,10 @@ class QueryKeys:
 @torch.no_grad()
 def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> QueryKeys:
     """One head's queries and keys from the recording behind ``trace``."""
-    call_of = getattr(trace, "call", None)
-    if call_of is None:
+    if not trace.recorded:
         raise ValueError("This trace was read from a file: it holds the weights, not the queries and keys behind "
                          "them. Run the model on the text to see them.")
-    call, b = call_of(kind, layer), trace.batch_index
+    call, b = trace.call(kind, layer), trace.batch_index
     tq, tk = trace.piece_span(kind)
     kv = call.kv_head(head)
     n_heads, n_kv = call.q.shape[1], call.k.shape[1]
@@ -102,7 +101,7 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
         notes.append(f"Attention sink: exp({sink:.3g}) joins each row's softmax denominator and reads no value, "
                      "so the row sums to less than 1.")
     groups = None
-    if getattr(trace, "groups", None):
+    if trace.groups:
         from engine.kinds import KEY_SIDE, QUERY_SIDE
         groups = (trace.groups[QUERY_SIDE[kind]], trace.groups[KEY_SIDE[kind]])
         notes.append("Words merged: a word's vectors are its pieces' mean; its weights are the trace's.")

@@ -63,8 +63,7 @@ def top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.nd
     trace that reads its heads another way, goes head by head through ``tile``
     (``head_top_keys``, ``chunk_bytes`` of one head's rows at a time). Both give the same keys
     and weights."""
-    fast = hasattr(trace, "strongest_keys") and len(heads) > 0
-    found = together(trace, kind, layer, list(heads), k, keys) if fast else None
+    found = together(trace, kind, layer, list(heads), k, keys) if heads else None
     if found is not None:
         return found
     return {h: head_top_keys(trace, kind, layer, h, k, keys, chunk_bytes) for h in heads}

@@ -168,6 +168,45 @@ class AttentionTrace:
                                 "the heads overview and head detail draw it (pooled, zoomable), head lines each "
                                 "query's strongest keys.")
 
+    # ---- what a trace can do: asked, never probed (getattr / isinstance) ---------------
+    @property
+    def recorded(self) -> bool:
+        """True when the weights are computed from a Run's recording of queries and keys (it can be
+        saved, its queries and keys read, its long kinds pooled a block at a time); False for weights
+        held as arrays (an export read back, a time-lapse probe)."""
+        return False
+
+    def computes_on_demand(self, kind: str) -> bool:
+        """Whether drawing ``kind`` computes weights (from the recording) rather than reads arrays
+        held whole: what a view's time estimate asks."""
+        return False
+
+    def call(self, kind: str, layer: int):
+        """The recorded call (engine.seam.AttentionCall: q, k, mask, bias, scale) behind one layer
+        of one kind; None for a trace that holds weights only."""
+        return None
+
+    @property
+    def groups(self) -> dict[str, list[int]]:
+        """side -> the word index of each piece, for the sides whose pieces are merged into words;
+        empty when the tokens are the pieces fed."""
+        return {}
+
+    @property
+    def pieces(self) -> dict[str, list[str]]:
+        """side -> the tokens fed to the model (word pieces, before any merging)."""
+        return {"source": self.source_tokens, "target": self.target_tokens}
+
+    def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int,
+                       keys: np.ndarray | None = None):
+        """Each query's ``k`` strongest keys for several heads at once, where this trace computes them
+        itself (engine.inspection.top_keys); None here: they are read head by head through ``tile``."""
+        return None
+
+    def held_bytes(self) -> int:
+        """What this trace holds of computed or stored weights, in bytes."""
+        return 0
+
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
         """(Tq, Tk) for one head."""

@@ -14,7 +14,7 @@ reach memory.
 Used only where it applies and is there: a CUDA recording of a plain causal call (no mask,
 bias or softcap), Triton importable (it ships with CUDA builds of torch); everywhere else
 the torch path of ``RecordedTrace.thumbnails`` runs, and a test on a GPU checks both give
-the same pixels. ``TRITON_INTERPRET=1`` runs the kernel on the CPU for development.
+the same pixels. Where the kernel is there but fails its check, the trace's notes say so. ``TRITON_INTERPRET=1`` runs the kernel on the CPU for development.
 """
 from __future__ import annotations
 
@@ -24,13 +24,28 @@ import os
 import torch
 
 
+def _fits(call) -> bool:
+    """Whether ``call`` is one the kernel is written for: a plain causal call on a GPU (or the
+    interpreter), of a dtype and head size it takes."""
+    on_device = call.q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
+    return (on_device and call.causal and call.mask is None and call.bias is None and call.softcap is None
+            and call.q.dtype in (torch.float16, torch.bfloat16, torch.float32) and call.q.shape[-1] <= 256)
+
+
 def applies(call) -> bool:
     """Whether ``call``'s overview can be pooled by the kernel here (and the kernel, checked
     once per device, dtype and head size against the torch path, gives its numbers)."""
-    on_device = call.q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
-    return (on_device and call.causal and call.mask is None and call.bias is None and call.softcap is None
-            and call.q.dtype in (torch.float16, torch.bfloat16, torch.float32) and call.q.shape[-1] <= 256
-            and _kernel() is not None and _agrees(call.q.device, call.q.dtype, call.q.shape[-1]))
+    return _fits(call) and _kernel() is not None and _agrees(call.q.device, call.q.dtype, call.q.shape[-1])
+
+
+def refused(call) -> str | None:
+    """The sentence a trace's notes carry when the kernel is there and written for ``call`` but
+    gave other maxima than the torch path on its check: the overview is then pooled by torch,
+    slower, and the user is told rather than left to wonder (None otherwise)."""
+    if _fits(call) and _kernel() is not None and not _agrees(call.q.device, call.q.dtype, call.q.shape[-1]):
+        return (f"The GPU kernel that pools the overview gave other numbers than the exact path on its check "
+                f"({call.q.dtype}, head size {call.q.shape[-1]}); the overview is pooled the slower exact way.")
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,14 +57,17 @@ def _agrees(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
     from engine.traces.pooling import pool_blocks
 
     g = torch.Generator(device="cpu").manual_seed(0)
-    q = torch.randn(1, 4, 150, dim, generator=g).to(device=device, dtype=dtype)
-    k = torch.randn(1, 2, 150, dim, generator=g).to(device=device, dtype=dtype)
+    q = torch.randn(1, 4, 420, dim, generator=g).to(device=device, dtype=dtype)
+    k = torch.randn(1, 2, 420, dim, generator=g).to(device=device, dtype=dtype)
     call = AttentionCall(None, q, k, None, scale=1.0, causal=True)
+    # 150 keys a pixel: three of the kernel's 64-key tiles and part of a fourth, so a kernel that
+    # read only each pixel's first tile fails (33 keys, under one tile, could not tell); query
+    # rows over several 64-row tiles, the last pixel ragged, rows and keys cut short.
     try:
-        got = block_maxima(call, 0, 147, 145, 33)                                 # (4, 147, 5)
+        got = block_maxima(call, 0, 417, 413, 150)                                # (4, 417, 3)
     except Exception:           # noqa: BLE001 - any failure to compile or run: the torch path instead
         return False
-    want = pool_blocks(call.scores(0, None, slice(0, 147), slice(0, 145), scaled=False), 33, "max")
+    want = pool_blocks(call.scores(0, None, slice(0, 417), slice(0, 413), scaled=False), 150, "max")
     finite = torch.isfinite(want)
     return bool(torch.equal(finite, torch.isfinite(got))
                 and torch.allclose(got[finite], want[finite], rtol=1e-5, atol=1e-4))

@@ -37,3 +37,6 @@ class DenseTrace(AttentionTrace):
 
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
         return self.attentions[kind][layer, head]
+
+    def held_bytes(self) -> int:
+        return sum(a.nbytes for a in self.attentions.values())

@@ -174,10 +174,9 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     from engine.traces.recorded import RecordedTrace
 
     _layers, n_heads, tq, tk = trace.shape(kind)
-    calls = getattr(trace, "calls", None)
-    if calls is None or kind in getattr(trace, "_dense", {}):
+    if not trace.computes_on_demand(kind):
         return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
-    call = calls[kind][0]
+    call = trace.call(kind, 0)
     side = int((SAMPLE_CELLS["gpu" if call.q.is_cuda else "cpu"] / n_heads) ** 0.5)
     nq, nk = (min(tq, side),) * 2 if QUERY_SIDE[kind] == KEY_SIDE[kind] else (min(tq, side), min(tk, side))
     corner = lambda t, rows=True: None if t is None else t[..., :nq if rows and t.shape[-2] > 1 else None, :nk]  # noqa: E731

@@ -135,6 +135,8 @@ class RecordedTrace(AttentionTrace):
                 del across
                 first = call.scores(self.batch_index, None, slice(0, tq), slice(0, 1), scaled=False)[:, :, 0]
                 r0 = tq
+            elif later is not None and (refusal := block_max.refused(call)) and refusal not in self.notes:
+                self.notes.append(refusal)                                     # said, never a silent fallback
             while r0 < tq:
                 if causal:      # the block is scored up to its last row: its width grows with its rows
                     r1 = min(tq, r0 + causal_rows(score_block_bytes(dev) // (4 * H), r0 + offset))

@@ -57,7 +57,7 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
     is not a recording is refused unless ``replace`` (``recording_target``)."""
     from safetensors.torch import save_file
 
-    if not isinstance(trace, RecordedTrace):
+    if not trace.recorded:
         raise RecordingError("Only a Run's own trace has a recording to save (this one was read from a file of "
                              "weights); run the model on the text first.")
     path = recording_target(path, replace)

@@ -24,9 +24,8 @@ def toggle_from_click(state, kind: str, layer: int, head: int, modifiers) -> boo
 def positions(trace, kind: str, side: str, index: int) -> tuple[int, ...]:
     """The token positions fed that row or column ``index`` of a trace stands for: itself, or
     every piece of the word when the trace merges word pieces (a knockout blocks ids fed)."""
-    groups = getattr(trace, "groups", None) or {}
     side_name = (QUERY_SIDE if side == "query" else KEY_SIDE)[kind]
-    word_of = groups.get(side_name)
+    word_of = trace.groups.get(side_name)
     return (index,) if word_of is None else tuple(i for i, w in enumerate(word_of) if w == index)
 
 

@@ -170,7 +170,7 @@ class InterventionsPanel(QWidget):
         self.active.addItems(spec.describe() or ["Nothing switched off: the model as it is."])
         if has:
             n_layers = trace.shape(kind)[0]
-            pieces = getattr(trace, "pieces", None) or {"source": trace.source_tokens, "target": trace.target_tokens}
+            pieces = trace.pieces
             for box, side in ((self.query_box, QUERY_SIDE), (self.key_box, KEY_SIDE)):   # ids fed, never merged words
                 self._fill(box, [("every", ALL)] + [(f"{i} {t}", i) for i, t in enumerate(pieces[side[kind]])])
             self._fill(self.layers_box, [("all layers", ALL)] + [(f"layer {i}", i) for i in range(n_layers)])

@@ -48,8 +48,7 @@ def runs(xs: list[int]) -> list[tuple[int, int]]:
 def knockout_rects(spec, trace, kind: str, layer: int, q_index, k_index) -> list[tuple[int, int, int, int]]:
     """(x, y, width, height) in map cells of every block the interventions knock out in this
     kind and layer: the map's columns are keys (x), its rows queries (y)."""
-    groups = getattr(trace, "groups", None) or {}
-    pieces = getattr(trace, "pieces", None) or {"source": trace.source_tokens, "target": trace.target_tokens}
+    groups, pieces = trace.groups, trace.pieces
     q_side, k_side = QUERY_SIDE[kind], KEY_SIDE[kind]
     rects: list[tuple[int, int, int, int]] = []
     for edge in spec.knockout:

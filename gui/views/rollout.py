@@ -66,7 +66,7 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> dict:
 
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
-    if max(len(q), len(k)) <= POOLED_PIXELS or not hasattr(trace, "calls"):
+    if max(len(q), len(k)) <= POOLED_PIXELS or not trace.recorded:
         matrix = layer_aggregate(trace.layer(kind, layer)[None], how.split()[0])[0]
         return dict(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
