@@ -44,8 +44,8 @@ class RecordedTrace(AttentionTrace):
         self.model_name, self.family = model_name, family
         self.notes = list(notes or [])
         self.batch_index = batch_index
-        self.groups = groups or {}
-        self.pieces = pieces or {"source": list(source_tokens), "target": list(target_tokens)}
+        self._groups = groups or {}
+        self._pieces = pieces or {"source": list(source_tokens), "target": list(target_tokens)}
         self.source_tokens, self.target_tokens = list(source_tokens), list(target_tokens)
         self._dense: dict[str, np.ndarray] = {}
         self._layers: OrderedDict = OrderedDict()
@@ -55,6 +55,21 @@ class RecordedTrace(AttentionTrace):
     @property
     def kinds(self) -> list[str]:
         return self.in_order(self.calls)
+
+    @property
+    def recorded(self) -> bool:
+        return True
+
+    def computes_on_demand(self, kind: str) -> bool:
+        return kind not in self._dense
+
+    @property
+    def groups(self) -> dict[str, list[int]]:
+        return self._groups
+
+    @property
+    def pieces(self) -> dict[str, list[str]]:
+        return self._pieces
 
     def shape(self, kind: str) -> tuple[int, int, int, int]:
         return (len(self.calls[kind]), self.calls[kind][0].q.shape[1],
