@@ -16,25 +16,32 @@ inside a step, not only between yields.
   parameter gets ``report=<callable>``, whose argument reaches ``on_yielded`` as a yielded
   value does (progress from inside a call that cannot yield, such as a model load).
 - Every error goes to ``on_error`` (to put the view back in order) and to ``job_failures``,
-  whose ``failed(title, message)`` signal the main window shows as a dialog.
+  whose ``failed(title, message)`` signal the main window shows as a dialog; a Jobs made with
+  ``announce=False`` leaves its errors to ``on_error`` alone (a panel that says them itself).
 
 Each Jobs runs on a lane (``MODEL``, ``TRAINING`` or ``SHARED``), because of how torch uses
 the CPU. torch's CPU kernels run on OpenMP (libgomp), which gives every thread that runs
-torch a team of helper threads of its own. While the process has no more of those threads
-than cores, a helper spins between two operations and picks up the next at once; with more,
-every helper sleeps, and waking it costs tens of microseconds per operation. Measured on 2
-cores: the bundled translator's 64-token Run took 20 ms when a second thread had ever run
-torch, against 10 ms when one thread ran all of it (MiniLM at 128 tokens: 27-32 against
-21 ms); so the forward's time depended on which pool thread happened to run it. Hence:
+torch a team of helper threads of its own, as many as there are cores. Two threads running
+torch at once make two teams fight for the cores. Measured on 2 cores (bundled translator,
+64-token forward on one long-lived thread, median of 30; bench: the note of issue 47): alone
+17 ms; with a second thread pooling a recorded trace's thumbnails meanwhile, 43-99 ms; the
+same with ``torch.set_num_threads(1)`` in that second thread, 40 ms; the same pooling queued
+on the forward's own thread, between forwards, 17 ms. Hence one rule:
+
+**torch runs on the MODEL lane only** (TRAINING aside). SHARED runs numpy, zlib and files.
 
 - ``MODEL``: every job that runs a model or other torch maths (open, Run, decode, compare,
   the Positions lab) queues on one thread that never exits, so its team lives as long as
   the process. Jobs of different views take turns there.
 - ``TRAINING``: a run takes minutes, and Runs must not wait for it: a thread of its own,
   which exits a few seconds after the run (taking its team with it).
-- ``SHARED``: numpy-only work (drawing) on Qt's global pool, several threads at once. A
-  drawing that needs a model's forward hands that part to the model thread and waits
-  (``call_on_lane``), so no second thread ever runs torch for it.
+- ``SHARED``: numpy-only work (drawing arrays held whole, writing files) on Qt's global pool,
+  several threads at once. A job there whose maths is torch hands that part to the model
+  thread and waits (``call_on_lane``): a drawing of a recorded trace (its weights, blocks,
+  thumbnails, strongest keys and row blocks are torch maths on the model's device) is
+  prepared there whole (``drawing_lane``), an export computes there a block at a time.
+  tests/test_thread_rule.py runs every view's drawing of a recorded trace and fails on any
+  torch call made on a thread of another lane.
 """
 from __future__ import annotations
 
@@ -103,6 +110,12 @@ def call_on_lane(lane: str, fn: Callable, *args, **kwargs):
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+def drawing_lane(trace) -> str:
+    """Where a drawing of ``trace`` is prepared: MODEL for a recorded trace (its weights are torch
+    maths, computed from the recording on the model's device), SHARED for arrays held whole."""
+    return MODEL if trace is not None and trace.recorded else SHARED
 
 
 def active_threads() -> int:
@@ -294,9 +307,10 @@ class Jobs(QObject):
     busy_changed = Signal(bool)
 
     def __init__(self, parent: QObject | None = None, title: str = "The work could not finish",
-                 lane: str = SHARED):
+                 lane: str = SHARED, announce: bool = True):
         super().__init__(parent)
         self.title = title                 # the error dialog's title
+        self.announce = announce           # errors also to job_failures (the window's dialog)
         self.lane = lane
         self.pool = lane_pool(lane)        # where our jobs run (see the lanes above)
         self._ticket = 0
@@ -350,7 +364,8 @@ class Jobs(QObject):
             return
         if callback is not None:
             callback(exc)
-        job_failures().failed.emit(self.title, error_message(exc))
+        if self.announce:
+            job_failures().failed.emit(self.title, error_message(exc))
 
     def _task_finished(self, task: _Task, ticket: int, on_finished) -> None:
         if task is not self._task:

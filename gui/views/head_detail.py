@@ -26,6 +26,7 @@ from gui.display import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap, label_colorbar
 from gui.flow import FlowLayout
 from gui.views.ablation_marks import MARK
+from gui.views.drawings import HeadDetailDrawing
 from gui.views.intervention_clicks import knockout_from_click
 from gui.views.knockout_marks import knockout_rects
 from gui.views.empty import hide_empty, show_empty
@@ -36,7 +37,7 @@ from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.elided import ElidedLabel
 from gui.theme import accent, is_dark, normal_point_size, tint
 from gui.views.token_labels import view_ticks, zoomable
-from gui.worker import Jobs
+from gui.worker import Jobs, call_on_lane, drawing_lane
 from gui.views.peak_image import PeakImage
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
@@ -101,7 +102,7 @@ def positioned(tokens: list[str]) -> list[str]:
 
 @prepares
 def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool, threshold: float,
-                   normalise: bool, log_scale: bool = False) -> dict:
+                   normalise: bool, log_scale: bool = False) -> HeadDetailDrawing:
     """What Head detail draws, in a worker: the true weights of the cells shown, the display
     map, which rows/columns are shown, and the thinned axis labels. A long trace: the whole
     head at VIEW_PIXELS (``long``), no matrix held, and that picture pooled again (max) for
@@ -115,11 +116,10 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
         shown = display_weights(viewport(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
                                 threshold, normalise, log_scale)
         overview = pool_2d(torch.from_numpy(shown), MINIMAP_PIXELS, MINIMAP_PIXELS, "max").numpy()
-        return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown, long=(tq, tk),
-                    overview=overview,
-                    q_index=np.arange(tq), k_index=np.arange(tk), q_labels=positioned(q),
-                    k_labels=positioned(k), threshold=threshold, normalise=normalise,
-                    log_scale=log_scale)
+        return HeadDetailDrawing(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown,
+                                 long=(tq, tk), overview=overview, q_index=np.arange(tq), k_index=np.arange(tk),
+                                 q_labels=positioned(q), k_labels=positioned(k), threshold=threshold,
+                                 normalise=normalise, log_scale=log_scale)
     if how == "one head":
         raw = trace.head(kind, layer, head)                   # (Tq, Tk)
     else:
@@ -128,9 +128,10 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown
     shown = display_weights(matrix, threshold, normalise, log_scale)
-    return dict(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
-                q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
-                k_labels=[short(k[i]) for i in k_index], long=None, log_scale=log_scale)
+    return HeadDetailDrawing(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
+                             q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
+                             k_labels=[short(k[i]) for i in k_index], long=None, threshold=threshold,
+                             normalise=normalise, log_scale=log_scale)
 
 
 def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
@@ -207,7 +208,7 @@ class HeadDetail(PreparedView, QWidget):
         self.intervention_note.setWordWrap(True)
         tint(self.intervention_note, "warning")
         self.intervention_note.hide()
-        self.zoom_jobs = Jobs(self, "Head detail could not zoom")   # beside the drawing: never behind a model job
+        self.zoom_jobs = Jobs(self, "Head detail could not zoom")   # beside the drawing (a recording's: on the model lane)
         self.zoom_block = None
         self.zoomed_on = None   # (trace, kind, tokens) of the long head whose zoom is on screen
         self.zoom_timer = QTimer(self, singleShot=True, interval=120)
@@ -268,9 +269,9 @@ class HeadDetail(PreparedView, QWidget):
         d, spec = self.drawing, self.state.interventions
         path, notes = QPainterPath(), []
         if d is not None:
-            for x, y, w, h in knockout_rects(spec, d["trace"], d["kind"], d["layer"], d["q_index"], d["k_index"]):
+            for x, y, w, h in knockout_rects(spec, d.trace, d.kind, d.layer, d.q_index, d.k_index):
                 path.addRect(x, y, w, h)
-            mode = spec.mode(HeadRef(d["kind"], d["layer"], d["head"])) if d["how"] == "one head" else None
+            mode = spec.mode(HeadRef(d.kind, d.layer, d.head)) if d.how == "one head" else None
             if mode:
                 notes.append(f"Head switched off ({mode} ablation): its weights drawn, its output removed.")
             if not path.isEmpty():
@@ -295,15 +296,15 @@ class HeadDetail(PreparedView, QWidget):
 
     def _on_range(self) -> None:
         self._label_axes()
-        if self.drawing is not None and self.drawing.get("long"):
+        if self.drawing is not None and self.drawing.long:
             self.zoom_timer.start()
 
     def _zoom(self) -> None:
         """Compute the visible block of a long head at the screen's resolution (worker)."""
         d = self.drawing
-        if d is None or not d.get("long"):
+        if d is None or not d.long:
             return
-        tq, tk = d["long"]
+        tq, tk = d.long
         (x0, x1), (y0, y1) = self.item.vb.viewRange()
         cols = (max(0, int(np.floor(x0))), min(tk, int(np.ceil(x1))))
         rows = (max(0, int(np.floor(y0))), min(tq, int(np.ceil(y1))))
@@ -311,8 +312,9 @@ class HeadDetail(PreparedView, QWidget):
             self.zoom_image.clear()
             return
         pixels = (max(1, int(self.item.vb.height())), max(1, int(self.item.vb.width())))
-        self.zoom_jobs.start(zoomed_drawing, d["trace"], d["kind"], d["layer"], d["head"], d["how"], rows, cols,
-                             pixels, d["threshold"], d["normalise"], d["log_scale"],
+        self.zoom_jobs.start(call_on_lane, drawing_lane(d.trace), zoomed_drawing, d.trace, d.kind,
+                             d.layer, d.head, d.how, rows, cols, pixels, d.threshold, d.normalise,
+                             d.log_scale,
                              on_returned=lambda result: self._zoomed(result, d))
 
     def _zoomed(self, result, drawing=None) -> None:
@@ -365,31 +367,31 @@ class HeadDetail(PreparedView, QWidget):
         self._mark_interventions()
         show_empty(self.item, "Run a text, then click a head in the overview: it opens here, large.", AXES)
 
-    def apply_drawing(self, d: dict) -> None:
+    def apply_drawing(self, d: HeadDetailDrawing) -> None:
         hide_empty(self.item, AXES)
         self.colorbar.setVisible(True)
-        label_colorbar(self.colorbar, d["log_scale"])
-        self.matrix, self.q_index, self.k_index = d["matrix"], d["q_index"], d["k_index"]
+        label_colorbar(self.colorbar, d.log_scale)
+        self.matrix, self.q_index, self.k_index = d.matrix, d.q_index, d.k_index
         self.zoom_image.clear()
         self.zoom_jobs.cancel()                        # a block of the head before is of no use now
-        self.image.setImage(d["shown"], autoLevels=False, levels=(0.0, 1.0))
-        self.head_box.setEnabled(d["how"] == "one head")
-        tq, tk = d["long"] or self.matrix.shape
+        self.image.setImage(d.shown, autoLevels=False, levels=(0.0, 1.0))
+        self.head_box.setEnabled(d.how == "one head")
+        tq, tk = d.long or self.matrix.shape
         self.image.setRect(QRectF(0, 0, tk, tq))        # token coordinates, however many pixels
-        if d["long"]:
+        if d.long:
             self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
         self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
         # Another head (or layer) of the same long text keeps the place zoomed into, so heads
         # compare at one position (the sink, a stretch of the diagonal); its block is computed
         # for the new head. A new text, a kind or a short head starts from the whole map.
-        where = (d["trace"], d["kind"], d["long"]) if d["long"] else None
+        where = (d.trace, d.kind, d.long) if d.long else None
         if where is not None and where == self.zoomed_on:
             self.zoom_timer.start()
         else:
             self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
         self.zoomed_on = where
-        fit_row_axis(self.item.getAxis("left"), d["q_labels"])   # its width now, not while painting
+        fit_row_axis(self.item.getAxis("left"), d.q_labels)   # its width now, not while painting
         self._room_below_map()
         self._label_axes()
         self._show_minimap(d)                # in the corner the axes leave, now that their sizes are set
@@ -406,10 +408,10 @@ class HeadDetail(PreparedView, QWidget):
 
     def _show_minimap(self, d: dict | None) -> None:
         """The minimap of a long drawing, or none (a short head, nothing drawn)."""
-        if d is None or not d.get("long"):
+        if d is None or not d.long:
             self.minimap.clear()
         else:
-            self.minimap.show_head(d["overview"], d["long"], colormap(self.state.colormap))
+            self.minimap.show_head(d.overview, d.long, colormap(self.state.colormap))
         self._fit_minimap()
 
     def _fit_minimap(self) -> None:
@@ -450,7 +452,7 @@ class HeadDetail(PreparedView, QWidget):
         the normal size (theme.normal_point_size), they shrank to ~7 px, smaller than outside
         presentation mode, when a line's height was turned into a pixel size by a guessed ratio."""
         d = self.drawing
-        q, k = (d["q_labels"], d["k_labels"]) if d else ([], [])
+        q, k = (d.q_labels, d.k_labels) if d else ([], [])
         vb, line = self.item.vb, self.fontMetrics().height() + 2
         left = self.item.getAxis("left")
         font = QFont(QApplication.font())
@@ -469,13 +471,13 @@ class HeadDetail(PreparedView, QWidget):
     def _cell_at(self, scene_pos) -> tuple[int, int] | None:
         """(query, key) token positions under a scene point, or None off the map."""
         d = self.drawing
-        if d is None or (self.matrix is None and not d.get("long")):
+        if d is None or (self.matrix is None and not d.long):
             return None
         if not self.item.vb.sceneBoundingRect().contains(scene_pos):
             return None                  # on an axis or the minimap: no cell, even zoomed in
         p = self.item.vb.mapSceneToView(scene_pos)
         qi, ki = int(np.floor(p.y())), int(np.floor(p.x()))
-        tq, tk = d["long"] or self.matrix.shape
+        tq, tk = d.long or self.matrix.shape
         if 0 <= qi < tq and 0 <= ki < tk:
             return int(self.q_index[qi]), int(self.k_index[ki])
         return None
@@ -485,22 +487,22 @@ class HeadDetail(PreparedView, QWidget):
         column; Alt-click: the query's whole row (engine.interventions, through the state)."""
         cell = self._cell_at(event.scenePos())
         if cell is not None and self.drawing is not None:
-            knockout_from_click(self.state, self.drawing["kind"], self.drawing["layer"], *cell, event.modifiers())
+            knockout_from_click(self.state, self.drawing.kind, self.drawing.layer, *cell, event.modifiers())
 
     def _on_hover(self, scene_pos) -> None:
         d = self.drawing
         hit = self._cell_at(scene_pos)
         if hit is None and self.minimap.isVisible() and self.minimap.sceneBoundingRect().contains(scene_pos):
             p = self.minimap.mapSceneToView(scene_pos)
-            tq, tk = d["long"]
+            tq, tk = d.long
             self.readout.setText(f"Minimap of the whole head, near query {int(np.clip(p.y(), 0, tq - 1)):,}, key "
                                  f"{int(np.clip(p.x(), 0, tk - 1)):,}: click or drag to move the view there.")
         elif hit is not None:
-            q, k = d["trace"].query_tokens(d["kind"]), d["trace"].key_tokens(d["kind"])
+            q, k = d.trace.query_tokens(d.kind), d.trace.key_tokens(d.kind)
             qo, ko = hit
-            if d["long"]:        # one exact cell, computed from the recording
+            if d.long:        # one exact cell, computed from the recording
                 from engine.traces.viewport import cell
-                value = cell(d["trace"], d["kind"], d["layer"], d["head"], d["how"], qo, ko)
+                value = cell(d.trace, d.kind, d.layer, d.head, d.how, qo, ko)
             else:                # the matrix holds the cells shown (specials may be hidden)
                 value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]
             self.readout.setText(f"weight {value:.4f} | query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}")
@@ -513,7 +515,7 @@ class HeadDetail(PreparedView, QWidget):
         d = self.drawing
         if d is None or not what.strip():
             return None
-        queries = d["trace"].query_tokens(d["kind"])
+        queries = d.trace.query_tokens(d.kind)
         what = what.strip()
         after = getattr(self, "_found", -1)
         if what.isdigit():
@@ -525,14 +527,14 @@ class HeadDetail(PreparedView, QWidget):
             return None
         self._found = first
         rows, cols = self.q_index, self.k_index
-        shown = (lambda pos: int(np.searchsorted(rows, pos))) if not d["long"] else (lambda pos: pos)
+        shown = (lambda pos: int(np.searchsorted(rows, pos))) if not d.long else (lambda pos: pos)
         q0, q1 = shown(first), shown(last) + 1
         ki = min(q0, len(cols) - 1)
         self.item.setRange(xRange=(max(0, ki - span), ki + span), yRange=(max(0, q0 - span), q0 + span), padding=0)
         path = QPainterPath()
-        tq, tk = d["long"] or self.matrix.shape
+        tq, tk = d.long or self.matrix.shape
         path.addRect(0, q0, tk, q1 - q0)                        # the query row(s)
-        if d["kind"] != CROSS:                                  # keys are the same tokens: their column too
+        if d.kind != CROSS:                                  # keys are the same tokens: their column too
             path.addRect(min(q0, tk - 1), 0, max(1, min(q1, tk) - min(q0, tk - 1)), tq)
         self.found_item.setPath(path)
         text = "".join(queries[first:last + 1])

@@ -82,16 +82,6 @@ class PatchingOptions:
             settings.setValue(f"patching/{name}", value)
 
 
-class PanelJobs(Jobs):
-    """Jobs whose errors the panel says itself, in its status line, and only there: reported to
-    the window too, a patching input error showed three times (status line, status bar and a
-    modal dialog that also swallowed Ctrl+Q)."""
-
-    def _failed(self, ticket: int, callback, exc: BaseException) -> None:
-        if ticket == self._ticket and callback is not None:
-            callback(exc)
-
-
 def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None):
     """In the model worker: yields engine Progress records; returns (PatchResult, Drawing).
     ``inputs.clean``, ``inputs.corrupt``: the texts as the model reads them (str or Chat)."""
@@ -126,8 +116,8 @@ class PatchingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.jobs = PanelJobs(self, "Patching could not finish", lane=MODEL)
-        self.answer_jobs = PanelJobs(self, "The answers could not be offered", lane=MODEL)
+        self.jobs = Jobs(self, "Patching could not finish", lane=MODEL, announce=False)
+        self.answer_jobs = Jobs(self, "The answers could not be offered", lane=MODEL, announce=False)
         self.clean_edit, self.corrupt_edit, self.target_edit = QLineEdit(), QLineEdit(), QLineEdit()
         self.clean_edit.setPlaceholderText("clean text")
         self.corrupt_edit.setPlaceholderText("corrupted text (as many tokens)")
@@ -355,7 +345,8 @@ class PatchingPanel(QWidget):
         self.status.setText(p.text)
 
     def _failed(self, exc) -> None:
-        """The panel's one place for its errors (PanelJobs tells nobody else)."""
+        """The panel's one place for its errors (its Jobs do not announce them: a patching input error
+        showed three times, in the status line, the status bar and a modal dialog that swallowed Ctrl+Q)."""
         self.status.setText(error_message(exc))
         self._finished()
 

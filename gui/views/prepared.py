@@ -26,7 +26,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QTimer
 from PySide6.QtWidgets import QWidget
 
 from gui.superseded import gives_way
-from gui.worker import SHARED, Jobs, accepted_parameters, process_events_until
+from gui.worker import SHARED, Jobs, accepted_parameters, call_on_lane, drawing_lane, process_events_until
 
 DRAWN_OFF_THREAD: list[Callable] = []
 HOLD_PAINT = True   # a view waiting for its new drawing does not paint its old one meanwhile
@@ -39,16 +39,20 @@ class Refused:
     reason: str
 
 
-def _guarded(func: Callable, *args, report=None, stop=None) -> Any:
+def _guarded(func: Callable, *args, lane: str = SHARED, report=None, stop=None) -> Any:
     """``func(*args)`` in the worker, a too-long trace turned into a Refused drawing. A
     preparation that takes ``report`` / ``stop`` (the overview's pooling: seconds at 8k
     tokens) gets the job's: its progress reaches ``drawing_progress``, and a newer redraw
-    ends it between two layers instead of after."""
+    ends it between two layers instead of after. ``lane``: where it runs (gui.worker's rule
+    for threads: a recorded trace's drawing is torch maths, on the model thread); one
+    superseded while it waited there is dropped."""
     from engine.traces.base import TraceTooLarge
 
     params = accepted_parameters(func)
     extra = {name: value for name, value in (("report", report), ("stop", stop)) if name in params}
     try:
+        if lane != SHARED:
+            return call_on_lane(lane, lambda: None if stop is not None and stop() else func(*args, **extra))
         return func(*args, **extra)
     except TraceTooLarge as exc:
         return Refused(str(exc))
@@ -107,7 +111,7 @@ class PreparedView:
             # takes long; a zoom or a threshold on the same trace is painted as it goes.
             self.setUpdatesEnabled(False)
             QTimer.singleShot(HOLD_MS, self, self._paint_again)
-        self.draw_jobs.start(_guarded, *job, on_returned=self._applied, on_yielded=self.drawing_progress)
+        self.draw_jobs.start(_guarded, *job, lane=drawing_lane(self.trace), on_returned=self._applied, on_yielded=self.drawing_progress)
 
     def drawing_progress(self, record) -> None:
         """How far a long preparation is (("overview", done, total)); a view may say so."""
