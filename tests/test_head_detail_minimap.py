@@ -20,9 +20,9 @@ def test_the_minimap_shows_the_whole_head_and_frames_the_view(qtbot, drawn, monk
     state, view, trace = long_head_detail(qtbot, drawn, monkeypatch, pixels=6)
     mini = view.minimap
     assert mini.isVisible() and mini.image.image is not None
-    expected = pool_2d(torch.from_numpy(view.drawing["shown"]), PIXELS, PIXELS, "max").numpy()
+    expected = pool_2d(torch.from_numpy(view.drawing.shown), PIXELS, PIXELS, "max").numpy()
     np.testing.assert_array_equal(mini.image.image, expected)          # the first view's picture, reused
-    t = view.drawing["long"][0]
+    t = view.drawing.long[0]
     vb_rect = view.item.vb.sceneBoundingRect()
     assert not mini.sceneBoundingRect().intersects(vb_rect)           # beside the map, on no cell
     half_line = QFontMetrics(view.key_axis.style.get("tickFont") or view.key_axis.font()).height() / 2
@@ -43,7 +43,7 @@ def test_the_minimap_shows_the_whole_head_and_frames_the_view(qtbot, drawn, monk
 
 def test_a_click_on_the_minimap_moves_the_view_there_at_the_same_zoom(qtbot, drawn, monkeypatch):
     state, view, trace = long_head_detail(qtbot, drawn, monkeypatch)
-    t = view.drawing["long"][0]
+    t = view.drawing.long[0]
     view.item.setRange(xRange=(0, 4), yRange=(0, 4), padding=0)
     (x0, x1), (y0, y1) = view.item.vb.viewRange()
     target = pg.Point(t * 0.6, t * 0.7)
@@ -69,7 +69,7 @@ def test_the_minimap_follows_the_head_the_colour_map_the_theme_and_log_colour(qt
     drawn(view)
     after = view.minimap.image.image
     assert not np.array_equal(before, after)
-    np.testing.assert_array_equal(after, pool_2d(torch.from_numpy(view.drawing["shown"]), PIXELS, PIXELS,
+    np.testing.assert_array_equal(after, pool_2d(torch.from_numpy(view.drawing.shown), PIXELS, PIXELS,
                                                  "max").numpy())
     state.set_colormap("greys")
     assert view.minimap.image.getColorMap().getLookupTable(0, 1, 2).tolist() == [[255, 255, 255], [0, 0, 0]]
@@ -79,7 +79,7 @@ def test_the_minimap_follows_the_head_the_colour_map_the_theme_and_log_colour(qt
     assert view.minimap.border.color().getRgb()[:3] == (30, 30, 30)
     view.log_box.setChecked(True)
     drawn(view)
-    assert view.drawing["log_scale"] and not np.array_equal(view.minimap.image.image, after)
+    assert view.drawing.log_scale and not np.array_equal(view.minimap.image.image, after)
 
 
 def test_no_minimap_for_a_short_head_or_no_trace(qtbot, drawn, monkeypatch):
@@ -92,7 +92,7 @@ def test_no_minimap_for_a_short_head_or_no_trace(qtbot, drawn, monkeypatch):
     monkeypatch.setattr(detail, "DETAIL_EXACT", 1024)          # the same text is short now
     state.set_trace(trace)
     drawn(view)
-    assert view.drawing["long"] is None and not view.minimap.isVisible()
+    assert view.drawing.long is None and not view.minimap.isVisible()
     assert view.item.layout.columnMinimumWidth(0) == 0           # the corner gives its room back
 
 
@@ -102,7 +102,7 @@ def test_a_drag_on_the_minimap_pans_the_view_along(qtbot, drawn, monkeypatch):
     from PySide6.QtWidgets import QApplication
     state, view, trace = long_head_detail(qtbot, drawn, monkeypatch)
     monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", -1)   # every move delivered, however fast
-    t = view.drawing["long"][0]
+    t = view.drawing.long[0]
     view.item.setRange(xRange=(0, 4), yRange=(0, 4), padding=0)
     port = view.plot.viewport()
     left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton

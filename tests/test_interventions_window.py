@@ -35,7 +35,7 @@ def test_shift_click_ablates_a_head_and_the_translation_changes_everywhere(windo
     w.state.select(kind=CROSS)
     drawn(w.grid)
     grid = w.grid
-    qtbot.waitUntil(lambda: grid.drawing is not None and grid.drawing[2] == CROSS, timeout=20000)
+    qtbot.waitUntil(lambda: grid.drawing is not None and grid.drawing.kind == CROSS, timeout=20000)
     old_trace = w.state.trace
     pos = grid.plot.mapFromScene(grid.scene_pos_of(STRONGEST.layer, STRONGEST.head, 0, 0))
     qtbot.mouseClick(grid.plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, pos)
@@ -111,7 +111,7 @@ def test_clicks_in_head_detail_knock_out_a_cell_a_column_and_a_row(window_on, qt
     _run(w, qtbot, "To be, or not to be, that is")
     detail = _open(w, "Head detail")
     w.state.select(kind=DECODER_SELF, layer=2, head=1)
-    qtbot.waitUntil(lambda: detail.drawing is not None and detail.drawing["layer"] == 2, timeout=20000)
+    qtbot.waitUntil(lambda: detail.drawing is not None and detail.drawing.layer == 2, timeout=20000)
     drawn(detail)
 
     def click(q, k, modifier):

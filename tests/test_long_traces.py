@@ -149,7 +149,7 @@ def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn
 
 def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, drawn, monkeypatch):
     grid, view, trace = long_grid(qtbot, drawn, monkeypatch)
-    thumbs, offset = view.drawing[4], view.drawing[5]
+    thumbs, offset = view.drawing.thumbs, view.drawing.offset
     weights = trace.weights("decoder self")                              # (L, H, T, T)
     assert offset == grid.SINK_OFFSET and view.layout_.tile_w == thumbs.pooled.shape[3] + offset
     for qi in range(thumbs.pooled.shape[2]):                              # the strip: key 0 alone, max of each row block
@@ -207,7 +207,7 @@ def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
     drawn(view)
     dense = trace.weights("decoder self")[1, 2]
     t = dense.shape[0]
-    assert view.image.image.shape == (6, 6) and view.drawing["long"] == (t, t)
+    assert view.image.image.shape == (6, 6) and view.drawing.long == (t, t)
     np.testing.assert_allclose(view.image.image, blocks(dense, 6, "max"), atol=1e-6)
     view.item.setRange(xRange=(2, 7), yRange=(3, 9), padding=0)        # zoom in: 5 x 6 cells, fewer than the pixels
     qtbot.waitUntil(lambda: view.zoom_image.image is not None and not view.zoom_jobs.busy, timeout=10000)
@@ -235,7 +235,7 @@ def test_another_head_of_a_long_text_opens_where_the_last_was_zoomed(qtbot, draw
     state.set_trace(trace_text(state.loaded, TEXT + " again"))          # a new text: the whole map again
     drawn(view)
     (x0, x1), (y0, y1) = view.item.vb.viewRange()
-    assert x0 < 0 and x1 >= view.drawing["long"][1]
+    assert x0 < 0 and x1 >= view.drawing.long[1]
 
 
 def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, monkeypatch):

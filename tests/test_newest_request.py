@@ -170,4 +170,4 @@ def test_head_statistics_mechanism_forward_ends_when_its_drawing_is_superseded(q
         stats_drawing(trace, kind, loaded, stop=lambda: sites.append(1) or True)
     assert sites and loaded.model not in analysis._MECHANISMS
     drawn = stats_drawing(trace, kind, loaded, stop=lambda: False)
-    assert not np.isnan(drawn["stats"]["induction"]).any() and loaded.model in analysis._MECHANISMS
+    assert not np.isnan(drawn.stats["induction"]).any() and loaded.model in analysis._MECHANISMS

@@ -127,7 +127,7 @@ def long_head_detail(out: Path) -> None:
     dock.setFloating(True)
     dock.resize(900, 860)
     _wait(lambda: _settled(w), "the floating view")
-    t = view.drawing["long"][0] if view.drawing and view.drawing.get("long") else None
+    t = view.drawing.long[0] if view.drawing and view.drawing.long else None
     if t:
         view.item.setRange(xRange=(0.6 * t, 0.85 * t), yRange=(0.6 * t, 0.85 * t), padding=0)
         _wait(lambda: view.zoom_block is not None and not view.zoom_jobs.busy and _settled(w), "the zoomed block")

@@ -31,7 +31,7 @@ class AblationMarks:
         path = QPainterPath()
         self.tiles = []
         if lay is not None and drawing is not None:
-            kind = drawing[2]
+            kind = drawing.kind
             for ref, _mode in grid.state.interventions.ablated:
                 if ref.kind != kind or ref.layer >= lay.rows or ref.head >= lay.cols:
                     continue

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
                                QWidget)
 
 from gui.views.ablation_marks import AblationMarks
+from gui.views.drawings import OverviewDrawing
 from gui.views.intervention_clicks import toggle_from_click
 from gui.display import log_colour
 from gui.views.kinds import fill_kind_box
@@ -149,7 +150,7 @@ class HeadGrid(PreparedView, QWidget):
         self.redraw()
 
     def _on_selection(self, kind: str, _layer: int, _head: int) -> None:
-        if self.drawing is None or self.drawing[2] != kind:
+        if self.drawing is None or self.drawing.kind != kind:
             fill_kind_box(self.kind_box, self.trace.kinds if self.trace else [], kind)
             self.redraw()
 
@@ -167,7 +168,7 @@ class HeadGrid(PreparedView, QWidget):
             return None
         drawn = self.drawing
         # The same trace and kind again (log colour, a threshold): its pooled tiles are reused, not pooled anew.
-        pooled = drawn[4] if drawn is not None and drawn[3] is self.trace and drawn[2] == self.kind else None
+        pooled = drawn.thumbs if drawn is not None and drawn.trace is self.trace and drawn.kind == self.kind else None
         return _grid_job, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked(), pooled
 
     def drawing_progress(self, record) -> None:
@@ -182,15 +183,15 @@ class HeadGrid(PreparedView, QWidget):
         self._set_readout(HINT)
         self.marks.update()
 
-    def apply_drawing(self, drawing) -> None:
-        self.mosaic, layout, _kind, self.drawn_trace, thumbs, offset = drawing
+    def apply_drawing(self, drawing: OverviewDrawing) -> None:
+        self.mosaic, layout, self.drawn_trace, thumbs = drawing.mosaic, drawing.layout, drawing.trace, drawing.thumbs
         self.image.setOpacity(1.0)
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         label_colorbar(self.colorbar, self.log_box.isChecked())
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
-            apart = (f" The strip at each tile's left is key 0 ({self.drawn_trace.key_tokens(_kind)[0]!r}) alone, "
-                     "where an attention sink shows." if offset else "")
+            apart = (f" The strip at each tile's left is key 0 ({self.drawn_trace.key_tokens(drawing.kind)[0]!r}) "
+                     "alone, where an attention sink shows." if drawing.offset else "")
             self._set_readout(f"{thumbs.t_query:,} x {thumbs.t_key:,} tokens: each pixel is the max over a block of "
                               f"about {q1 - q0} x {k1 - k0} tokens (peaks stay visible).{apart} Hover reads a block "
                               "exactly; click opens the head to zoom in.")
@@ -254,7 +255,7 @@ class HeadGrid(PreparedView, QWidget):
             return None
         p = self.view.mapSceneToView(scene_pos)
         cell = self.layout_.locate(p.y(), p.x())
-        offset = self.drawing[5] if self.drawing is not None else 0
+        offset = self.drawing.offset if self.drawing is not None else 0
         if cell is None or not offset:
             return cell
         layer, head, qi, ki = cell
@@ -263,7 +264,7 @@ class HeadGrid(PreparedView, QWidget):
         return None if ki < offset else (layer, head, qi, ki - offset)
 
     def describe(self, layer: int, head: int, qi: int, ki: int) -> str:
-        tr, kind, thumbs = self.drawn_trace, self.drawing[2], self.drawing[4]   # what is on screen
+        tr, kind, thumbs = self.drawn_trace, self.drawing.kind, self.drawing.thumbs   # what is on screen
         q, k = tr.query_tokens(kind), tr.key_tokens(kind)
         if not thumbs.exact:    # a pooled pixel: its block, and its strongest cell read exactly
             (q0, q1), (k0, k1) = self.block(qi, ki)
@@ -286,7 +287,7 @@ class HeadGrid(PreparedView, QWidget):
         """The tokens [start, stop) of queries and of keys that pixel (qi, ki) of a tile stands for."""
         from engine.traces.pooling import bin_span
 
-        thumbs = self.drawing[4]
+        thumbs = self.drawing.thumbs
         rows, cols = thumbs.pooled.shape[2:]
         keys = (0, 1) if ki < 0 else bin_span(thumbs.t_key, cols, ki)     # -1: the first key, drawn apart
         return bin_span(thumbs.t_query, rows, qi), keys
@@ -300,13 +301,13 @@ class HeadGrid(PreparedView, QWidget):
 
     def _on_click(self, event) -> None:
         cell = self.cell_at_scene(event.scenePos())
-        if cell is not None and not toggle_from_click(self.state, self.drawing[2], cell[0], cell[1], event.modifiers()):
-            self.state.select_head(self.drawing[2], cell[0], cell[1])
+        if cell is not None and not toggle_from_click(self.state, self.drawing.kind, cell[0], cell[1], event.modifiers()):
+            self.state.select_head(self.drawing.kind, cell[0], cell[1])
 
     def scene_pos_of(self, layer: int, head: int, qi: int, ki: int):
         """The scene point at the centre of one cell (for tests and keyboard focus)."""
         y, x = self.layout_.tile_origin(layer, head)
-        offset = self.drawing[5] if self.drawing is not None else 0
+        offset = self.drawing.offset if self.drawing is not None else 0
         column = 0 if ki < 0 else ki + offset                              # -1: the first key's strip
         return self.view.mapViewToScene(pg.Point(x + column + 0.5, y + qi + 0.5))
 
@@ -314,11 +315,12 @@ class HeadGrid(PreparedView, QWidget):
         return self.plot
 
 
-def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False, pooled=None, report=None, stop=None):
-    """(mosaic, layout, kind, trace, thumbnails, key offset): a pooled grid draws the first key
+def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False, pooled=None, report=None,
+              stop=None) -> OverviewDrawing:
+    """The overview's drawing: a pooled grid draws the first key
     apart (its column would be one pixel of a block of ~100 keys at 8k tokens). ``pooled``: this
     trace's thumbnails already computed (only the colours change)."""
     thumbs = pooled if pooled is not None else thumbnails(trace, kind, report, stop)
     sink = None if thumbs.exact else thumbs.sink
     mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink)
-    return mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET
+    return OverviewDrawing(mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET)

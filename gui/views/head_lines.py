@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QVBoxLayout, QWidget)
 
 from gui.display import display_weights, special_mask
+from gui.views.drawings import HeadLinesDrawing
 from engine.inspection.top_keys import TopKeys, top_keys
 from engine.traces import base
 from gui.flow import FlowLayout
@@ -174,7 +175,7 @@ def keep_masks(q_tokens: list[str], k_tokens: list[str], hide_special: bool, pai
 @prepares
 def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: float, normalise: bool,
                   hide_special: bool, pair_mode: str, focus, k: int = KEYS_PER_QUERY,
-                  cache: TopKeysCache | None = None) -> dict:
+                  cache: TopKeysCache | None = None) -> HeadLinesDrawing:
     """Every line's end points, per head and opacity bucket, and the axis labels (a worker);
     on a long trace the lines of each query's ``k`` strongest keys, and a summary that says so."""
     q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
@@ -210,8 +211,9 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
     if long:
         candidates = sum(int(top_lines(top, q_keep, k_keep).sum()) for top in tops.values())
         summary = top_summary(tops, shown, k, hide_special, sum(drawn.values()), candidates)
-    return dict(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=n_heads, summary=summary,
-                scale_q=scale_q, scale_k=scale_k, height=max(tq, tk), q_tokens=q_tokens, k_tokens=k_tokens)
+    return HeadLinesDrawing(trace=trace, kind=kind, groups=groups, drawn=drawn, n_heads=n_heads, summary=summary,
+                            scale_q=scale_q, scale_k=scale_k, height=max(tq, tk), q_tokens=q_tokens,
+                            k_tokens=k_tokens)
 
 
 def _colour_button(button: QPushButton, colour: QColor | None) -> None:
@@ -382,14 +384,14 @@ class HeadLines(PreparedView, QWidget):
         for side in ("left", "right"):
             self.item.getAxis(side).setTicks([[]])
 
-    def apply_drawing(self, d: dict) -> None:
+    def apply_drawing(self, d: HeadLinesDrawing) -> None:
         self.clear_drawing()
-        self.drawn = d["drawn"]
-        if d["summary"]:
-            self.summary.setText(d["summary"])
+        self.drawn = d.drawn
+        if d.summary:
+            self.summary.setText(d.summary)
             self.summary.setVisible(True)
-        for h, alpha, x, y in d["groups"]:
-            c = QColor(head_color(h, d["n_heads"]))
+        for h, alpha, x, y in d.groups:
+            c = QColor(head_color(h, d.n_heads))
             c.setAlphaF(alpha)
             width = 2.0 if self.state.presentation else 1.0
             curve = pg.PlotCurveItem(x, y, connect="pairs", pen=pg.mkPen(c, width=width), antialias=False,
@@ -398,7 +400,7 @@ class HeadLines(PreparedView, QWidget):
             curve.setSegmentedLineMode("on")
             self.item.addItem(curve)
             self._curves.append(curve)
-        self.item.setRange(xRange=(0, 1), yRange=(0, d["height"]), padding=0.02)
+        self.item.setRange(xRange=(0, 1), yRange=(0, d.height), padding=0.02)
         self._label_axes()
 
     def _label_axes(self) -> None:
@@ -407,8 +409,8 @@ class HeadLines(PreparedView, QWidget):
             return
         room = max(1.0, self.item.vb.height())
         line = self.fontMetrics().height() + 1
-        self.item.getAxis("left").setTicks([fitting_ticks(d["q_tokens"], room, line, d["scale_q"])])
-        self.item.getAxis("right").setTicks([fitting_ticks(d["k_tokens"], room, line, d["scale_k"])])
+        self.item.getAxis("left").setTicks([fitting_ticks(d.q_tokens, room, line, d.scale_q)])
+        self.item.getAxis("right").setTicks([fitting_ticks(d.k_tokens, room, line, d.scale_k)])
 
 
     def _on_hover(self, scene_pos) -> None:
@@ -418,12 +420,12 @@ class HeadLines(PreparedView, QWidget):
         p = self.item.vb.mapSceneToView(scene_pos)
         focus = None
         if p.x() < 0.1:
-            focus = ("query", int(p.y() / d["scale_q"]))
+            focus = ("query", int(p.y() / d.scale_q))
         elif p.x() > 0.9:
-            focus = ("key", int(p.y() / d["scale_k"]))
+            focus = ("key", int(p.y() / d.scale_k))
         if focus != self.focus:
             self.focus = focus
-            trace, kind = d["trace"], d["kind"]
+            trace, kind = d.trace, d.kind
             if focus:
                 tokens = trace.query_tokens(kind) if focus[0] == "query" else trace.key_tokens(kind)
                 if 0 <= focus[1] < len(tokens):

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTab
                                QVBoxLayout, QWidget)
 
 from engine.inspection.analysis import mechanism_scores, trace_head_statistics
+from gui.views.drawings import StatsDrawing
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
 from gui.worker import MODEL, call_on_lane
@@ -46,7 +47,7 @@ class NumberItem(QTableWidgetItem):
 
 
 @prepares
-def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> dict:
+def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> StatsDrawing:
     """Every head's statistics for one kind (a worker), at any length (summed over blocks of
     rows where every head at once would not fit: ``report`` says how far, ``stop`` ends it);
     the model's mechanism scores where the engine can measure them, else nan. The scores need
@@ -65,7 +66,7 @@ def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> dict
               "sep": not any(t in ("[SEP]", "[EOS]", "</s>") for t in keys),
               "induction": bool(np.isnan(stats["induction"]).all()),
               "prev-token": bool(np.isnan(stats["prev-token"]).all())}
-    return dict(kind=kind, stats=stats, hidden=[c for c, gone in absent.items() if gone])
+    return StatsDrawing(kind=kind, stats=stats, hidden=[c for c, gone in absent.items() if gone])
 
 
 def _mechanisms(loaded, stop=None) -> dict:
@@ -117,7 +118,7 @@ class HeadStats(PreparedView, QWidget):
         self.redraw()
 
     def _on_selection(self, kind: str, layer: int, head: int) -> None:
-        if self.drawing is None or self.drawing["kind"] != kind:
+        if self.drawing is None or self.drawing.kind != kind:
             self.set_trace(self.state.trace)
         else:
             self._mark_selected()
@@ -143,9 +144,9 @@ class HeadStats(PreparedView, QWidget):
         self.note.setText(f"Measuring every head of a long text: {done} of {total} layers…")
         self.note.setVisible(True)
 
-    def apply_drawing(self, d: dict) -> None:
+    def apply_drawing(self, d: StatsDrawing) -> None:
         self.note.setVisible(False)
-        self.stats = d["stats"]
+        self.stats = d.stats
         self.table.setSortingEnabled(False)
         n_layers, n_heads = self.stats["entropy"].shape
         self.table.setRowCount(n_layers * n_heads)
@@ -156,7 +157,7 @@ class HeadStats(PreparedView, QWidget):
                 self.table.setItem(row, c, NumberItem(self.stats[name][l, h]))
         self.table.setSortingEnabled(True)
         for c, name in enumerate(COLUMNS):
-            self.table.setColumnHidden(c, name in d.get("hidden", ()))
+            self.table.setColumnHidden(c, name in d.hidden)
         self._mark_selected()
 
     def _mark_selected(self) -> None:

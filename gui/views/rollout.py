@@ -10,6 +10,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
 from engine.inspection.analysis import layer_aggregate, trace_rollout
+from gui.views.drawings import RolloutDrawing
 from engine.kinds import CROSS
 from gui.flow import FlowLayout
 from gui.views.kinds import fill_kind_box
@@ -26,7 +27,7 @@ TOO_LONG = "Not drawn: this text is too long for rollout's maps (the numbers are
 
 
 @prepares
-def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=None) -> dict:
+def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=None) -> RolloutDrawing:
     """The matrix Rollout shows, its labels and its note (a worker). Rollout multiplies every
     layer's mean of heads up to ``layer`` (engine.inspection.analysis.trace_rollout: row blocks
     on a long text, ``report`` and ``stop`` between layers); a text longer than POOLED_PIXELS a
@@ -36,19 +37,19 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
         return heads_drawing(trace, kind, layer, mode)
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if len(q) != len(k) or kind == CROSS:
-        return dict(matrix=None, note=NOT_SELF)
+        return RolloutDrawing(matrix=None, note=NOT_SELF)
     matrix = trace_rollout(trace, kind, layer, residual="with residual" in mode, report=report, stop=stop)
     note = "Row i: how much of each input token reaches position i (rows sum to 1)."
     if len(q) <= POOLED_PIXELS:
-        return dict(matrix=matrix, note=note, rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
+        return RolloutDrawing(matrix=matrix, note=note, rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     import torch
 
     from engine.traces.pooling import pool_2d
 
     matrix = pool_2d(torch.from_numpy(matrix), POOLED_PIXELS, POOLED_PIXELS, "max").numpy()
-    return dict(matrix=matrix, note=f"{len(q):,} tokens: each cell the max over a block of tokens. " + note,
-                rows=_block_labels(q, matrix.shape[0]), cols=_block_labels(k, matrix.shape[1]),
-                top=float(max(matrix.max(), 1e-9)))
+    return RolloutDrawing(matrix=matrix, note=f"{len(q):,} tokens: each cell the max over a block of tokens. " + note,
+                          rows=_block_labels(q, matrix.shape[0]), cols=_block_labels(k, matrix.shape[1]),
+                          top=float(max(matrix.max(), 1e-9)))
 
 
 def _block_labels(tokens: list[str], n: int) -> list[str]:
@@ -58,7 +59,7 @@ def _block_labels(tokens: list[str], n: int) -> list[str]:
     return [f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}" for i in range(n)]
 
 
-def heads_drawing(trace, kind: str, layer: int, mode: str) -> dict:
+def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     """A layer's mean / max over heads: that layer's heads only (it asked for every head of every
     layer, and a long text was refused). A text longer than POOLED_PIXELS a side is drawn as Head
     detail draws it, each pixel the max over its block of tokens (engine.traces.viewport)."""
@@ -68,12 +69,12 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> dict:
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if max(len(q), len(k)) <= POOLED_PIXELS or not trace.recorded:
         matrix = layer_aggregate(trace.layer(kind, layer)[None], how.split()[0])[0]
-        return dict(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
+        return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
     rows, cols = _block_labels(q, matrix.shape[0]), _block_labels(k, matrix.shape[1])
     note = (f"{len(q):,} x {len(k):,} tokens: each cell the max over a block of tokens of the layer's {how} "
             "(Head detail zooms to every cell).")
-    return dict(matrix=matrix, note=note, rows=rows, cols=cols, top=float(max(matrix.max(), 1e-9)))
+    return RolloutDrawing(matrix=matrix, note=note, rows=rows, cols=cols, top=float(max(matrix.max(), 1e-9)))
 
 
 class RolloutView(PreparedView, QWidget):
@@ -184,14 +185,14 @@ class RolloutView(PreparedView, QWidget):
         super().show_refusal(reason)
         self.plot.clear_matrix(TOO_LONG)
 
-    def apply_drawing(self, d: dict) -> None:
-        self.matrix = d["matrix"]
+    def apply_drawing(self, d: RolloutDrawing) -> None:
+        self.matrix = d.matrix
         if self.matrix is None:   # the message once, where the map would be
             self.note.setText(" ")
-            self.plot.clear_matrix(d["note"])
+            self.plot.clear_matrix(d.note)
             return
-        self.note.setText(d["note"])
-        self.plot.show_matrix(self.matrix, d["rows"], d["cols"], top=d["top"])
+        self.note.setText(d.note)
+        self.plot.show_matrix(self.matrix, d.rows, d.cols, top=d.top)
 
     def export_target(self) -> QWidget:
         return self.plot
