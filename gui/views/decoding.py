@@ -8,6 +8,7 @@ must be advanced by one thread at a time. Play steps on a timer that waits for e
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,7 @@ from gui.output_line import shown_output
 from gui.theme import accent, emphasise
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_matrix import TokenMatrix
+from gui.view_options import ViewOptions, bind_options, option
 from gui.worker import MODEL, Jobs, lane_pool
 
 if TYPE_CHECKING:
@@ -69,6 +71,20 @@ class _WrappedRows(QStyledItemDelegate):
         text = str(index.data() or "")
         rect = option.fontMetrics.boundingRect(QRect(0, 0, width, 1 << 20), Qt.TextFlag.TextWordWrap, text)
         return QSize(size.width(), max(size.height(), rect.height() + 4))
+
+
+@dataclass(frozen=True)
+class DecodingOptions(ViewOptions):
+    """How the Decoding panel steps (settings "decoding/..."): engine.decoding's DecodeSettings as shown."""
+    PREFIX = "decoding"
+    strategy: str = option("greedy", "strategy")
+    beam_width: int = option(4, "beam_width")
+    length_penalty: float = option(1.0, "length_penalty")
+    temperature: float = option(1.0, "temperature")
+    top_k: int = option(0, "top_k")
+    top_p: float = option(1.0, "top_p")
+    seed: int = option(0, "seed")
+    speed: int = option(4, "speed")                  # Play's steps per second
 
 
 class DecodingPanel(QWidget):
@@ -194,6 +210,7 @@ class DecodingPanel(QWidget):
         state.interventions_changed.connect(lambda _spec: self._restep())   # steps afresh with the change
         state.theme_changed.connect(lambda _dark: self.redraw())   # pruned beams in the new theme's grey
         self._text = None             # the prompt the current session decodes (str or engine.inputs.Chat)
+        bind_options(self, DecodingOptions)
         self.reset()
 
     @staticmethod

@@ -13,6 +13,8 @@ drag there moves the view (gui.views.minimap).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
@@ -33,6 +35,7 @@ from gui.views.empty import hide_empty, show_empty
 from gui.views.kinds import fill_kind_box
 from gui.views.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
 from gui.views.prepared import PreparedView, prepares
+from gui.view_options import ViewOptions, bind_options, option
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.elided import ElidedLabel
 from gui.theme import accent, is_dark, normal_point_size, tint
@@ -141,6 +144,17 @@ def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols
 
     return rows, cols, display_weights(viewport(trace, kind, layer, head, how, rows, cols, pixels), threshold,
                                        normalise, log_scale)
+
+
+@dataclass(frozen=True)
+class HeadDetailOptions(ViewOptions):
+    """Head detail's display options (settings "head_detail/..."): what is drawn, never the numbers read."""
+    PREFIX = "head_detail"
+    how: str = option(AGGREGATES[0], "agg_box")          # one head, or a layer's mean / max of heads
+    threshold: float = option(0.0, "threshold")          # cells below it drawn as 0
+    normalise: bool = option(False, "normalise")         # the map stretched so its max is 1
+    hide_special: bool = option(False, "hide_special")   # [CLS], [SEP], ... rows and columns left out
+    log_colour: bool = option(False, "log_box")          # colour by log10 of the weight
 
 
 class HeadDetail(PreparedView, QWidget):
@@ -252,6 +266,7 @@ class HeadDetail(PreparedView, QWidget):
         state.theme_changed.connect(self.minimap.set_dark)
         state.interventions_changed.connect(lambda _spec: self._mark_interventions())
         state.presentation_changed.connect(lambda _on: self.redraw())   # the rows' labels need other room
+        bind_options(self, HeadDetailOptions)
         self.set_trace(state.trace)
 
     def _frames(self, colour: str, style, z: float) -> QGraphicsPathItem:

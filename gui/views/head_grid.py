@@ -13,6 +13,7 @@ which zooms to full resolution.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -30,6 +31,7 @@ from gui.colormaps import colormap, label_colorbar, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 from gui.elided import ElidedLabel
 from gui.views.prepared import PreparedView, prepares
+from gui.view_options import ViewOptions, bind_options, option
 from gui.views.peak_image import PeakImage
 
 HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
@@ -71,6 +73,14 @@ def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False,
     if sink is not None:
         codes[..., SINK_PIXELS] = GAP_CODE
     return tile(codes, fill=GAP_CODE)
+
+
+@dataclass(frozen=True)
+class OverviewOptions(ViewOptions):
+    """The overview's display options (settings "overview/...")."""
+    PREFIX = "overview"
+    threshold: float = option(0.0, "threshold")      # cells below it drawn as 0
+    log_colour: bool = option(False, "log_box")      # colour by log10 of the weight
 
 
 class HeadGrid(PreparedView, QWidget):
@@ -132,6 +142,7 @@ class HeadGrid(PreparedView, QWidget):
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
         state.colormap_changed.connect(self._on_colormap)
+        bind_options(self, OverviewOptions)
         self.set_trace(state.trace)
 
     def _on_colormap(self, name: str) -> None:

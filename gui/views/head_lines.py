@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -31,6 +32,7 @@ from gui.flow import FlowLayout
 from gui.theme import text_on
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
+from gui.view_options import ViewOptions, bind_options, option
 from gui.elided import ElidedLabel
 from gui.views.token_labels import fitting_ticks
 
@@ -229,6 +231,17 @@ def _colour_button(button: QPushButton, colour: QColor | None) -> None:
     button.setPalette(pal)
 
 
+@dataclass(frozen=True)
+class HeadLinesOptions(ViewOptions):
+    """Head lines' display options (settings "head_lines/...")."""
+    PREFIX = "head_lines"
+    threshold: float = option(0.02, "threshold")              # weaker links not drawn
+    normalise: bool = option(False, "normalise")              # each head scaled to its max
+    hide_special: bool = option(False, "hide_special")        # [CLS], [SEP], ... left out
+    pair_filter: str = option(PAIR_FILTERS[0], "pair_filter")  # BERT's sentence pairs: all, A -> B, B -> A
+    keys_per_query: int = option(KEYS_PER_QUERY, "keys_per_query")   # a long trace: each query's strongest keys
+
+
 class HeadLines(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
@@ -307,6 +320,7 @@ class HeadLines(PreparedView, QWidget):
         state.trace_changed.connect(self.set_trace)
         state.selection_changed.connect(self._on_selection)
         state.presentation_changed.connect(lambda _on: self.redraw())
+        bind_options(self, HeadLinesOptions)
         self.set_trace(state.trace)
 
     # ---- data ---------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ new text runs, and goes to a layer chosen in it or in another view. The matrix i
 worker."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
 from engine.inspection.analysis import layer_aggregate, trace_rollout
@@ -15,6 +17,7 @@ from engine.kinds import CROSS
 from gui.flow import FlowLayout
 from gui.views.kinds import fill_kind_box
 from gui.views.prepared import PreparedView, prepares
+from gui.view_options import ViewOptions, bind_options, option
 from gui.elided import ElidedLabel
 from gui.views.token_matrix import TokenMatrix
 
@@ -77,6 +80,13 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     return RolloutDrawing(matrix=matrix, note=note, rows=rows, cols=cols, top=float(max(matrix.max(), 1e-9)))
 
 
+@dataclass(frozen=True)
+class RolloutOptions(ViewOptions):
+    """Rollout's choice of map (settings "rollout/...")."""
+    PREFIX = "rollout"
+    mode: str = option(MODES[0], "mode")       # rollout with / without the residual, or a layer's mean / max
+
+
 class RolloutView(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
@@ -105,6 +115,7 @@ class RolloutView(PreparedView, QWidget):
         state.model_changed.connect(self._on_model)     # before its trace_changed(None)
         state.trace_changed.connect(self._on_trace)
         state.selection_changed.connect(self._on_selection)
+        bind_options(self, RolloutOptions)
         self.set_trace(state.trace)
 
     def shown_kind(self) -> str | None:

@@ -1,0 +1,142 @@
+"""A view's options as one small state object: bound to its widgets by name, kept in the
+settings, reset by View > Reset Layout (Orange's ``Setting`` in spirit).
+
+A view declares its options as a dataclass of ``ViewOptions``: each field's default is the
+option's default and ``option(default, "widget")`` names the view's attribute that shows it
+(a check box, a spin box, a combo box, a slider). ``bind_options(view, HeadGridOptions)`` at the
+end of the view's ``__init__`` shows the saved options (settings "<PREFIX>/<field>") on those
+widgets and saves each change as it is made; ``view.options`` is then what the widgets show.
+``reset_view_options(views, settings)`` puts every bound view back to its defaults.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QAbstractSpinBox, QComboBox, QWidget
+
+
+def option(default: Any, widget: str) -> Any:
+    """A field of a ViewOptions dataclass: its default, and the name of the view's widget that shows it."""
+    return field(default=default, metadata={"widget": widget})
+
+
+def widget_value(widget: QWidget) -> Any:
+    """What ``widget`` shows: a button's check state, a spin box's or slider's value, a combo's text."""
+    if isinstance(widget, QComboBox):
+        return widget.currentText()
+    if isinstance(widget, QAbstractButton):
+        return widget.isChecked()
+    return widget.value()          # QSpinBox, QDoubleSpinBox, QSlider
+
+
+def show_value(widget: QWidget, value: Any) -> None:
+    """Show ``value`` on ``widget`` (a combo text it does not list is left as it is)."""
+    if isinstance(widget, QComboBox):
+        if widget.findText(value) >= 0:
+            widget.setCurrentText(value)
+    elif isinstance(widget, QAbstractButton):
+        widget.setChecked(bool(value))
+    else:
+        widget.setValue(value)
+
+
+def changed_signal(widget: QWidget):
+    if isinstance(widget, QComboBox):
+        return widget.currentTextChanged
+    if isinstance(widget, QAbstractButton):
+        return widget.toggled
+    if isinstance(widget, (QAbstractSpinBox, QAbstractSlider)):
+        return widget.valueChanged
+    raise TypeError(f"no option can be bound to a {type(widget).__name__}")
+
+
+def _typed(text: Any, default: Any) -> Any:
+    """A value read from the settings (an .ini file gives strings) as the type of ``default``;
+    ValueError when it is not one."""
+    if isinstance(default, bool):
+        if str(text).lower() not in ("true", "false"):
+            raise ValueError(text)
+        return str(text).lower() == "true"
+    return type(default)(text)
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """Base of a view's options: subclasses are frozen dataclasses of ``option`` fields and name
+    their ``PREFIX`` in the settings."""
+    PREFIX: ClassVar[str] = ""
+
+    @classmethod
+    def widget_names(cls) -> dict[str, str]:
+        """field -> the view's attribute (widget) that shows it."""
+        return {f.name: f.metadata["widget"] for f in fields(cls)}
+
+    @classmethod
+    def restore(cls, settings: QSettings) -> "ViewOptions":
+        """The options saved under PREFIX; a field missing or unreadable keeps its default."""
+        default, read = cls(), {}
+        for name in cls.widget_names():
+            saved = settings.value(f"{cls.PREFIX}/{name}")
+            if saved is None:
+                continue
+            try:
+                read[name] = _typed(saved, getattr(default, name))
+            except (TypeError, ValueError):
+                pass
+        return cls(**read)
+
+    def save(self, settings: QSettings) -> None:
+        for name in self.widget_names():
+            settings.setValue(f"{self.PREFIX}/{name}", getattr(self, name))
+
+    @classmethod
+    def read(cls, view: QWidget) -> "ViewOptions":
+        """The options ``view``'s widgets show now."""
+        return cls(**{name: widget_value(getattr(view, widget)) for name, widget in cls.widget_names().items()})
+
+    def show(self, view: QWidget) -> None:
+        """Show these options on ``view``'s widgets (each widget's own signal redraws the view)."""
+        for name, widget in self.widget_names().items():
+            show_value(getattr(view, widget), getattr(self, name))
+
+
+class OptionsBinding:
+    """One view's options kept in step with its widgets and the settings."""
+
+    def __init__(self, view: QWidget, cls: type[ViewOptions], settings: QSettings):
+        self.view, self.cls, self.settings = view, cls, settings
+        cls.restore(settings).show(view)
+        for widget in cls.widget_names().values():
+            changed_signal(getattr(view, widget)).connect(self._changed)
+
+    @property
+    def options(self) -> ViewOptions:
+        return self.cls.read(self.view)
+
+    def _changed(self, *_args) -> None:
+        self.options.save(self.settings)
+
+    def reset(self) -> None:
+        """Defaults on the widgets and in the settings."""
+        self.cls().show(self.view)
+        self.cls().save(self.settings)
+
+
+def bind_options(view: QWidget, cls: type[ViewOptions], settings: QSettings | None = None) -> OptionsBinding:
+    """Bind ``cls`` to ``view``'s widgets (``view.option_binding``), the saved options shown."""
+    from gui.settings import app_settings
+
+    view.option_binding = OptionsBinding(view, cls, settings if settings is not None else app_settings())
+    return view.option_binding
+
+
+def reset_view_options(views, settings: QSettings | None = None) -> None:
+    """Every view of ``views`` (widgets) that binds options back to its defaults (View > Reset Layout)."""
+    for view in views:
+        binding = getattr(view, "option_binding", None)
+        if binding is not None:
+            if settings is not None:
+                binding.settings = settings
+            binding.reset()
