@@ -13,9 +13,13 @@ foreign or inconsistent file in one sentence.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import torch
+
 from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from engine.runtime.device import pick_device
 from engine.runtime.files import atomic_path
 from engine.seam.call import AttentionCall, Site
 from engine.traces.recorded import RecordedTrace
@@ -42,6 +46,11 @@ def recording_target(path: str | Path, replace: bool = False) -> Path:
     if path is None or not isinstance(path, (str, Path)) or not str(path).strip():
         raise RecordingError(f"Give the name of the .safetensors file to write the recording to (got {path!r}).")
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise RecordingError(f"{path} is a folder; give the name of a .safetensors file to write the recording to.")
+    if path.suffix and path.suffix != ".safetensors":    # config.json, model.safetensors.index.json: not ours to name
+        raise RecordingError(f"{path.name} is not a .safetensors file name; name the recording like "
+                             f"{path.stem}.recording.safetensors.")
     if path.suffix != ".safetensors":
         path = path.with_name(path.name + ".safetensors")
     if path.is_dir():
@@ -141,6 +150,9 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
     meta = _meta(path)
     if meta.get("format") != FORMAT:
         raise RecordingError(f"{path.name} is a safetensors file but not an attnscope recording.")
+    if not isinstance(meta.get("version"), int) or isinstance(meta.get("version"), bool):
+        raise RecordingError(f"{path.name}: its format version is {meta.get('version')!r}, not a whole number; "
+                             "the file is damaged.")
     if meta.get("version") not in READS:
         raise RecordingError(f"{path.name} is a recording of format version {meta.get('version')!r}; this attnscope "
                              f"reads versions {' and '.join(map(str, READS))}. Open it with the attnscope that wrote it.")
@@ -183,10 +195,6 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
 def _device(device, path: Path) -> str:
     """The device a recording is opened on, by name; RecordingError for one that is not a device
     or that this machine lacks (safetensors said "damaged or truncated" of a good file then)."""
-    import torch
-
-    from engine.runtime.device import pick_device
-
     if not isinstance(device, (str, torch.device)):
         raise RecordingError(f"{path.name}: a recording opens on a device named 'cpu', 'cuda', 'cuda:1' or 'mps', "
                              f"not {device!r:.40}.")
@@ -258,9 +266,22 @@ def _checked_call(path, site, parts, desc, pieces, tokens) -> AttentionCall:
     sink = parts[SINK]
     if sink is not None and (tuple(sink.shape) != (q.shape[1],) or not sink.is_floating_point()):
         raise RecordingError(f"{name}: its attention sinks are not one number per query head; the file is damaged.")
-    scale, softcap, window = desc.get("scale"), desc.get("softcap"), desc.get("window")
-    if not isinstance(scale, (int, float)) or not (softcap is None or isinstance(softcap, (int, float))):
-        raise RecordingError(f"{name}: its scale or softcap is not a number; the file is damaged.")
+    scale, softcap, window, causal = desc.get("scale"), desc.get("softcap"), desc.get("window"), desc.get("causal")
+    if not _positive(scale) or not (softcap is None or _positive(softcap)):
+        raise RecordingError(f"{name}: its scale or softcap is not a positive number; the file is damaged.")
+    if not (window is None or (isinstance(window, int) and not isinstance(window, bool) and window > 0)):
+        raise RecordingError(f"{name}: its window is {window!r}, not a number of tokens; the file is damaged.")
+    if not isinstance(causal, bool):
+        raise RecordingError(f"{name}: its causal flag is {causal!r}, not true or false; the file is damaged.")
+    for what, t in (("queries", q), ("keys", k), ("log-sum-exp", lse), ("attention sinks", sink)):
+        if t is not None and not bool(torch.isfinite(t).all()):     # one pass over the recording: linear in T
+            raise RecordingError(f"{name}: its {what} hold values that are not numbers (NaN or infinite); "
+                                 "the file is damaged.")
     return AttentionCall(site, q, k, None, mask=parts["mask"], bias=parts["bias"], scale=float(scale),
-                         softcap=softcap, window=window if isinstance(window, int) else None,
-                         causal=bool(desc.get("causal")), lse=lse, sink=sink)
+                         softcap=softcap, window=window, causal=causal, lse=lse, sink=sink)
+
+
+def _positive(value) -> bool:
+    """A real, finite, positive number (not a bool, which Python counts as an int)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
