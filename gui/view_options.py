@@ -23,19 +23,23 @@ def option(default: Any, widget: str) -> Any:
 
 
 def widget_value(widget: QWidget) -> Any:
-    """What ``widget`` shows: a button's check state, a spin box's or slider's value, a combo's text."""
+    """What ``widget`` shows: a button's check state, a spin box's or slider's value, a combo's item
+    data where its items carry some (a key behind a label), else its text."""
     if isinstance(widget, QComboBox):
-        return widget.currentText()
+        data = widget.currentData()
+        return data if data is not None else widget.currentText()
     if isinstance(widget, QAbstractButton):
         return widget.isChecked()
     return widget.value()          # QSpinBox, QDoubleSpinBox, QSlider
 
 
 def show_value(widget: QWidget, value: Any) -> None:
-    """Show ``value`` on ``widget`` (a combo text it does not list is left as it is)."""
+    """Show ``value`` on ``widget`` (a combo item it does not list is left as it is)."""
     if isinstance(widget, QComboBox):
-        if widget.findText(value) >= 0:
-            widget.setCurrentText(value)
+        index = widget.findData(value)
+        index = index if index >= 0 else widget.findText(value)
+        if index >= 0:
+            widget.setCurrentIndex(index)
     elif isinstance(widget, QAbstractButton):
         widget.setChecked(bool(value))
     else:
@@ -44,7 +48,7 @@ def show_value(widget: QWidget, value: Any) -> None:
 
 def changed_signal(widget: QWidget):
     if isinstance(widget, QComboBox):
-        return widget.currentTextChanged
+        return widget.currentIndexChanged
     if isinstance(widget, QAbstractButton):
         return widget.toggled
     if isinstance(widget, (QAbstractSpinBox, QAbstractSlider)):
@@ -73,9 +77,14 @@ class ViewOptions:
         """field -> the view's attribute (widget) that shows it."""
         return {f.name: f.metadata["widget"] for f in fields(cls)}
 
+    def valid(self) -> bool:
+        """Whether these options can be shown as they are (a subclass checks its choices)."""
+        return True
+
     @classmethod
     def restore(cls, settings: QSettings) -> "ViewOptions":
-        """The options saved under PREFIX; a field missing or unreadable keeps its default."""
+        """The options saved under PREFIX; a field missing or unreadable keeps its default, and
+        options that are not ``valid`` together are the defaults."""
         default, read = cls(), {}
         for name in cls.widget_names():
             saved = settings.value(f"{cls.PREFIX}/{name}")
@@ -85,7 +94,8 @@ class ViewOptions:
                 read[name] = _typed(saved, getattr(default, name))
             except (TypeError, ValueError):
                 pass
-        return cls(**read)
+        restored = cls(**read)
+        return restored if restored.valid() else default
 
     def save(self, settings: QSettings) -> None:
         for name in self.widget_names():

@@ -20,6 +20,8 @@ BOUND = [
     ("decoding", "DecodingPanel", "DecodingOptions",
      dict(strategy="sample", beam_width=6, length_penalty=0.5, temperature=2.0, top_k=40, top_p=0.9, seed=7,
           speed=11)),
+    ("patching", "PatchingPanel", "PatchingOptions", dict(method="attribution", point="heads-by-pos", metric="logprob",
+                                                          noising=True)),
 ]
 
 

@@ -36,6 +36,7 @@ from gui.elided import ElidedLabel
 from gui.flow import FlowLayout
 from gui.settings import app_settings
 from gui.theme import tint
+from gui.view_options import ViewOptions, bind_options, option
 from gui.views.empty import hide_empty, show_empty
 from gui.views.patching_answers import AnswerBox
 from gui.views.patching_drawing import DIVERGING, METHODS, Drawing, describe_cell, dla_sums, drawing_of
@@ -59,27 +60,21 @@ class PatchInputs(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PatchingOptions:
-    """The panel's choices of how to patch, kept across starts (settings "patching/<name>")."""
-    method: str = "exact"
-    point: str = POINTS[0]
-    metric: str = LOGIT_DIFF
-    noising: bool = False
+class PatchingOptions(ViewOptions):
+    """The panel's choices of how to patch, kept across starts (settings "patching/<name>",
+    gui.view_options)."""
+    PREFIX = "patching"
+    method: str = option("exact", "method_box")        # a key of METHODS
+    point: str = option(POINTS[0], "what_box")
+    metric: str = option(LOGIT_DIFF, "metric_box")     # a key of METRICS
+    noising: bool = option(False, "noising_box")
+
+    def valid(self) -> bool:
+        return self.method in METHODS and self.metric in METRICS and self.point in SEQ2SEQ_POINTS
 
     @classmethod
     def saved(cls) -> "PatchingOptions":
-        settings, default = app_settings(), cls()
-        read = {name: settings.value(f"patching/{name}", getattr(default, name))
-                for name in ("method", "point", "metric")}
-        noising = str(settings.value("patching/noising", False)).lower() == "true"
-        if read["method"] not in METHODS or read["metric"] not in METRICS or read["point"] not in SEQ2SEQ_POINTS:
-            return default
-        return cls(**read, noising=noising)
-
-    def save(self) -> None:
-        settings = app_settings()
-        for name, value in vars(self).items():
-            settings.setValue(f"patching/{name}", value)
+        return cls.restore(app_settings())
 
 
 def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None):
@@ -146,7 +141,8 @@ class PatchingPanel(QWidget):
         self.noising_box = QCheckBox("noising")
         self.noising_box.setToolTip("run the clean text with one corrupted activation put in (default: the "
                                     "corrupted text with one clean activation, denoising)")
-        self.set_options(PatchingOptions.saved())
+        bind_options(self, PatchingOptions)
+        self._metric_for_method()
         for signal in (self.what_box.currentIndexChanged, self.method_box.currentIndexChanged,
                        self.metric_box.currentIndexChanged, self.noising_box.toggled):
             signal.connect(self._options_changed)
@@ -211,28 +207,19 @@ class PatchingPanel(QWidget):
     # ---- options --------------------------------------------------------------------------------
     def chosen_options(self) -> PatchingOptions:
         """The options as the boxes show them (and as they are kept)."""
-        return PatchingOptions(self.method_box.currentData(), self.what_box.currentText(),
-                               self.metric_box.currentData(), self.noising_box.isChecked())
+        return PatchingOptions.read(self)
 
     def options(self) -> PatchingOptions:
         """The options a Patch runs with: direct logit attribution's metric is the logit difference."""
         chosen = self.chosen_options()
         return replace(chosen, metric=LOGIT_DIFF) if chosen.method == DLA else chosen
 
-    def set_options(self, options: PatchingOptions) -> None:
-        self.method_box.setCurrentIndex(max(0, self.method_box.findData(options.method)))
-        self.what_box.setCurrentText(options.point)
-        self.metric_box.setCurrentIndex(max(0, self.metric_box.findData(options.metric)))
-        self.noising_box.setChecked(options.noising)
-        self._metric_for_method()
-
     def _metric_for_method(self) -> None:
         """Direct logit attribution splits the logit difference: no other metric to choose."""
         self.metric_box.setEnabled(self.method_box.currentData() != DLA)
 
     def _options_changed(self, *_args) -> None:
-        self._metric_for_method()
-        self.chosen_options().save()
+        self._metric_for_method()      # the options themselves are kept by their binding
 
     # ---- inputs ---------------------------------------------------------------------------------
     def inputs(self) -> PatchInputs:
