@@ -22,6 +22,8 @@ BOUND = [
           speed=11)),
     ("patching", "PatchingPanel", "PatchingOptions", dict(method="attribution", point="heads-by-pos", metric="logprob",
                                                           noising=True)),
+    ("positional", "PositionalLab", "PositionalOptions", dict(d_model=32, n_positions=50, base=500.0, k=5, depth=2,
+                                                              use_model=True)),
 ]
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
                                QTabWidget, QVBoxLayout, QWidget)
 
 from gui.colormaps import attach_colorbar, colormap
+from gui.view_options import ViewOptions, bind_options, option
 from gui.views.prepared import PreparedView, prepares
 from gui.worker import MODEL, error_message, job_failures
 
@@ -277,6 +278,18 @@ def _image_plot(title: str, state) -> tuple[pg.PlotWidget, pg.ImageItem]:
     return w, img
 
 
+@dataclass(frozen=True)
+class PositionalOptions(ViewOptions):
+    """The lab's knobs (settings "positions/..."); the slider's position is where it is, not kept."""
+    PREFIX = "positions"
+    d_model: int = option(64, "d_model")
+    n_positions: int = option(100, "n_positions")
+    base: float = option(10000.0, "base")
+    k: int = option(3, "k")                        # the offset of R(k)
+    depth: int = option(0, "depth")                # the dimension pair i drawn
+    use_model: bool = option(False, "use_model")   # the loaded model's encoding, not the formula's
+
+
 class PositionalLab(PreparedView, QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
@@ -387,6 +400,7 @@ class PositionalLab(PreparedView, QWidget):
         layout.addLayout(top)
         layout.addWidget(self.tabs, 1)
 
+        bind_options(self, PositionalOptions)   # before the boxes rebuild: the saved knobs start the lab
         for box in (self.d_model, self.n_positions, self.base, self.use_model):
             (box.toggled if box is self.use_model else box.valueChanged).connect(lambda *_: self.rebuild())
         for box in (self.k, self.depth):
