@@ -6,7 +6,8 @@ option's default and ``option(default, "widget")`` names the view's attribute th
 (a check box, a spin box, a combo box, a slider). ``bind_options(view, HeadGridOptions)`` at the
 end of the view's ``__init__`` shows the saved options (settings "<PREFIX>/<field>") on those
 widgets and saves each change as it is made; ``view.options`` is then what the widgets show.
-``reset_view_options(views, settings)`` puts every bound view back to its defaults.
+``reset_view_options(views, settings)`` puts every bound view back to its defaults, and forgets
+the options of views not built yet (the settings list every prefix saved, under KEPT).
 """
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ from typing import Any, ClassVar
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QAbstractSpinBox, QComboBox, QWidget
+
+
+KEPT = "view_options/prefixes"   # the settings' list of every prefix options were saved under
+
+
+def kept_prefixes(settings: QSettings) -> list[str]:
+    value = settings.value(KEPT, [])
+    return [value] if isinstance(value, str) else [str(v) for v in (value or [])]
 
 
 def option(default: Any, widget: str) -> Any:
@@ -100,6 +109,9 @@ class ViewOptions:
     def save(self, settings: QSettings) -> None:
         for name in self.widget_names():
             settings.setValue(f"{self.PREFIX}/{name}", getattr(self, name))
+        prefixes = kept_prefixes(settings)
+        if self.PREFIX not in prefixes:
+            settings.setValue(KEPT, prefixes + [self.PREFIX])
 
     @classmethod
     def read(cls, view: QWidget) -> "ViewOptions":
@@ -131,7 +143,7 @@ class OptionsBinding:
     def reset(self) -> None:
         """Defaults on the widgets and in the settings."""
         self.cls().show(self.view)
-        self.cls().save(self.settings)
+        self.settings.remove(self.cls.PREFIX)     # what the widgets' signals saved meanwhile: defaults all
 
 
 def bind_options(view: QWidget, cls: type[ViewOptions], settings: QSettings | None = None) -> OptionsBinding:
@@ -143,10 +155,16 @@ def bind_options(view: QWidget, cls: type[ViewOptions], settings: QSettings | No
 
 
 def reset_view_options(views, settings: QSettings | None = None) -> None:
-    """Every view of ``views`` (widgets) that binds options back to its defaults (View > Reset Layout)."""
+    """View > Reset Layout: every view of ``views`` (widgets) that binds options back to its
+    defaults, and the options saved for views not built yet forgotten (built, they show defaults)."""
+    from gui.settings import app_settings
+
+    settings = settings if settings is not None else app_settings()
     for view in views:
         binding = getattr(view, "option_binding", None)
         if binding is not None:
-            if settings is not None:
-                binding.settings = settings
+            binding.settings = settings
             binding.reset()
+    for prefix in kept_prefixes(settings):
+        settings.remove(prefix)
+    settings.remove(KEPT)

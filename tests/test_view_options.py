@@ -58,6 +58,18 @@ def test_options_survive_a_restart_and_reset_returns_the_defaults(qtbot, module,
     assert shown(build(qtbot, module, cls), options_cls) == pytest.approx(defaults)   # and the reset is kept
 
 
+def test_reset_forgets_the_options_of_views_not_built(qtbot):
+    """Reset Layout with Head lines never opened this session: its saved options go too."""
+    from gui.views.head_lines import HeadLinesOptions
+
+    settings = app_settings()
+    HeadLinesOptions(threshold=0.5, hide_special=True).save(settings)
+    assert HeadLinesOptions.restore(settings) == HeadLinesOptions(threshold=0.5, hide_special=True)
+    reset_view_options([], settings)
+    assert HeadLinesOptions.restore(settings) == HeadLinesOptions()
+    assert shown(build(qtbot, "head_lines", "HeadLines"), HeadLinesOptions) == pytest.approx(vars(HeadLinesOptions()))
+
+
 def test_an_unreadable_saved_option_keeps_its_default(qtbot):
     from gui.views.head_grid import OverviewOptions
 
