@@ -24,6 +24,8 @@ BOUND = [
                                                           noising=True)),
     ("positional", "PositionalLab", "PositionalOptions", dict(d_model=32, n_positions=50, base=500.0, k=5, depth=2,
                                                               use_model=True)),
+    ("training", "TrainingPanel", "TrainingOptions", dict(family="gpt", size="small", steps=900, lr=0.002,
+                                                          probe_every=25)),
 ]
 
 

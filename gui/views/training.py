@@ -9,7 +9,7 @@ time-lapse that the slider scrubs; Save writes the checkpoint and the time-lapse
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
 from engine.training.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
 from engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
 from gui.settings import app_settings, remember_folder, start_folder
+from gui.view_options import ViewOptions, bind_options, option
 from gui.state import AppState
 from gui.views.head_grid import HeadGrid
 from gui.worker import TRAINING, Jobs, error_message, job_failures, process_events_until
@@ -69,6 +70,18 @@ LAPSE_HINT = "time-lapse: probe traces appear here while training"
 def percent(step: int, total: int) -> int:
     """Whole percent done, rounded down: the bar and the sentences say the same number."""
     return 100 * max(0, step) // max(1, total)
+
+
+@dataclass(frozen=True)
+class TrainingOptions(ViewOptions):
+    """What the panel trains (settings "training/..."): shown in this order, so a family's own
+    learning rate is set before the one kept. The corpus and probe sentence are not kept."""
+    PREFIX = "training"
+    family: str = option("translator", "family")
+    size: str = option("tiny", "size")
+    steps: int = option(500, "steps_box")
+    lr: float = option(1e-3, "lr")
+    probe_every: int = option(50, "probe_every")
 
 
 class TrainingPanel(QWidget):
@@ -174,6 +187,7 @@ class TrainingPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(split)
+        bind_options(self, TrainingOptions)
         self._update_buttons()
 
     @property
