@@ -141,7 +141,7 @@ class ColdStart:
 def _text_of(loaded, tokens: int) -> tuple[str, int]:
     """A text of ``tokens`` input tokens for ``loaded`` (or its longest input, if shorter)."""
     from engine.traces.tracing import trace_text
-    from gui.main_window import DEFAULT_TEXT
+    from gui.input_bar import DEFAULT_TEXT
 
     sentence = DEFAULT_TEXT.get(loaded.family, DEFAULT_TEXT[loaded.role])
     text = sentence

@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel,
                                QPushButton, QRadioButton, QVBoxLayout, QWidget)
 
@@ -87,11 +86,7 @@ class TraceExporter(QObject):
         self.progress.cancel_button.setToolTip("Stop the export; nothing is written (Esc)")
         self.progress.setContentsMargins(6, 0, 6, 0)
         window.statusBar().insertPermanentWidget(0, self.progress)
-        self.what = ""
-        # Esc stops long work in this window: its shortcut (Stop a long Run) cancels an export too.
-        for shortcut in window.findChildren(QShortcut):
-            if shortcut.key() == QKeySequence(Qt.Key.Key_Escape):
-                shortcut.activated.connect(self.cancel)
+        self.what = ""       # Esc cancels too: the window's stop_run cancels a running export
         QCoreApplication.instance().aboutToQuit.connect(self._quitting)
 
     @property

@@ -137,6 +137,7 @@ import sys, threading
 sys.path.insert(0, {root!r})
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
+import gui.engine_calls as calls
 import gui.main_window as mw
 from gui.app import run_app
 
@@ -159,7 +160,7 @@ def init(self, *args, **kwargs):
         if self.state.loaded is None:
             QTimer.singleShot(20, run_stuck)
             return
-        mw._timed_trace = stuck_forward
+        calls.timed_trace = stuck_forward
         self.text_edit.setText("a forward that never ends")
         self.run()
         close_when_stuck()

@@ -176,7 +176,7 @@ def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
     import inspect
     import threading
 
-    import gui.main_window as mw
+    import gui.engine_calls as calls
     import gui.views.decoding as dec
 
     threads = {}
@@ -194,7 +194,7 @@ def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
             return (yield from real(*args, **kwargs))
         return generator if inspect.isgeneratorfunction(real) else wrapper
 
-    for module, name in ((mw, "_open_model"), (mw, "_timed_trace"), (mw, "_model_output"), (dec, "_start_session")):
+    for module, name in ((calls, "open_model"), (calls, "timed_trace"), (calls, "model_output"), (dec, "_start_session")):
         monkeypatch.setattr(module, name, recording(name, getattr(module, name)))
     w = MainWindow(source="random-gpt", device="cpu")
     qtbot.addWidget(w)
@@ -209,7 +209,7 @@ def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
     panel.step()
     qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=20000)
     w.close()
-    assert set(threads) == {"_open_model", "_timed_trace", "_model_output", "_start_session"}
+    assert set(threads) == {"open_model", "timed_trace", "model_output", "_start_session"}
     ids = set().union(*threads.values())
     assert len(ids) == 1 and threading.get_ident() not in ids
 

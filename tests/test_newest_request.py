@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+import gui.engine_calls
 import gui.main_window
 from engine.interventions import HeadRef
 from engine.kinds import DECODER_SELF
@@ -76,14 +77,14 @@ def test_a_new_run_cancels_the_old_texts_lens_output_and_measure_inside_their_fo
 
 def test_the_same_run_asked_twice_while_it_runs_is_started_once(window, qtbot, monkeypatch):
     gate, texts = threading.Event(), []
-    real = gui.main_window._timed_trace
+    real = gui.engine_calls.timed_trace
 
     def gated(loaded, text, *args, **kwargs):
         texts.append(text)
         gate.wait(20)
         return real(loaded, text, *args, **kwargs)
 
-    monkeypatch.setattr(gui.main_window, "_timed_trace", gated)
+    monkeypatch.setattr(gui.engine_calls, "timed_trace", gated)
     window.text_edit.setText(FIRST)
     window.run()
     qtbot.waitUntil(lambda: len(texts) == 1)

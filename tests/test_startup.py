@@ -63,12 +63,13 @@ WINDOW_PROBE = FIRST_IMPORT + """
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+import gui.engine_calls
 import gui.main_window
 import main
 from gui.worker import job_failures
 
 opening = threading.Event()
-real_open = gui.main_window._open_model
+real_open = gui.engine_calls.open_model
 
 
 def held_open(*args):
@@ -76,7 +77,7 @@ def held_open(*args):
     return (yield from real_open(*args))
 
 
-gui.main_window._open_model = held_open
+gui.engine_calls.open_model = held_open
 app = QApplication(sys.argv[:1])   # run_app takes this instance
 
 

@@ -7,6 +7,8 @@ are kept across starts."""
 import numpy as np
 import pytest
 
+import gui.engine_calls
+import gui.input_bar
 import gui.main_window
 import gui.views.interventions
 from engine.inputs import Chat
@@ -78,8 +80,8 @@ def test_toggling_chat_or_editing_the_system_turn_is_a_new_prompt(window_on, fol
     assert trace is not first and w.state.prompt == Chat.of(w.state.text)
     assert decoding.history == []              # the plain text's steps are another prompt's
     seen = []
-    real = gui.main_window._timed_trace
-    monkeypatch.setattr(gui.main_window, "_timed_trace", lambda loaded, text, *a, **k: (seen.append(text),
+    real = gui.engine_calls.timed_trace
+    monkeypatch.setattr(gui.engine_calls, "timed_trace", lambda loaded, text, *a, **k: (seen.append(text),
                                                                                         real(loaded, text, *a, **k))[1])
     w.system_edit.setText("be brief")
     w.system_edit.textEdited.emit("be brief")     # as typed: live re-runs
@@ -124,7 +126,7 @@ def test_a_model_without_a_template_reads_plain_text_and_a_refusal_is_one_senten
     assert not w.state.chat and w.state.prompt == w.state.text
     assert w.state.trace.query_tokens(KIND)[0] == "<s>" and "<|user|>" not in w.state.trace.query_tokens(KIND)
     # Were the chat form sent anyway, the engine's refusal is the dialog's one sentence.
-    monkeypatch.setattr(gui.main_window, "reads_chat", lambda loaded: True)
+    monkeypatch.setattr(gui.input_bar, "reads_chat", lambda loaded: True)
     w.system_edit.setText("x")
     w.run()
     qtbot.waitUntil(lambda: w.last_error is not None and not w.run_jobs.busy, timeout=30000)

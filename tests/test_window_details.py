@@ -129,7 +129,7 @@ def test_open_recording_refuses_a_checkpoint_and_points_to_open_checkpoint():
     import pytest
 
     from engine.traces.recording_file import RecordingError
-    from gui.main_window import _open_recording
+    from gui.engine_calls import open_recording as _open_recording
 
     with pytest.raises(RecordingError, match="File > Open Checkpoint"):
         _open_recording(str(ROOT / "resources/checkpoints/gpt.safetensors"))

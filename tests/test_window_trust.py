@@ -6,6 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QFileDialog
 
+import gui.engine_calls
 import gui.main_window
 from gui.main_window import MainWindow
 from gui.theme import FOREGROUND
@@ -93,7 +94,7 @@ def test_compare_runs_again_when_the_text_changes(qtbot, drawn, tmp_path):
 
 def test_ten_quick_runs_compute_only_the_newest(window, qtbot, monkeypatch):
     gate, texts = threading.Event(), []
-    real = gui.main_window._timed_trace
+    real = gui.engine_calls.timed_trace
 
     def slow_first(loaded, text, *args, **kwargs):
         texts.append(text)
@@ -101,7 +102,7 @@ def test_ten_quick_runs_compute_only_the_newest(window, qtbot, monkeypatch):
             gate.wait(10)
         return real(loaded, text, *args, **kwargs)
 
-    monkeypatch.setattr(gui.main_window, "_timed_trace", slow_first)
+    monkeypatch.setattr(gui.engine_calls, "timed_trace", slow_first)
     before = window.state.trace
     for i in range(10):
         window.text_edit.setText(f"the dog sees {i} cats .")

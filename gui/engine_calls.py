@@ -1,0 +1,74 @@
+"""The engine calls the main window's jobs run on the model thread (gui.worker's MODEL lane).
+
+They live here, not in the window, so a Run goes window -> worker -> engine and back as data:
+each function takes plain values (a source, a LoadedModel, a text, a path) and returns or
+yields plain data (devices, a model, a trace and its time, a path, a sentence). torch is
+imported by the engine modules they call, inside them: building the window imports none of it
+(tests/test_startup.py).
+"""
+from __future__ import annotations
+
+import time
+
+from engine.loading import catalog
+from engine.runtime.device import SPREAD, available_devices, pick_device
+
+
+def usable_device(device: str, devices: list[str]) -> str:
+    """``device`` where this machine has it, else auto (a setting saved on another machine)."""
+    return device if device in ("auto", *devices) else "auto"
+
+
+def open_model(source: str, device: str, report=None, stop=None):
+    """Opening a model: first the devices this machine has (asking torch, which the model needs
+    anyway), then the model on ``device`` if it is one of them, its progress reported as it loads
+    (engine.loading.progress records), stopped on Cancel."""
+    from engine.loading.placement import accelerate_missing
+
+    devices = available_devices() + ([SPREAD] if accelerate_missing() is None else [])
+    yield devices
+    return catalog.open_model(source, usable_device(device, devices), progress=report, stop=stop)
+
+
+def move_model(loaded, device: str):
+    """The loaded model on another device (a spread one is opened again instead: gui.model_opening)."""
+    return loaded.to(pick_device(device))
+
+
+def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = False, report=None, stop=None,
+                interventions=None, value_weighted=False):
+    """A Run: (trace, seconds), its progress (attention sites passed) reported, stopped on Esc."""
+    from engine.traces.tracing import trace_text
+
+    start = time.perf_counter()
+    trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
+                       report=report, stop=stop, interventions=interventions, value_weighted=value_weighted)
+    return trace, time.perf_counter() - start
+
+
+def model_output(loaded, text, interventions=None, stop=None) -> str:
+    """The output line's text; a newer request ends it within a layer."""
+    from engine.traces.tracing import stoppable
+    from gui.output_line import output_line
+
+    with stoppable(stop):
+        return output_line(loaded, text, interventions)
+
+
+def save_recording(trace, path: str) -> str:
+    """Write the recording; the window has asked before replacing any file (gui.recordings)."""
+    from engine.traces.recording_file import save_recording as save
+
+    return str(save(trace, path, replace=True))
+
+
+def open_recording(path: str):
+    """A saved Run's trace; a model's weights opened here by mistake get a sentence saying where they go."""
+    from engine.traces.recording_file import RecordingError, is_recording, load_recording
+
+    try:
+        return load_recording(path)
+    except RecordingError as exc:
+        if is_recording(path):
+            raise
+        raise RecordingError(f"{exc} To open a model's weights, use File > Open Checkpoint (Ctrl+O).") from exc

@@ -1,0 +1,167 @@
+"""Opening a model in the main window: the Model menu, Open Recent, the open dialogs, the load
+job with its progress and Cancel, and moving the model to another device.
+
+The load runs on the model thread (gui.engine_calls.open_model); a failed or cancelled load
+leaves the previous model open and usable. ``window`` is the main window: its state, its jobs
+(``model_jobs``, ``run_jobs``), its input bar and its status bar.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from engine.loading import catalog
+from engine.runtime.device import SPREAD
+from gui import engine_calls
+from gui.hf_cache_dialog import HFCacheDialog
+from gui.settings import push_recent, recent_files, remember_folder, start_folder
+
+CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
+
+
+def same_source(a: str | None, b: str | None) -> bool:
+    """Two ways of naming one model source (a path given relative or absolute, or a name)."""
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    try:
+        return Path(a).exists() and Path(b).exists() and Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def is_bundled(source: str) -> bool:
+    return any(same_source(source, str(p)) for p in catalog.bundled_checkpoints())
+
+
+class ModelOpening:
+    """The window's model opening; ``current_source`` is what the loaded model was opened from."""
+
+    def __init__(self, window):
+        self.window = window
+        self.current_source: str | None = None
+
+    # ---- menus and dialogs ---------------------------------------------------------------
+    def fill_model_menu(self, name: str | None = None) -> None:
+        """The models to open, the loaded one checked (``name``: the one being put in place)."""
+        w = self.window
+        menu = w.model_menu
+        menu.clear()
+        listed: list[str] = []
+
+        def add(label: str, source: str) -> None:
+            listed.append(source)
+            act = menu.addAction(label, lambda: self.open_source(source))
+            act.setCheckable(True)
+            act.setChecked(same_source(source, self.current_source))
+        source = self.current_source
+        if source and not is_bundled(source) and source != catalog.MINILM and source not in catalog.RANDOM_SOURCES:
+            # A folder, a cache or hub model, a file: the loaded one is listed (ticked) first.
+            name = name or (w.state.loaded.name if w.state.loaded is not None else Path(source).name)
+            add(f"{name} (open now)", source)
+            menu.addSeparator()
+        for path in catalog.bundled_checkpoints():
+            add(f"{path.stem} (bundled)", str(path))
+        add("all-MiniLM-L6-v2 (bundled, pretrained BERT)", catalog.MINILM)
+        menu.addAction("Hugging Face Model by Hub Id or from the Cache…", self.open_hf_cache_dialog)
+        menu.addSeparator()
+        for src in catalog.RANDOM_SOURCES:
+            add(f"Untrained {src.split('-', 1)[1]} (random weights)", src)
+        # A recent file that is a bundled one (opened from its folder) is listed once, as bundled.
+        recent = [p for p in recent_files(w.settings) if not any(same_source(p, s) for s in listed)]
+        if recent:
+            menu.addSeparator()
+            for path in recent[:5]:
+                add(Path(path).name, path)
+
+    def fill_recent_menu(self) -> None:
+        menu = self.window.recent_menu
+        menu.clear()
+        files = recent_files(self.window.settings)
+        for path in files:
+            menu.addAction(path, lambda p=path: self.open_source(p))
+        menu.setEnabled(bool(files))
+
+    def open_checkpoint_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open Checkpoint",
+                                              start_folder(self.window.settings, "models"), CHECKPOINT_FILTER)
+        if path:
+            self.open_source(path)
+
+    def open_hf_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self.window, "Open Hugging Face Model Folder",
+                                                start_folder(self.window.settings, "models"))
+        if path:
+            self.open_source(path)
+
+    def open_hf_cache_dialog(self) -> HFCacheDialog:
+        """The models in the local Hugging Face cache (and any hub id), opened by name."""
+        dialog = HFCacheDialog(self.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.chosen.connect(self.open_source)
+        dialog.open()
+        return dialog
+
+    # ---- the load ------------------------------------------------------------------------
+    def open_source(self, source: str) -> None:
+        """Load a model in the worker, its progress in the status bar; on failure or Cancel
+        keep the current one (and say why)."""
+        w = self.window
+        w.statusBar().showMessage(f"Loading {Path(source).name}…")
+        w.load_progress.start(Path(source).name or source)
+        w.run_jobs.cancel()     # the old model's Run and every job for its text: a newer request
+        w.supersede()
+        w.model_jobs.start(engine_calls.open_model, source, w.state.device, on_yielded=self._on_load_yield,
+                           on_returned=lambda loaded: self._model_loaded(source, loaded),
+                           on_error=lambda _exc: w.state.end_request())
+
+    def _on_load_yield(self, value) -> None:
+        if isinstance(value, list):      # the machine's devices, first
+            w = self.window
+            w.state.device = engine_calls.usable_device(w.state.device, value)
+            w.input_bar.show_devices(value, w.state.device)
+        else:                            # how far the load is
+            self.window.load_progress.show_progress(value)
+
+    def cancel_load(self) -> None:
+        """Cancel: the load stops between two tensors; the model that was open stays."""
+        w = self.window
+        if w.model_jobs.busy:
+            w.model_jobs.cancel()
+            w.state.end_request()
+            w.load_progress.finish()
+            kept = w.state.loaded.name if w.state.loaded is not None else "no model"
+            w.statusBar().showMessage(f"Loading cancelled; {kept} stays open.", 6000)
+
+    def _model_loaded(self, source: str, loaded) -> None:
+        w = self.window
+        self.current_source = source
+        self.fill_model_menu(loaded.name)
+        if Path(source).exists():
+            push_recent(w.settings, str(Path(source).resolve()))
+            if not is_bundled(source):     # the next Open Checkpoint starts by the user's models
+                remember_folder(w.settings, "models", str(Path(source).resolve().parent))
+            self.fill_recent_menu()
+        notes = loaded.meta.get("notes")
+        w.statusBar().showMessage(f"Opened {loaded.name}" + (f". {notes}" if notes else ""), 12000 if notes else 4000)
+        w.state.set_model(loaded)
+
+    def choose_device(self, name: str) -> None:
+        """The device chooser changed: the model moves there (a spread one is opened again)."""
+        w = self.window
+        w.state.device = name
+        w.settings.setValue("device", name)
+        loaded = w.state.loaded
+        if loaded is None:
+            return
+        if self.current_source and ((name == SPREAD and loaded.is_hf) or loaded.spread):
+            # accelerate places the layers while it loads them: a spread model is opened again
+            self.open_source(self.current_source)
+        else:
+            w.run_jobs.cancel()
+            w.supersede()
+            w.model_jobs.start(engine_calls.move_model, loaded, name, on_returned=w.state.set_model,
+                               on_error=lambda _exc: w.state.end_request())
