@@ -19,7 +19,15 @@ def _rgb(image) -> np.ndarray:
 
     image = image.convertToFormat(QImage.Format.Format_RGB888)
     h, w = image.height(), image.width()
-    return np.frombuffer(image.constBits(), np.uint8).reshape(h, image.bytesPerLine())[:, :w * 3].reshape(h, w, 3)
+    rows = np.frombuffer(image.constBits(), np.uint8).reshape(h, image.bytesPerLine())
+    return rows[:, :w * 3].reshape(h, w, 3).copy()       # copied while the converted image is alive
+
+
+def _on_image(pixels: np.ndarray, view, item) -> np.ndarray:
+    """The pixels where ``item`` (an image in ``view``) is painted: not the colour bar beside it,
+    which holds every colour of the map."""
+    rect = view.mapFromScene(item.mapRectToScene(item.boundingRect())).boundingRect()
+    return pixels[max(0, rect.top()):rect.bottom(), max(0, rect.left()):rect.right()]
 
 
 def _near(pixels: np.ndarray, colour, tol: int = 24) -> np.ndarray:
@@ -39,7 +47,19 @@ def test_peak_pool_keeps_the_max_and_the_signed_extreme():
     assert peak_pool(codes, 2, 2)[2, 2] == 255
 
 
-def test_a_lone_peak_and_a_thin_diagonal_survive_being_drawn_small(qtbot):
+@pytest.fixture(params=[False, True], ids=["plain", "antialiased"])
+def antialias(request):
+    """With and without the window's antialiasing (gui.app sets it on): a smooth enlargement
+    blended a one-cell line into its neighbours. Restored after, as the test found it."""
+    import pyqtgraph as pg
+
+    before = pg.getConfigOption("antialias")
+    pg.setConfigOptions(antialias=request.param)
+    yield request.param
+    pg.setConfigOptions(antialias=before)
+
+
+def test_a_lone_peak_and_a_thin_diagonal_survive_being_drawn_small(qtbot, antialias):
     """2,000 x 2,000 cells in a ~300-pixel plot: the one cell at 1.0 is painted in the top colour,
     and the 0.5 diagonal is painted on every pixel row it crosses (it came out as dashes)."""
     state = AppState()
@@ -53,8 +73,9 @@ def test_a_lone_peak_and_a_thin_diagonal_survive_being_drawn_small(qtbot):
     m[1000, 1500] = 1.0
     view.show_matrix(m, [str(i) for i in range(n)], [str(i) for i in range(n)], top=1.0)
     qtbot.waitExposed(view)
-    pixels = _rgb(view.grab().toImage())
+    pixels = _on_image(_rgb(view.grab().toImage()), view, view.image)
     lut = lookup_table(state.colormap)
+    assert pixels.shape[0] > 250 and pixels.shape[1] > 250              # the map itself, ~300 pixels a side
     assert _near(pixels, lut[-1]).any()                               # the peak, drawn in the top colour
     rows = np.flatnonzero(_near(pixels, lut[len(lut) // 2], tol=30).any(1))
     # the diagonal's pixel rows, one run without gaps (the plot is ~300 pixels tall)
@@ -80,5 +101,5 @@ def test_the_overviews_first_cell_of_a_long_text_is_painted_at_its_peak(qtbot, d
     state.set_trace(trace)
     drawn(grid)
     qtbot.waitExposed(grid)
-    pixels = _rgb(grid.plot.grab().toImage())
+    pixels = _on_image(_rgb(grid.plot.grab().toImage()), grid.plot, grid.image)
     assert _near(pixels, lookup_table(state.colormap)[-1]).any()

@@ -8,7 +8,8 @@ diagonal was drawn as broken dashes. PeakImage pools the image again on the way 
 each drawn pixel the max of the cells it covers (``extreme``: the value farthest from 0, for
 signed maps), at the device pixels the item covers (HiDPI included), whenever the view is
 resized or zoomed. It pools by whole factors (rounded up), so each drawn pixel stands for whole
-cells and Qt only ever enlarges what is left: nothing is sampled away.
+cells and Qt only ever enlarges what is left, cell by cell (no smoothing): nothing is sampled
+away or blended.
 
 The pooling runs on the GUI thread, when the item renders (a new image, a new size): strided
 maxima in numpy, ~1 ms for the 128-token overview's 864 x 1728 mosaic on the CI's 2 cores.
@@ -20,6 +21,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF
+from PySide6.QtGui import QPainter
 
 
 def peak_pool(image: np.ndarray, fy: int, fx: int, extreme: bool = False) -> np.ndarray:
@@ -81,6 +83,13 @@ class PeakImage(pg.ImageItem):
             super().render()
         finally:
             self.image = full
+
+    def paint(self, painter, *args):
+        # Cells as blocks of colour: what is left after pooling is only ever enlarged, and a
+        # smooth enlargement (the window antialiases) blended a one-cell line into its
+        # neighbours, so Rollout's 0.5 diagonal came out the colour of ~0.3.
+        painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
+        super().paint(painter, *args)
 
     def viewTransformChanged(self):
         super().viewTransformChanged()
