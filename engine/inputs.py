@@ -74,8 +74,6 @@ def check_text(text: str, what: str = "run") -> str:
     """``text`` stripped, or InputError in one sentence: the engine's one door for text, so a
     script that calls it gets the CLI's and the window's refusals (no text, bytes that are not
     UTF-8, lone surrogates, something that is not text at all). A Chat has each turn checked."""
-    from engine.loading.validation import text_problem
-
     if isinstance(text, Chat):
         return check_chat(text, what)
     if isinstance(text, (bytes, bytearray)):
@@ -145,3 +143,17 @@ def unknown_note(tokenizer, text: str, notes: list[str]) -> None:
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         notes.append(f"Not in this model's vocabulary (shown as [UNK]): {shown}")
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot go to a tokenizer (None when it can): text that is not valid Unicode,
+    as invalid UTF-8 bytes on a command line arrive (lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        ch = text[exc.start]
+        if 0xDC80 <= ord(ch) <= 0xDCFF:
+            return (f"the text is not valid UTF-8 (byte 0x{ord(ch) - 0xDC00:02x} at character {exc.start + 1}); "
+                    "pass UTF-8 text")
+        return f"the text holds a lone surrogate (U+{ord(ch):04X} at character {exc.start + 1}); pass valid Unicode text"
+    return None

@@ -1,6 +1,7 @@
 """Which role each family plays, and the attention kinds a role has: the names the window
-needs at start-up, before torch (and any adapter) is imported. The adapters (this room's
-__init__) pick the code for each family; this says only what the family is."""
+needs at start-up, before torch (and any adapter) is imported. engine.adapters picks the
+code for each family; this says only what the family is (beside engine.kinds, which names
+the kinds)."""
 from __future__ import annotations
 
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF

@@ -14,6 +14,7 @@ from engine.traces.recorded import RecordedTrace
 from engine.traces.tracing import trace_text
 from engine.traces.viewport import viewport
 from tests.hf_tiny import tiny_folder
+from engine.decoding.greedy import frame
 
 TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
 TINY, HUGE = 1, 2**40          # a single score a block (one row at least) / every row at once
@@ -95,10 +96,10 @@ def test_a_run_on_a_gpu_is_estimated_against_the_gpus_free_memory(monkeypatch):
     from engine.traces import estimate
 
     loaded = random_model("gpt", seed=1)
-    framed = adapter_for(loaded).frame(TEXT)
+    framed = frame(adapter_for(loaded), TEXT)
     roomy = estimate.estimate_run(adapter_for(loaded), framed)
     assert roomy.where == "in memory" and roomy.fits
-    monkeypatch.setattr(blocks, "free_bytes", lambda device: 1000)
+    monkeypatch.setattr(estimate, "free_where", lambda device: (1000, f"on {device}"))
     tight = estimate.estimate_run(adapter_for(loaded), framed)
     assert tight.free == 1000 and tight.where == "on cpu" and not tight.fits
     with pytest.raises(estimate.RunTooLarge, match="would not fit on cpu: .* free on cpu"):

@@ -9,6 +9,7 @@ import pytest
 from engine.inputs import Chat, InputError
 
 from tests.hf_tiny import TURN_TOKENS
+from engine.decoding.greedy import frame
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def test_a_chat_goes_through_the_tokenizers_own_template(chat_model):
     tok = chat_model.tokenizer
     chat = Chat.of("the dog sees the cat", system="be brief")
     want = tok.apply_chat_template(chat.messages, add_generation_prompt=True, tokenize=True, return_dict=True)
-    framed = adapter_for(chat_model).frame(chat)
+    framed = frame(adapter_for(chat_model), chat)
     assert framed.target_ids == list(want["input_ids"])
     assert framed.target_ids[0] == tok.bos_token_id and framed.target_ids.count(tok.bos_token_id) == 1
     tokens = trace_text(chat_model, chat).query_tokens("decoder self")
@@ -114,6 +115,6 @@ def test_patch_reads_both_texts_as_chats(chat_folder, chat_model, capsys):
     out = json.loads(capsys.readouterr().out)
     adapter = adapter_for(chat_model)
     for side, words in (("clean", "the cat sat"), ("corrupt", "the dog sat")):
-        assert out["token_ids"][side] == adapter.frame(Chat.of(words, system="be brief")).target_ids
+        assert out["token_ids"][side] == frame(adapter, Chat.of(words, system="be brief")).target_ids
     assert main(args + ["--system", "be brief"]) == 2
     assert "--system is a turn of a chat" in capsys.readouterr().err

@@ -32,6 +32,7 @@ import pytest
 import torch
 
 import engine.loading.hf as hf
+import engine.runtime.free_memory as free_memory
 from engine.loading.catalog import open_model
 from engine.loading.hf import HFModelError, load_hf_model
 from engine.loading.hub_cache import cached_snapshot, lacks_weights, repo_folder
@@ -347,9 +348,9 @@ def test_a_model_too_large_is_refused_before_its_shards_are_fetched(serve, remot
     hub = serve(folder=large)
     if short_of == "disk":
         monkeypatch.setattr(shutil, "disk_usage", lambda _p: type("U", (), {"free": 10 * 2**30})())
-        monkeypatch.setattr(validation, "available_memory", lambda: 100 * 2**30)
+        monkeypatch.setattr(free_memory, "available_memory", lambda: 100 * 2**30)
     else:
-        monkeypatch.setattr(validation, "available_memory", lambda: 16 * 2**30)
+        monkeypatch.setattr(free_memory, "available_memory", lambda: 16 * 2**30)
     with pytest.raises(HFModelError) as err:
         open_model(REPO, "cpu")
     text = str(err.value)
@@ -363,7 +364,7 @@ def test_a_single_file_model_too_large_for_the_memory_is_refused_before_its_down
     import engine.loading.validation as validation
     hub = serve("single")
     size = (hub.remote / "model.safetensors").stat().st_size
-    monkeypatch.setattr(validation, "available_memory", lambda: size // 2)    # the hub's size of the file says it
+    monkeypatch.setattr(free_memory, "available_memory", lambda: size // 2)    # the hub's size of the file says it
     with pytest.raises(HFModelError, match="nothing was downloaded"):
         open_model(REPO, "cpu")
     assert "snapshot_download" not in hub.calls and hub.fetched == []

@@ -27,6 +27,7 @@ from engine.loading.catalog import open_model
 from engine.seam import SeamHook, Site, hooks, recording
 from engine.traces.tracing import trace_text
 from tests.hf_tiny import tiny_folder
+from engine.decoding.greedy import frame
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSLATOR = str(ROOT / "resources/checkpoints/translator.safetensors")
@@ -48,7 +49,7 @@ def models(tmp_path_factory):
 
 def logits(loaded, spec=None, framed=None):
     adapter = adapter_for(loaded)
-    framed = framed or adapter.frame(TEXT)
+    framed = framed or frame(adapter, TEXT)
     with torch.no_grad(), applied(spec):
         return adapter.forward(framed)[0].float()
 
@@ -98,7 +99,7 @@ def test_zero_ablation_equals_zeroed_output_projection_columns(models, name):
 def module_heads(loaded, site) -> int:
     adapter = adapter_for(loaded)
     with torch.no_grad(), recording() as rec:
-        adapter.forward(adapter.frame(TEXT))
+        adapter.forward(frame(adapter, TEXT))
     return rec.calls[site].q.shape[1]
 
 
@@ -123,7 +124,7 @@ class _Outputs(SeamHook):
 def test_mean_ablation_puts_the_mean_over_positions(models, name):
     loaded = models[name]
     adapter = adapter_for(loaded)
-    framed = adapter.frame(TEXT)
+    framed = frame(adapter, TEXT)
     site, head = Site(DECODER_SELF, 1), 1
     plain, changed = _Outputs(site), _Outputs(site)
     with torch.no_grad():
@@ -166,12 +167,12 @@ def test_knockout_cell_is_zero_rows_renormalise_and_equal_a_masked_reference(mod
     # reference: the unchanged layer's scores with that cell masked (the layers before are unchanged)
     adapter = adapter_for(loaded)
     with torch.no_grad(), recording() as rec:
-        adapter.forward(adapter.frame(TEXT))
+        adapter.forward(frame(adapter, TEXT))
     s = rec.calls[Site(kind, layer)].scores()                               # (H, Tq, Tk)
     s[:, q, k] = float("-inf")
     torch.testing.assert_close(torch.from_numpy(w), torch.nan_to_num(torch.softmax(s, -1)), atol=1e-5, rtol=0)
     assert abs(base.layer(kind, layer)[:, q, k]).max() > 0                  # the edge carried weight before
-    framed = adapter.frame(TEXT)
+    framed = frame(adapter, TEXT)
     with torch.no_grad(), hooks(_RenormalisedWeights(Site(kind, layer), q, k)):
         reference = adapter.forward(framed)[0].float()
     torch.testing.assert_close(logits(loaded, spec, framed), reference, atol=1e-5, rtol=1e-5)
@@ -182,7 +183,7 @@ def test_lens_last_layer_is_the_models_prediction(models, name):
     loaded = models[name]
     lens = logit_lens(loaded, TEXT)
     adapter = adapter_for(loaded)
-    probs = torch.softmax(logits(loaded, framed=adapter.frame(TEXT)), -1)     # (T, V)
+    probs = torch.softmax(logits(loaded, framed=frame(adapter, TEXT)), -1)     # (T, V)
     top = probs.topk(5, -1)
     assert lens.n_layers == len(adapter.residual_blocks()) and len(lens.token_ids) == probs.shape[0]
     torch.testing.assert_close(torch.from_numpy(lens.top_p[-1]), top.values, atol=1e-5, rtol=0)
@@ -193,7 +194,7 @@ def test_lens_last_layer_is_the_models_prediction(models, name):
 def test_lens_earlier_layer_is_final_norm_and_unembedding_of_that_layer(models):
     gpt = models["gpt"]
     model, adapter = gpt.model, adapter_for(gpt)
-    framed = adapter.frame(TEXT)
+    framed = frame(adapter, TEXT)
     kept = []
     handle = model.transformer.h[1].register_forward_hook(lambda _m, _i, out: kept.append(out[0] if isinstance(out, tuple) else out))
     try:
@@ -217,7 +218,7 @@ def test_lens_computes_each_block_once_and_reads_each_layer_as_the_models_own_fo
     loaded = models[name]
     adapter = adapter_for(loaded)
     blocks = adapter.residual_blocks()
-    framed = adapter.frame(TEXT)
+    framed = frame(adapter, TEXT)
     streams = []
     hooks_ = [b.register_forward_hook(lambda _m, _i, out: streams.append(out[0] if isinstance(out, tuple) else out))
               for b in blocks]
@@ -233,7 +234,8 @@ def test_lens_computes_each_block_once_and_reads_each_layer_as_the_models_own_fo
             expected.append(torch.softmax(adapter.forward(framed)[0].float(), -1).topk(5, -1))
         swap.remove()
     adapter.final_norm()                                             # found once per model, by a forward of its own
-    monkeypatch.setattr(adapter, "frame", lambda *_a, **_k: framed)  # an encoder-decoder's greedy output: framed above
+    import engine.interventions.lens as lens_module
+    monkeypatch.setattr(lens_module, "frame", lambda *_a, **_k: framed)  # its own greedy output: framed above
     block_class = type(blocks[0])
     computed = []
     real = block_class.forward
@@ -263,7 +265,7 @@ def strongest_cross_head(translator) -> HeadRef:
     """The cross-attention head whose zero ablation flips the most next-token predictions over
     the ten texts, read teacher-forced on the model's own translations (ties: larger change)."""
     adapter = adapter_for(translator)
-    framed = [adapter.frame(t) for t in TEN]
+    framed = [frame(adapter, t) for t in TEN]
     best = None
     n_layers = translator.model.config.n_decoder_layers
     for layer in range(n_layers):
@@ -319,15 +321,16 @@ def test_cli_intervene_and_lens(models):
     code, out = run_cli("intervene", GPT, "--text", "To be, or not to be", "--ablate", "2.1", "--mean-ablate", "3.3",
                         "--knockout", "5:0-1@all", "--json")
     gpt = models["gpt"]
-    ids = adapter_for(gpt).frame("To be, or not to be").target_ids
+    ids = frame(adapter_for(gpt), "To be, or not to be").target_ids
     assert code == 0 and out["token_ids"] == ids and out["kl"] > 0
     spec = (Interventions().ablate([HeadRef(DECODER_SELF, 2, 1)]).ablate([HeadRef(DECODER_SELF, 3, 3)], "mean")
             .block(Edge(DECODER_SELF, (5,), (0, 1), None)))
-    after = torch.softmax(logits(gpt, spec, adapter_for(gpt).frame("To be, or not to be"))[-1], -1)
+    after = torch.softmax(logits(gpt, spec, frame(adapter_for(gpt), "To be, or not to be"))[-1], -1)
     assert out["next"]["after"][0][0] == int(after.argmax()) and abs(out["next"]["after"][0][1] - float(after.max())) < 1e-5
     code, lens = run_cli("lens", TRANSLATOR, "--text", "the dog sleeps .", "--json")
     assert code == 0 and len(lens["layers"]) == models["translator"].model.config.n_decoder_layers
-    final = torch.softmax(logits(models["translator"], framed=adapter_for(models["translator"]).frame("the dog sleeps .")), -1)
+    translator = models["translator"]
+    final = torch.softmax(logits(translator, framed=frame(adapter_for(translator), "the dog sleeps .")), -1)
     assert [pos[0][0] for pos in lens["layers"][-1]["top"]] == final.argmax(-1).tolist()
 
 
@@ -354,7 +357,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, capsys):
 @pytest.mark.parametrize("name", ["translator", "gpt", "random-bert", "gpt2", "llama", "t5", "bart", "minilm"])
 def test_value_weighted_vectors_sum_to_the_attention_output(models, name):
     """sum_j sum_h alpha_ij f_h(x_j) + b_O equals what the output projection wrote (1e-5)."""
-    from engine.interventions.value_weighted import head_vectors
+    from engine.traces.value_weighted import head_vectors
 
     loaded = models[name] if name in models else open_model(name, "cpu")
     loaded.model.eval()
@@ -367,7 +370,7 @@ def test_value_weighted_vectors_sum_to_the_attention_output(models, name):
     handle = proj.register_forward_hook(lambda _m, _i, out: written.append(out.detach()))
     try:
         with torch.no_grad(), recording(keep_values=True) as rec:
-            adapter.forward(adapter.frame(TEXT))
+            adapter.forward(frame(adapter, TEXT))
     finally:
         handle.remove()
     call = rec.calls[site]
@@ -384,9 +387,9 @@ def test_value_weighted_trace_rows_are_shares_of_alpha_times_norm(models):
     vw = trace_text(gpt, TEXT, value_weighted=True)
     adapter = adapter_for(gpt)
     with torch.no_grad(), recording(keep_values=True) as rec:
-        adapter.forward(adapter.frame(TEXT))
+        adapter.forward(frame(adapter, TEXT))
     call = rec.calls[Site(DECODER_SELF, 2)]
-    from engine.interventions.value_weighted import value_norms
+    from engine.traces.value_weighted import value_norms
 
     expected = plain.layer(DECODER_SELF, 2) * value_norms(call, adapter.output_projection(call.site)[0]).numpy()[:, None]
     expected /= expected.sum(-1, keepdims=True)
@@ -405,7 +408,7 @@ def test_decoding_takes_a_mean_ablated_heads_mean_over_the_whole_text(models):
     adapter = adapter_for(translator)
     site, head = Site(DECODER_SELF, 0), 2
     plain = _Outputs(site)
-    framed = adapter.frame(TEN[0])
+    framed = frame(adapter, TEN[0])
     with torch.no_grad(), hooks(plain):
         adapter.forward(framed)
     session = DecodeSession(translator, TEN[0], interventions=Interventions().ablate([HeadRef(DECODER_SELF, 0, head)], "mean"))
@@ -426,7 +429,7 @@ def test_on_the_translator_the_effect_is_read_where_the_translation_first_change
     spec = Interventions().ablate([strongest_cross_head(translator)])
     text = next(t for t in TEN if model_output(translator, t, interventions=spec) != model_output(translator, t))
     result = effect(translator, text, spec)
-    framed = adapter_for(translator).frame(text)
+    framed = frame(adapter_for(translator), text)
     before, after = logits(translator, framed=framed), logits(translator, spec, framed=framed)
     changed = (before.argmax(-1) != after.argmax(-1)).nonzero().flatten().tolist()
     assert changed and result.position == changed[0] < len(result.token_ids) - 1

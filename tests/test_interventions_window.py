@@ -88,7 +88,7 @@ def test_knockout_from_the_panel_zeroes_its_cell_and_the_lens_fills(window_on, q
 
 
 def test_value_weighted_box_redraws_every_view_from_the_value_weighted_trace(window_on, qtbot):
-    from engine.interventions.value_weighted import ValueWeightedTrace
+    from engine.traces.value_weighted import ValueWeightedTrace
 
     w = window_on(GPT)
     _run(w, qtbot, "To be, or not to be, that is")

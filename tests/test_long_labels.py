@@ -5,6 +5,7 @@ import numpy as np
 from engine.adapters.hf_text import readable_tokens
 from engine.traces.words import merge_pieces, merged_tokens, word_groups
 from tests.hf_tiny import _bpe_tokenizer, _wordpiece_tokenizer
+from engine.decoding.greedy import frame
 
 N = 32_768
 
@@ -70,7 +71,7 @@ def test_a_tiny_model_frames_32k_tokens_with_every_label_right(tmp_path):
     sentence = " the big dog sees the small cat . time flies like an arrow"
     once = loaded.tokenizer(sentence, add_special_tokens=False)["input_ids"]
     text = sentence * (N // len(once))
-    framed = adapter_for(loaded).frame(text)
+    framed = frame(adapter_for(loaded), text)
     labels = framed.target_tokens
     assert len(labels) == len(framed.target_ids) >= N - len(once)
     short = readable_tokens(loaded.tokenizer, once)

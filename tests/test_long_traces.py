@@ -19,6 +19,7 @@ from engine.traces.recorded import RecordedTrace
 from engine.traces.tracing import RunCancelled, trace_text
 from gui.views.mosaic import display_codes
 from tests.hf_tiny import tiny_folder
+from engine.decoding.greedy import frame
 
 TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
 
@@ -85,12 +86,13 @@ def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypa
 
 
 def test_a_run_that_cannot_fit_is_refused_before_its_forward(monkeypatch):
+    import engine.runtime.free_memory as free_memory
     import engine.traces.estimate as estimate
     from engine.traces.estimate import RunTooLarge
     from engine.adapters import adapter_for
     loaded = random_model("gpt", seed=1)
-    estimate.estimate_run(adapter_for(loaded), adapter_for(loaded).frame(TEXT))   # the model's probe, taken once
-    monkeypatch.setattr(estimate, "available_memory", lambda: 10_000)
+    estimate.estimate_run(adapter_for(loaded), frame(adapter_for(loaded), TEXT))   # the model's probe, taken once
+    monkeypatch.setattr(free_memory, "available_memory", lambda: 10_000)
     calls = []
     monkeypatch.setattr(loaded.model, "forward", lambda *a, **k: calls.append(1))
     with pytest.raises(RunTooLarge, match=r"tokens: recording .*free"):
@@ -103,12 +105,12 @@ def test_the_estimate_grows_linearly_for_the_recording():
     from engine.traces.estimate import estimate_run
     loaded = random_model("gpt", seed=1)
     adapter = adapter_for(loaded)
-    short, long = (estimate_run(adapter, adapter.frame(" ".join(["dog"] * n))) for n in (10, 40))
+    short, long = (estimate_run(adapter, frame(adapter, " ".join(["dog"] * n))) for n in (10, 40))
     assert long.recording == 4 * short.recording and long.dense == 16 * short.dense
     # the recording is exactly what a Run keeps
     from engine.seam import recording
     with torch.no_grad(), recording() as rec:
-        adapter.forward(adapter.frame(" ".join(["dog"] * 40)))
+        adapter.forward(frame(adapter, " ".join(["dog"] * 40)))
     assert long.recording == sum(c.q.nbytes + c.k.nbytes for c in rec.calls.values())
 
 
@@ -290,12 +292,12 @@ def test_log_colour_shows_weights_near_one_over_t():
 
 
 def test_a_decoding_session_that_cannot_fit_is_refused_with_numbers(monkeypatch):
-    import engine.traces.estimate as estimate
+    import engine.decoding.cost as cost
     from engine.decoding.session import DecodeSession, DecodeSettings
     from engine.traces.estimate import RunTooLarge
     loaded = random_model("gpt", seed=1)
     DecodeSession(loaded, TEXT, DecodeSettings(max_new_tokens=5))               # fits
-    monkeypatch.setattr(estimate, "available_memory", lambda: 1000)
+    monkeypatch.setattr(cost, "available_memory", lambda: 1000)
     with pytest.raises(RunTooLarge, match=r"Decoding .* tokens .*its cache .* free"):
         DecodeSession(loaded, TEXT, DecodeSettings(strategy="beam", beam_width=4, max_new_tokens=5))
 

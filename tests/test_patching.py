@@ -31,6 +31,7 @@ from engine.loading.catalog import open_model
 from engine.loading.demo import random_model
 from engine.traces.base import RunCancelled
 from tests.hf_tiny import tiny_folder
+from engine.decoding.greedy import frame
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
@@ -454,7 +455,7 @@ def test_offered_answers_keep_a_chosen_id_and_read_as_their_own_text(models):
     assert kept[:3] == top                                   # then 7 once, and none past the vocabulary
     assert [i for i, _, _ in kept] == [i for i, _, _ in top] + [7]
     with torch.no_grad():
-        logits = adapter_for(gpt).forward(adapter_for(gpt).frame("the king is dead long live the"))[0, -1]
+        logits = adapter_for(gpt).forward(frame(adapter_for(gpt), "the king is dead long live the"))[0, -1]
     assert kept[3][2] == pytest.approx(float(torch.softmax(logits.float(), -1)[7]), rel=1e-4)
     word, inner = adapter_for(gpt).piece_ids(" king")[0], gpt.tokenizer.token_id("ly")
     assert answer_texts(gpt, [inner, word]) == ["ly", " king"]        # the first of a list as any other

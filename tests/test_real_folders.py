@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+import engine.runtime.free_memory as free_memory
 from engine.loading.catalog import open_model
 from engine.loading.progress import LoadCancelled
 from engine.loading.validation import ModelLoadError
@@ -155,7 +156,7 @@ def test_the_memory_check_uses_the_headers_and_names_the_numbers(store, monkeypa
         8 + int.from_bytes(p.read_bytes()[:8], "little") for p in folder.glob("*.safetensors"))
     assert hf.memory_needed(weights, torch.bfloat16) == weights.stored_bytes          # mapped, not copied
     assert hf.memory_needed(weights, torch.float32) == 3 * weights.stored_bytes       # cast copy + stored bytes
-    monkeypatch.setattr(validation, "available_memory", lambda: 100_000)
+    monkeypatch.setattr(free_memory, "available_memory", lambda: 100_000)
     with pytest.raises(ModelLoadError) as err:
         open_model(str(folder), "cpu")
     text = str(err.value)

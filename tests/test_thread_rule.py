@@ -1,49 +1,39 @@
-"""One rule for threads (gui/worker.py): torch runs on the MODEL lane only.
+"""One rule for threads (gui/worker.py): attention computed from a recording (torch maths that
+grows with T squared) runs on the MODEL lane only.
 
-Every worker thread of another lane runs its job under a watch that notes each torch call
-(a TorchFunctionMode: modes are per thread, so the model thread's own work is not watched).
-Every view that prepares a drawing then draws a recorded trace that has computed nothing yet
-(as a long one starts: thumbnails, blocks, strongest keys and row blocks all computed from the
-recording), Head detail's zoom of a long head included; no torch call may land off the model lane.
+Every computation from a recording passes AttentionCall.scores (engine/seam/call.py): the test
+notes the lane of each call. Every view that prepares a drawing then draws a recorded trace
+that has computed nothing yet (as a long one starts: thumbnails, blocks, strongest keys and row
+blocks all computed from the recording), Head detail's zoom of a long head included; no call may
+come from another lane. Once the trace holds its kinds as arrays, drawings go back to the
+shared pool (numpy, several at once).
 """
 from __future__ import annotations
 
 import pytest
-from torch.overrides import TorchFunctionMode
 
 import gui.worker as worker
 from engine.loading.demo import random_model
+from engine.seam.call import AttentionCall
 from engine.traces.recorded import RecordedTrace
 from engine.traces.tracing import trace_text
 from gui.state import AppState
 from gui.views.registry import VIEWS
-from gui.worker import MODEL, SHARED, Jobs
+from gui.worker import MODEL, SHARED, Jobs, drawing_lane
 
 TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
 
 
-class _Watch(TorchFunctionMode):
-    def __init__(self, seen: list, lane: str):
-        super().__init__()
-        self.seen, self.lane = seen, lane
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.seen.append((self.lane, getattr(func, "__name__", str(func))))
-        return func(*args, **(kwargs or {}))
-
-
 @pytest.fixture
-def off_model_lane(monkeypatch) -> list:
-    """The torch calls made by jobs of any lane but MODEL: (lane, function name)."""
+def lanes_computing(monkeypatch) -> list:
+    """The lane (None: a thread of no lane) of every computation from a recording from now on."""
     seen: list = []
-    real = worker._Task.run
+    real = AttentionCall.scores
 
-    def run(task) -> None:
-        if task.lane == MODEL:
-            return real(task)
-        with _Watch(seen, task.lane):
-            return real(task)
-    monkeypatch.setattr(worker._Task, "run", run)
+    def scores(call, *args, **kwargs):
+        seen.append(getattr(worker._CURRENT, "lane", None))
+        return real(call, *args, **kwargs)
+    monkeypatch.setattr(AttentionCall, "scores", scores)
     return seen
 
 
@@ -54,17 +44,19 @@ def fresh_recording(loaded) -> RecordedTrace:
                          source_tokens=trace.source_tokens, target_tokens=trace.target_tokens)
 
 
-def test_the_watch_sees_torch_on_a_drawing_lane(qtbot, off_model_lane):
-    import torch
-
+def test_the_guard_sees_a_drawing_lane_compute_and_the_lane_follows_the_trace(qtbot, lanes_computing):
+    trace = fresh_recording(random_model("gpt", seed=1))
+    assert drawing_lane(trace) == MODEL and drawing_lane(None) == SHARED
     jobs = Jobs(None, lane=SHARED)
     done = []
-    jobs.start(lambda: float(torch.ones(4).sum()), on_returned=done.append)
+    jobs.start(lambda: trace.layer("decoder self", 0).shape, on_returned=done.append)
     qtbot.waitUntil(lambda: bool(done), timeout=10000)
-    assert done == [4.0] and (SHARED, "sum") in off_model_lane
+    assert SHARED in lanes_computing               # the guard sees a computation off the model lane
+    trace.weights("decoder self")                  # every kind held as arrays: drawn on the shared pool
+    assert drawing_lane(trace) == SHARED
 
 
-def test_every_view_draws_a_recording_with_torch_on_the_model_lane_only(qtbot, drawn, monkeypatch, off_model_lane):
+def test_every_view_computes_from_a_recording_on_the_model_lane_only(qtbot, drawn, monkeypatch, lanes_computing):
     import gui.views.head_detail as detail
     import gui.views.head_grid as grid
 
@@ -79,6 +71,7 @@ def test_every_view_draws_a_recording_with_torch_on_the_model_lane_only(qtbot, d
         view.resize(500, 400)
         view.show()
     trace = fresh_recording(state.loaded)
+    lanes_computing.clear()                              # the Run itself (here on the test's thread)
     state.set_trace(trace)
     drawn(*views)
     head_detail = next(v for v in views if isinstance(v, detail.HeadDetail))
@@ -87,4 +80,4 @@ def test_every_view_draws_a_recording_with_torch_on_the_model_lane_only(qtbot, d
     head_detail._zoom()
     qtbot.waitUntil(lambda: not head_detail.zoom_jobs.busy, timeout=10000)
     assert len(views) >= 5 and trace.held_bytes() > 0      # the drawings computed weights, on the model lane
-    assert off_model_lane == [], sorted(set(off_model_lane))
+    assert lanes_computing and set(lanes_computing) == {MODEL}, sorted(set(map(str, lanes_computing)))

@@ -2,9 +2,13 @@
 
 ``adapter_for(loaded)`` is the one place a family is mapped to code: our three families by
 name, every Hugging Face model by its role. Adding an architecture is one adapter here (or
-nothing at all, for a Hugging Face model whose role transformers already knows).
+nothing at all, for a Hugging Face model whose role transformers already knows). Public:
+``adapter_for``, ``Adapter`` and ``Framed`` (base.py: what the rest of the engine asks of a
+family), and the chat form's questions (chat.py: ``reads_chat``, ``check_prompt``).
 """
 from __future__ import annotations
+
+from engine.runtime.public import lazy
 
 
 def adapter_for(loaded):
@@ -24,3 +28,13 @@ def _make(loaded):
     from engine.adapters.scratch import BertAdapter, GPTAdapter, TranslatorAdapter
 
     return {"translator": TranslatorAdapter, "gpt": GPTAdapter, "bert": BertAdapter}[loaded.family](loaded)
+
+
+_PUBLIC = {
+    "Adapter": "base",
+    "Framed": "base",
+    "check_prompt": "chat",
+    "reads_chat": "chat",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["Adapter", "Framed", "adapter_for", "check_prompt", "reads_chat"]

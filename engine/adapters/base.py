@@ -18,6 +18,16 @@ from engine.seam import AttentionCall, Site, recording
 
 
 @dataclass
+class RecordedSizes:
+    """What one tiny recorded forward says about a model's attention (``Adapter.recorded_sizes``)."""
+    q: dict[str, int]          # kind -> bytes of queries per query token, summed over layers
+    k: dict[str, int]          # kind -> bytes of keys per key token, summed over layers
+    width: int                 # the widest query projection (heads x head size), for activations
+    heads: dict[str, int]      # kind -> layers x heads (for the dense size)
+    sites: dict                # Site -> its query heads (interventions are checked against them)
+
+
+@dataclass
 class Framed:
     """A text as the model reads it: ids and display tokens per side, and notes for the user."""
     source_ids: list[int] = field(default_factory=list)    # encoder side (encoders, a translator's source)
@@ -42,9 +52,10 @@ class Adapter:
         return self.loaded.device
 
     def frame(self, text: str, pair: str | None = None, target: str | None = None,
-              max_new_tokens: int = 64) -> Framed:
+              written: list[int] | None = None) -> Framed:
         """``text`` framed for a Run. encoders: ``pair`` is segment B; encoder-decoders:
-        ``target`` is a decoder prefix, else the model's own greedy output."""
+        ``target`` is a decoder prefix, else ``written``, the model's own output ids (an
+        encoder-decoder needs one of them: engine.decoding.greedy.frame gives the second)."""
         raise NotImplementedError
 
     def frame_ids(self, ids: list[int]) -> tuple[Framed, dict[str, int]]:
@@ -66,6 +77,31 @@ class Adapter:
     def plain_token_ids(self) -> list[int]:
         """Ids of ordinary tokens (no specials, no byte-fallback pieces): head-score sequences."""
         raise NotImplementedError
+
+    @torch.no_grad()
+    def recorded_sizes(self) -> RecordedSizes:
+        """Bytes per token of the recording, heads and widths, read off one recorded forward of
+        four plain tokens (kept per model): every estimate of a Run or a decoding cache uses
+        them, so it knows grouped-query attention, head sizes and dtypes without a table."""
+        cached = self.__dict__.get("_recorded_sizes")
+        if cached is None:
+            framed, _ = self.frame_ids(self.plain_token_ids()[:4])
+            with recording() as rec:
+                self.forward(framed)
+            q, k, heads, width = {}, {}, {}, 0
+            sites = {site: call.q.shape[1] for site, call in rec.calls.items()}
+            for site, call in rec.calls.items():
+                q[site.kind] = q.get(site.kind, 0) + call.q.nbytes // call.q.shape[2]
+                k[site.kind] = k.get(site.kind, 0) + call.k.nbytes // call.k.shape[2]
+                heads[site.kind] = heads.get(site.kind, 0) + call.q.shape[1]
+                width = max(width, call.q.shape[1] * call.q.shape[3])
+            cached = self.__dict__["_recorded_sizes"] = RecordedSizes(q, k, width, heads, sites)
+        return cached
+
+    def site_heads(self) -> dict[Site, int]:
+        """Every attention site of the model and its query heads, from the same tiny recorded
+        forward the estimates read (interventions are checked against them)."""
+        return self.recorded_sizes().sites
 
     def sites(self) -> list[Site]:
         """Every attention site of the model, in call order."""
@@ -155,20 +191,6 @@ class Adapter:
         (value-weighted attention)."""
         raise NotImplementedError
 
-    def greedy(self, text: str, max_new_tokens: int) -> list[int]:
-        """The model's greedy output ids for ``text``, without the end token (no recording)."""
-        from engine.decoding.records import DecodeSettings
-
-        st = self.stepper(text, DecodeSettings(max_new_tokens=max_new_tokens))
-        feed, out = torch.tensor([st.prompt_ids], device=self.device), []
-        for _ in range(st.limit):
-            nxt = int(st.logits(feed)[0].argmax())
-            if nxt in st.end_ids:
-                break
-            out.append(nxt)
-            feed = torch.tensor([[nxt]], device=self.device)
-        return out
-
 
 class Stepper:
     """Feeds new tokens to a model, keeping its cache. ``step`` returns the next-token logits
@@ -205,6 +227,15 @@ class Stepper:
 
     def reorder(self, index: torch.Tensor) -> None:
         self.past = select_batch(self.past, index)
+
+
+def own_output(written: list[int] | None, name: str) -> list[int]:
+    """An encoder-decoder's decoder tokens when no target prefix is given: the model's own output
+    ``written`` (engine.decoding.greedy.frame writes it: the adapters run no decoding loop)."""
+    if written is None:
+        raise ValueError(f"{name} is an encoder-decoder: frame it with a target prefix, or with its own output "
+                         "(engine.decoding.greedy.frame).")
+    return list(written)
 
 
 def newest_rows(calls: list[AttentionCall], width: int | None = None) -> torch.Tensor:

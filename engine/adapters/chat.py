@@ -10,6 +10,7 @@ refuses the chat form in one sentence rather than inventing a format.
 from __future__ import annotations
 
 from engine.inputs import Chat, InputError, check_text
+from engine.loading.loaded import LoadedModel
 
 
 def chat_template(loaded) -> str | None:
@@ -29,8 +30,6 @@ def check_prompt(loaded, text, what: str = "run"):
     """``text`` checked at the engine's door (engine.inputs.check_text); a Chat only for a model
     that reads chats (a Hugging Face decoder whose tokenizer carries a chat template), else
     InputError in one sentence."""
-    from engine.loading.loaded import LoadedModel
-
     if not isinstance(loaded, LoadedModel):
         raise InputError(not_a_model(loaded, what))
     text = check_text(text, what)
@@ -44,13 +43,17 @@ def check_prompt(loaded, text, what: str = "run"):
     return text
 
 
+# What to say when an object of a class that is not a model is asked to run, by class (engine.traces
+# registers its traces: "This is a recording ..."); {what} is the asked action. Read along the
+# object's class hierarchy, so this room needs to know no class above it.
+NOT_A_MODEL_SAYS: dict[type, str] = {}
+
+
 def not_a_model(obj, what: str) -> str:
     """What to say when something that is not a model (a recording, a path) is asked to ``what``."""
-    from engine.traces.base import AttentionTrace
-
-    if isinstance(obj, AttentionTrace):
-        return (f"This is a recording (the attention of one Run, without the model's weights): it can be drawn and "
-                f"exported, but nothing can {what} on it; open the model it was recorded from.")
+    said = next((NOT_A_MODEL_SAYS[c] for c in type(obj).__mro__ if c in NOT_A_MODEL_SAYS), None)
+    if said is not None:
+        return said.format(what=what)
     return f"A model is needed to {what}, not a {type(obj).__name__}; open one with engine.loading.catalog.open_model."
 
 

@@ -13,7 +13,7 @@ import inspect
 
 import torch
 
-from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, without_byte_pieces
+from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
 from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
 from engine.adapters.chat import chat_ids, end_ids
 from engine.inputs import Chat, InputError, keep_end
@@ -152,7 +152,7 @@ def find_projections(adapter) -> dict:
 class HFEncoderAdapter(HFAdapter):
     role = "encoder"
 
-    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+    def frame(self, text, pair=None, target=None, written=None):
         notes = []
         enc = encode_text(self.tok, text, pair, self.loaded.max_len, notes)
         unknown_pieces_note(self.tok, enc["input_ids"], notes)
@@ -171,7 +171,7 @@ class HFEncoderAdapter(HFAdapter):
 class HFDecoderAdapter(HFAdapter):
     role = "decoder"
 
-    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+    def frame(self, text, pair=None, target=None, written=None):
         notes = []
         ids = self.prompt_ids(text, self.loaded.max_len - 1, notes)   # as decoding reads it (room for a token)
         unknown_pieces_note(self.tok, ids, notes)
@@ -200,14 +200,14 @@ class HFSeq2SeqAdapter(HFAdapter):
         c = self.model.config
         return c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
 
-    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+    def frame(self, text, pair=None, target=None, written=None):
         notes = []
         enc = encode_text(self.tok, text, None, self.loaded.max_len, notes)
         unknown_pieces_note(self.tok, enc["input_ids"], notes)
         if target and target.strip():
             dec = [self.start_id] + list(self.tok(target, add_special_tokens=False)["input_ids"])[: self.loaded.max_len - 1]
         else:
-            dec = [self.start_id] + self.greedy(text, max_new_tokens)
+            dec = [self.start_id] + own_output(written, self.loaded.name)
         src = enc["input_ids"]
         return Framed(src, dec, readable_tokens(self.tok, src), readable_tokens(self.tok, dec), notes, enc)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, without_byte_pieces
+from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
 from engine.inputs import InputError, keep_end, keep_start, unknown_note
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from engine.models.layers import MultiHeadAttention
@@ -32,7 +32,7 @@ class ScratchAdapter(Adapter):
 class TranslatorAdapter(ScratchAdapter):
     role = "encoder-decoder"
 
-    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+    def frame(self, text, pair=None, target=None, written=None):
         src_tok, tgt_tok, n = self.loaded.tokenizer, self.loaded.tgt_tokenizer, self.model.config.max_len
         notes = []
         normalised = normalisation_note(src_tok, text)   # "The dog doesn't" read as "the dog does not"
@@ -43,7 +43,7 @@ class TranslatorAdapter(ScratchAdapter):
         if target is not None and target.strip():
             tgt_ids = [tgt_tok.bos_id] + keep_start(tgt_tok.encode(target), n - 1, notes, "target prefix")
         else:
-            tgt_ids = [tgt_tok.bos_id] + self.greedy(text, min(max_new_tokens, n - 1))
+            tgt_ids = [tgt_tok.bos_id] + own_output(written, self.loaded.name)
         return Framed(src_ids, tgt_ids, src_tok.tokens(src_ids), tgt_tok.tokens(tgt_ids), notes)
 
     def frame_ids(self, ids):
@@ -106,7 +106,7 @@ class _TranslatorStepper(Stepper):
 class GPTAdapter(ScratchAdapter):
     role = "decoder"
 
-    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+    def frame(self, text, pair=None, target=None, written=None):
         tok, notes = self.loaded.tokenizer, []
         unknown_note(tok, text, notes)
         n = self.model.config.block_size   # as decoding reads it: room for the first new token
@@ -160,7 +160,7 @@ class _GPTStepper(Stepper):
 class BertAdapter(ScratchAdapter):
     role = "encoder"
 
-    def frame(self, text, pair=None, target=None, max_new_tokens=64):
+    def frame(self, text, pair=None, target=None, written=None):
         tok, notes = self.loaded.tokenizer, []
         unknown_note(tok, text + " " + (pair or ""), notes)
         a = tok.encode(text)

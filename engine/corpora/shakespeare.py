@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import re
 from pathlib import Path
+from engine.runtime.files import atomic_path
 
 CORPUS = Path(__file__).resolve().parents[2] / "resources" / "corpora" / "shakespeare.txt.gz"
 POEMS = ("sonnets", "rape_of_lucrece", "lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle")
@@ -36,7 +37,6 @@ def _paragraphs(text: str) -> list[str]:
 
 def build_corpus(texts_dir: str | Path, out: str | Path = CORPUS) -> Path:
     """Write the plays of ``texts_dir`` (modern-spelling ``*_gut.txt``), sorted by name."""
-    from engine.runtime.files import atomic_path
 
     plays = sorted(p for p in Path(texts_dir).glob("*_gut.txt") if not p.name.startswith(POEMS))
     lines = [para for play in plays for para in _paragraphs(play.read_text(encoding="utf-8", errors="replace"))]

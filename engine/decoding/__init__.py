@@ -1,1 +1,23 @@
-"""Decoding step by step: the session that drives an adapter's stepper, and its plain records."""
+"""Decoding: the model's own greedy output (greedy.py, the one greedy loop, which a Run without a
+target prefix and the window's output line both read), the session that steps an adapter's
+stepper by greedy, beam or sampling (session.py), its plain records (records.py, no torch) and
+what its cache will need (cost.py). Public: ``DecodeSession``, ``decode_all``, ``model_output``,
+``DecodeSettings``, ``DecodeStep``, ``STRATEGIES``, and ``frame`` (a Run's framing with that output)."""
+from __future__ import annotations
+
+from engine.runtime.public import lazy
+
+_PUBLIC = {
+    "OWN_OUTPUT_TOKENS": "greedy",
+    "frame": "greedy",
+    "DecodeResult": "records",
+    "DecodeSettings": "records",
+    "DecodeStep": "records",
+    "STRATEGIES": "records",
+    "DecodeSession": "session",
+    "decode_all": "session",
+    "model_output": "session",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["DecodeResult", "DecodeSession", "DecodeSettings", "DecodeStep", "OWN_OUTPUT_TOKENS",
+           "STRATEGIES", "decode_all", "frame", "model_output"]

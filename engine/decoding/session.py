@@ -21,8 +21,9 @@ import torch
 from engine.adapters import adapter_for
 from engine.adapters.base import as_numpy as _rows
 from engine.adapters.chat import check_prompt
+from engine.decoding.cost import check_decoding
+from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame, greedy_text
 from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
-from engine.traces.estimate import check_decoding
 from engine.loading.loaded import LoadedModel
 from engine.seam import hooks
 
@@ -75,7 +76,7 @@ class DecodeSession:
         means = [h for h in self.changes if getattr(h, "takes_means", False)]
         if means and self.loaded.generates:
             adapter = adapter_for(self.loaded)
-            framed = adapter.frame(text)
+            framed = frame(adapter, text)
             with hooks(*means):
                 adapter.forward(framed)
 
@@ -188,12 +189,16 @@ def _distribution(logits: torch.Tensor, s: DecodeSettings | None, banned: list[i
     return probs
 
 
+def kl_divergence(p_before: torch.Tensor, p_after: torch.Tensor) -> float:
+    """KL(before || after) in nats of two distributions (V,); tokens with p_before = 0 add nothing."""
+    terms = p_before * (torch.log(p_before) - torch.log(p_after))
+    return float(torch.where(p_before > 0, terms, torch.zeros_like(terms)).sum())
+
+
 def _diff(before: torch.Tensor | None, after: torch.Tensor, b: int, tok, n: int = 5) -> StepDiff | None:
     """The step's top tokens (of either distribution) with p before/after, and KL(before || after)."""
     if before is None:
         return None
-    from engine.interventions.effect import kl_divergence
-
     pb, pa = torch.softmax(before[b].float(), -1), torch.softmax(after[b].float(), -1)   # (V,)
     ids = list(dict.fromkeys(pa.topk(n).indices.tolist() + pb.topk(n).indices.tolist()))
     ids.sort(key=lambda i: -float(pa[i]))
@@ -219,8 +224,13 @@ def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None =
 
 def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = None, interventions=None) -> str:
     """The model's own greedy output for ``text``, as text: a translation for an
-    encoder-decoder, a continuation for a decoder, "" for an encoder (the window shows it)."""
+    encoder-decoder (the very one a Run without a target prefix shows: engine.decoding.greedy,
+    ``OWN_OUTPUT_TOKENS`` tokens, under the same interventions), a continuation for a decoder,
+    "" for an encoder (the window shows it)."""
     if not loaded.generates:
         return ""
-    n = max_new_tokens or (40 if loaded.role == "encoder-decoder" else 24)
-    return decode_all(loaded, text, DecodeSettings(max_new_tokens=n), interventions, compare=False).text
+    text = check_prompt(loaded, text, "decode")
+    n = max_new_tokens or (OWN_OUTPUT_TOKENS if loaded.role == "encoder-decoder" else 24)
+    loaded.model.eval()
+    with torch.no_grad(), hooks(*(interventions.hooks() if interventions is not None else [])):
+        return greedy_text(adapter_for(loaded), text, n)

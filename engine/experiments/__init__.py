@@ -8,8 +8,22 @@ output at the seam, the residual stream before a block, a layer's attention and 
 and measures how much behaviour returns; attribution patching (attribution.py) estimates
 every cell from one backward; direct logit attribution (dla.py) splits the clean run's
 logit difference into each head's and MLP's share. One cache of activations, one hook
-mechanism (the seam and module hooks), shared with ablation and knockout.
+mechanism (the seam and module hooks), shared with ablation and knockout. Public: the names
+(names.py, no torch) and the entry points gui/ and cli/ use, listed in ``__all__``.
 """
-from engine.experiments.names import METHODS, METRICS, POINTS
+from engine.experiments.names import (DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, METHODS, METRICS, POINTS,
+                                      SEQ2SEQ_POINTS)
+from engine.runtime.public import lazy
 
-__all__ = ["METHODS", "METRICS", "POINTS"]
+_PUBLIC = {
+    "agreement": "attribution",
+    "PromptPair": "pairs",
+    "frame_pair": "pairs",
+    "next_tokens": "pairs",
+    "read_pairs": "pairs",
+    "experiment": "run",
+    "over_pairs": "run",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["DLA", "HEAD_KIND", "LOGIT_DIFF", "LOGPROB", "METHODS", "METRICS", "POINTS", "PromptPair", "SEQ2SEQ_POINTS",
+           "agreement", "experiment", "frame_pair", "next_tokens", "over_pairs", "read_pairs"]

@@ -29,10 +29,7 @@ from engine.inputs import InputError
 from engine.interventions import Interventions
 from engine.kinds import DECODER_SELF
 from engine.seam import Site
-
-
-def _first(x):
-    return x[0] if isinstance(x, (tuple, list)) else x
+from engine.seam.hf_attention import first_of
 
 
 class FrozenNorm:
@@ -86,7 +83,7 @@ def direct_logit_attribution(loaded, pair: FramedPair, metric: str = LOGIT_DIFF,
     corrupt = float(metric_of(capture(points, pair.corrupt, keep_blocks=False, interventions=interventions).last_logits,
                               pair.answers, metric))
     clean = float(metric_of(run.last_logits, pair.answers, metric))
-    x = _first(run.blocks[-1])[0, -1].float()                                      # (D,) the final residual stream
+    x = first_of(run.blocks[-1])[0, -1].float()                                      # (D,) the final residual stream
     parts, labels = [run.at[(RESID_PRE, 0)][-1].float()], ["embed"]
     for layer in range(points.layers):
         w_out, _ = adapter.output_projection(Site(DECODER_SELF, layer))             # (D, H * Dv)

@@ -14,8 +14,12 @@ from pathlib import Path
 from engine.adapters import adapter_for
 from engine.adapters.base import Framed
 from engine.adapters.chat import check_prompt
+from engine.adapters.hf_text import byte_labels
+from engine.corpora.pairs_file import read_tsv_rows
 from engine.inputs import InputError
+from engine.interventions import applied
 from engine.interventions.lens import adapter_tokens
+from engine.models.tokenizer import raw_pieces
 
 COLUMNS = ("clean", "corrupt", "answer", "wrong answer")
 
@@ -110,7 +114,6 @@ def _with_prefix(adapter, text: str, prefix: str) -> Framed:
 def read_pairs(path: str | Path) -> list[PromptPair]:
     """The prompt pairs of a TSV file (clean, corrupt, answer, wrong answer; one pair a line).
     Answers keep their leading space: ' Mary' is the token that starts a word."""
-    from engine.corpora.pairs_file import read_tsv_rows
 
     try:
         rows = read_tsv_rows(path, COLUMNS, "prompt pairs", strip=False, numbered=True)
@@ -124,8 +127,6 @@ def answer_texts(loaded, ids) -> list[str]:
     leading space kept (' honour' starts a word; 'our' goes on one), no '##' (the axes' mark
     for a piece inside a word, which the first of a list lost); byte pieces (<0xC3>) and
     special tokens as the vocabulary spells them."""
-    from engine.adapters.hf_text import byte_labels
-    from engine.models.tokenizer import raw_pieces
 
     tokens = adapter_tokens(loaded)
     hf = getattr(tokens, "hf", None)
@@ -149,8 +150,6 @@ def next_tokens(loaded, text: str, k: int = 5, target: str | None = None, keep=(
     the window offers for a pair (the clean run's and the corrupted run's). The forward runs
     with ``interventions`` (engine.interventions), as the experiment's do."""
     import torch
-
-    from engine.interventions import applied
 
     adapter = adapter_for(loaded)
     text = check_prompt(loaded, text)

@@ -36,9 +36,11 @@ from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF,
 from engine.inputs import InputError
 from engine.interventions import Interventions, applied
 from engine.interventions.refs import MEAN
-from engine.loading.validation import MEMORY_SHARE, available_memory, gib
+from engine.interventions.spec import check_fits
+from engine.runtime.free_memory import MEMORY_SHARE, free_bytes, gib
 from engine.runtime.steps import drive as run_to_end  # noqa: F401 - drives a patching generator headless
 from engine.traces.base import RunCancelled
+from engine.traces.estimate import estimate_run
 MAX_BATCH_TOKENS = 8192      # tokens in one batch of patched copies: plenty for a CPU's cache, and a GPU's launches
 
 
@@ -160,18 +162,11 @@ def cost(points: Points, act: str, layer: int) -> float:
     return (every - len(skipped(points, act, layer)[0])) / every
 
 
-def free_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    return available_memory()
-
-
 def estimate_patching(points: Points, framed, dims: dict[str, Dims], forward_seconds: float,
                       max_batch: int | None = None) -> PatchEstimate:
     """What exact patching of the points in ``dims`` will take, before it runs: the runs, their
     cost in whole forwards (a run patching layer l computes layers l .. L-1 only), the batch
     the memory allows."""
-    from engine.traces.estimate import estimate_run
 
     tokens = max(len(framed.target_ids), len(framed.source_ids))
     per_copy = estimate_run(points.adapter, framed).working          # a forward's peak working memory
@@ -240,7 +235,6 @@ def prepared(loaded, pair: FramedPair, what, noising: bool, interventions: Inter
 def check_interventions(loaded, pair: FramedPair, interventions: Interventions | None) -> None:
     """InputError in one sentence when ``interventions`` do not fit the model or the pair's texts
     (a head it lacks, a knocked-out position past the text): before any forward."""
-    from engine.interventions.spec import check_fits
 
     adapter = adapter_for(loaded)
     check_fits(interventions, adapter)

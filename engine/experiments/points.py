@@ -25,11 +25,13 @@ import torch
 
 from engine.interventions import Interventions, applied
 from engine.kinds import ENCODER_SELF
+from engine.runtime.modules import handing_back
 from engine.seam import SeamHook, Site, hooks
 
 from engine.experiments.names import (ATTN_OUT, CROSS_HEADS, CROSS_HEADS_BY_POS, ENCODER_HEADS,  # noqa: F401
                                       ENCODER_HEADS_BY_POS, HEAD_KIND, HEADS, HEADS_BY_POS, LOGIT_DIFF, LOGPROB,
                                       METRICS, MLP_OUT, POINTS, RESID_PRE, SEQ2SEQ_POINTS)
+from engine.inputs import InputError
 # The activation each point patches: a head by position patches the same tensor as a head.
 ACTIVATION = {HEADS: HEADS, HEADS_BY_POS: HEADS, RESID_PRE: RESID_PRE, ATTN_OUT: ATTN_OUT, MLP_OUT: MLP_OUT,
               CROSS_HEADS: CROSS_HEADS, CROSS_HEADS_BY_POS: CROSS_HEADS,
@@ -73,7 +75,6 @@ class Points:
         kinds = {s.kind for s in adapter.site_modules()}
         missing = [a for a in activations if a in HEAD_KIND and HEAD_KIND[a] not in kinds]
         if missing:
-            from engine.inputs import InputError
 
             raise InputError(f"{adapter.loaded.name} has no {HEAD_KIND[missing[0]]} attention to patch "
                              f"({missing[0]}).")
@@ -161,19 +162,9 @@ def skipped(points: Points, act: str, layer: int, base: Activations | None = Non
 def skipping(blocks: list, outputs: list, copies: int):
     """``blocks`` hand back the unpatched run's ``outputs``, repeated for ``copies`` rows,
     without computing: what they would compute, since nothing before them is patched."""
-    saved = []
-    try:
-        for block, out in zip(blocks, outputs):
-            repeated = _tree(out, lambda t: t.expand(copies, *t.shape[1:]).contiguous() if t.shape[:1] == (1,) else t)
-            saved.append((block, block.__dict__.get("forward")))
-            block.forward = lambda *_a, _out=repeated, **_k: _out      # an instance attribute shadows the method
+    repeat = lambda t: t.expand(copies, *t.shape[1:]).contiguous() if t.shape[:1] == (1,) else t  # noqa: E731
+    with handing_back(blocks, [_tree(out, repeat) for out in outputs]):
         yield
-    finally:
-        for block, own in saved:        # accelerate's hooks set their own forward: put it back
-            if own is None:
-                del block.forward
-            else:
-                block.forward = own
 
 
 @contextlib.contextmanager

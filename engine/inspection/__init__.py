@@ -1,1 +1,32 @@
-"""Numbers computed from traces and recordings: statistics, rollout, head scores, neurons, export."""
+"""Numbers computed from traces and recordings: head statistics, rollout, head scores
+(analysis.py), each query's strongest keys (top_keys.py), q and k of the recording (neurons.py),
+two models compared (compare.py) and exports to .npz and CSV (export.py). Public: the names
+gui/ and cli/ use, listed in ``__all__``."""
+from __future__ import annotations
+
+from engine.runtime.public import lazy
+
+_PUBLIC = {
+    "compare_traces": "analysis",
+    "layer_aggregate": "analysis",
+    "mechanism_report": "analysis",
+    "mechanism_scores": "analysis",
+    "trace_head_statistics": "analysis",
+    "trace_rollout": "analysis",
+    "EXPORT_LIMIT_BYTES": "export",
+    "ExportAsk": "export",
+    "ExportError": "export",
+    "estimate_export": "export",
+    "export_trace": "export",
+    "load_npz": "export",
+    "recording_words": "export",
+    "refusal": "export",
+    "QueryKeys": "neurons",
+    "query_keys": "neurons",
+    "TopKeys": "top_keys",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["EXPORT_LIMIT_BYTES", "ExportAsk", "ExportError", "QueryKeys", "TopKeys", "compare_traces",
+           "estimate_export", "export_trace", "layer_aggregate", "load_npz", "mechanism_report",
+           "mechanism_scores", "query_keys", "recording_words", "refusal", "trace_head_statistics",
+           "trace_rollout"]

@@ -11,7 +11,10 @@ import weakref
 
 import numpy as np
 
-from engine.kinds import CROSS
+from engine.adapters import adapter_for
+from engine.kinds import CROSS, QUERY_SIDE
+from engine.traces import base
+from engine.traces.base import TraceTooLarge, layer_started, sizes_apart
 
 
 def layer_aggregate(weights: np.ndarray, how: str = "mean") -> np.ndarray:
@@ -85,7 +88,6 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     running product, on the trace's device, so three T x T arrays are the most held (at 4k
     tokens of 16 x 20 heads the dense weights are 21 GB, the three 0.2 GB); TraceTooLarge with
     the numbers past base.DENSE_VIEW_BYTES (about 6.5k tokens). ``report``/``stop`` as ``trace_head_statistics``."""
-    from engine.traces.base import DENSE_VIEW_BYTES, TraceTooLarge, layer_started, sizes_apart
 
     tq, tk = trace.shape(kind)[2:]
     if tq != tk:
@@ -95,8 +97,8 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     except TraceTooLarge:
         pass
     need = 3 * tq * tq * 4
-    if need > DENSE_VIEW_BYTES:
-        need_s, limit_s = sizes_apart(need, DENSE_VIEW_BYTES)
+    if need > base.DENSE_VIEW_BYTES:       # read when asked: a test lowers it
+        need_s, limit_s = sizes_apart(need, base.DENSE_VIEW_BYTES)
         raise TraceTooLarge(f"Rollout of {tq:,} tokens holds three {tq:,} x {tq:,} maps = {need_s}, more than the "
                             f"{limit_s} a view may take; a layer's mean or max of heads draws it.")
     import torch
@@ -127,7 +129,6 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str,
     so nothing larger than a block is held: at 4k tokens of 16 layers x 20 heads the dense
     weights are 21 GB, and the view refused. ``report(("overview", layers done, layers))``
     after each layer; ``stop()`` true ends it between two layers (RunCancelled)."""
-    from engine.traces.base import TraceTooLarge
 
     q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
     try:
@@ -138,8 +139,6 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str,
 
 def _blocked_head_statistics(trace, kind: str, key_tokens: list[str], report=None, stop=None) -> dict:
     import torch
-
-    from engine.traces.base import layer_started
 
     L, H, tq, tk = trace.shape(kind)
     diagonal = tq == tk and kind != CROSS
@@ -260,9 +259,7 @@ def _mechanism_forward(loaded) -> dict:
     """{"kinds": kind -> scores, "fed": kind -> ids fed on that side, "starts", "half"}."""
     import torch
 
-    from engine.adapters import adapter_for
-    from engine.kinds import QUERY_SIDE
-    from engine.seam import recording
+    from engine.seam import recording   # torch: analysis.py imports none until a forward is asked for
 
     adapter = adapter_for(loaded)
     ids = repeated_random_tokens(adapter.plain_token_ids(), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))

@@ -5,13 +5,13 @@ import torch
 
 from engine.loading.loaded import LoadedModel
 from engine.models.outputs import ENCODER_SELF
+from engine.traces.tracing import trace_text
 
 
 @torch.no_grad()
 def compare(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
     """Max absolute difference of every encoder attention map of two models on the same text."""
     from engine.inspection.analysis import compare_traces
-    from engine.traces.tracing import trace_text
 
     ta, tb = trace_text(a, text, pair=pair), trace_text(b, text, pair=pair)
     result = compare_traces(ta, tb, ENCODER_SELF)

@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from engine.inspection.export_files import NpzWriter, compressed_bytes, csv_field, csv_header, csv_lines
-from engine.runtime.files import atomic_path
+from engine.runtime.files import atomic_path, open_npz
 from engine.traces.base import AttentionTrace, RunCancelled, size, sizes_apart
 from engine.traces.dense import DenseTrace
 
@@ -145,7 +145,7 @@ class ExportEstimate:
     def describe(self) -> str:
         """'4 layers x 8 heads x 4,071 x 4,071 tokens = 2.0 GB as float32: an NPZ file of about
         868.9 MB, about 60 s'."""
-        from engine.traces.estimate import duration
+        from engine.traces.estimate import duration   # torch: export.py imports none until an estimate is said
 
         took = ("" if self.seconds is None else ", a moment" if self.seconds < 0.05
                 else f", about {duration(self.seconds)}")
@@ -189,7 +189,7 @@ def estimate_export(trace: AttentionTrace, ask: ExportAsk, fmt: str, measure: bo
             cells, raw = cells + n, raw + 4 * (n + L * H * _pixels(tq))
             file += 4 * n if fmt == "npz" else n * (len(kind) + 30 + WEIGHT_CHARS)
             if measure:
-                from engine.traces.estimate import estimate_drawing
+                from engine.traces.estimate import estimate_drawing   # torch, to time a sample: imported when asked
 
                 seconds += estimate_drawing(trace, kind, L * H).seconds + (
                     n * POOLED_CSV_SECONDS if fmt == "csv" else 0.0)
@@ -260,7 +260,6 @@ def save_csv(trace: AttentionTrace, path: str | Path) -> Path:
 def load_npz(path: str | Path) -> DenseTrace:
     """A trace written by ``save_npz`` (every head, of every kind or one); ValueError with a
     message for any other or broken file."""
-    from engine.training.timelapse import open_npz
 
     with open_npz(path, "trace export") as f:
         what = str(f["what"]) if "what" in f.files else "trace"
@@ -425,7 +424,7 @@ def _pixels(tokens: int) -> int:
 
 def _bins(tokens: int, n: int) -> np.ndarray:
     """(n, 2) the [start, stop) tokens of each of the ``n`` pixels ``thumbnails`` pooled ``tokens`` to."""
-    from engine.traces.pooling import block
+    from engine.traces.pooling import block   # torch, as the pooling itself: imported when asked
 
     starts = np.arange(n, dtype=np.int64) * block(tokens, POOLED_PIXELS)
     return np.stack([starts, np.minimum(starts + block(tokens, POOLED_PIXELS), tokens)], axis=1)

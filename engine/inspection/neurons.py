@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.traces.base import AttentionTrace
 from engine.traces.words import merge_pieces
 
@@ -102,7 +103,6 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
                      "so the row sums to less than 1.")
     groups = None
     if trace.groups:
-        from engine.kinds import KEY_SIDE, QUERY_SIDE
         groups = (trace.groups[QUERY_SIDE[kind]], trace.groups[KEY_SIDE[kind]])
         notes.append("Words merged: a word's vectors are its pieces' mean; its weights are the trace's.")
     return QueryKeys(call.q[b, head, :tq].float().cpu().numpy(), call.k[b, kv, :tk].float().cpu().numpy(),

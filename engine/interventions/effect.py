@@ -12,6 +12,8 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
+from engine.decoding.greedy import frame
+from engine.decoding.session import kl_divergence
 from engine.inputs import InputError, check_optional_text
 from engine.interventions.spec import Interventions, applied, check_fits, notes_of
 
@@ -56,12 +58,6 @@ def first_divergence(before: torch.Tensor, after: torch.Tensor) -> int:
     return int(differs[0, 0]) if len(differs) else before.shape[0] - 1
 
 
-def kl_divergence(p_before: torch.Tensor, p_after: torch.Tensor) -> float:
-    """KL(before || after) in nats of two distributions (V,); tokens with p_before = 0 add nothing."""
-    terms = p_before * (torch.log(p_before) - torch.log(p_after))
-    return float(torch.where(p_before > 0, terms, torch.zeros_like(terms)).sum())
-
-
 @torch.no_grad()
 def effect(loaded, text: str, spec: Interventions, target: str | None = None, k: int = 10) -> Effect:
     """The next-token distribution before and after ``spec``: at the text's last position; for
@@ -76,7 +72,7 @@ def effect(loaded, text: str, spec: Interventions, target: str | None = None, k:
     loaded.model.eval()
     adapter = adapter_for(loaded)
     check_fits(spec, adapter)                                              # kinds, layers, heads
-    framed = adapter.frame(text, target=target)
+    framed = frame(adapter, text, target=target)
     check_fits(spec, adapter, framed)                                      # positions, on this text
     before, after, notes = logits_pair(loaded, framed, spec)               # (T, V) each
     own_output = loaded.role == "encoder-decoder" and target is None

@@ -5,8 +5,10 @@ block differs by family (a final LayerNorm or RMSNorm, T5's d_model**-0.5 rescal
 tied head, BART's final_logits_bias, Gemma 2's final softcap), and the model already knows
 it. So the residual stream after layer l is put in place of the last block's output and
 the model finishes its own forward: the unembedding is exactly the model's, and at the last
-layer the lens is the model's prediction. One forward per layer; fine for a lens asked on
-demand (the blocks before the last are recomputed and discarded).
+layer the lens is the model's prediction. Each block is computed once: one forward keeps every
+block's output, and each layer is read through the final norm and unembedding where they are
+all that follows the blocks, else by a forward in which every block hands back its recorded
+output (engine.runtime.modules.handing_back) and only what surrounds the blocks runs.
 """
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
+from engine.decoding.greedy import frame
 from engine.inputs import InputError, check_optional_text
 from engine.interventions.spec import Interventions, applied, check_fits
+from engine.runtime.modules import handing_back
+from engine.seam.hf_attention import first_of
 
 
 @dataclass
@@ -35,10 +40,6 @@ class Lens:
         return self.top_ids.shape[0]
 
 
-def _first(out):
-    return out[0] if isinstance(out, tuple) else out
-
-
 @torch.no_grad()
 def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions | None = None, k: int = 5) -> Lens:
     """The lens of ``text`` (an encoder-decoder's ``target`` is its decoder prefix, else its own
@@ -53,7 +54,7 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
     blocks = adapter.residual_blocks()
     check_fits(spec, adapter)                                   # kinds, layers, heads: before any forward
     with applied(spec):
-        framed = adapter.frame(text, target=target)
+        framed = frame(adapter, text, target=target)
     check_fits(spec, adapter, framed)                           # positions, on this text
     outs: list = []                                             # each block's output, as it returned it
     handles = [b.register_forward_hook(lambda _m, _i, out: outs.append(out)) for b in blocks]
@@ -63,7 +64,7 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
     finally:
         for h in handles:
             h.remove()
-    stream = [_first(out).detach() for out in outs]                            # each (1, T, D)
+    stream = [first_of(out).detach() for out in outs]                            # each (1, T, D)
     # One layer's (T, V) distribution at a time: all of them at once would be L x T x V floats
     # (16 layers x 1,024 tokens x 32k words: 2 GB).
     predicted = final[0].argmax(-1)                                            # (T,)
@@ -90,7 +91,7 @@ def _reader(adapter, blocks, framed, outs: list, final: torch.Tensor):
     2's softcap). The whole forward again for each layer cost 16 forwards for a 16-layer model:
     175 s of the Lens at 4k tokens of a 236 M Llama on a CPU."""
     norm, head = adapter.final_norm(), adapter.unembedding()
-    if norm is not None and torch.equal(head(norm(_first(outs[-1]))), final):
+    if norm is not None and torch.equal(head(norm(first_of(outs[-1]))), final):
         return lambda hidden: head(norm(hidden))
     return lambda hidden: _replay(adapter, framed, blocks, outs, hidden)
 
@@ -103,17 +104,8 @@ def _replay(adapter, framed, blocks, outs: list, hidden: torch.Tensor) -> torch.
     runs as the model runs it, and no block's attention or MLP does."""
     last = outs[-1]
     given = outs[:-1] + [(hidden, *last[1:]) if isinstance(last, tuple) else hidden]
-    kept = [block.__dict__.get("forward") for block in blocks]     # a wrapper of its own (accelerate's), kept
-    for block, out in zip(blocks, given):
-        block.forward = lambda *_args, _out=out, **_kwargs: _out
-    try:
+    with handing_back(blocks, given):
         return adapter.forward(framed)
-    finally:
-        for block, own in zip(blocks, kept):
-            if own is None:
-                del block.forward
-            else:
-                block.forward = own
 
 
 def adapter_tokens(loaded):

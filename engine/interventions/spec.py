@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, replace
 
+from engine.inputs import InputError
 from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
+from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 
 __all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "check_fits", "malformed", "marked",
            "notes_of", "problem"]
@@ -68,7 +70,6 @@ def malformed(spec) -> str | None:
     """Why ``spec`` is not an Interventions record the engine can turn into hooks (a script
     built it by hand: a head that is not a HeadRef, a mode or kind attnscope does not know,
     positions that are not whole numbers); None when it is well formed."""
-    from engine.kinds import KINDS
 
     def whole(x) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and x >= 0
@@ -137,9 +138,6 @@ def check_fits(spec: Interventions | None, adapter, framed=None) -> None:
     engine's own check, so a script calling effect() or logit_lens() gets the CLI's refusals.
     The model's heads come from one tiny recorded forward, kept per model
     (engine.traces.estimate)."""
-    from engine.inputs import InputError
-    from engine.kinds import KEY_SIDE, QUERY_SIDE
-    from engine.traces.estimate import site_heads
 
     if spec is None:
         return
@@ -149,7 +147,7 @@ def check_fits(spec: Interventions | None, adapter, framed=None) -> None:
         if framed is not None:
             sides = {"source": len(framed.source_ids), "target": len(framed.target_ids)}
             lengths = {kind: (sides[QUERY_SIDE[kind]], sides[KEY_SIDE[kind]]) for kind in QUERY_SIDE}
-        why = problem(spec, site_heads(adapter), lengths)
+        why = problem(spec, adapter.site_heads(), lengths)
     if why is not None:
         raise InputError(f"These interventions do not fit {adapter.loaded.name}: {why}.")
 
@@ -171,7 +169,7 @@ def marked(made: list, calls: dict) -> dict:
 def applied(spec: Interventions | None):
     """``with applied(spec) as hooks: model(...)``: the forward runs with ``spec``; ``hooks``
     are the seam hooks made for it (a Knockout among them marks the recorded calls)."""
-    from engine.seam import hooks
+    from engine.seam import hooks   # torch: spec.py (the record AppState holds) imports none at start-up
 
     made = spec.hooks() if spec is not None else []
     if not made:

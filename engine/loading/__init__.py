@@ -1,1 +1,27 @@
-"""Every way a model enters: checkpoints, Hugging Face folders, the catalog of sources, and the validation boundary."""
+"""Every way a model enters: ``open_model`` (catalog.py) resolves what was named (a file, a
+folder, a hub id, a bundled model) and the pipeline (pipeline.py) describes, checks and builds
+it in numbered stages, each stage's rules beside it; checkpoints are saved and read
+(checkpoint.py), the Hugging Face cache listed (cache_listing.py, hub_cache.py). Public: the
+names gui/ and cli/ use, listed in ``__all__``."""
+from __future__ import annotations
+
+from engine.runtime.public import lazy
+
+_PUBLIC = {
+    "cached_snapshots": "cache_listing",
+    "checked": "cache_listing",
+    "open_model": "catalog",
+    "CheckpointError": "checkpoint",
+    "check_checkpoint_path": "checkpoint",
+    "load_checkpoint": "checkpoint",
+    "save_checkpoint": "checkpoint",
+    "hf_to_scratch": "convert",
+    "random_model": "demo",
+    "cache_dir": "hub_cache",
+    "LoadedModel": "loaded",
+    "accelerate_missing": "placement",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["CheckpointError", "LoadedModel", "accelerate_missing", "cache_dir", "cached_snapshots",
+           "check_checkpoint_path", "checked", "hf_to_scratch", "load_checkpoint", "open_model",
+           "random_model", "save_checkpoint"]

@@ -8,7 +8,7 @@ so loading takes about the model's size on disk and no more; every tensor handed
 every byte read is reported (engine.loading.progress), and a stop asked between two tensors
 ends the load with nothing kept. Our checkpoints are built from their family's class and
 their weights loaded once names and shapes match; a random model is made by
-engine.loading.demo. Every weight read is checked finite (engine.loading.validation).
+engine.loading.demo. Every weight read is checked finite (``check_tensors``, below).
 """
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ from pathlib import Path
 
 import torch
 
-from engine.loading.checkpoint_format import CheckpointError, damaged, name_list
+from engine.errors import HFModelError, ModelLoadError, first_line
 from engine.loading.check import Plan
+from engine.loading.checkpoint_format import CheckpointError, damaged, name_list
 from engine.loading.describe import Description
 from engine.loading.loaded import LoadedModel
 from engine.loading.progress import LoadCancelled, Reporter, counting_tensors
-from engine.loading.validation import HFModelError, check_tensors, first_line
+from engine.models import FAMILIES
 from engine.runtime.quiet import quiet_transformers
+from engine.seam.hf_attention import NAME as SEAM, register as register_seam
 
 SIDE_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                    "added_tokens.json", "vocab.json")
@@ -47,8 +49,6 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     "hf-seq2seq", with its tokenizer; a spread model's weights that stay off the computing
     device (in RAM or on the disk) are read at each forward, not here (a note says how many)."""
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from engine.seam.hf_attention import NAME as SEAM, register as register_seam
 
     path, role, config, found = files.folder, files.role, plan.config, files.source
     source, given = str(path), found.given if found else str(path)
@@ -133,7 +133,6 @@ def _broken_json_file(path) -> str | None:
 def _build_checkpoint(files: Description, plan: Plan) -> LoadedModel:
     """Our family's model (random weights first), its tensors' names and shapes checked
     against it before any tensor is read, then its weights loaded and checked finite."""
-    from engine.models import FAMILIES
 
     file = files.checkpoint
     name = file.path.name
@@ -195,3 +194,39 @@ def _check_names_and_shapes(name: str, model: torch.nn.Module, shapes: dict[str,
            for k in shapes if tuple(shapes[k]) != tuple(expected[k].shape)]
     if bad:
         raise CheckpointError(f"{name}: tensor shapes do not match the config: {'; '.join(bad[:3])}.")
+
+
+# ---- the rule this stage asks: weights that are real, finite floats ---------------------------------
+_FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+
+def check_tensors(source: str, tensors) -> None:
+    """Every weight is a real-valued float tensor with finite values (NaN or Inf would make every
+    output NaN: silent garbage). ``tensors`` yields (name, tensor)."""
+    import torch
+
+    for name, t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise ModelLoadError(f"{source}: {name} is a {type(t).__name__}, not a tensor; the file was edited or "
+                                 "written by another program. Save the model again.")
+        if str(t.dtype).removeprefix("torch.") not in _FLOAT_NAMES:
+            raise ModelLoadError(f"{source}: the weights {name} are of type {str(t.dtype).removeprefix('torch.')}; "
+                                 "weights must be floating point (float16, bfloat16 or float32). Save the model again.")
+        if t.numel() and not _finite(t):
+            raise ModelLoadError(f"{source}: the weights {name} hold NaN or infinite values, so every output would be "
+                                 "NaN. The training diverged or the file is damaged; use an earlier checkpoint.")
+
+
+def _finite(t) -> bool:
+    """No NaN or infinity in ``t``. Its sum is finite only then (a NaN or an infinity anywhere
+    makes it NaN or infinite), one pass that allocates nothing the size of ``t`` (isfinite
+    would make a mask as large as the tensor: a 1 GB embedding, a 1 GB mask) and half the
+    time of min and max (640 M bf16 weights: 0.10 s against 0.20 s). Finite values whose sum
+    overflows are told apart by their smallest and largest, which are NaN when any value is."""
+    import torch
+
+    t = t.detach()
+    if bool(torch.isfinite(t.sum())):
+        return True
+    low, high = torch.aminmax(t)
+    return bool(torch.isfinite(low) & torch.isfinite(high))

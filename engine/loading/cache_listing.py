@@ -14,7 +14,7 @@ from pathlib import Path
 from engine.loading.check import check_folder
 from engine.loading.describe import describe_folder, read_config
 from engine.loading.hub_cache import cache_dir, cached_snapshot, newest_snapshot
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.loading.hub_cache import looks_like_hub_id
-from engine.loading.validation import ModelLoadError
-from engine.runtime.device import SPREAD
+from engine.errors import ModelLoadError
+from engine.runtime.device import SPREAD, pick_device
 
 if TYPE_CHECKING:
     import torch
@@ -59,7 +59,7 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     the build: the window's bar, the CLI's tqdm); once ``stop()`` is true the load ends with
     LoadCancelled (a ModelLoadError) and nothing of it is kept.
 
-    Every refusal is an ``engine.loading.validation.ModelLoadError`` whose message names the file,
+    Every refusal is an ``engine.errors.ModelLoadError`` whose message names the file,
     of the source's own type (HFModelError for a folder or hub id, CheckpointError for a file);
     an unexpected failure inside a stage (a library's own exception, an allocation that
     fails) becomes one too, so callers catch one type and show one sentence."""
@@ -67,7 +67,6 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
 
     from engine.loading.pipeline import load
     from engine.loading.source import Source
-    from engine.runtime.device import pick_device
 
     if not (device is None or isinstance(device, (str, torch.device))):
         raise ModelLoadError(f"The device to open {source} on is a name such as 'auto', 'cpu', 'cuda', 'cuda:1', 'mps' "

@@ -2,28 +2,34 @@
 will it be held? The answer is a Plan; a model that may not is refused with numbers.
 
 What is decided from the Description alone, before a tensor is allocated:
-- a Hugging Face folder: its config's values and sizes (engine.loading.validation's rules,
-  then transformers' own config class), the dtype its weights are held in on the device
-  (the checkpoint's own where the device computes it), the memory that takes, that it has a
-  tokenizer, and, spread over every device (engine.loading.placement), where it goes;
+- a Hugging Face folder: its config's values and sizes (the rules below, then transformers'
+  own config class), that it has a tokenizer, the dtype its weights are held in on the device
+  (the checkpoint's own where the device computes it), the memory that takes, and, spread
+  over every device (engine.loading.placement), where it goes;
 - one of our checkpoints: its format version and family, its config against the family's
   bounds and the memory, its tokenizers against the embedding's rows.
-Every refusal is engine.loading.validation's (one place for the words); this module only
-decides what to ask, in the order a user would want to hear it.
+The rules this stage asks live here, beside it (sane bounds far beyond any model attnscope can
+draw, each family's fields, Hugging Face configs, parameter counts); the memory's refusal is
+engine.runtime.free_memory's, as every estimate's. Each refusal is one ModelLoadError (an
+HFModelError for a folder) that names the file and says what would work.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from engine.errors import HFModelError, ModelLoadError, first_line
 from engine.loading.checkpoint_format import FORMAT_VERSION, CheckpointError
 from engine.loading.describe import ITEM_BYTES, Description, WeightFiles
-from engine.loading.validation import (check_activation, check_config, check_hf_sizes, check_memory, check_model_size,
-                                       check_tokenizer_files, first_line, hf_config)
+from engine.models import FAMILIES
+from engine.models.tokenizer import Tokenizer
+from engine.runtime.free_memory import check_memory
+from engine.runtime.quiet import quiet_transformers
 
 if TYPE_CHECKING:
     from engine.loading.placement import SpreadPlan
@@ -36,6 +42,270 @@ BERT_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 1
 # the torch dtype of each stored float dtype, and its name for people
 TORCH_DTYPE = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64}
 DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32", torch.float64: "float64"}
+
+
+# ---- the rules this stage asks: bounds, each family's fields, Hugging Face configs, sizes --------
+# Sane bounds: far beyond any model attnscope can draw, far below what would exhaust a machine.
+MAX_LAYERS = 256
+MAX_HEADS = 256
+MAX_WIDTH = 65_536
+MAX_FFN = 262_144
+MAX_VOCAB = 2_000_000
+MIN_POSITIONS = 2
+MAX_POSITIONS = 131_072
+MAX_TYPE_VOCAB = 1024
+
+
+# ---- field rules ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Int:
+    lo: int
+    hi: int
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Float:
+    lo: float
+    hi: float
+    meaning: str
+    lo_open: bool = False   # lo itself is not allowed
+    hi_open: bool = False   # hi itself is not allowed
+
+
+@dataclass(frozen=True)
+class Bool:
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    options: tuple
+    meaning: str
+
+
+@dataclass(frozen=True)
+class OptionalIndex:
+    meaning: str            # an id into the vocabulary, or null (checked against the vocabulary later)
+
+
+LAYERS = Int(1, MAX_LAYERS, "the number of layers")
+HEADS = Int(1, MAX_HEADS, "the number of attention heads")
+WIDTH = Int(1, MAX_WIDTH, "the model width")
+FFN = Int(1, MAX_FFN, "the feed-forward width")
+VOCAB = Int(1, MAX_VOCAB, "the vocabulary size")
+POSITIONS = Int(MIN_POSITIONS, MAX_POSITIONS, "the longest sequence (positions)")
+PROB = Float(0.0, 1.0, "a dropout probability", hi_open=True)
+
+RULES: dict[str, dict[str, object]] = {
+    "translator": {
+        "src_vocab_size": VOCAB, "tgt_vocab_size": VOCAB, "d_model": WIDTH, "n_head": HEADS,
+        "n_encoder_layers": LAYERS, "n_decoder_layers": LAYERS, "d_ff": FFN, "dropout": PROB, "max_len": POSITIONS,
+        "norm_first": Bool("norm_first"), "share_embeddings": Bool("share_embeddings"),
+        "pad_id": Int(0, MAX_VOCAB - 1, "the padding id"),
+    },
+    "gpt": {
+        "vocab_size": VOCAB, "block_size": POSITIONS, "n_layer": LAYERS, "n_head": HEADS, "n_embd": WIDTH,
+        "dropout": PROB, "bias": Bool("bias"), "position": Choice(("learned", "rope"), "the position encoding"),
+        "rope_base": Float(1.0, 1e12, "the rotary base"),
+    },
+    "bert": {
+        "vocab_size": VOCAB, "hidden_size": WIDTH, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+        "intermediate_size": FFN, "max_position_embeddings": POSITIONS,
+        "type_vocab_size": Int(1, MAX_TYPE_VOCAB, "the number of segment types"),
+        "layer_norm_eps": Float(0.0, 1.0, "the LayerNorm epsilon", lo_open=True),
+        "hidden_dropout_prob": PROB, "attention_probs_dropout_prob": PROB,
+        "pad_token_id": OptionalIndex("the padding id"),
+    },
+}
+# (width, heads) and (vocabulary, padding id) pairs that must agree, per family
+_WIDTH_HEADS = {"translator": ("d_model", "n_head"), "gpt": ("n_embd", "n_head"), "bert": ("hidden_size", "num_attention_heads")}
+_PAD = {"translator": ("pad_id", ("src_vocab_size", "tgt_vocab_size")), "bert": ("pad_token_id", ("vocab_size",))}
+
+
+def _describe(rule) -> str:
+    if isinstance(rule, Int):
+        return f"{rule.meaning} must be a whole number from {rule.lo:,} to {rule.hi:,}"
+    if isinstance(rule, Float):
+        lo = f"above {rule.lo:g}" if rule.lo_open else f"at least {rule.lo:g}"
+        hi = f"below {rule.hi:g}" if rule.hi_open else f"at most {rule.hi:g}"
+        return f"{rule.meaning} must be a number {lo} and {hi}"
+    if isinstance(rule, Bool):
+        return f"{rule.meaning} must be true or false"
+    if isinstance(rule, Choice):
+        return f"{rule.meaning} must be one of {', '.join(map(repr, rule.options))}"
+    return f"{rule.meaning} must be a whole number or null"
+
+
+def _valid(rule, value) -> bool:
+    if isinstance(rule, Int):
+        return type(value) is int and rule.lo <= value <= rule.hi
+    if isinstance(rule, Float):
+        if type(value) not in (int, float) or not math.isfinite(value):
+            return False
+        return (value > rule.lo if rule.lo_open else value >= rule.lo) and (value < rule.hi if rule.hi_open else value <= rule.hi)
+    if isinstance(rule, Bool):
+        return type(value) is bool
+    if isinstance(rule, Choice):
+        return isinstance(value, str) and value in rule.options
+    return value is None or (type(value) is int and 0 <= value < MAX_VOCAB)
+
+
+def check_values(source: str, values: list[tuple[str, object, object]]) -> None:
+    """Refuse the first (name, value, rule) whose value is out of its sane range; a value of
+    None (the config does not say) passes. For configs read field by field (Hugging Face)."""
+    for key, value, rule in values:
+        if value is not None and not _valid(rule, value):
+            raise ModelLoadError(f"{source}: the config value {key}={_short(value)} cannot be used: {_describe(rule)}. "
+                                 "The file was edited or written by another program.")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_config(family: str, config: dict, source: str) -> None:
+    """Refuse ``config`` (a family's config as a dict) if any value is out of its sane range."""
+    family = "bert" if family == "hf-bert" else family
+    rules = RULES[family]
+    for key, rule in rules.items():
+        if key in config and not _valid(rule, config[key]):
+            raise ModelLoadError(f"{source}: the config value {key}={_short(config[key])} cannot be used: "
+                                 f"{_describe(rule)}. The file was edited or written by another program; "
+                                 "save or export the model again.")
+    width_key, heads_key = _WIDTH_HEADS[family]
+    width, heads = config.get(width_key), config.get(heads_key)
+    if isinstance(width, int) and isinstance(heads, int) and width % heads:
+        raise ModelLoadError(f"{source}: {width_key}={width} is not divisible by {heads_key}={heads}, so the heads "
+                             "cannot split the width; the config does not describe a working model.")
+    if family == "gpt" and config.get("position") == "rope" and (width // heads) % 2:
+        raise ModelLoadError(f"{source}: rotary positions need an even head size, and {width}/{heads} = "
+                             f"{width // heads}; the config does not describe a working model.")
+    if family in _PAD and config.get(_PAD[family][0]) is not None:
+        pad_key, vocab_keys = _PAD[family]
+        for vk in vocab_keys:
+            if vk in config and config[pad_key] >= config[vk]:
+                raise ModelLoadError(f"{source}: the padding id {pad_key}={config[pad_key]} lies outside the vocabulary "
+                                     f"({vk}={config[vk]}); the config does not describe a working model.")
+    if family == "translator" and config.get("share_embeddings") and config.get("src_vocab_size") != config.get("tgt_vocab_size"):
+        raise ModelLoadError(f"{source}: shared embeddings need one vocabulary, but src_vocab_size="
+                             f"{config.get('src_vocab_size')} and tgt_vocab_size={config.get('tgt_vocab_size')}.")
+
+
+# ---- Hugging Face configs --------------------------------------------------------------------------
+def hf_config(raw: dict, source: str):
+    """transformers' own config object for ``raw`` (built-in class of its model_type; no code):
+    building it runs transformers' own checks of the values."""
+    from transformers import CONFIG_MAPPING
+
+    try:
+        with quiet_transformers():
+            return CONFIG_MAPPING[raw["model_type"]].from_dict({k: v for k, v in raw.items() if k != "auto_map"})
+    except Exception as exc:
+        cause = exc.__cause__ or exc  # transformers' @strict wraps the validator's own sentence
+        raise HFModelError(f"{source}: config.json does not describe a working {raw.get('model_type')} model "
+                           f"({first_line(cause)}).") from None
+
+
+def check_hf_sizes(config, source: str) -> None:
+    """The sizes every transformer config names the same way (transformers' attribute_map
+    gives GPT-2's n_layer, T5's num_layers, ... the standard names), against sane bounds."""
+    def get(*names):
+        for n in names:
+            v = getattr(config, n, None)
+            if v is not None:
+                return v
+        return None
+    values = [("num_hidden_layers", get("num_hidden_layers"), LAYERS),
+              ("decoder_layers", get("decoder_layers", "num_decoder_layers"), LAYERS),
+              ("num_attention_heads", get("num_attention_heads"), HEADS),
+              ("num_key_value_heads", get("num_key_value_heads"), HEADS),
+              ("hidden_size", get("hidden_size"), WIDTH),
+              ("vocab_size", get("vocab_size"), VOCAB),
+              ("max_position_embeddings", get("max_position_embeddings"), POSITIONS)]
+    check_values(source, values)
+    names = getattr(config, "attribute_map", None) or {}
+    _check_heads(source, get("hidden_size"), get("num_attention_heads"), get("num_key_value_heads"),
+                 getattr(config, "head_dim", None), lambda n: names.get(n, n))
+
+
+def _check_heads(source: str, width, heads, kv_heads, head_dim, own) -> None:
+    """The head counts split the width and the query heads in whole parts, said in the
+    config's own names (``own``: GPT-2's n_embd for hidden_size, ...); transformers' own
+    messages say "look at the above report"."""
+    def divisors(n):
+        return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+    w, h, kv = own("hidden_size"), own("num_attention_heads"), own("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(width, int) and heads > 0 and head_dim is None and width % heads:
+        raise HFModelError(f"{source}: config.json has {w} {width} and {h} {heads}, but each head takes {w} / {h} "
+                           f"dimensions and {width} / {heads} is not whole: {h} should divide {width} "
+                           f"({divisors(width)}).")
+    if isinstance(heads, int) and isinstance(kv_heads, int) and heads > 0 and kv_heads > 0 and heads % kv_heads:
+        raise HFModelError(f"{source}: config.json has {h} {heads} and {kv} {kv_heads}, but each key/value head "
+                           f"serves {h} / {kv} query heads and {heads} / {kv_heads} is not whole: {kv} should divide "
+                           f"{heads} ({divisors(heads)}).")
+
+
+def check_activation(source: str, act) -> None:
+    """A BERT config's activation is one transformers has."""
+    from transformers.activations import ACT2FN
+
+    if not isinstance(act, str) or act not in ACT2FN:
+        raise HFModelError(f"{source}: config.json names the activation {act!r}, which transformers does not have "
+                           "(BERT uses 'gelu').")
+
+
+def check_tokenizer_files(source: str, present: tuple) -> None:
+    """A folder has some tokenizer (``present``: its tokenizer files): without one every word
+    would become unknown."""
+    if not present:
+        raise HFModelError(f"{source} has no tokenizer (tokenizer.json, vocab.txt, a sentencepiece model, ...): every "
+                           "word would become unknown. Copy the tokenizer files of the model into the folder.")
+
+
+# ---- size and memory ------------------------------------------------------------------------------
+def _attention(d: int) -> int:
+    """Q, K, V and output projections with biases (self- and cross-attention alike)."""
+    return 4 * d * d + 4 * d
+
+
+def parameter_count(family: str, c: dict) -> int:
+    """The number of parameters a config builds (float32 each), counted from the sizes alone.
+    ``family``: a key of RULES, or "hf-bert" (Hugging Face's BERT: our BERT's sizes plus a pooler)."""
+    if family == "translator":
+        d, ff = c["d_model"], c["d_ff"]
+        norms = 2 * d
+        enc = _attention(d) + 2 * d * ff + ff + d + 2 * norms
+        dec = 2 * _attention(d) + 2 * d * ff + ff + d + 3 * norms
+        embed = c["src_vocab_size"] * d + (0 if c.get("share_embeddings") else c["tgt_vocab_size"] * d)
+        out = (0 if c.get("share_embeddings") else d * c["tgt_vocab_size"]) + c["tgt_vocab_size"]
+        final = 2 * norms if c.get("norm_first") else 0  # pre-LN stacks end with a LayerNorm each
+        return embed + out + c["n_encoder_layers"] * enc + c["n_decoder_layers"] * dec + final
+    if family == "gpt":
+        d, bias = c["n_embd"], c.get("bias", True)
+        block = 12 * d * d + (13 * d if bias else 2 * d)  # attention 4d², MLP 8d², two LayerNorms
+        pos = c["block_size"] * d if c.get("position", "learned") == "learned" else 0
+        return c["vocab_size"] * d + pos + c["n_layer"] * block + (2 * d if bias else d)
+    d, ff = c["hidden_size"], c["intermediate_size"]
+    layer = _attention(d) + 2 * d * ff + ff + d + 4 * d
+    embed = (c["vocab_size"] + c["max_position_embeddings"] + c["type_vocab_size"]) * d + 2 * d
+    pooler = d * d + d if family == "hf-bert" else 0  # Hugging Face's BertModel has a pooler; ours does not
+    return embed + c["num_hidden_layers"] * layer + pooler
+
+
+def buffer_bytes(family: str, c: dict) -> int:
+    """Tables built besides the parameters (the translator's sinusoidal encodings)."""
+    return 4 * c["max_len"] * c["d_model"] if family == "translator" else 0
+
+
+def check_model_size(family: str, config: dict, source: str) -> int:
+    """Bounds first, then the memory estimate: weights read from the file plus the model built from them."""
+    check_config(family, config, source)
+    n = parameter_count(family, config)
+    check_memory(source, 2 * 4 * n + buffer_bytes(family, config), f"this model ({n / 1e6:,.1f} million parameters)")
+    return n
 
 
 @dataclass
@@ -80,9 +350,9 @@ def check_folder(files: Description, device: torch.device | str = "cpu", spread:
     else:
         config = hf_config(raw, source)
         check_hf_sizes(config, source)
+    check_tokenizer_files(source, files.tokenizer_files)
     if not spread:
         check_memory(source, needed, f"this model ({weights.summary}, held in {DTYPE_NAME[dtype]})")
-    check_tokenizer_files(source, files.tokenizer_files)
     if config is None:                    # BERT's values checked in our words first, then transformers'
         config = hf_config(raw, source)
     plan = plan_spread(source, needed) if spread else None
@@ -127,9 +397,7 @@ def load_dtype(stored: str, device) -> tuple[torch.dtype, str | None]:
 # ---- our checkpoints ------------------------------------------------------------------------------
 def _check_checkpoint(files: Description, device: torch.device) -> Plan:
     """Our checkpoint's string table (engine.loading.checkpoint_format): every value passes
-    engine.loading.validation before the model it describes is built."""
-    from engine.models import FAMILIES
-    from engine.models.tokenizer import Tokenizer
+    this stage's rules before the model it describes is built."""
 
     file = files.checkpoint
     name, meta = file.path.name, file.meta

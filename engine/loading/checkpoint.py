@@ -5,7 +5,7 @@ tokenizers and training facts), and how a file is read, is engine.loading.checkp
 Saving is here: written to a temporary beside the file, then renamed. ``load_checkpoint``
 also reads PyTorch files (ours and nanoGPT's ``ckpt.pt``, always with
 ``torch.load(weights_only=True)``) through the loader's stages (engine.loading.pipeline):
-nothing is built before its config passed ``engine.loading.validation`` (sane bounds and a
+nothing is built before its config passed ``engine.loading.check`` (sane bounds and a
 memory estimate), no tensor is read before its name and shape matched the model, and
 weights with NaN or Inf are refused. Every way a file can be wrong ends in a CheckpointError
 whose message says what is wrong and what would work; the GUI shows it as is.
@@ -21,7 +21,7 @@ import torch
 
 from engine.loading.checkpoint_format import FORMAT, FORMAT_VERSION, CheckpointError  # noqa: F401 - named here too
 from engine.loading.loaded import LoadedModel
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
 from engine.models import FAMILIES
 from engine.models.tokenizer import Tokenizer
 from engine.runtime.files import atomic_path
@@ -101,5 +101,5 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Loa
         return load(Source(str(path), "checkpoint", path), torch.device(device))
     except CheckpointError:
         raise
-    except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
+    except ModelLoadError as exc:  # from a stage's rules: the same words, this module's type
         raise CheckpointError(str(exc)) from None

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import torch
 
-from engine.loading.validation import ModelLoadError, check_archive, first_line
+from engine.errors import ModelLoadError, first_line
+from engine.runtime.files import check_archive
+from engine.models import GPTConfig
 from engine.models.tokenizer import ByteTokenizer
 
 FORMAT = "attnscope"
@@ -160,7 +162,6 @@ def _state_dict(path: Path, state) -> dict[str, torch.Tensor]:
 def _from_nanogpt(path: Path, obj: dict) -> CheckpointFile:
     """nanoGPT's ckpt.pt described as our GPT: the parameter names already match, bar the
     ``_orig_mod.`` prefix of torch.compile and the causal-mask buffers of old versions."""
-    from engine.models import GPTConfig
 
     args = obj["model_args"]
     if not isinstance(args, dict):

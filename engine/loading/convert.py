@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.loading.validation import HFModelError
 from engine.loading.loaded import LoadedModel
+from engine.errors import HFModelError
+from engine.models import Bert, BertConfig
 
 
 class HFTokenizerAdapter:
@@ -45,7 +46,6 @@ def hf_to_scratch(loaded: LoadedModel) -> LoadedModel:
     ``attention.output.dense`` -> ``c_proj``; ``attention.output.LayerNorm`` -> ``attention_norm``;
     ``intermediate.dense`` -> ``ffn.c_fc``; ``output.dense`` -> ``ffn.c_proj``;
     ``output.LayerNorm`` -> ``ffn_norm``; embeddings keep their names; the pooler is unused."""
-    from engine.models import Bert, BertConfig
 
     hc = loaded.model.config
     if getattr(hc, "position_embedding_type", "absolute") != "absolute" or hc.hidden_act not in ("gelu",):

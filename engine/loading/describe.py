@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from engine.loading.validation import (MAX_CONFIG_BYTES, HFModelError, ModelLoadError, check_archive,
-                                       check_regular_file, first_line)
+from engine.errors import HFModelError, ModelLoadError, first_line
+from engine.runtime.files import check_archive, check_regular_file
 
 if TYPE_CHECKING:
     from engine.loading.checkpoint_format import CheckpointFile
     from engine.loading.source import Source
+
+MAX_CONFIG_BYTES = 1 << 20     # a config.json is a few kB; more is not a config
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model",

@@ -22,14 +22,16 @@ from pathlib import Path
 
 import torch
 
-from engine.loading.check import BERT_DEFAULTS, memory_needed  # noqa: F401 - the stages' names, imported from here
+from engine.loading.check import (BERT_DEFAULTS, check_hf_sizes, hf_config,  # noqa: F401 - the stages' names,
+                                  memory_needed)                               # imported from here
 from engine.loading.describe import (INDEX, SINGLE, TOKENIZER_FILES, find_weights, hf_role,  # noqa: F401
                                      minilm_path, read_config, read_index)
 from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
 from engine.loading.loaded import LoadedModel
 from engine.loading.progress import LoadCancelled, Reporter, size_of
-from engine.loading.validation import HFModelError, ModelLoadError, check_hf_sizes, check_memory, first_line, gib, hf_config
-from engine.runtime.device import SPREAD
+from engine.errors import HFModelError, ModelLoadError, first_line
+from engine.runtime.free_memory import check_memory, gib
+from engine.runtime.device import SPREAD, pick_device
 
 
 def _online(timeout: float = 2.0) -> bool:
@@ -209,7 +211,7 @@ def hub_folder(name: str, progress=None, stop=None, spread: bool = False) -> tup
     try:
         return _download(name, reporter, spread), reporter
     except ModelLoadError as exc:
-        if type(exc) is ModelLoadError:     # engine.loading.validation's words (the memory), a hub id's type
+        if type(exc) is ModelLoadError:     # engine.runtime.free_memory's words (the memory), a hub id's type
             raise HFModelError(str(exc)) from None
         raise
     except Exception as exc:
@@ -226,7 +228,6 @@ def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progres
     the load ends with LoadCancelled and nothing of it is kept."""
     from engine.loading.pipeline import load
     from engine.loading.source import Source
-    from engine.runtime.device import pick_device
 
     spread = str(device) == SPREAD
     dev = pick_device(SPREAD) if spread else torch.device(device)
@@ -243,5 +244,5 @@ def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progres
         return load(found, dev, progress, stop, spread)
     except (HFModelError, LoadCancelled):
         raise
-    except ModelLoadError as exc:  # from engine.loading.validation: the same words, this module's type
+    except ModelLoadError as exc:  # from a stage's rules: the same words, this module's type
         raise HFModelError(str(exc)) from None

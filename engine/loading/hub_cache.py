@@ -24,7 +24,7 @@ import os
 import re
 from pathlib import Path
 
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
 from engine.loading.describe import INDEX, SINGLE, read_index
 
 # "org/name" or a bare "name" (the hub's old canonical models); never a path with more parts.

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.adapters.roles import KINDS_OF_FAMILY, ROLE_OF_FAMILY
+from engine.roles import KINDS_OF_FAMILY, ROLE_OF_FAMILY
+from engine.runtime.device import input_device
 
 if TYPE_CHECKING:
     import torch
@@ -54,7 +55,6 @@ class LoadedModel:
     @property
     def device(self) -> torch.device:
         """Where the model takes its input (a spread model: where its first module runs)."""
-        from engine.runtime.device import input_device
         return input_device(self.model)
 
     @property

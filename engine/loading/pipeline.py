@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
+from engine.runtime.device import input_device
 
 if TYPE_CHECKING:
     import torch
@@ -38,8 +39,7 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
     from engine.loading.build import build
     from engine.loading.check import check
     from engine.loading.describe import describe
-    from engine.runtime.device import input_device
-    from engine.seam.hf_attention import SiteError, attach
+    from engine.seam.hf_attention import SiteError, attach   # torch: the pipeline imports none until it builds
 
     files = None
     try:

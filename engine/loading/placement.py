@@ -8,7 +8,7 @@ and keys on that layer's device, and a trace copies only what a view draws to th
 layer whose weights stay in RAM or on the disk runs on the first GPU (accelerate brings its
 weights there for each forward), or on the CPU when there is no GPU.
 
-The budget per device is what attnscope allows itself everywhere (engine.loading.validation
+The budget per device is what attnscope allows itself everywhere (engine.runtime.free_memory
 MEMORY_SHARE of the free memory), so "spread" never takes a GPU or the RAM to its last
 byte; what fits nowhere else goes to a temporary folder on the disk (safetensors weights are
 read from their own files there, not copied). A model that does not fit even so is refused
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.loading.validation import MEMORY_SHARE, ModelLoadError, available_memory, gib
+from engine.errors import ModelLoadError
+from engine.runtime.free_memory import MEMORY_SHARE, available_memory, gib
 
 
 def accelerate_missing() -> str | None:

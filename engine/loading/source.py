@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.loading.validation import HFModelError, ModelLoadError
+from engine.errors import HFModelError, ModelLoadError
 
 if TYPE_CHECKING:
     from engine.loading.progress import Reporter

@@ -22,6 +22,8 @@ from contextvars import ContextVar
 
 import torch
 
+from engine.runtime.free_memory import free_bytes
+
 CPU_SCORE_BYTES = 4 * 2**20        # the overview's pooling on a CPU: cache-sized
 CPU_VIEW_BYTES = 64 * 2**20        # Head detail's viewport on a CPU: one head's rows, pooled at once
 CPU_SELECT_BYTES = 32 * 2**20      # strongest keys on a CPU: fewer, larger blocks
@@ -43,15 +45,6 @@ def forced(nbytes: int):
         _FORCED.reset(token)
 
 
-def free_bytes(device: torch.device) -> int | None:
-    """Bytes free on a CUDA device now (None elsewhere: the host's memory is asked elsewhere)."""
-    device = torch.device(device)
-    if device.type != "cuda" or not torch.cuda.is_available():
-        return None
-    free, _total = torch.cuda.mem_get_info(device)
-    return int(free)
-
-
 def score_block_bytes(device: torch.device, purpose: str = "pool") -> int:
     """Bytes of float32 scores one block may hold on ``device``. ``purpose``: "pool" (the
     overview's tiles), "view" (Head detail's viewport) or "select" (the strongest keys)."""
@@ -61,10 +54,9 @@ def score_block_bytes(device: torch.device, purpose: str = "pool") -> int:
     device = torch.device(device)
     if device.type == "cpu":
         return {"select": CPU_SELECT_BYTES, "view": CPU_VIEW_BYTES}.get(purpose, CPU_SCORE_BYTES)
-    free = free_bytes(device)
-    if free is None:
+    if device.type != "cuda":
         return OTHER_BYTES
-    return int(min(GPU_MAX_BYTES, max(GPU_MIN_BYTES, free * GPU_FREE_SHARE)))
+    return int(min(GPU_MAX_BYTES, max(GPU_MIN_BYTES, free_bytes(device) * GPU_FREE_SHARE)))
 
 
 def rows_per_block(device: torch.device, cells_per_row: int, purpose: str = "pool") -> int:

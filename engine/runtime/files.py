@@ -10,6 +10,11 @@ A process killed outright (SIGKILL, a power cut) cannot remove its temporary. Th
 temporary's name carries the writer's process id (``.NAME.PID.XXXX.partEXT``), so the next
 write of the same file removes those whose writer no longer runs; a writer that still runs,
 in this process or another, keeps its own.
+
+Reading goes the other way: a file from outside is checked before it is read
+(``check_regular_file``; ``check_archive``: a zip that would expand to far more than its size
+is refused, and so is one whose content would not fit in memory), and ``open_npz`` opens an
+.npz (an export, a time-lapse) with every problem said as one ValueError that names the file.
 """
 from __future__ import annotations
 
@@ -17,8 +22,14 @@ import contextlib
 import os
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Iterator
+
+import numpy as np
+
+from engine.errors import ModelLoadError
+from engine.runtime.free_memory import check_memory, gib
 
 
 def _umask_mode() -> int:
@@ -78,3 +89,51 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+# ---- reading: files from outside, checked before they are read ---------------------------------
+def check_regular_file(path: Path, what: str = "file") -> None:
+    """A path that exists and is a regular file (not a folder, pipe or device)."""
+    if not path.exists() and not path.is_symlink():
+        raise ModelLoadError(f"No such {what}: {path}")
+    if not path.is_file():
+        raise ModelLoadError(f"{path} is not a regular {what} (a folder, pipe, device or broken link); "
+                             "give the path of a model file or of a Hugging Face model folder.")
+
+
+def check_archive(path: Path, ratio: int = 4) -> None:
+    """A zip must not expand to far more than its size: a zip bomb would fill the memory before
+    the reader sees that the content is nonsense. torch.save stores without compression, so a
+    real checkpoint expands to about its own size (``ratio`` 4); attention arrays in an .npz
+    compress a few times (callers pass a larger ``ratio``). Then the expanded size must fit."""
+    try:
+        if not zipfile.is_zipfile(path):
+            return
+        with zipfile.ZipFile(path) as z:
+            expanded = sum(i.file_size for i in z.infolist())
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return  # not a readable zip: the reader gives its own "damaged" message
+    size = path.stat().st_size
+    if expanded > ratio * size + (64 << 20):
+        raise ModelLoadError(f"{path.name} is a {gib(size)} file that would expand to {gib(expanded)}, far more than "
+                             "any file attnscope or PyTorch writes (a zip bomb?); attnscope does not open it.")
+    check_memory(path.name, 2 * expanded, "reading this file")
+
+
+@contextlib.contextmanager
+def open_npz(path: str | Path, what: str) -> Iterator[np.lib.npyio.NpzFile]:
+    """``np.load`` of an .npz that is refused with one ValueError, naming the file, for any
+    problem: in opening it, or in the caller's reading of it inside the ``with``."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise ValueError("no such file" if not path.exists() else "not a regular file")
+        check_archive(path, ratio=50)
+        with np.load(path, allow_pickle=False) as f:
+            yield f
+    except ModelLoadError as exc:
+        raise ValueError(f"{path.name} cannot be opened as a {what}: {exc}") from None
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError, zipfile.BadZipFile,
+            UnicodeError, MemoryError, RuntimeError) as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ValueError(f"{path.name} is not a readable {what} ({detail}).") from None

@@ -140,10 +140,11 @@ def _probe(model, role: str, dev: torch.device) -> None:
         model(input_ids=ids(PROBE_SOURCE))
 
 
-def _first(output) -> torch.Tensor | None:
-    """An attention module's output tensor (its first, where it hands back a tuple)."""
-    first = output[0] if isinstance(output, (tuple, list)) and output else output
-    return first if isinstance(first, torch.Tensor) else None
+def first_of(output):
+    """A module's output tensor: its first item where it hands back a tuple or list (Hugging
+    Face's attention modules and blocks do; ours return tensors). The one reader of it: the
+    seam's probe here, the logit lens and direct logit attribution."""
+    return output[0] if isinstance(output, (tuple, list)) and output else output
 
 
 @torch.no_grad()
@@ -165,8 +166,8 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
     found, outputs = _Discovery(), {}
 
     def keep(module, _args, output):    # a module that has just called the seam: an attention module
-        if id(module) in found.ids and id(module) not in outputs and _first(output) is not None:
-            outputs[id(module)] = _first(output).detach()
+        if id(module) in found.ids and id(module) not in outputs and isinstance(first_of(output), torch.Tensor):
+            outputs[id(module)] = first_of(output).detach()
     handles = [m.register_forward_hook(keep) for m in model.modules()]   # which are attention is known only after
     try:
         with hooks(found):
@@ -222,9 +223,10 @@ def attach(model, role: str, dev: torch.device) -> list[str]:
 
     def swap(module, _args, output):   # keep eager's output, hand on the seam's
         site = getattr(module, "attnscope_site", None)
-        if site not in seam or _first(output) is None or _first(output).shape != seam[site].shape:
+        out = first_of(output)
+        if site not in seam or not isinstance(out, torch.Tensor) or out.shape != seam[site].shape:
             return None
-        eager[site] = _first(output)
+        eager[site] = out
         return (seam[site], *output[1:]) if isinstance(output, (tuple, list)) else seam[site]
     handles = [m.register_forward_hook(swap) for m in model.modules() if hasattr(m, "attnscope_site")]
     try:

@@ -1,1 +1,41 @@
-"""What a Run hands the views: traces of attention (dense, recorded from queries and keys) and the tracing entry point."""
+"""What a Run hands the views: a trace of attention says what every head attended to
+(base.py, the AttentionTrace protocol), computed from the recorded queries and keys
+(recorded.py) or held whole (dense.py); ``trace_text`` (tracing.py) is the Run, text in and a
+trace out, and a recording file (recording_file.py) keeps one. Public: the names gui/ and cli/
+use, listed in ``__all__``."""
+from __future__ import annotations
+
+from engine.runtime.public import lazy
+
+from engine.adapters.chat import NOT_A_MODEL_SAYS
+from engine.traces.base import AttentionTrace
+
+# A trace asked to run, decode or read a lens says what it is (engine.adapters.chat.check_prompt).
+NOT_A_MODEL_SAYS[AttentionTrace] = (
+    "This is a recording (the attention of one Run, without the model's weights): it can be drawn and exported, "
+    "but nothing can {what} on it; open the model it was recorded from.")
+
+_PUBLIC = {
+    "AttentionTrace": "base",
+    "RunCancelled": "base",
+    "TraceTooLarge": "base",
+    "size": "base",
+    "DenseTrace": "dense",
+    "RunTooLarge": "estimate",
+    "estimate_drawing": "estimate",
+    "bin_span": "pooling",
+    "pool_2d": "pooling",
+    "RecordedTrace": "recorded",
+    "RecordingError": "recording_file",
+    "is_recording": "recording_file",
+    "load_recording": "recording_file",
+    "recording_target": "recording_file",
+    "save_recording": "recording_file",
+    "stoppable": "tracing",
+    "trace_text": "tracing",
+    "cell": "viewport",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["AttentionTrace", "DenseTrace", "RecordedTrace", "RecordingError", "RunCancelled", "RunTooLarge",
+           "TraceTooLarge", "bin_span", "cell", "estimate_drawing", "is_recording", "load_recording",
+           "pool_2d", "recording_target", "save_recording", "size", "stoppable", "trace_text"]

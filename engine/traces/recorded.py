@@ -24,6 +24,7 @@ from engine.seam.call import AttentionCall
 from engine.traces import block_max
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
+from engine.traces.strongest import strongest
 from engine.traces.words import merge_pieces, word_starts
 
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once, and kept
@@ -368,14 +369,12 @@ class RecordedTrace(AttentionTrace):
 
 def _strongest_block(w: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(h, r, c) weights -> each row's ``k`` largest: (h, r, k) column indices and weights,
-    largest first, equal weights in column order (engine.inspection.top_keys.strongest, which
+    largest first, equal weights in column order (engine.traces.strongest, which
     sorts with numpy). ``torch.topk`` takes ``k`` + TOP_MARGIN candidates in no set order
     among equals; they are put in (weight desc, column) order, and where the last candidate is
     strictly below the k-th, nothing outside can tie into the k (what topk left out is <= the
     last). The few rows where a tie runs past the candidates (a row with fewer than k nonzero
     weights, equal scores) are chosen again by numpy from the whole row."""
-    from engine.inspection.top_keys import strongest
-
     kk = min(k + TOP_MARGIN, w.shape[-1])
     vals, cols = torch.topk(w, kk, dim=-1)                                        # (h, r, kk)
     cols, order = cols.sort(dim=-1)                                              # column order ...

@@ -14,6 +14,7 @@ import torch
 
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
+from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
 from engine.inputs import check_optional_text
 from engine.interventions.spec import applied, marked, notes_of
 from engine.loading.loaded import LoadedModel
@@ -49,7 +50,7 @@ def stoppable(stop=None):
 
 @torch.no_grad()
 def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: str | None = None,
-               max_new_tokens: int = 64, merge_subwords: bool = False, report=None, stop=None,
+               max_new_tokens: int = OWN_OUTPUT_TOKENS, merge_subwords: bool = False, report=None, stop=None,
                interventions=None, value_weighted: bool = False):
     """Run ``loaded`` on ``text`` and return what every head attended to.
 
@@ -60,14 +61,14 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     as the forward passes each attention site; ``stop()`` true ends it (RunCancelled).
     ``interventions`` (engine.interventions) change the model for the framing (a translation
     is the changed model's) and the forward; knocked-out cells read 0 in the trace.
-    ``value_weighted``: rows of alpha_ij ||f(x_j)|| (engine.interventions.value_weighted),
+    ``value_weighted``: rows of alpha_ij ||f(x_j)|| (engine.traces.value_weighted),
     over word pieces (never merged: each piece has its own value vector)."""
     text = check_prompt(loaded, text)
     target, pair = check_optional_text(target, "target prefix"), check_optional_text(pair, "second sentence")
     loaded.model.eval()
     adapter = adapter_for(loaded)
     with applied(interventions):
-        framed = adapter.frame(text, pair=pair, target=target, max_new_tokens=max_new_tokens)
+        framed = frame(adapter, text, pair=pair, target=target, max_new_tokens=max_new_tokens)
     check_run(adapter, framed, loaded.name)
     merge_subwords = merge_subwords and not value_weighted
     progress = _Progress(len(adapter.sites()), report, stop)
@@ -86,7 +87,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
                           notes=notes, groups=groups,
                           pieces={"source": framed.source_tokens, "target": framed.target_tokens})
     if value_weighted:
-        from engine.interventions.value_weighted import value_weighted as weighed
+        from engine.traces.value_weighted import value_weighted as weighed
 
         return weighed(trace.densify(), calls, adapter)
     return trace.densify()

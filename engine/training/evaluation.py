@@ -11,7 +11,11 @@ from collections import Counter
 
 import torch
 
+from engine.corpora.german import handwritten_pairs
+from engine.inspection.analysis import mechanism_scores
 from engine.loading.loaded import LoadedModel
+from engine.models.outputs import DECODER_SELF
+from engine.models.tokenizer import raw_pieces
 
 
 @torch.no_grad()
@@ -80,7 +84,6 @@ def translator_report(loaded: LoadedModel, splits: dict, limit: int | None = Non
     corpus, the hand-written sentences."""
     scores = translation_scores(loaded, splits["test"], limit, splits.get("constructions"))
     if corpus is None:
-        from engine.corpora.german import handwritten_pairs
         hand = translation_scores(loaded, handwritten_pairs())
         scores["handwritten"] = {k: hand[k] for k in ("bleu", "chrf", "exact_match", "sentences")}
     return scores
@@ -113,8 +116,6 @@ def language_model_scores(loaded: LoadedModel, lines_train: list[str], lines_val
 def best_heads(loaded: LoadedModel) -> dict:
     """The strongest induction and previous-token head of a GPT (engine.inspection.analysis), as
     {"induction_head": {"layer", "head", "score"}, "previous_token_head": {...}}."""
-    from engine.inspection.analysis import mechanism_scores
-    from engine.models.outputs import DECODER_SELF
 
     was_training = loaded.model.training
     loaded.model.eval()
@@ -132,8 +133,6 @@ def characters(tokenizer, ids: list[int]) -> int:
     """How many characters of text ``ids`` stand for, spaces included and a line end for
     each [EOS]: the denominator of a per-character loss, comparable with a character-level
     model's (nanoGPT's shakespeare_char)."""
-
-    from engine.models.tokenizer import raw_pieces
 
     eos = getattr(tokenizer, "eos_id", None)
     unique = sorted(set(ids))

@@ -21,10 +21,13 @@ from typing import Callable, Generator, Iterable
 import torch
 import torch.nn.functional as F
 
+from engine.inspection.analysis import mechanism_scores
 from engine.loading.loaded import LoadedModel
 from engine.models import GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.tokenizer import Tokenizer
+from engine.runtime.steps import drive
 from engine.traces.base import AttentionTrace
+from engine.traces.tracing import trace_text
 from engine.training.records import TrainConfig, TrainProgress
 
 # Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.
@@ -52,7 +55,6 @@ def learning_rate(step: int, config: TrainConfig) -> float:
 
 def run_training(gen: Generator, on_progress: Callable[[TrainProgress], None] | None = None) -> LoadedModel:
     """Drive a training generator to its end; returns the trained model."""
-    from engine.runtime.steps import drive
 
     return drive(gen, on_progress)
 
@@ -129,7 +131,6 @@ def _loop(loaded: LoadedModel, config: TrainConfig, batch_fn, loss_fn, val_fn, s
 
 def _head_scores(loaded: LoadedModel) -> dict:
     """Induction and previous-token scores of every head now (the model briefly in eval mode)."""
-    from engine.inspection.analysis import mechanism_scores
     loaded.model.eval()
     try:
         return mechanism_scores(loaded)
@@ -138,7 +139,6 @@ def _head_scores(loaded: LoadedModel) -> dict:
 
 
 def _probe(loaded: LoadedModel, text: str) -> AttentionTrace:
-    from engine.traces.tracing import trace_text
     loaded.model.eval()
     try:
         return trace_text(loaded, text)

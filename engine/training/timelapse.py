@@ -10,16 +10,13 @@ arrays, bad JSON) into one ValueError that names the file, which the window show
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from engine.runtime.files import atomic_path
+from engine.runtime.files import atomic_path, open_npz
 from engine.traces.base import AttentionTrace
 from engine.traces.dense import DenseTrace
 
@@ -77,27 +74,6 @@ def save_timelapse(path: str | Path, probes: list[Probe]) -> Path:
     with atomic_path(path) as tmp:
         np.savez_compressed(tmp, meta=np.array(json.dumps(meta)), **arrays)
     return path
-
-
-@contextlib.contextmanager
-def open_npz(path: str | Path, what: str) -> Iterator[np.lib.npyio.NpzFile]:
-    """``np.load`` of an .npz that is refused with one ValueError, naming the file, for any
-    problem: in opening it, or in the caller's reading of it inside the ``with``."""
-    from engine.loading.validation import ModelLoadError, check_archive
-
-    path = Path(path)
-    try:
-        if not path.is_file():
-            raise ValueError("no such file" if not path.exists() else "not a regular file")
-        check_archive(path, ratio=50)
-        with np.load(path, allow_pickle=False) as f:
-            yield f
-    except ModelLoadError as exc:
-        raise ValueError(f"{path.name} cannot be opened as a {what}: {exc}") from None
-    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError, zipfile.BadZipFile,
-            UnicodeError, MemoryError, RuntimeError) as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise ValueError(f"{path.name} is not a readable {what} ({detail}).") from None
 
 
 def _probe(f, i: int, m) -> Probe:

@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from engine.loading import validation
+from engine.runtime import free_memory
 from engine.loading.demo import random_model
 from engine.loading.validation import ModelLoadError, check_config, check_model_size, parameter_count, text_problem
 
@@ -38,14 +39,14 @@ def test_parameter_count_matches_hugging_face_bert():
 def test_a_model_that_does_not_fit_is_refused_with_its_size(monkeypatch):
     config = dataclasses.asdict(random_model("gpt").model.config)
     check_model_size("gpt", config, "small.safetensors")
-    monkeypatch.setattr(validation, "available_memory", lambda: 1 << 20)
+    monkeypatch.setattr(free_memory, "available_memory", lambda: 1 << 20)
     with pytest.raises(ModelLoadError, match=r"small.safetensors: this model \(0.\d million parameters\) would need about "
                                              r"\d+ MiB of memory, and about 1 MiB is free"):
         check_model_size("gpt", config, "small.safetensors")
 
 
 def test_available_memory_is_positive_and_below_the_machine():
-    free = validation.available_memory()
+    free = free_memory.available_memory()
     assert 0 < free < 1 << 50
 
 

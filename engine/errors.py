@@ -1,0 +1,20 @@
+"""The loader's own error types: a model or file that cannot be opened, said in one sentence.
+
+Below every package (it imports nothing), so the file and memory checks of engine.runtime
+and every loading stage refuse with the same types; the CLI prints the message as one line
+and the window shows it in a dialog. What users type is refused with engine.inputs.InputError.
+"""
+from __future__ import annotations
+
+
+class ModelLoadError(ValueError):
+    """A model that cannot be opened, with a message for the user that names the file."""
+
+
+class HFModelError(ModelLoadError):
+    """A Hugging Face model that cannot be opened, with a message for the user."""
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message (a library's own words), for one sentence."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
