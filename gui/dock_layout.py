@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QDockWidget, QFrame, QLabel, QMainWindow, QScrollA
 from gui.help import HelpButton
 from gui.theme import restyle_plots
 from gui.tooltips import apply_tooltips
+from gui.view_options import reset_view_options
 from gui.views.registry import VIEWS
 
 BOTTOM_SHARE = 0.38     # of the window's height, the bottom docks' at the first start and after a reset
@@ -84,13 +85,15 @@ class DockLayout(QObject):
             self.window.resizeDocks(bottom[:1], [int(self.window.height() * BOTTOM_SHARE)], Qt.Orientation.Vertical)
 
     def reset(self) -> None:
-        """View > Reset Layout: every dock where it was at the first start, shown, docked."""
+        """View > Reset Layout: every dock where it was at the first start, shown, docked, and
+        every view's options (gui.view_options) back to their defaults."""
         self.window.restoreState(self.default_state)
         for dock in self.window.docks.values():
             dock.setFloating(False)
             dock.show()
         self.default_sizes()
         self.drop_stray_tab_bars()
+        reset_view_options(self.window.views.values(), self.window.settings)
 
     def shown(self) -> None:
         """The window is shown: the stray tab bars go once the first start's dock sizes are in."""

@@ -79,3 +79,17 @@ def test_an_unreadable_saved_option_keeps_its_default(qtbot):
     settings.setValue("overview/threshold", "lots")
     settings.setValue("overview/log_colour", "maybe")
     assert OverviewOptions.restore(settings) == OverviewOptions()
+
+
+def test_view_reset_layout_in_the_window_puts_the_options_back(window):
+    """The menu's Reset Layout (the window's DockLayout.reset) resets the options of the views
+    open in it, not only their docks."""
+    from gui.views.head_detail import HeadDetailOptions
+
+    detail = window.view("Head detail")
+    show_value(detail.log_box, True)
+    show_value(detail.threshold, 0.25)
+    assert shown(detail, HeadDetailOptions)["log_colour"] is True
+    next(a for a in window.findChildren(type(window.dark_action)) if a.text() == "&Reset Layout").trigger()
+    defaults = {f: getattr(HeadDetailOptions(), f) for f in HeadDetailOptions.widget_names()}
+    assert shown(detail, HeadDetailOptions) == pytest.approx(defaults)
