@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.runtime.memory import keep_freed_memory
+    from engine.runtime import keep_freed_memory
 
     keep_freed_memory()  # before any thread starts; a 512-token Run no longer faults its weights in anew
     argv = sys.argv[1:] if argv is None else list(argv)

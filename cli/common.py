@@ -65,7 +65,7 @@ def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False)
 
 def text(value: str) -> str:
     """A text argument: valid Unicode (invalid UTF-8 on a command line arrives as lone surrogates)."""
-    from engine.loading.validation import text_problem
+    from engine.inputs import text_problem
 
     problem = text_problem(value)
     if problem:
@@ -170,7 +170,7 @@ def writable_problem(folder: Path) -> str | None:
 
 def out_checkpoint(value: str) -> Path:
     """A .safetensors file to save to, checked before any training starts."""
-    from engine.loading.checkpoint import CheckpointError, check_checkpoint_path
+    from engine.loading import CheckpointError, check_checkpoint_path
 
     try:
         return check_checkpoint_path(Path(value).expanduser())
@@ -179,7 +179,7 @@ def out_checkpoint(value: str) -> Path:
 
 
 def device(value: str) -> str:
-    from engine.runtime.device import CHOICES
+    from engine.runtime import CHOICES
 
     kind, _, index = value.strip().lower().partition(":")
     if kind not in CHOICES or (index and not (kind == "cuda" and index.isdigit())):
@@ -192,7 +192,7 @@ def open_or_explain(path: str, device: str = "cpu"):
     """The model at ``path``, or None after a one-line message on stderr (no traceback).
     A load that takes a while shows a progress bar on stderr, on a terminal only (a script
     reading stderr sees errors alone)."""
-    from engine.loading.catalog import open_model
+    from engine.loading import open_model
 
     bar = LoadBar()
     try:

@@ -19,9 +19,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.loading.catalog import open_model
+    from engine.loading import open_model
     from engine.inspection.compare import compare
-    from engine.loading.convert import hf_to_scratch
+    from engine.loading import hf_to_scratch
 
     device = args.device or "cpu"
     args.text = text_of(args)
@@ -46,8 +46,8 @@ def run(args) -> int:
 
 
 def _compare_two(a, b, args) -> int:
-    from engine.inspection.analysis import compare_traces
-    from engine.traces.tracing import trace_text
+    from engine.inspection import compare_traces
+    from engine.traces import trace_text
 
     ta, tb = trace_text(a, args.text, pair=args.pair), trace_text(b, args.text, pair=args.pair)
     shared = [k for k in ta.kinds if k in tb.kinds]

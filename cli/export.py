@@ -52,13 +52,13 @@ SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and s
 
 def run(args) -> int:
     from engine.inputs import InputError
-    from engine.traces.tracing import trace_text
+    from engine.traces import trace_text
 
     problem = writable_problem(args.out)
     if problem:
         say(problem)
         return BAD_INPUT
-    from engine.traces.recording_file import is_recording, load_recording
+    from engine.traces import is_recording, load_recording
 
     body = text_of(args)
     if body is None or is_recording(args.model):    # a recording draws with no model
@@ -92,7 +92,7 @@ def run(args) -> int:
         say(f"--layer must be below {layers} and --head below {heads} for this model's {kind} attention "
             f"(got layer {args.layer}, head {args.head})")
         return BAD_INPUT
-    from engine.traces.estimate import estimate_drawing
+    from engine.traces import estimate_drawing
 
     est = estimate_drawing(trace, kind, layers * heads if args.view == "grid" else 1)
     if est.seconds > args.max_seconds:
@@ -121,7 +121,7 @@ def run(args) -> int:
 def _write_numbers(args, trace, out) -> int:
     """--format npz/csv: what --view asks, estimated (one line when it takes a while), refused
     past the export limit, written with a progress bar."""
-    from engine.inspection.export import ExportAsk, ExportError, estimate_export, export_trace, refusal
+    from engine.inspection import ExportAsk, ExportError, estimate_export, export_trace, refusal
 
     if args.view == "lines":
         say("--view lines draws each query's strongest keys as an image (png, svg); for --format "

@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.inspection.analysis import mechanism_report
+    from engine.inspection import mechanism_report
 
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:

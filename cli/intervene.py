@@ -64,7 +64,7 @@ def default_kind(loaded) -> str:
 
 def spec_from(args, loaded):
     """The Interventions the options ask for, kinds defaulted for this model."""
-    from engine.interventions.spec import MEAN, ZERO, Edge, HeadRef, Interventions
+    from engine.interventions import MEAN, ZERO, Edge, HeadRef, Interventions
 
     dflt = default_kind(loaded)
     spec = Interventions()

@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.interventions.lens import logit_lens
+    from engine.interventions import logit_lens
 
     body = text_of(args)
     loaded = open_predicting(args.model, args.device or "auto", "the logit lens")

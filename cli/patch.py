@@ -24,7 +24,7 @@ from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, say,
 
 
 def register(sub) -> None:
-    from engine.experiments.names import METHODS, METRICS, SEQ2SEQ_POINTS
+    from engine.experiments import METHODS, METRICS, SEQ2SEQ_POINTS
 
     p = sub.add_parser("patch", help="activation / attribution patching and direct logit attribution over a prompt "
                                      "pair (JSON)", description=__doc__.split("\n\n", 1)[1])
@@ -59,7 +59,7 @@ def pairs_of(args):
     """The prompt pairs the options give, or InputError in one sentence."""
     from dataclasses import replace
 
-    from engine.experiments.pairs import PromptPair, read_pairs
+    from engine.experiments import PromptPair, read_pairs
     from engine.inputs import Chat, InputError, read_utf8
 
     for name in ("clean", "corrupt"):                # a text a command line cannot carry (128 KB an argument)
@@ -85,9 +85,8 @@ def pairs_of(args):
 
 
 def run(args) -> int:
-    from engine.experiments.pairs import frame_pair
-    from engine.experiments.run import experiment, over_pairs
-    from engine.runtime.steps import drive
+    from engine.experiments import experiment, frame_pair, over_pairs
+    from engine.runtime import drive
 
     if args.batch is not None and args.batch < 1:
         say("--batch must be at least 1")

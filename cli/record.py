@@ -22,8 +22,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.traces.recording_file import recording_target, save_recording
-    from engine.traces.tracing import trace_text
+    from engine.traces import recording_target, save_recording, trace_text
 
     body = text_of(args)
     out = recording_target(args.out)     # before the Run: never over a user's file (RecordingError, exit 2)

@@ -45,12 +45,11 @@ def register(sub) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from engine.loading.checkpoint import CheckpointError, check_checkpoint_path, save_checkpoint
-    from engine.corpora.sources import corpus_label, text_splits, translation_splits
-    from engine.runtime.device import pick_device
-    from engine.training.evaluation import language_model_scores, translator_report
-    from engine.training.loops import TrainConfig, run_training, train_gpt, train_translator
-    from engine.training.records import GPT_RECIPE
+    from engine.loading import CheckpointError, check_checkpoint_path, save_checkpoint
+    from engine.corpora import corpus_label, text_splits, translation_splits
+    from engine.runtime import pick_device
+    from engine.training import language_model_scores, translator_report
+    from engine.training import GPT_RECIPE, TrainConfig, run_training, train_gpt, train_translator
 
     try:
         device = pick_device(args.device or "auto")

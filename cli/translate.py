@@ -39,7 +39,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.decoding.session import DecodeSettings, decode_all
+    from engine.decoding import DecodeSettings, decode_all
     from engine.inputs import InputError, unknown_words
 
     body = text_of(args)
