@@ -1,9 +1,12 @@
 """attnscope's engine: transformers that return their attention, and everything around them.
 
 Pure PyTorch + tokenizers + safetensors. Nothing here imports Qt: the GUI observes the
-engine, never the reverse (tests/test_layering.py checks it).
+engine, never the reverse. Its packages stack in layers, from the bottom up: kinds, errors,
+inputs < roles, runtime < seam, corpora < models < loading < adapters < decoding <
+interventions < traces < inspection, experiments < training. A package imports only the
+layers below it, counting imports inside functions (tests/test_layering.py holds it; the why
+is in docs/layout.md), and each package's ``__init__`` is its public face for gui/ and cli/.
 """
-"""attnscope's engine: models, tracing, decoding, training; pure PyTorch, never Qt."""
 
 
 def version() -> str:
