@@ -72,7 +72,8 @@ class MainWindow(QMainWindow):
         # The window's jobs, each a module of its own; the window answers for them by these names.
         self.opening = ModelOpening(self)
         self.open_source, self.cancel_load = self.opening.open_source, self.opening.cancel_load
-        self.open_hf_cache_dialog, self._fill_model_menu = self.opening.open_hf_cache_dialog, self.opening.fill_model_menu
+        self.open_hf_cache_dialog = self.opening.open_hf_cache_dialog
+        self._fill_model_menu = self.opening.fill_model_menu
         self.recordings = Recordings(self)
         self.save_recording_dialog, self.open_recording_dialog, self.open_recording = (
             self.recordings.save_dialog, self.recordings.open_dialog, self.recordings.open)
@@ -188,7 +189,8 @@ class MainWindow(QMainWindow):
         status = self.status_line = StatusLine(self, self.cancel_load)
         self.model_label, self.device_label, self.params_label = (status.model_label, status.device_label,
                                                                   status.params_label)
-        self.time_label, self.busy_label, self.load_progress = status.time_label, status.busy_label, status.load_progress
+        self.time_label, self.busy_label = status.time_label, status.busy_label
+        self.load_progress = status.load_progress
 
     # ---- models (gui.model_opening) -------------------------------------------------------
     @property

@@ -20,28 +20,31 @@ inside a step, not only between yields.
   ``announce=False`` leaves its errors to ``on_error`` alone (a panel that says them itself).
 
 Each Jobs runs on a lane (``MODEL``, ``TRAINING`` or ``SHARED``), because of how torch uses
-the CPU. torch's CPU kernels run on OpenMP (libgomp), which gives every thread that runs
-torch a team of helper threads of its own, as many as there are cores. Two threads running
-torch at once make two teams fight for the cores. Measured on 2 cores (bundled translator,
-64-token forward on one long-lived thread, median of 30; bench: the note of issue 47): alone
-17 ms; with a second thread pooling a recorded trace's thumbnails meanwhile, 43-99 ms; the
-same with ``torch.set_num_threads(1)`` in that second thread, 40 ms; the same pooling queued
-on the forward's own thread, between forwards, 17 ms. Hence one rule:
+the CPU: its kernels run on OpenMP, which gives every thread that runs torch a team of helper
+threads, as many as there are cores, and two threads running torch at once make two teams
+fight for them. Measured on 2 cores (issue 47; bundled translator, a 64-token forward on one
+long-lived thread, median of 30): alone 17 ms; with a second thread pooling a recorded
+trace's thumbnails meanwhile 43-99 ms; that thread with ``torch.set_num_threads(1)`` 40 ms;
+the same pooling queued on the forward's own thread, between forwards, 17 ms. But numpy
+drawing wants the other core: sending every drawing of a recorded trace to the model thread
+made a Run in the window with every view open take 1.4 s from Run to painted at 512 tokens
+(MiniLM), against 0.4-1.0 s with the drawings side by side on the pool. Hence one rule:
 
-**torch runs on the MODEL lane only** (TRAINING aside). SHARED runs numpy, zlib and files.
+**Attention computed from a recording (torch maths that grows with T squared) runs on the
+MODEL lane; SHARED never computes it.** tests/test_thread_rule.py holds it: every view draws
+a fresh recording, and each computation from it (AttentionCall.scores) is noted with its lane.
 
 - ``MODEL``: every job that runs a model or other torch maths (open, Run, decode, compare,
-  the Positions lab) queues on one thread that never exits, so its team lives as long as
-  the process. Jobs of different views take turns there.
+  the Positions lab, an export's numbers) queues on one thread that never exits, so its team
+  lives as long as the process. Jobs of different views take turns there. So does the drawing
+  of a trace that still computes a kind from its recording (``drawing_lane``: a long Run):
+  views prepare it there whole, one after another, each with the whole team.
 - ``TRAINING``: a run takes minutes, and Runs must not wait for it: a thread of its own,
   which exits a few seconds after the run (taking its team with it).
-- ``SHARED``: numpy-only work (drawing arrays held whole, writing files) on Qt's global pool,
-  several threads at once. A job there whose maths is torch hands that part to the model
-  thread and waits (``call_on_lane``): a drawing of a recorded trace (its weights, blocks,
-  thumbnails, strongest keys and row blocks are torch maths on the model's device) is
-  prepared there whole (``drawing_lane``), an export computes there a block at a time.
-  tests/test_thread_rule.py runs every view's drawing of a recorded trace and fails on any
-  torch call made on a thread of another lane.
+- ``SHARED``: drawing of arrays held whole (a trace that holds its kinds: a short Run, a file),
+  writing files, on Qt's global pool, several threads at once: numpy, and torch only to pool
+  such host arrays. A job there that needs the model hands that part to the model thread and
+  waits (``call_on_lane``).
 """
 from __future__ import annotations
 
@@ -113,9 +116,9 @@ def call_on_lane(lane: str, fn: Callable, *args, **kwargs):
 
 
 def drawing_lane(trace) -> str:
-    """Where a drawing of ``trace`` is prepared: MODEL for a recorded trace (its weights are torch
-    maths, computed from the recording on the model's device), SHARED for arrays held whole."""
-    return MODEL if trace is not None and trace.recorded else SHARED
+    """Where a drawing of ``trace`` is prepared: MODEL while the trace computes any of its kinds
+    from the recording (torch maths on the model's device), SHARED once it holds them as arrays."""
+    return MODEL if trace is not None and any(trace.computes_on_demand(k) for k in trace.kinds) else SHARED
 
 
 def active_threads() -> int:

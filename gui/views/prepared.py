@@ -44,7 +44,7 @@ def _guarded(func: Callable, *args, lane: str = SHARED, report=None, stop=None) 
     preparation that takes ``report`` / ``stop`` (the overview's pooling: seconds at 8k
     tokens) gets the job's: its progress reaches ``drawing_progress``, and a newer redraw
     ends it between two layers instead of after. ``lane``: where it runs (gui.worker's rule
-    for threads: a recorded trace's drawing is torch maths, on the model thread); one
+    for threads: a trace that computes from its recording is drawn on the model thread); one
     superseded while it waited there is dropped."""
     from engine.traces.base import TraceTooLarge
 
@@ -111,7 +111,8 @@ class PreparedView:
             # takes long; a zoom or a threshold on the same trace is painted as it goes.
             self.setUpdatesEnabled(False)
             QTimer.singleShot(HOLD_MS, self, self._paint_again)
-        self.draw_jobs.start(_guarded, *job, lane=drawing_lane(self.trace), on_returned=self._applied, on_yielded=self.drawing_progress)
+        self.draw_jobs.start(_guarded, *job, lane=drawing_lane(self.trace),
+                             on_returned=self._applied, on_yielded=self.drawing_progress)
 
     def drawing_progress(self, record) -> None:
         """How far a long preparation is (("overview", done, total)); a view may say so."""
