@@ -74,15 +74,15 @@ def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypa
     import engine.traces.base as base
     trace = fresh(trace_text(random_model("gpt", seed=1), TEXT))
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
-    with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* MB"):
+    with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* MiB"):
         trace.weights("decoder self")
     assert trace.thumbnails("decoder self", 4).pooled.shape == (2, 4, 4, 4)   # the overview still draws
     need = trace.dense_bytes("decoder self")
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", need - 2**20 // 200)        # just under: both read the same rounded
     with pytest.raises(TraceTooLarge) as refused:
         trace.weights("decoder self")
-    said = [float(x) for x in re.findall(r"([\d.]+) MB", str(refused.value))]
-    assert len(said) == 2 and said[0] > said[1]                               # never "2.0 GB, more than the 2.0 GB"
+    said = [float(x) for x in re.findall(r"([\d.]+) MiB", str(refused.value))]
+    assert len(said) == 2 and said[0] > said[1]                               # never "2.0 GiB, more than the 2.0 GiB"
 
 
 def test_a_run_that_cannot_fit_is_refused_before_its_forward(monkeypatch):
@@ -257,9 +257,9 @@ def test_a_view_that_needs_every_head_says_why_it_draws_nothing(qtbot, drawn, mo
     state.set_trace(fresh(trace_text(state.loaded, TEXT)))
     drawn(view)
     said = view.note.text()
-    assert "MB" in said and "Rollout of" in said and "maps" in said and view.drawing is None
-    sizes = [float(x) for x in re.findall(r"([\d.]+) MB", said)]
-    assert len(sizes) == 2 and sizes[0] > sizes[1]                  # sizes told apart, never "0.0 MB ... 0.0 MB"
+    assert "MiB" in said and "Rollout of" in said and "maps" in said and view.drawing is None
+    sizes = [float(x) for x in re.findall(r"([\d.]+) MiB", said)]
+    assert len(sizes) == 2 and sizes[0] > sizes[1]                  # sizes told apart, never "0.0 MiB ... 0.0 MiB"
     assert failures == []
 
 

@@ -40,7 +40,8 @@ import numpy as np
 
 from engine.inspection.export_files import NpzWriter, compressed_bytes, csv_field, csv_header, csv_lines
 from engine.runtime.files import atomic_path, open_npz
-from engine.traces.base import AttentionTrace, RunCancelled, size, sizes_apart
+from engine.runtime.free_memory import gib
+from engine.traces.base import AttentionTrace, RunCancelled, sizes_apart
 from engine.traces.dense import DenseTrace
 
 WHATS = ("head", "kind", "trace", "pooled")
@@ -143,20 +144,20 @@ class ExportEstimate:
         return max(self.raw_bytes, self.file_bytes)
 
     def describe(self) -> str:
-        """'4 layers x 8 heads x 4,071 x 4,071 tokens = 2.0 GB as float32: an NPZ file of about
-        868.9 MB, about 60 s'."""
+        """'4 layers x 8 heads x 4,071 x 4,071 tokens = 2.0 GiB as float32: an NPZ file of about
+        868.9 MiB, about 60 s'."""
         from engine.traces.estimate import duration   # torch: export.py imports none until an estimate is said
 
         took = ("" if self.seconds is None else ", a moment" if self.seconds < 0.05
                 else f", about {duration(self.seconds)}")
-        file = ("under 0.1 MB" if self.file_bytes < 0.1 * 2**20 else f"of about {size(self.file_bytes)}")
+        file = ("under 0.1 MiB" if self.file_bytes < 0.1 * 2**20 else f"of about {gib(self.file_bytes)}")
         return (f"{self.shape} = {_size(self.raw_bytes)} as float32: {'an NPZ' if self.fmt == 'npz' else 'a CSV'} "
                 f"file {file}{took}")
 
 
 def _size(n: int) -> str:
-    """``size``, and a small file as one ("under 0.1 MB", not "0.0 MB")."""
-    return size(n) if n >= 0.1 * 2**20 else "under 0.1 MB"
+    """``gib``, and a small file as one ("under 0.1 MiB", not "0.0 MiB")."""
+    return gib(n) if n >= 0.1 * 2**20 else "under 0.1 MiB"
 
 
 def format_of(path: str | Path) -> str:
@@ -213,7 +214,7 @@ def refusal(trace: AttentionTrace, estimate: ExportEstimate, limit: int | None =
         return None
     need_s, limit_s = sizes_apart(estimate.need, limit)
     as_file = "" if estimate.file_bytes <= estimate.raw_bytes else f", about {need_s} as a CSV file"
-    raw_s = size(estimate.raw_bytes) if as_file else need_s
+    raw_s = gib(estimate.raw_bytes) if as_file else need_s
     instead = {"head": "the pooled overview" + (" (or this head as NPZ)" if as_file else ""),
                "pooled": None}.get(estimate.ask.what, "one head or the pooled overview")
     return (f"{estimate.what[0].upper()}{estimate.what[1:]} is {estimate.shape} = {raw_s} as float32{as_file}, "
@@ -477,5 +478,5 @@ def recording_words(trace: AttentionTrace) -> str:
                 "computes every head exactly")
     nbytes = sum(getattr(call, part)[:1].nbytes for calls in trace.calls.values() for call in calls
                  for part in ("q", "k", "lse") if getattr(call, part) is not None)
-    return (f"the Run's recording {where}: {size(nbytes)} of queries, keys and each row's log-sum-exp, "
+    return (f"the Run's recording {where}: {gib(nbytes)} of queries, keys and each row's log-sum-exp, "
             "from which attnscope computes every head exactly")

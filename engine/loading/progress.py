@@ -78,7 +78,7 @@ class Reporter:
 
 
 def size_of(n: int) -> str:
-    return gib(n) if n >= 1 << 30 else f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"
+    return gib(n) if n >= 1 << 20 else f"{n / 1024:,.0f} KiB"       # a small file's bytes read, in KiB
 
 
 @contextlib.contextmanager

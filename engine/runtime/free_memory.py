@@ -76,13 +76,13 @@ def free_where(device) -> tuple[int, str]:
     return free_bytes(device), (f"on {device}" if on_gpu(device) else "in memory")
 
 
-def gib(n: float) -> str:
-    """Bytes as every message says them: MiB below a gibibyte, GiB, TiB above a tebibyte."""
-    if n >= 1 << 40:
-        return f"{n / (1 << 40):,.1f} TiB"
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.1f} GiB"
-    return f"{n / (1 << 20):.0f} MiB"
+def gib(n: float, digits: int = 1) -> str:
+    """Bytes as every message says them (the one byte formatter): MiB below a gibibyte, GiB
+    below a tebibyte, then TiB, with ``digits`` after the point."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30)):
+        if n >= scale:
+            return f"{n / scale:,.{digits}f} {unit}"
+    return f"{n / (1 << 20):,.{digits}f} MiB"
 
 
 def check_memory(source: str, needed: int, what: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from engine.runtime.free_memory import gib as size  # the one byte formatter; gui/ reads it here as size
 
 # A view that needs every head of a kind at once stops here. Past it, Head statistics and
 # Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
@@ -30,14 +31,9 @@ def layer_started(layer: int, layers: int, report=None, stop=None) -> None:
         report(("overview", layer, layers))
 
 
-def size(n: float, digits: int = 1) -> str:
-    """Bytes as people read them: MB below a gigabyte, GB above."""
-    return f"{n / 2**30:,.{digits}f} GB" if n >= 2**30 else f"{n / 2**20:,.{digits}f} MB"
-
-
 def sizes_apart(need: float, limit: float) -> tuple[str, str]:
-    """``need`` and ``limit`` as ``size`` writes them, with the digits that tell them apart (not
-    "2.0 GB, more than the 2.0 GB")."""
+    """``need`` and ``limit`` as ``size`` (engine.runtime.free_memory.gib) writes them, with the
+    digits that tell them apart (not "2.0 GiB, more than the 2.0 GiB")."""
     digits = next(d for d in (1, 2, 3, 6) if size(need, d) != size(limit, d) or d == 6)
     return size(need, digits), size(limit, digits)
 

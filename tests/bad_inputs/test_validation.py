@@ -41,7 +41,7 @@ def test_a_model_that_does_not_fit_is_refused_with_its_size(monkeypatch):
     check_model_size("gpt", config, "small.safetensors")
     monkeypatch.setattr(free_memory, "available_memory", lambda: 1 << 20)
     with pytest.raises(ModelLoadError, match=r"small.safetensors: this model \(0.\d million parameters\) would need about "
-                                             r"\d+ MiB of memory, and about 1 MiB is free"):
+                                             r"[\d.]+ MiB of memory, and about 1.0 MiB is free"):
         check_model_size("gpt", config, "small.safetensors")
 
 
