@@ -67,6 +67,9 @@ def check_chat(chat, what: str = "run") -> Chat:
     if any(role not in CHAT_ROLES for role in roles) or roles[-1] != "user":
         raise InputError(f"The chat to {what} has turns {', '.join(map(repr, roles))}; a turn is "
                          f"{', '.join(CHAT_ROLES)}, and the last is the user's.")
+    for role, content in turns[:-1]:      # a blank system turn is that turn's fault, not the text's
+        if isinstance(content, str) and not content.strip():
+            raise InputError(f"The chat's {role} turn is blank: give it words, or leave it out.")
     return Chat(tuple((role, check_text(content, what)) for role, content in turns))
 
 

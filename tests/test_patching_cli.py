@@ -71,7 +71,7 @@ def test_a_pairs_file_is_normalised_per_pair_then_averaged(tmp_path):
 
 @pytest.mark.parametrize("args, said", [
     (["--clean", "the king is", "--corrupt", "the lord is dead", "--answers", " a", " b"],
-     "The clean text is 3 tokens (the | king | is) and the corrupted text 4 (the | lord | is | dead)"),
+     "The clean text is 3 tokens and the corrupted text 4, first differing at token 2 ('king' against 'lord')"),
     (["--clean", "the king is", "--corrupt", "the lord is", "--answers", " kingdoms and", " b"],
      "The answer ' kingdoms and' is"),
     (["--clean", " ", "--corrupt", "the lord is", "--answers", " a", " b"], "There is no text to patch"),

@@ -51,27 +51,49 @@ class FramedPair:
         return len(self.clean.source_ids), len(self.clean.target_ids)
 
 
-def pieces(framed: Framed, side: str = "target") -> str:
-    return " | ".join(getattr(framed, f"{side}_tokens"))
+def first_difference(a: list[str], b: list[str]) -> str:
+    """Where two token lists part, as a refusal says it: the counts alone would not show where,
+    and every token of a long text ran a refusal to 1,565 characters on one line."""
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    show = lambda toks: repr(toks[i][:20]) if i < len(toks) else "the end"   # noqa: E731
+    return f"first differing at token {i + 1} ({show(a)} against {show(b)})"
 
 
 def answer_id(adapter, text: str) -> int:
     """The one token id ``text`` stands for: ``id:N``, or a text the tokenizer makes one token."""
+    if not isinstance(text, str):
+        raise InputError(f"An answer is a token's text or id:N; got {text!r:.40}.")
     vocab = adapter.unembedding().weight.shape[0]
     spec = text.strip()
     if spec.startswith("id:"):
         n = spec[3:]
-        if not n.isdigit() or int(n) >= vocab:
-            raise InputError(f"The answer {text!r} is not id:N with N from 0 to {vocab - 1}.")
+        # ASCII digits only ("²" is a digit to Python and no number to int), and no more than the
+        # vocabulary has: 5,000 digits passed Python's own limit on reading a number
+        if not (n.isascii() and n.isdigit()) or len(n) > len(str(vocab)) or int(n) >= vocab:
+            shown = text if len(text) <= 40 else text[:37] + "..."
+            raise InputError(f"The answer {shown!r} is not id:N with N from 0 to {vocab - 1}.")
         return int(n)
     if not text.strip():
         raise InputError("An answer is empty: give a token such as ' Mary' or id:N.")
     ids = adapter.piece_ids(text)
     if len(ids) != 1:
-        shown = " | ".join(adapter_tokens(adapter.loaded).tokens(ids)) or "nothing"
-        raise InputError(f"The answer {text!r} is {len(ids)} tokens ({shown}), not one: give a single token "
+        pieces = adapter_tokens(adapter.loaded).tokens(ids[:8])
+        shown = " | ".join(pieces) + (f" | ... ({len(ids) - 8} more)" if len(ids) > 8 else "") or "nothing"
+        raise InputError(f"The answer {text[:40]!r} is {len(ids)} tokens ({shown}), not one: give a single token "
                          "(often with its leading space, ' Mary') or id:N.")
+    unknown = _unknown_id(adapter.loaded.tokenizer)
+    if unknown is not None and ids[0] == unknown and spec not in adapter_tokens(adapter.loaded).tokens(ids):
+        raise InputError(f"The answer {text[:40]!r} is not in {adapter.loaded.name}'s vocabulary (it reads as the "
+                         "unknown token): give a word the model knows, or id:N.")
     return ids[0]
+
+
+def _unknown_id(tokenizer) -> int | None:
+    """The id a tokenizer gives what it does not know ([UNK], <unk>), None where it has none (a
+    byte-level one spells anything)."""
+    unk = getattr(tokenizer, "unk_id", None)                 # our own tokenizers
+    unk = getattr(tokenizer, "unk_token_id", None) if unk is None else unk   # Hugging Face's
+    return unk if isinstance(unk, int) else None
 
 
 def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPair:
@@ -94,8 +116,9 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
         side, name = "target", "text"
     n_clean, n_corrupt = len(getattr(clean, f"{side}_ids")), len(getattr(corrupt, f"{side}_ids"))
     if n_clean != n_corrupt:
-        raise InputError(f"The clean {name} is {n_clean} tokens ({pieces(clean, side)}) and the corrupted {name} "
-                         f"{n_corrupt} ({pieces(corrupt, side)}): a pair must have the same number of tokens.")
+        raise InputError(f"The clean {name} is {n_clean} tokens and the corrupted {name} {n_corrupt}, "
+                         f"{first_difference(getattr(clean, f'{side}_tokens'), getattr(corrupt, f'{side}_tokens'))}: "
+                         "a pair must have the same number of tokens.")
     for framed in (clean, corrupt):
         if framed.notes and any("truncated" in n for n in framed.notes):
             raise InputError(f"A text of the pair is longer than {loaded.name} reads: shorten it.")

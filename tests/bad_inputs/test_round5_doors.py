@@ -1,0 +1,56 @@
+"""Issue 46: what a user types wrong gets one sentence about the user's own value: answers
+(id:² and id: with 5,000 digits gave Python's own messages; a word the vocabulary lacks was
+measured as [UNK]), a blank system turn (it blamed the text), and a pair of different lengths
+(its refusal listed every token: 1,565 characters on one line)."""
+from __future__ import annotations
+
+import pytest
+
+from engine.adapters import adapter_for
+from engine.experiments.pairs import PromptPair, answer_id, frame_pair
+from engine.inputs import Chat, InputError, check_text
+from engine.loading.catalog import open_model
+
+TRANSLATOR = "resources/checkpoints/translator.safetensors"
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return open_model(TRANSLATOR, "cpu")
+
+
+def _said(err) -> str:
+    text = str(err.value)
+    assert "\n" not in text and len(text) < 300, text
+    return text
+
+
+@pytest.mark.parametrize("spec", ["id:²", "id:" + "9" * 5000, "id:-1", "id:1e3", "id:", None, 5, b"x"])
+def test_an_answer_that_is_no_id_or_text_is_one_sentence(translator, spec):
+    with pytest.raises(InputError) as err:
+        answer_id(adapter_for(translator), spec)
+    assert "answer" in _said(err).lower()
+
+
+def test_an_answer_the_vocabulary_lacks_is_refused_not_measured_as_unknown(translator):
+    adapter = adapter_for(translator)
+    with pytest.raises(InputError) as err:
+        answer_id(adapter, "Flugzeugtraeger")
+    assert "vocabulary" in _said(err)
+    assert answer_id(adapter, "hund") == answer_id(adapter, " hund ")      # a word it knows
+    assert answer_id(adapter, "[UNK]") == translator.tokenizer.unk_id     # asked for by name: allowed
+
+
+def test_a_blank_system_turn_is_that_turns_fault():
+    with pytest.raises(InputError) as err:
+        check_text(Chat.of("hello", system="   "))
+    assert "system turn" in _said(err) and "no text" not in _said(err)
+
+
+def test_a_pair_of_different_lengths_says_where_they_part_not_every_token(translator):
+    words = "the big dog sees the small cat . " * 4
+    pair = PromptPair(words, words.replace("small cat", "small old cat", 1), "der", "die")
+    with pytest.raises(InputError) as err:
+        frame_pair(translator, pair)
+    said = _said(err)
+    assert "first differing at token" in said and "'old'" in said
