@@ -46,7 +46,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-MAX_DRAW_SECONDS = 600     # a drawing estimated longer is refused with its numbers, before it starts
+# A drawing estimated longer is refused with its numbers, before it starts: past about a minute a
+# command that prints nothing looks hung (a 60,000-position PNG, estimated at 9.1 min, ran
+# silently under the old 600 s); --max-seconds allows more, with progress on a terminal.
+MAX_DRAW_SECONDS = 60
 SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and shows progress on a terminal
 
 
