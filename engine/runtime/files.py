@@ -73,22 +73,38 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; give a file name.")
-    path.parent.mkdir(parents=True, exist_ok=True)
     ext = path.suffix if suffix is None else suffix
-    remove_stale_temporaries(path)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=f".part{ext}", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=f".part{ext}", dir=path.parent)
+    except OSError as exc:
+        raise unwritable(path, exc) from None
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
         if not tmp.exists() or tmp.stat().st_size == 0:
-            raise OSError(f"Nothing was written to {path.name}.")
+            raise WriteError(f"Nothing was written to {path.name}.")
         os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError) and name in (exc.filename, exc.filename2):
+            raise unwritable(path, exc) from None       # the user's path, never the hidden temporary
         raise
+
+
+class WriteError(OSError):
+    """A file that could not be written, said in one sentence about the user's own path (not
+    the hidden temporary beside it that the write went through)."""
+
+
+def unwritable(path: Path, exc: OSError) -> WriteError:
+    """``exc`` (from writing ``path`` through its temporary) as a WriteError naming ``path``."""
+    reason = (exc.strerror or str(exc)).rstrip(".")
+    return WriteError(f"Cannot write {path}: {reason[:1].lower()}{reason[1:]}.")
 
 
 # ---- reading: files from outside, checked before they are read ---------------------------------

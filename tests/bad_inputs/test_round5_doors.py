@@ -75,3 +75,27 @@ def test_a_drawing_over_a_minute_asks_for_max_seconds(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err
     assert "--max-seconds" in err and err.count("\n") == 1 and not (tmp_path / "o").exists() or \
         not list((tmp_path / "o").iterdir())
+
+
+@pytest.mark.parametrize("where", ["/proc/attnscope-test.safetensors", "/sys/attnscope-test.safetensors"])
+def test_an_output_that_cannot_be_written_names_the_users_path(where, capsys):
+    from main import main
+
+    assert main(["record", "random-gpt", "--text", "the dog", "--out", where]) == 2
+    err = capsys.readouterr().err
+    assert f"Cannot write {where}:" in err and ".part" not in err and err.count("\n") == 1
+
+
+def test_a_write_that_fails_at_the_end_names_the_users_path(tmp_path, monkeypatch):
+    import os
+
+    from engine.runtime import files
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", str(src))
+    monkeypatch.setattr(files.os, "replace", refuse)
+    target = tmp_path / "out.bin"
+    with pytest.raises(files.WriteError) as err:
+        with files.atomic_path(target) as tmp:
+            tmp.write_bytes(b"x")
+    assert str(err.value) == f"Cannot write {target}: permission denied." and os.listdir(tmp_path) == []
