@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import BAD_INPUT, model_notes, open_predicting, print_json, say, text
+from cli.common import BAD_INPUT, int_in, model_notes, open_predicting, print_json, say, text
 
 
 def register(sub) -> None:
@@ -48,6 +48,8 @@ def register(sub) -> None:
                                                              "texts: the metric is on the next token after it "
                                                              "(default: none, the first token)")
     p.add_argument("--batch", type=int, default=None, help="at most this many patched copies in one forward")
+    p.add_argument("--max-seconds", type=int_in(1, 7 * 86_400), default=None,
+                   help="--pairs: refuse a file estimated (from its first pair) to take longer (default 3600)")
     p.add_argument("--chat", action="store_true", help="a chat model: each text is the user's turn, read through the "
                                                        "tokenizer's own chat template with the reply's start added")
     p.add_argument("--system", type=text, default=None, help="with --chat: a system turn before each user's turn")
@@ -84,6 +86,28 @@ def pairs_of(args):
     return pairs
 
 
+SAY_EVERY_S = 5.0    # a file of pairs says which pair it is on at most this often (stderr)
+
+
+def progress_lines():
+    """What a long patch says on stderr: each estimate once ("Patching: ..." for a pair, "Patching
+    N pairs: ..." for a file), then which pair it is on, every SAY_EVERY_S seconds at most."""
+    import time
+
+    last = [time.monotonic()]
+
+    def show(p) -> None:
+        pair, _, text = p.text.rpartition(": Patching") if p.text.startswith("Pair ") else ("", "", p.text)
+        if not pair and text.startswith("Patching"):               # one pair's estimate, or the file's
+            say(text)
+        elif pair == "Pair 1 of " + pair.split(" of ")[-1] and p.done == 0:
+            say(p.text)                                             # the first pair's estimate, once
+        elif p.text.startswith("Pair ") and time.monotonic() - last[0] > SAY_EVERY_S:
+            last[0] = time.monotonic()
+            say(p.text.split(":", 1)[0] + " ...")
+    return show
+
+
 def run(args) -> int:
     from engine.experiments import experiment, frame_pair, over_pairs
     from engine.runtime import drive
@@ -95,7 +119,7 @@ def run(args) -> int:
     loaded = open_predicting(args.model, args.device or "auto", "patching")
     if loaded is None:
         return BAD_INPUT
-    estimate = lambda p: say(p.text) if p.text.startswith("Patching:") else None  # noqa: E731 - the estimate, once
+    estimate = progress_lines()
     options = dict(method=args.method, what=tuple(args.what), noising=args.noising, metric=args.metric,
                    max_batch=args.batch)
     if args.pairs is None:
@@ -103,7 +127,8 @@ def run(args) -> int:
         result = drive(experiment(loaded, pair, **options), estimate)
         print_json({"model": loaded.name, **result.as_json(), **model_notes(loaded)})
         return 0
-    averaged = drive(over_pairs(loaded, pairs, target=args.target, **options), estimate)
+    limit = {} if args.max_seconds is None else {"max_seconds": float(args.max_seconds)}
+    averaged = drive(over_pairs(loaded, pairs, target=args.target, **options, **limit), estimate)
     print_json({"model": loaded.name, "pairs": [{k: r.as_json()[k] for k in ("token_ids", "answers", "clean", "corrupt")}
                                                 for r in averaged.results],
                 "metric": args.metric, "method": args.method, "noising": args.noising, "normalised": True,

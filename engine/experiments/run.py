@@ -6,6 +6,7 @@ puts each on the same 0 (corrupted) to 1 (clean) scale, so every pair counts the
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -17,6 +18,7 @@ from engine.experiments.patching import PatchResult, Progress, exact_patching
 from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF
 from engine.inputs import InputError
 from engine.interventions import Interventions
+from engine.traces.estimate import duration
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
                max_batch: int | None = None, stop: Callable[[], bool] | None = None,
@@ -43,29 +45,59 @@ class Averaged:
     mean: dict[str, np.ndarray]                # each point's normalised result, averaged over the pairs
 
 
+MAX_PAIRS_SECONDS = 3600.0   # a file of pairs estimated longer is refused with its numbers (--max-seconds)
+FRAME_AHEAD = 10_000         # up to this many pairs are all framed (and refused by line) before any is patched
+
+
 def over_pairs(loaded, pairs: list[PromptPair], method: str = EXACT, what=(HEADS,), noising: bool = False,
                metric: str = LOGIT_DIFF, max_batch: int | None = None, stop: Callable[[], bool] | None = None,
-               target: str | None = None) -> Iterator[Progress]:
-    """Every pair framed (refused by its line; an encoder-decoder's with the decoder prefix
-    ``target``), then patched in turn; returns Averaged."""
-    framed = []
-    for pair in pairs:
+               target: str | None = None, max_seconds: float = MAX_PAIRS_SECONDS) -> Iterator[Progress]:
+    """Every pair patched in turn (an encoder-decoder's with the decoder prefix ``target``);
+    returns Averaged. Every pair is framed first, each refused by its line (past FRAME_AHEAD
+    pairs, only the first, and the rest once the estimate allows them); the first pair is
+    patched and timed, and the whole file estimated from it and refused past ``max_seconds``
+    with the numbers (a million lines, at 0.16 s a pair, would have run two days with nothing
+    said); then the others are patched. Progress says "Pair i of N: ..." throughout, and
+    "Patching N pairs: ..." once the estimate is known."""
+    if not isinstance(pairs, (list, tuple)) or not pairs:
+        raise InputError("There are no prompt pairs to patch: give at least one (clean, corrupt, answer, wrong).")
+
+    def framed_at(i: int):
         try:
-            framed.append(frame_pair(loaded, pair, target))
+            return frame_pair(loaded, pairs[i], target)
         except InputError as exc:
-            raise InputError(f"Line {pair.line}: {exc}") from None
+            raise InputError(f"Line {pairs[i].line}: {exc}") from None
+
+    n = len(pairs)
     by_position = method != DLA and any(w in BY_POSITION for w in what)
-    first = framed[0]
-    for pair, f in zip(pairs, framed):
-        if by_position and f.lengths != first.lengths:
-            n, m = (f.tokens, first.tokens) if f.tokens != first.tokens else (f.lengths[0], first.lengths[0])
-            raise InputError(f"Line {pair.line}'s pair is {n} tokens and line {pairs[0].line}'s {m}: "
-                             "results by position average pairs of one length only (patch heads, or give such pairs).")
-    results = []
-    for i, pair in enumerate(framed):
-        steps = experiment(loaded, pair, method, what, noising, metric, max_batch, stop)
-        result = yield from _labelled(steps, f"Pair {i + 1} of {len(framed)}: ")
-        results.append(result)
+
+    def frame(upto: int) -> None:                 # frame pairs up to ``upto``, each refused by its line
+        for i in range(len(framed), upto):
+            f = framed_at(i)
+            if by_position and f.lengths != framed[0].lengths if framed else False:
+                count, m = ((f.tokens, framed[0].tokens) if f.tokens != framed[0].tokens
+                            else (f.lengths[0], framed[0].lengths[0]))
+                raise InputError(f"Line {pairs[i].line}'s pair is {count} tokens and line {pairs[0].line}'s {m}: "
+                                 "results by position average pairs of one length only (patch heads, or give "
+                                 "such pairs).")
+            framed.append(f)
+
+    framed: list = []
+    frame(n if n <= FRAME_AHEAD else 1)           # a file of usual size: every line checked before any work
+    started = time.perf_counter()
+    results = [(yield from _labelled(experiment(loaded, framed[0], method, what, noising, metric, max_batch, stop),
+                                     f"Pair 1 of {n}: "))]
+    if n > 1:
+        each = time.perf_counter() - started
+        if each * (n - 1) > max_seconds:
+            raise InputError(f"{n:,} pairs at about {duration(each)} a pair (the first took that) would take about "
+                             f"{duration(each * n)}, more than the {duration(max_seconds)} allowed: patch a sample of "
+                             "the file, or allow more time (--max-seconds).")
+        yield Progress(1, n, f"Patching {n:,} pairs: about {duration(each * n)} in all, {duration(each)} a pair")
+    frame(n)
+    for i in range(1, n):
+        steps = experiment(loaded, framed[i], method, what, noising, metric, max_batch, stop)
+        results.append((yield from _labelled(steps, f"Pair {i + 1} of {n}: ")))
     normalised = [r.normalised() for r in results]
     mean = {k: np.mean([n[k] for n in normalised], axis=0).astype(np.float32) for k in normalised[0]}
     return Averaged(results, mean)

@@ -87,9 +87,10 @@ class DrawEstimate:
 
 
 def duration(seconds: float) -> str:
-    """Seconds as an estimate says them: tenths below 10 s, whole seconds below 2 min, then minutes."""
+    """Seconds as an estimate says them: tenths below 10 s, whole seconds below 2 min, then minutes,
+    and hours past two (a file of pairs can run for days)."""
     return (f"{seconds:.1f} s" if seconds < 10 else f"{seconds:,.0f} s" if seconds < 120
-            else f"{seconds / 60:,.1f} min")
+            else f"{seconds / 60:,.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h")
 
 
 SAMPLE_CELLS = {"cpu": 1 << 24, "gpu": 1 << 31}   # scores the timed sample computes (CPU: ~0.1 s; a GPU: past its launch costs)

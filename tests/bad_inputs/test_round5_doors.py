@@ -99,3 +99,28 @@ def test_a_write_that_fails_at_the_end_names_the_users_path(tmp_path, monkeypatc
         with files.atomic_path(target) as tmp:
             tmp.write_bytes(b"x")
     assert str(err.value) == f"Cannot write {target}: permission denied." and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("pairs", [[], None, "pairs.tsv"])
+def test_over_pairs_of_nothing_is_one_sentence(pairs):
+    from engine.experiments.run import over_pairs
+    from engine.loading.demo import random_model
+
+    with pytest.raises(InputError) as err:
+        next(over_pairs(random_model("gpt", layers=1, heads=2, width=16), pairs))
+    assert "pairs" in _said(err)
+
+
+def test_a_file_of_pairs_is_estimated_from_its_first_and_refused_past_the_limit(tmp_path, capsys):
+    """A million lines would have run two days saying nothing: the first pair is timed, the file
+    estimated from it, and refused past --max-seconds with the numbers, before the rest is framed."""
+    from main import main
+
+    line = "the big dog sees the small cat\tthe big cat sees the small dog\tid:5\tid:6\n"
+    (tmp_path / "pairs.tsv").write_text(line * 12000 + "the dog\tthe big dog\tid:5\tid:6\n")   # never framed
+    assert main(["patch", "random-gpt", "--pairs", str(tmp_path / "pairs.tsv"), "--max-seconds", "1", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "12,001 pairs at about" in err and "--max-seconds" in err and "Pair 1 of 12001" in err
+    (tmp_path / "three.tsv").write_text(line * 3)
+    assert main(["patch", "random-gpt", "--pairs", str(tmp_path / "three.tsv"), "--json"]) == 0
+    assert "Patching 3 pairs: about" in capsys.readouterr().err
