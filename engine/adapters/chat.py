@@ -61,14 +61,23 @@ def chat_ids(tokenizer, chat: Chat, name: str) -> list[int]:
     """The ids of ``chat`` as the tokenizer's template writes it, with the generation prompt
     (the start of the assistant's turn); the template's own special tokens (BOS, turn marks)
     included, so nothing is put in front of them."""
+    from engine.adapters.chat_limits import TemplateLimit, limited_rendering
+
     try:
-        enc = tokenizer.apply_chat_template(chat.messages, add_generation_prompt=True, tokenize=True,
-                                            return_dict=True)
+        with limited_rendering():            # the template is code of the model's author: bounded
+            enc = tokenizer.apply_chat_template(chat.messages, add_generation_prompt=True, tokenize=True,
+                                                return_dict=True)
+    except TemplateLimit as exc:
+        raise InputError(f"{name}'s chat template was stopped: {exc}; attnscope will not read this chat through "
+                         "it (give the text as plain text).") from None
     except Exception as exc:  # noqa: BLE001 - a template is code of the model's author: say it failed
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
         raise InputError(f"{name}'s chat template could not write this chat ({first}).") from None
     ids = enc["input_ids"]
-    return [int(i) for i in (ids[0] if ids and isinstance(ids[0], list) else ids)]
+    ids = [int(i) for i in (ids[0] if ids and isinstance(ids[0], list) else ids)]
+    if not ids:
+        raise InputError(f"{name}'s chat template wrote nothing for this chat: there is nothing to read.")
+    return ids
 
 
 def end_ids(loaded, eos_id: int | None) -> set[int]:
