@@ -59,18 +59,18 @@ def test_a_pair_of_different_lengths_says_where_they_part_not_every_token(transl
 def test_a_drawing_over_a_minute_asks_for_max_seconds(tmp_path, monkeypatch, capsys):
     """A PNG export estimated past a minute is refused by default, naming --max-seconds; asked
     with more, it runs."""
-    import engine.traces.estimate as estimate
+    import engine.traces as traces
     from main import main
     from tests.bad_inputs.cases import synthetic_recording
 
     path = synthetic_recording(tmp_path / "r.safetensors", 64)
-    real = estimate.estimate_drawing
+    real = traces.estimate_drawing
 
     def slow(*args, **kwargs):            # the same estimate, as a 60,000-position recording's: 9.1 min
         est = real(*args, **kwargs)
         est.seconds = 546.0
         return est
-    monkeypatch.setattr(estimate, "estimate_drawing", slow)
+    monkeypatch.setattr(traces, "estimate_drawing", slow)          # the CLI asks the package's face
     assert main(["export", str(path), "--out", str(tmp_path / "o"), "--view", "head"]) == 2
     err = capsys.readouterr().err
     assert "--max-seconds" in err and err.count("\n") == 1 and not (tmp_path / "o").exists() or \
