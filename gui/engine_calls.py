@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from engine.loading import catalog
-from engine.runtime.device import SPREAD, available_devices, pick_device
+from engine.runtime import SPREAD, available_devices, pick_device
 
 
 def usable_device(device: str, devices: list[str]) -> str:
@@ -23,7 +23,7 @@ def open_model(source: str, device: str, report=None, stop=None):
     """Opening a model: first the devices this machine has (asking torch, which the model needs
     anyway), then the model on ``device`` if it is one of them, its progress reported as it loads
     (engine.loading.progress records), stopped on Cancel."""
-    from engine.loading.placement import accelerate_missing
+    from engine.loading import accelerate_missing
 
     devices = available_devices() + ([SPREAD] if accelerate_missing() is None else [])
     yield devices
@@ -38,7 +38,7 @@ def move_model(loaded, device: str):
 def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = False, report=None, stop=None,
                 interventions=None, value_weighted=False):
     """A Run: (trace, seconds), its progress (attention sites passed) reported, stopped on Esc."""
-    from engine.traces.tracing import trace_text
+    from engine.traces import trace_text
 
     start = time.perf_counter()
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
@@ -48,7 +48,7 @@ def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = Fal
 
 def model_output(loaded, text, interventions=None, stop=None) -> str:
     """The output line's text; a newer request ends it within a layer."""
-    from engine.traces.tracing import stoppable
+    from engine.traces import stoppable
     from gui.output_line import output_line
 
     with stoppable(stop):
@@ -57,14 +57,14 @@ def model_output(loaded, text, interventions=None, stop=None) -> str:
 
 def save_recording(trace, path: str) -> str:
     """Write the recording; the window has asked before replacing any file (gui.recordings)."""
-    from engine.traces.recording_file import save_recording as save
+    from engine.traces import save_recording as save
 
     return str(save(trace, path, replace=True))
 
 
 def open_recording(path: str):
     """A saved Run's trace; a model's weights opened here by mistake get a sentence saying where they go."""
-    from engine.traces.recording_file import RecordingError, is_recording, load_recording
+    from engine.traces import RecordingError, is_recording, load_recording
 
     try:
         return load_recording(path)

@@ -13,7 +13,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
-from engine.runtime.files import atomic_path
+from engine.runtime import atomic_path
 from gui.svg_cells import sharpen
 
 FORMATS = ("png", "svg")

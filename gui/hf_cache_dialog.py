@@ -17,22 +17,17 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
+from engine.runtime import gib
 from gui.worker import SHARED, Jobs
 
 COLUMNS = ("Model", "Size", "Architecture", "attnscope")
 
 
-def _size(n: int) -> str:
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.1f} GB"
-    return f"{n / (1 << 20):.1f} MB" if n >= 1 << 20 else f"{n / 1024:.0f} KB"
-
-
 def _scan():
     """The cache's models at once (names and sizes: the file system only), then each one as the
     loader's checks read it: the dialog fills its rows in as they come."""
-    from engine.loading.cache_listing import cached_snapshots, checked
-    from engine.loading.hub_cache import cache_dir
+    from engine.loading import cached_snapshots, checked
+    from engine.loading import cache_dir
 
     listed = cached_snapshots()
     yield cache_dir(), listed
@@ -118,7 +113,7 @@ class HFCacheDialog(QDialog):
                            "set HF_HOME or HF_HUB_CACHE before starting attnscope to use another cache.")
 
     def _fill_row(self, row: int, m, checking: bool) -> None:
-        cells = (m.repo_id, _size(m.size_bytes), "…" if checking else m.architecture or "?",
+        cells = (m.repo_id, gib(m.size_bytes), "…" if checking else m.architecture or "?",
                  "checking…" if checking else "opens" if m.problem is None else f"cannot open: {m.problem}")
         for col, text in enumerate(cells):
             item = QTableWidgetItem(text)

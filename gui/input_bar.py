@@ -12,7 +12,7 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QVBoxLayout, QWidget)
 
-from engine.adapters.chat import reads_chat
+from engine.adapters import reads_chat
 from gui.settings import remember_folder, start_folder
 from gui.text_box import TextBox
 from gui.worker import error_message

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from engine.loading import catalog
-from engine.runtime.device import SPREAD
+from engine.runtime import SPREAD
 from gui import engine_calls
 from gui.hf_cache_dialog import HFCacheDialog
 from gui.settings import push_recent, recent_files, remember_folder, start_folder

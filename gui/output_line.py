@@ -14,8 +14,8 @@ def ended_at_once(token: str, probability: float) -> str:
 def output_line(loaded, text, interventions=None) -> str:
     """The model's own greedy output for ``text`` (worker thread: it runs the model), changed
     by ``interventions`` (engine.interventions) when given."""
-    from engine.decoding.records import DecodeSettings
-    from engine.decoding.session import decode_all, model_output
+    from engine.decoding import DecodeSettings
+    from engine.decoding import decode_all, model_output
 
     written = model_output(loaded, text, interventions=interventions)
     if written.strip() or not loaded.generates:

@@ -39,7 +39,7 @@ class Recordings:
             w.settings, "recordings")) / f"{name}.recording.safetensors"), RECORDING_FILTER)
         if not path:
             return
-        from engine.traces.recording_file import RecordingError, recording_target
+        from engine.traces import RecordingError, recording_target
 
         try:
             path = str(recording_target(path, replace=True))   # the name it is written as (.safetensors added)
@@ -57,7 +57,7 @@ class Recordings:
         never; any other existing file only when the user says so here (the dialog asked about
         the name typed, not always about the name written), and a file that is not a recording
         of ours (a model's weights) with a warning and No as the default."""
-        from engine.traces.recording_file import is_recording
+        from engine.traces import is_recording
 
         w = self.window
         target = Path(path)

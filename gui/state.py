@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.adapters.chat import reads_chat
+from engine.adapters import reads_chat
 from engine.inputs import Chat
-from engine.interventions.spec import Interventions
-from engine.loading.loaded import LoadedModel
-from engine.traces.base import AttentionTrace
+from engine.interventions import Interventions
+from engine.loading import LoadedModel
+from engine.traces import AttentionTrace
 
 
 def prompt_of(text: str, chat: bool = False, system: str = "") -> str | Chat:

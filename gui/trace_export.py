@@ -18,9 +18,9 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QLabel,
                                QPushButton, QRadioButton, QVBoxLayout, QWidget)
 
-from engine.inspection.export import (EXPORT_LIMIT_BYTES, ExportAsk, estimate_export, export_trace, recording_words,
+from engine.inspection import (EXPORT_LIMIT_BYTES, ExportAsk, estimate_export, export_trace, recording_words,
                                       refusal)
-from engine.traces.base import size
+from engine.runtime import gib
 from gui.load_progress import STEPS, LoadProgressBar
 from gui.settings import remember_folder, start_folder
 from gui.theme import tint
@@ -121,7 +121,7 @@ class TraceExporter(QObject):
             self.progress.label.setText(f"exporting {self.what}… (Esc cancels)")
 
     def _written(self, path) -> None:
-        self.window.statusBar().showMessage(f"Saved {path} ({size(Path(path).stat().st_size)})", 8000)
+        self.window.statusBar().showMessage(f"Saved {path} ({gib(Path(path).stat().st_size)})", 8000)
 
     def cancel(self) -> None:
         """Stop the export at its next block; its temporary is removed, nothing is written."""
@@ -174,7 +174,7 @@ class TraceExportDialog(QDialog):
             self.format_box.addItem(title, fmt)
         form.addRow("Format:", self.format_box)
         layout.addLayout(form)
-        note = QLabel(f"An export past {size(EXPORT_LIMIT_BYTES)} is refused. The compact form of every head is "
+        note = QLabel(f"An export past {gib(EXPORT_LIMIT_BYTES)} is refused. The compact form of every head is "
                       f"{recording_words(trace)}.")
         note.setWordWrap(True)
         tint(note, "muted")

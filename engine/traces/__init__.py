@@ -19,7 +19,6 @@ _PUBLIC = {
     "AttentionTrace": "base",
     "RunCancelled": "base",
     "TraceTooLarge": "base",
-    "size": "base",
     "DenseTrace": "dense",
     "RunTooLarge": "estimate",
     "estimate_drawing": "estimate",
@@ -38,4 +37,4 @@ _PUBLIC = {
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["AttentionTrace", "DenseTrace", "RecordedTrace", "RecordingError", "RunCancelled", "RunTooLarge",
            "TraceTooLarge", "bin_span", "cell", "estimate_drawing", "is_recording", "load_recording",
-           "pool_2d", "recording_target", "save_recording", "size", "stoppable", "trace_text"]
+           "pool_2d", "recording_target", "save_recording", "stoppable", "trace_text"]

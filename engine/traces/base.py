@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
-from engine.runtime.free_memory import gib as size  # the one byte formatter; gui/ reads it here as size
+from engine.runtime.free_memory import gib  # the one byte formatter
 
 # A view that needs every head of a kind at once stops here. Past it, Head statistics and
 # Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
@@ -32,10 +32,10 @@ def layer_started(layer: int, layers: int, report=None, stop=None) -> None:
 
 
 def sizes_apart(need: float, limit: float) -> tuple[str, str]:
-    """``need`` and ``limit`` as ``size`` (engine.runtime.free_memory.gib) writes them, with the
+    """``need`` and ``limit`` as engine.runtime.free_memory.gib writes them, with the
     digits that tell them apart (not "2.0 GiB, more than the 2.0 GiB")."""
-    digits = next(d for d in (1, 2, 3, 6) if size(need, d) != size(limit, d) or d == 6)
-    return size(need, digits), size(limit, digits)
+    digits = next(d for d in (1, 2, 3, 6) if gib(need, d) != gib(limit, d) or d == 6)
+    return gib(need, digits), gib(limit, digits)
 
 
 class RunCancelled(Exception):
@@ -98,7 +98,7 @@ class AttentionTrace:
         it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
         import torch
 
-        from engine.runtime.blocks import rows_per_block
+        from engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
         from engine.traces.pooling import block, pool_blocks
 
         L, H, tq, tk = self.shape(kind)
@@ -124,7 +124,7 @@ class AttentionTrace:
         ``step`` query rows at a time (default: what one block may hold on the trace's device,
         engine.runtime.blocks). For work that needs a whole layer (the overview's pooling, head
         statistics, rollout) without ever holding one."""
-        from engine.runtime.blocks import rows_per_block
+        from engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
 
         _, H, tq, tk = self.shape(kind)
         step = step or rows_per_block(self.device, H * tk)

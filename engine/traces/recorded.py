@@ -22,7 +22,8 @@ from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from engine.seam.call import AttentionCall
 from engine.traces import block_max
-from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started, size
+from engine.runtime.free_memory import gib
+from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
 from engine.traces.strongest import strongest
 from engine.traces.words import merge_pieces, word_starts
@@ -81,7 +82,7 @@ class RecordedTrace(AttentionTrace):
             return self._dense[kind][layer]
         L, H, tq, tk = self.shape(kind)
         if H * tq * tk * 4 > LAYER_BYTES:
-            raise TraceTooLarge(f"One layer of {kind} is {H} heads x {tq:,} x {tk:,} = {size(H * tq * tk * 4)} "
+            raise TraceTooLarge(f"One layer of {kind} is {H} heads x {tq:,} x {tk:,} = {gib(H * tq * tk * 4)} "
                                 "at once; ask for thumbnails, a tile or a row.")
         key = (kind, layer)
         if key in self._layers:

@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QPushButton, QSpinBox, QSplitter,
                                QTableWidget, QVBoxLayout, QWidget)
 
-from engine.inspection.analysis import compare_traces
+from engine.inspection import compare_traces
 from gui.colormaps import attach_colorbar, colormap
 from gui.flow import FlowLayout
 from gui.settings import app_settings, remember_folder, start_folder
@@ -29,11 +29,11 @@ SAME_WEIGHTS = "same weights in attnscope's encoder"
 
 def _compare_job(a, b_source, text, pair: str, device: str):
     """Off the GUI thread: build model B if needed, trace both, compare every kind they share."""
-    from engine.loading.catalog import open_model
-    from engine.traces.tracing import trace_text
+    from engine.loading import open_model
+    from engine.traces import trace_text
 
     if b_source == SAME_WEIGHTS:
-        from engine.loading.convert import hf_to_scratch
+        from engine.loading import hf_to_scratch
         b = hf_to_scratch(a)
     elif isinstance(b_source, str):
         b = open_model(b_source, device)

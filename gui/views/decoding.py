@@ -18,7 +18,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, QPushButton, QSlider, QSpinBox,
                                QSplitter, QStyledItemDelegate, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine.decoding.records import STRATEGIES, DecodeSettings, DecodeStep
+from engine.decoding import STRATEGIES, DecodeSettings, DecodeStep
 from gui.flow import FlowLayout
 from gui.output_line import shown_output
 from gui.theme import accent, emphasise
@@ -28,13 +28,13 @@ from gui.view_options import ViewOptions, bind_options, option
 from gui.worker import MODEL, Jobs, lane_pool
 
 if TYPE_CHECKING:
-    from engine.decoding.session import DecodeSession
+    from engine.decoding import DecodeSession
 
 TITLE = 'Decoding failed'     # the title of this view's error dialogs
 
 
 def _start_session(loaded, text, settings: DecodeSettings, interventions=None):
-    from engine.decoding.session import DecodeSession   # torch, in the worker: the panel is drawn without it
+    from engine.decoding import DecodeSession   # torch, in the worker: the panel is drawn without it
 
     session = DecodeSession(loaded, text, settings, interventions)
     return session, session.steps()

@@ -22,7 +22,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QPainterPath
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QGraphicsPathItem, QLabel,
                                QLineEdit, QSpinBox, QVBoxLayout, QWidget)
 
-from engine.interventions.refs import HeadRef
+from engine.interventions import HeadRef
 from engine.kinds import CROSS
 from gui.display import display_weights, special_mask
 from gui.colormaps import attach_colorbar, colormap, label_colorbar
@@ -113,7 +113,7 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if is_long(trace, kind):
         import torch
-        from engine.traces.pooling import pool_2d
+        from engine.traces import pool_2d
         from engine.traces.viewport import viewport
         tq, tk = len(q), len(k)
         shown = display_weights(viewport(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
@@ -516,7 +516,7 @@ class HeadDetail(PreparedView, QWidget):
             q, k = d.trace.query_tokens(d.kind), d.trace.key_tokens(d.kind)
             qo, ko = hit
             if d.long:        # one exact cell, computed from the recording
-                from engine.traces.viewport import cell
+                from engine.traces import cell
                 value = cell(d.trace, d.kind, d.layer, d.head, d.how, qo, ko)
             else:                # the matrix holds the cells shown (specials may be hidden)
                 value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]

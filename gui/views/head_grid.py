@@ -296,7 +296,7 @@ class HeadGrid(PreparedView, QWidget):
 
     def block(self, qi: int, ki: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """The tokens [start, stop) of queries and of keys that pixel (qi, ki) of a tile stands for."""
-        from engine.traces.pooling import bin_span
+        from engine.traces import bin_span
 
         thumbs = self.drawing.thumbs
         rows, cols = thumbs.pooled.shape[2:]

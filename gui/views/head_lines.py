@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from gui.display import display_weights, special_mask
 from gui.views.drawings import HeadLinesDrawing
-from engine.inspection.top_keys import TopKeys, top_keys
+from engine.inspection import TopKeys
+from engine.inspection.top_keys import top_keys   # a module of the same name: not on the package face
 from engine.traces import base
 from gui.flow import FlowLayout
 from gui.theme import text_on

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from engine.interventions.refs import Edge, HeadRef
+from engine.interventions import Edge, HeadRef
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 
 KEYS = Qt.KeyboardModifier

@@ -13,7 +13,7 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
 
-from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
+from engine.interventions import MEAN, ZERO, Edge, HeadRef
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from gui.flow import FlowLayout
 from gui.worker import MODEL, Jobs
@@ -28,7 +28,7 @@ NO_MODEL = ("A recording holds attention, not a model: switching heads off or kn
 
 def _effect(loaded, text, target: str, spec, stop=None):
     from engine.interventions.effect import effect   # torch, in the worker
-    from engine.traces.tracing import stoppable
+    from engine.traces import stoppable
 
     with stoppable(stop):      # a newer request ends it within a layer
         result = effect(loaded, text, spec, target=target or None, k=5)
@@ -37,7 +37,7 @@ def _effect(loaded, text, target: str, spec, stop=None):
 
 
 def _decoder_tokens(loaded):
-    from engine.interventions.lens import adapter_tokens
+    from engine.interventions import adapter_tokens
 
     return adapter_tokens(loaded)
 

@@ -30,8 +30,8 @@ NO_MODEL = ("A recording holds attention, not a model: the logit lens needs the 
 
 
 def _lens(loaded, text, target: str, spec, stop=None):
-    from engine.interventions.lens import logit_lens   # torch, in the worker
-    from engine.traces.tracing import stoppable
+    from engine.interventions import logit_lens   # torch, in the worker
+    from engine.traces import stoppable
 
     with stoppable(stop):
         return logit_lens(loaded, text, target=target or None, spec=spec)

@@ -23,7 +23,7 @@ from gui.superseded import gives_way
 from gui.worker import MODEL, Jobs
 
 if TYPE_CHECKING:
-    from engine.inspection.neurons import QueryKeys
+    from engine.inspection import QueryKeys
 
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
 
@@ -32,7 +32,7 @@ PANES = ("query q", "keys k", "q * k", "q . k / sqrt(d)", "softmax")
 
 def _query_keys(*args, **kwargs) -> QueryKeys:
     """engine.inspection.neurons.query_keys, in the worker: torch is imported there, never to draw the view."""
-    from engine.inspection.neurons import query_keys
+    from engine.inspection import query_keys
 
     return query_keys(*args, **kwargs)
 

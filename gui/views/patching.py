@@ -28,7 +28,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QVBoxLayout, QWidget)
 
-from engine.experiments.names import DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, POINTS, SEQ2SEQ_POINTS
+from engine.experiments import DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, POINTS, SEQ2SEQ_POINTS
 from engine.inputs import Chat
 from engine.interventions import Interventions
 from gui.colormaps import attach_colorbar
@@ -80,8 +80,8 @@ class PatchingOptions(ViewOptions):
 def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None):
     """In the model worker: yields engine Progress records; returns (PatchResult, Drawing).
     ``inputs.clean``, ``inputs.corrupt``: the texts as the model reads them (str or Chat)."""
-    from engine.experiments.pairs import PromptPair, frame_pair
-    from engine.experiments.run import experiment
+    from engine.experiments import PromptPair, frame_pair
+    from engine.experiments import experiment
 
     pair = frame_pair(loaded, PromptPair(inputs.clean, inputs.corrupt, inputs.answer, inputs.wrong),
                       inputs.target or None)
@@ -92,7 +92,7 @@ def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None)
 
 def _answers_job(loaded, clean, corrupt, target: str, keep: tuple, interventions: Interventions):
     """Each text's likeliest next tokens and the id its box keeps ([] for a text not given: "")."""
-    from engine.experiments.pairs import next_tokens
+    from engine.experiments import next_tokens
 
     return [next_tokens(loaded, text, target=target, keep=[i for i in [kept] if i is not None],
                         interventions=interventions) if text else []
@@ -365,7 +365,7 @@ class PatchingPanel(QWidget):
 
     def _agreement(self, inputs: PatchInputs, options: PatchingOptions) -> str:
         """Where exact and attribution patching both ran on the same inputs: their correlation."""
-        from engine.experiments.attribution import agreement
+        from engine.experiments import agreement
 
         both = [self.kept.get(m) for m in ("exact", "attribution")]
         same = (inputs, options.point, options.noising, options.metric)

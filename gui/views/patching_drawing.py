@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.experiments.names import DLA, HEAD_KIND
+from engine.experiments import DLA, HEAD_KIND
 
 METHODS = {"exact": "exact patching", "attribution": "attribution patching (one backward)",
            "dla": "direct logit attribution"}

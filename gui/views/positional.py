@@ -176,9 +176,9 @@ def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None
 def _rope_vectors(loaded, text):
     """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
     import torch
-    from engine.inspection.neurons import query_keys
-    from engine.models.outputs import DECODER_SELF
-    from engine.traces.tracing import trace_text
+    from engine.inspection import query_keys
+    from engine.kinds import DECODER_SELF
+    from engine.traces import trace_text
 
     qk = query_keys(trace_text(loaded, text), DECODER_SELF, 0, 0)
     return (torch.from_numpy(qk.queries[0]).double(), torch.from_numpy(qk.keys[0]).double(),

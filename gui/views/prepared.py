@@ -46,7 +46,7 @@ def _guarded(func: Callable, *args, lane: str = SHARED, report=None, stop=None) 
     ends it between two layers instead of after. ``lane``: where it runs (gui.worker's rule
     for threads: a trace that computes from its recording is drawn on the model thread); one
     superseded while it waited there is dropped."""
-    from engine.traces.base import TraceTooLarge
+    from engine.traces import TraceTooLarge
 
     params = accepted_parameters(func)
     extra = {name: value for name, value in (("report", report), ("stop", stop)) if name in params}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
-from engine.inspection.analysis import layer_aggregate, trace_rollout
+from engine.inspection import layer_aggregate, trace_rollout
 from gui.views.drawings import RolloutDrawing
 from engine.kinds import CROSS
 from gui.flow import FlowLayout
@@ -47,7 +47,7 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
         return RolloutDrawing(matrix=matrix, note=note, rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     import torch
 
-    from engine.traces.pooling import pool_2d
+    from engine.traces import pool_2d
 
     matrix = pool_2d(torch.from_numpy(matrix), POOLED_PIXELS, POOLED_PIXELS, "max").numpy()
     return RolloutDrawing(matrix=matrix, note=f"{len(q):,} tokens: each cell the max over a block of tokens. " + note,
@@ -57,7 +57,7 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
 
 def _block_labels(tokens: list[str], n: int) -> list[str]:
     """Each of ``n`` blocks of ``tokens`` labelled by its first token, with its position."""
-    from engine.traces.pooling import bin_span
+    from engine.traces import bin_span
 
     return [f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}" for i in range(n)]
 

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
                                QWidget)
 
-from engine.training.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
-from engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
+from engine.training import Probe, load_timelapse, save_timelapse, timelapse_path
+from engine.training import GPT_RECIPE, TrainConfig, TrainProgress
 from gui.settings import app_settings, remember_folder, start_folder
 from gui.view_options import ViewOptions, bind_options, option
 from gui.state import AppState
@@ -36,9 +36,9 @@ def training_run(family: str, corpus: str | None, config: TrainConfig, device: s
     every record with a validation loss, a probe, a stop or the end); returns the
     LoadedModel, or None when stopped before the first step. ``stop`` comes from Jobs:
     true after Stop or when the window closes, read before and between steps."""
-    from engine.corpora.sources import text_splits, translation_splits
-    from engine.runtime.device import pick_device
-    from engine.training.loops import train_gpt, train_translator
+    from engine.corpora import text_splits, translation_splits
+    from engine.runtime import pick_device
+    from engine.training import train_gpt, train_translator
 
     dev = pick_device(device)
     if family == "translator":
@@ -320,7 +320,7 @@ class TrainingPanel(QWidget):
 
     # ---- files -----------------------------------------------------------------------------------
     def save(self, path: str) -> None:
-        from engine.loading.checkpoint import save_checkpoint
+        from engine.loading import save_checkpoint
         save_checkpoint(self.trained, path)
         if self.probes:
             save_timelapse(timelapse_path(path), self.probes)
