@@ -265,3 +265,17 @@ def test_the_colour_bar_has_room_for_its_labels(window_on, qtbot):
         p.plot.grab()
         QCoreApplication.processEvents()
     assert axis.textWidth > 45 and axis.width() >= axis.textWidth + axis.style["tickTextOffset"][0]
+
+
+def test_the_map_keeps_a_line_a_row_in_a_short_dock(window_on, qtbot):
+    """Presentation mode at 1280x800 squeezed the map to ~35 px, its layer labels into one
+    another: the map keeps about a line of the font a row, and the panel scrolls instead."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QApplication
+
+    w = window_on(GPT)
+    p = _panel(w, qtbot)
+    _patch(p, qtbot)
+    rows = len(p.drawing.rows)
+    assert p.plot.minimumHeight() >= rows * QFontMetrics(QApplication.font()).height()
+    assert p.plot.height() >= p.plot.minimumHeight()

@@ -25,8 +25,9 @@ from typing import NamedTuple
 
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
+                               QPushButton, QVBoxLayout, QWidget)
 
 from engine.experiments import DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, POINTS, SEQ2SEQ_POINTS
 from engine.inputs import Chat
@@ -386,6 +387,11 @@ class PatchingPanel(QWidget):
         self.item.getAxis("left").setTicks([fitting_ticks(d.rows, max(1.0, self.item.vb.height()), 14)])
         self.item.getAxis("bottom").setTicks([fitting_ticks(d.cols, max(1.0, self.item.vb.width()), 60)])
         self.item.setRange(xRange=(0, len(d.cols)), yRange=(0, len(d.rows)), padding=0)
+        # A line of the font a row (title, axis and labels besides), up to a screenful: in a short
+        # dock the panel scrolls instead (presentation mode at 1280x800 squeezed the map to 35 px
+        # and its layer labels into one another).
+        line = QFontMetrics(QApplication.font()).height()
+        self.plot.setMinimumHeight(min(int(1.2 * line * len(d.rows)) + 5 * line, 16 * line))
         self._inputs_changed()
 
     def cell_at_scene(self, scene_pos) -> tuple[int, int] | None:
