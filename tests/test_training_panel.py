@@ -65,6 +65,7 @@ def test_closing_during_training_leaves_nothing_running(panel, qtbot):
 
 
 def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, monkeypatch):
+    import engine.training
     import engine.training.loops
     from gui.worker import job_failures
 
@@ -73,6 +74,7 @@ def test_an_error_in_the_run_shows_and_gives_the_controls_back(panel, qtbot, mon
         yield  # a generator, as the real trainer
 
     monkeypatch.setattr(engine.training.loops, "train_translator", broken)
+    monkeypatch.setattr(engine.training, "train_translator", broken)    # the panel asks the package's face
     announced = []
     job_failures().failed.connect(lambda title, message: announced.append(title))
     panel.start()

@@ -77,13 +77,13 @@ def free_where(device) -> tuple[int, str]:
 
 
 def gib(n: float, digits: int = 1) -> str:
-    """Bytes as every message says them (the one byte formatter): KiB below a mebibyte, MiB
-    below a gibibyte, GiB below a tebibyte, then TiB, with ``digits`` after the point (none for
-    KiB)."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+    """Bytes as every message says them (the one byte formatter): MiB below a gibibyte, GiB
+    below a tebibyte, then TiB, with ``digits`` after the point. Small sizes stay in MiB, with
+    the digits that tell two apart (engine.traces.base.sizes_apart), never in KiB."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30)):
         if n >= scale:
             return f"{n / scale:,.{digits}f} {unit}"
-    return f"{n / 1024:,.0f} KiB" if n else f"{0:.{digits}f} MiB"
+    return f"{n / (1 << 20):,.{digits}f} MiB"
 
 
 def check_memory(source: str, needed: int, what: str) -> None:
