@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import main
+import engine.runtime as runtime
 from engine.runtime import memory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +59,7 @@ def test_it_is_set_once_and_says_whether_it_took(monkeypatch):
 def test_main_sets_it_before_anything_else(monkeypatch):
     calls = []
     monkeypatch.setattr(memory, "keep_freed_memory", lambda: calls.append("kept") or True)
+    monkeypatch.setattr(runtime, "keep_freed_memory", memory.keep_freed_memory)   # main asks the package's face
     monkeypatch.setattr(main, "build_parser", lambda: calls.append("parser") or _Stop())
     with pytest.raises(SystemExit):
         main.main(["--help"])
