@@ -17,7 +17,6 @@ the new global options.
 from __future__ import annotations
 
 import pyqtgraph as pg
-import shiboken6
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, QToolTip, QWidget
@@ -135,9 +134,8 @@ def apply_theme(dark: bool) -> None:
     # Plots made later (views are built when first shown) take their colours from here.
     pg.setConfigOptions(background=BACKGROUND[dark], foreground=FOREGROUND[dark])
     app.setPalette(theme_palette(dark))
-    for widget in QApplication.allWidgets():
-        if shiboken6.isValid(widget) and widget.property(_ACCENT):
-            _apply_accent(widget)
+    for widget in list(_TINTED.values()):
+        _apply_accent(widget)
 
 
 def accent(name: str, dark: bool | None = None) -> QColor:
@@ -157,9 +155,25 @@ def text_on(colour: QColor) -> QColor:
     return QColor("black") if luminance(colour) > 0.179 else QColor("white")
 
 
+# The widgets that asked for an accent or a font of their own, each until Qt destroys it: a theme
+# or font change visits these alone. It walked QApplication.allWidgets(), which hands out widgets
+# half-way through their destruction (a closed window's, deleted later), and reading one crashed
+# the process in apply_theme (clean-clone CI runs, export's render_view; c42272a's crash too).
+_TINTED: dict[int, QWidget] = {}
+_SCALED: dict[int, QWidget] = {}
+
+
+def _remember(table: dict[int, QWidget], widget: QWidget) -> None:
+    key = id(widget)
+    if key not in table:
+        table[key] = widget
+        widget.destroyed.connect(lambda *_: table.pop(key, None))
+
+
 def tint(widget: QWidget, name: str) -> None:
     """Draw ``widget``'s text in accent ``name``, now and after every theme change."""
     widget.setProperty(_ACCENT, name)
+    _remember(_TINTED, widget)
     _apply_accent(widget)
 
 
@@ -176,6 +190,7 @@ def emphasise(widget: QWidget, scale: float = 1.0, italic: bool = False) -> None
     """A font ``scale`` times the application's (and italic), kept through presentation mode."""
     widget.setProperty(_FONT_SCALE, float(scale))
     widget.setProperty(_ITALIC, bool(italic))
+    _remember(_SCALED, widget)
     _apply_font(widget)
 
 
@@ -206,9 +221,8 @@ def apply_font(large: bool) -> None:
     font.setPointSizeF(normal_point_size() * (PRESENTATION_SCALE if large else 1.0))
     app.setFont(font)
     QToolTip.setFont(font)   # hover tips keep their own font otherwise
-    for widget in QApplication.allWidgets():
-        if widget.property(_FONT_SCALE) is not None:
-            _apply_font(widget)
+    for widget in list(_SCALED.values()):
+        _apply_font(widget)
 
 
 def restyle_plots(root: QWidget, dark: bool, large: bool = False) -> None:

@@ -190,3 +190,30 @@ def test_the_style_is_set_once_and_the_theme_switch_walks_no_widget(qapp, monkey
     theme.apply_theme(False)
     assert qapp.style() is style
     assert [len(args) for args in palettes] == [1, 1]            # the application's palette, no class's
+
+
+def test_a_theme_or_font_change_visits_only_the_widgets_that_asked(qtbot, monkeypatch):
+    """apply_theme walked QApplication.allWidgets(), which hands out widgets half-way through
+    their destruction, and crashed the process (export's render on a clean clone). Now it and
+    apply_font visit the widgets that asked for an accent or a font, each until it is destroyed."""
+    from PySide6.QtWidgets import QApplication, QLabel
+
+    from gui import theme
+
+    def walked():
+        raise AssertionError("walked every widget")
+    monkeypatch.setattr(QApplication, "allWidgets", staticmethod(walked))
+    label = QLabel("note")
+    qtbot.addWidget(label)
+    theme.tint(label, "warning")
+    theme.emphasise(label, 1.5)
+    theme.apply_theme(True)
+    assert label.palette().color(label.palette().ColorRole.WindowText) == theme.accent("warning", True)
+    theme.apply_font(False)
+    theme.apply_theme(False)
+    key = id(label)
+    assert key in theme._TINTED and key in theme._SCALED
+    label.deleteLater()
+    from PySide6.QtCore import QCoreApplication, QEvent
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    assert key not in theme._TINTED and key not in theme._SCALED
