@@ -17,11 +17,34 @@ class InputError(ValueError):
     """A problem with the text a user gave, worded for the user."""
 
 
+# ---- the engine's doors for values that are not texts: one sentence for a script's slip --------
+def check_count(value, what: str, least: int = 1) -> int:
+    """``value`` as a whole number of at least ``least`` (``what``: "k (the tokens to show)"), or
+    InputError in one sentence: -1 reached torch as 'selected index k out of range'."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(f"The argument {what} must be a whole number from {least}, not {value!r:.40}.")
+    return value
+
+
+def check_callback(fn, what: str):
+    """``fn`` when it is None or can be called (``what``: "stop", "report"), else InputError."""
+    if fn is not None and not callable(fn):
+        raise InputError(f"The argument {what} must be a function to call (or None), not {fn!r:.40}.")
+    return fn
+
+
+def check_path(path, what: str) -> Path:
+    """``path`` as a Path when it is a non-empty str or path, else InputError naming ``what``."""
+    if isinstance(path, bytes) or not isinstance(path, (str, Path)) or not str(path).strip():
+        raise InputError(f"The {what} is a path to a file, not {path!r:.40}.")
+    return Path(path)
+
+
 def read_utf8(path: str | Path, what: str = "text file", limit: int = MAX_TEXT_FILE_BYTES) -> str:
     """The text of a user's file (a text to run, a corpus, a pairs file); InputError (a
     ValueError) with a message if it is missing, not a regular file (a pipe or a device would
     never end), larger than ``limit`` bytes, or not UTF-8."""
-    path = Path(path)
+    path = check_path(path, what)
     if not path.is_file():
         raise InputError(f"No such {what}: {path}" if not path.exists() else f"{path} is not a regular {what}.")
     size = path.stat().st_size

@@ -24,6 +24,7 @@ from engine.adapters.chat import check_prompt
 from engine.decoding.cost import check_decoding
 from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame, greedy_text
 from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
+from engine.inputs import InputError
 from engine.loading.loaded import LoadedModel
 from engine.seam import hooks
 
@@ -213,6 +214,9 @@ def _top(probs: torch.Tensor, tok, n: int) -> list[tuple[str, float]]:
 def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None = None,
                interventions=None, compare: bool = True) -> DecodeResult:
     """Run a session to its end (for the CLI and tests)."""
+    if settings is not None and not isinstance(settings, DecodeSettings):
+        raise InputError(f"Decoding settings are an engine.decoding.DecodeSettings (strategy, beams, ...), not "
+                         f"{settings!r:.40}.")
     session = DecodeSession(loaded, text, settings, interventions, compare)
     steps = list(session.steps())
     tok = session.stepper.tokenizer

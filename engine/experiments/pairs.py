@@ -13,12 +13,13 @@ from pathlib import Path
 
 from engine.adapters import adapter_for
 from engine.adapters.base import Framed
-from engine.adapters.chat import check_prompt
+from engine.adapters.chat import check_prompt, not_a_model
 from engine.adapters.hf_text import byte_labels
 from engine.corpora.pairs_file import read_tsv_rows
-from engine.inputs import InputError
+from engine.inputs import InputError, check_count, check_optional_text, check_path
 from engine.interventions import applied
 from engine.interventions.lens import adapter_tokens
+from engine.loading.loaded import LoadedModel
 from engine.models.tokenizer import raw_pieces
 
 COLUMNS = ("clean", "corrupt", "answer", "wrong answer")
@@ -39,6 +40,7 @@ class FramedPair:
     clean: Framed
     corrupt: Framed
     answers: tuple[int, int]          # (answer id, wrong answer id)
+    framed_for: object = field(default=None, repr=False, compare=False)   # the LoadedModel it was framed for
 
     @property
     def tokens(self) -> int:
@@ -100,6 +102,12 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
     """``pair`` framed for ``loaded``; InputError in one sentence when it cannot be patched.
     An encoder-decoder reads each text as its source and ``target`` (may be empty) as the
     decoder's prefix, the same for both: the metric is on the next token after it."""
+    if not isinstance(loaded, LoadedModel):
+        raise InputError(not_a_model(loaded, "patch"))
+    if not isinstance(pair, PromptPair):
+        raise InputError(f"A pair to patch is an engine.experiments.PromptPair(clean, corrupt, answer, wrong), not "
+                         f"{pair!r:.40}.")
+    target = check_optional_text(target, "decoder prefix")
     if loaded.role == "encoder":
         raise InputError(f"{loaded.name} is an encoder without a language-model head: it predicts no next token, "
                          "so there is no answer to patch.")
@@ -122,7 +130,7 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
     for framed in (clean, corrupt):
         if framed.notes and any("truncated" in n for n in framed.notes):
             raise InputError(f"A text of the pair is longer than {loaded.name} reads: shorten it.")
-    return FramedPair(clean, corrupt, (answer_id(adapter, pair.answer), answer_id(adapter, pair.wrong)))
+    return FramedPair(clean, corrupt, (answer_id(adapter, pair.answer), answer_id(adapter, pair.wrong)), loaded)
 
 
 def _with_prefix(adapter, text: str, prefix: str) -> Framed:
@@ -138,6 +146,7 @@ def read_pairs(path: str | Path) -> list[PromptPair]:
     """The prompt pairs of a TSV file (clean, corrupt, answer, wrong answer; one pair a line).
     Answers keep their leading space: ' Mary' is the token that starts a word."""
 
+    path = check_path(path, "file of prompt pairs")
     try:
         rows = read_tsv_rows(path, COLUMNS, "prompt pairs", strip=False, numbered=True)
     except ValueError as exc:
@@ -174,8 +183,11 @@ def next_tokens(loaded, text: str, k: int = 5, target: str | None = None, keep=(
     with ``interventions`` (engine.interventions), as the experiment's do."""
     import torch
 
-    adapter = adapter_for(loaded)
+    k = check_count(k, "k (the likeliest tokens to list)")
     text = check_prompt(loaded, text)
+    if loaded.role == "encoder":
+        raise InputError(f"{loaded.name} is an encoder without a language-model head: it predicts no next token.")
+    adapter = adapter_for(loaded)
     framed = _with_prefix(adapter, text, target or "") if loaded.role == "encoder-decoder" else adapter.frame(text)
     with torch.no_grad(), applied(interventions):
         logits = adapter.forward(framed)[0, -1].float()                           # (V,)

@@ -12,19 +12,32 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from engine.experiments.pairs import PromptPair, frame_pair
+from engine.experiments.pairs import FramedPair, PromptPair, frame_pair
 from engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
 from engine.experiments.patching import PatchResult, Progress, exact_patching
-from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF
-from engine.inputs import InputError
+from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF, METRICS
+from engine.inputs import InputError, check_callback, check_count
 from engine.interventions import Interventions
 from engine.traces.estimate import duration
+
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
                max_batch: int | None = None, stop: Callable[[], bool] | None = None,
                interventions: Interventions | None = None) -> Iterator[Progress]:
     """Yields Progress; returns the PatchResult of ``method`` on the framed ``pair``, every
-    forward with ``interventions`` (heads switched off, edges knocked out) when given."""
+    forward with ``interventions`` (heads switched off, edges knocked out) when given. Its
+    arguments are checked at the door, each wrong one refused in one sentence."""
+    if not isinstance(pair, FramedPair):
+        raise InputError(f"The pair to patch is a FramedPair (engine.experiments.frame_pair), not {pair!r:.40}.")
+    if pair.framed_for is not None and pair.framed_for is not loaded:
+        raise InputError(f"This pair was framed for another model ({getattr(pair.framed_for, 'name', '?')}), whose "
+                         "ids and lengths need not be this one's: frame it for this model first "
+                         "(engine.experiments.frame_pair).")
+    if metric not in METRICS:
+        raise InputError(f"The metric is one of {', '.join(METRICS)}, not {metric!r:.40}.")
+    if max_batch is not None:
+        check_count(max_batch, "max_batch (the most patched copies in one forward)")
+    check_callback(stop, "stop")
     if method == EXACT:
         return (yield from exact_patching(loaded, pair, what, noising, metric, max_batch, stop, interventions))
     if method == ATTRIBUTION:

@@ -14,7 +14,7 @@ from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.decoding.greedy import frame
 from engine.decoding.session import kl_divergence
-from engine.inputs import InputError, check_optional_text
+from engine.inputs import InputError, check_count, check_optional_text
 from engine.interventions.spec import Interventions, applied, check_fits, notes_of
 
 
@@ -66,6 +66,7 @@ def effect(loaded, text: str, spec: Interventions, target: str | None = None, k:
     fit the model or the text are refused in one sentence (InputError) before any forward."""
     text = check_prompt(loaded, text, "compare before and after")
     target = check_optional_text(target, "target prefix")
+    k = check_count(k, "k (the likeliest tokens to compare)")
     if not loaded.generates:
         raise InputError(f"{loaded.name} is an encoder: it predicts no next token to compare. "
                          "Ablate its heads in the window to see its attention change.")

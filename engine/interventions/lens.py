@@ -20,7 +20,7 @@ import torch
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.decoding.greedy import frame
-from engine.inputs import InputError, check_optional_text
+from engine.inputs import InputError, check_count, check_optional_text
 from engine.interventions.spec import Interventions, applied, check_fits
 from engine.runtime.modules import handing_back
 from engine.seam.hf_attention import first_of
@@ -46,6 +46,7 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
     greedy output), under ``spec`` if given."""
     text = check_prompt(loaded, text, "read the logit lens")
     target = check_optional_text(target, "target prefix")
+    k = check_count(k, "k (the tokens each layer lists)")
     if not loaded.generates:
         raise InputError(f"The logit lens reads what a model predicts; {loaded.name} is an encoder "
                          "and predicts no next token.")

@@ -171,6 +171,9 @@ def applied(spec: Interventions | None):
     are the seam hooks made for it (a Knockout among them marks the recorded calls)."""
     from engine.seam import hooks   # torch: spec.py (the record AppState holds) imports none at start-up
 
+    why = malformed(spec) if spec is not None else None
+    if why:                          # a script's slip ("0.0" for an Interventions): one sentence, not its AttributeError
+        raise InputError(f"The {why}.")
     made = spec.hooks() if spec is not None else []
     if not made:
         yield []

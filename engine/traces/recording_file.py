@@ -107,7 +107,10 @@ def _example(value, b: int):
 
 
 def is_recording(path: str | Path) -> bool:
-    """Whether ``path`` is a file attnscope would open as a recording (read from its header only)."""
+    """Whether ``path`` is a file attnscope would open as a recording (read from its header only);
+    RecordingError for something that is not a path at all."""
+    if isinstance(path, bytes) or not isinstance(path, (str, Path)) or not str(path).strip():
+        raise RecordingError(f"Give the path of a file to ask whether it is a recording, not {path!r:.40}.")
     try:
         return _meta(Path(path)).get("format") == FORMAT
     except (RecordingError, OSError):

@@ -15,7 +15,7 @@ import torch
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
-from engine.inputs import check_optional_text
+from engine.inputs import check_callback, check_optional_text
 from engine.interventions.spec import applied, marked, notes_of
 from engine.loading.loaded import LoadedModel
 from engine.seam import SeamHook, hooks, recording
@@ -64,6 +64,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     ``value_weighted``: rows of alpha_ij ||f(x_j)|| (engine.traces.value_weighted),
     over word pieces (never merged: each piece has its own value vector)."""
     text = check_prompt(loaded, text)
+    report, stop = check_callback(report, "report"), check_callback(stop, "stop")
     target, pair = check_optional_text(target, "target prefix"), check_optional_text(pair, "second sentence")
     loaded.model.eval()
     adapter = adapter_for(loaded)

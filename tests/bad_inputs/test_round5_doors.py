@@ -124,3 +124,78 @@ def test_a_file_of_pairs_is_estimated_from_its_first_and_refused_past_the_limit(
     (tmp_path / "three.tsv").write_text(line * 3)
     assert main(["patch", "random-gpt", "--pairs", str(tmp_path / "three.tsv"), "--json"]) == 0
     assert "Patching 3 pairs: about" in capsys.readouterr().err
+
+
+# ---- the engine's doors: each public call given a wrong type or value says so in one sentence ----
+@pytest.fixture(scope="module")
+def doors():
+    from engine.loading.demo import random_model
+    from engine.traces import trace_text
+
+    gpt = random_model("gpt", layers=1, heads=2, width=16)
+    return {"gpt": gpt, "translator": random_model("translator", layers=1, heads=2, width=16),
+            "bert": random_model("bert", layers=1, heads=2, width=16), "recording": trace_text(gpt, "the dog"),
+            "pair": PromptPair("the big dog", "the big cat", "id:5", "id:6")}
+
+
+def _calls(d):
+    from engine.decoding import decode_all
+    from engine.experiments import experiment, next_tokens
+    from engine.experiments.pairs import read_pairs
+    from engine.experiments.run import over_pairs
+    from engine.inputs import read_utf8
+    from engine.interventions import logit_lens
+    from engine.interventions.effect import effect
+    from engine.loading.demo import random_model
+    from engine.traces import is_recording, trace_text
+
+    gpt, pair = d["gpt"], d["pair"]
+    framed = lambda: frame_pair(gpt, pair)   # noqa: E731
+    return {
+        "frame_pair(None)": lambda: frame_pair(None, pair),
+        "frame_pair(a recording)": lambda: frame_pair(d["recording"], pair),
+        "frame_pair(a str)": lambda: frame_pair("gpt", pair),
+        "frame_pair(target=bytes)": lambda: frame_pair(d["translator"], pair, target=b"\xff"),
+        "frame_pair(target=a surrogate)": lambda: frame_pair(d["translator"], pair, target="\udcff"),
+        "frame_pair(pair=None)": lambda: frame_pair(gpt, None),
+        "experiment(metric='bogus')": lambda: list(experiment(gpt, framed(), metric="bogus")),
+        "experiment(max_batch='x')": lambda: list(experiment(gpt, framed(), max_batch="x")),
+        "experiment(stop=5)": lambda: list(experiment(gpt, framed(), stop=5)),
+        "experiment(another model)": lambda: list(experiment(random_model("gpt", layers=1, heads=2, width=16),
+                                                             framed())),
+        "over_pairs(None)": lambda: next(over_pairs(gpt, None)),
+        "next_tokens(k=-1)": lambda: next_tokens(gpt, "the dog", k=-1),
+        "next_tokens(an encoder)": lambda: next_tokens(d["bert"], "the dog"),
+        "decode_all(settings='greedy')": lambda: decode_all(gpt, "the dog", settings="greedy"),
+        "trace_text(interventions='0.0')": lambda: trace_text(gpt, "the dog", interventions="0.0"),
+        "trace_text(report=5)": lambda: trace_text(gpt, "the dog", report=5),
+        "effect(k=-5)": lambda: effect(gpt, "the dog", None, k=-5),
+        "logit_lens(k=-1)": lambda: logit_lens(gpt, "the dog", k=-1),
+        "read_utf8(None)": lambda: read_utf8(None),
+        "read_utf8(5)": lambda: read_utf8(5),
+        "read_pairs(None)": lambda: read_pairs(None),
+        "read_pairs(5)": lambda: read_pairs(5),
+        "is_recording(None)": lambda: is_recording(None),
+        "is_recording(5)": lambda: is_recording(5),
+    }
+
+
+CALLS = ["frame_pair(None)", "frame_pair(a recording)", "frame_pair(a str)", "frame_pair(target=bytes)",
+         "frame_pair(target=a surrogate)", "frame_pair(pair=None)", "experiment(metric='bogus')",
+         "experiment(max_batch='x')", "experiment(stop=5)", "experiment(another model)", "over_pairs(None)",
+         "next_tokens(k=-1)", "next_tokens(an encoder)", "decode_all(settings='greedy')",
+         "trace_text(interventions='0.0')", "trace_text(report=5)", "effect(k=-5)", "logit_lens(k=-1)",
+         "read_utf8(None)", "read_utf8(5)", "read_pairs(None)", "read_pairs(5)", "is_recording(None)",
+         "is_recording(5)"]
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_a_public_call_given_a_wrong_value_answers_in_the_projects_own_words(doors, call):
+    """Issue 46 found 44 public calls that raised TypeError, IndexError, RuntimeError or a plain
+    ValueError on a script's slip; these are its cases, each now the project's own error."""
+    from engine.traces import RecordingError
+
+    with pytest.raises((InputError, RecordingError)) as err:
+        _calls(doors)[call]()
+    said = str(err.value)
+    assert "\n" not in said and 0 < len(said) < 300, said
