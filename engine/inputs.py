@@ -134,6 +134,22 @@ def check_optional_text(text, what: str) -> str | None:
     return text if isinstance(text, str) else checked     # a text's own spaces kept: a tokenizer reads them
 
 
+CHARS_A_TOKEN = 64   # more characters than any token here spans (a long run of spaces, a URL's piece: ~20)
+
+
+def within_reach(text: str, tokens: int, notes: list[str], end: bool) -> str:
+    """The part of ``text`` a model reading ``tokens`` tokens can reach, cut before it is
+    tokenized: its last (``end``: a decoder's prompt) or first CHARS_A_TOKEN x ``tokens``
+    characters, more than those tokens can span. A 15 MiB file was tokenized whole (4.5-5.2 GB,
+    25-87 s) for a model that reads 255 tokens; now its reach is, and ``notes`` says so."""
+    most = max(1, tokens) * CHARS_A_TOKEN
+    if not isinstance(text, str) or len(text) <= most:
+        return text
+    notes.append(f"The text is {len(text):,} characters; only its {'last' if end else 'first'} {most:,} (more than "
+                 f"the model's {tokens:,} tokens can hold) were read.")
+    return text[-most:] if end else text[:most]
+
+
 def keep_start(ids: list[int], limit: int, notes: list[str], what: str = "input") -> list[int]:
     """The first ``limit`` ids (a source, an encoder's text), said in ``notes`` when cut."""
     if len(ids) > limit:

@@ -16,7 +16,7 @@ import torch
 from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
 from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
 from engine.adapters.chat import chat_ids, end_ids
-from engine.inputs import Chat, InputError, keep_end
+from engine.inputs import Chat, InputError, keep_end, within_reach
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from engine.seam import SeamHook, hooks
 
@@ -35,6 +35,8 @@ def encode_text(tokenizer, text: str, pair: str | None, max_len: int, notes: lis
     """A text (and optional segment B) as the tokenizer frames it, as lists; a text longer than
     the model takes is tokenised again, truncated, and ``notes`` says so."""
     pair = pair if pair and pair.strip() else None
+    text = within_reach(text, max_len, notes, end=False)
+    pair = within_reach(pair, max_len, notes, end=False) if pair else None
     enc = tokenizer(text, pair, verbose=False)   # too long is said in notes, not logged
     n = len(enc["input_ids"])
     if n > max_len:
@@ -94,6 +96,7 @@ class HFAdapter(Adapter):
         specials leading (engine.adapters.chat)."""
         if isinstance(text, Chat):
             return keep_end(chat_ids(self.tok, text, self.loaded.name), limit, notes, reads=self.loaded.max_len)
+        text = within_reach(text, limit, notes, end=True)
         plain = list(self.tok(text, add_special_tokens=False, verbose=False)["input_ids"])
         return keep_end(plain, limit, notes, self.lead, reads=self.loaded.max_len)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
-from engine.inputs import InputError, keep_end, keep_start, unknown_note
+from engine.inputs import InputError, keep_end, keep_start, unknown_note, within_reach
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from engine.models.layers import MultiHeadAttention
 from engine.models.tokenizer import normalisation_note, raw_pieces
@@ -35,6 +35,7 @@ class TranslatorAdapter(ScratchAdapter):
     def frame(self, text, pair=None, target=None, written=None):
         src_tok, tgt_tok, n = self.loaded.tokenizer, self.loaded.tgt_tokenizer, self.model.config.max_len
         notes = []
+        text = within_reach(text, n, notes, end=False)   # a huge text: what the model can reach, before any pass
         normalised = normalisation_note(src_tok, text)   # "The dog doesn't" read as "the dog does not"
         if normalised:
             notes.append(normalised)
@@ -108,8 +109,9 @@ class GPTAdapter(ScratchAdapter):
 
     def frame(self, text, pair=None, target=None, written=None):
         tok, notes = self.loaded.tokenizer, []
-        unknown_note(tok, text, notes)
         n = self.model.config.block_size   # as decoding reads it: room for the first new token
+        text = within_reach(text, n, notes, end=True)
+        unknown_note(tok, text, notes)
         ids = keep_end(tok.encode(text), n - 1, notes, reads=n)
         return Framed(target_ids=ids, target_tokens=tok.tokens(ids), notes=notes)
 
@@ -162,6 +164,7 @@ class BertAdapter(ScratchAdapter):
 
     def frame(self, text, pair=None, target=None, written=None):
         tok, notes = self.loaded.tokenizer, []
+        text = within_reach(text, self.model.config.max_position_embeddings, notes, end=False)
         unknown_note(tok, text + " " + (pair or ""), notes)
         a = tok.encode(text)
         b = tok.encode(pair) if pair and pair.strip() else []
