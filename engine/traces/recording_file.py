@@ -43,8 +43,9 @@ def recording_target(path: str | Path, replace: bool = False) -> Path:
     recording of ours (a user's checkpoint, the very model being recorded) is never written
     over unless ``replace`` says a person confirmed it (the window asks). An older recording
     is replaced. Asked before the Run, so a refusal costs nothing."""
-    if path is None or not isinstance(path, (str, Path)) or not str(path).strip():
-        raise RecordingError(f"Give the name of the .safetensors file to write the recording to (got {path!r}).")
+    if path is None or not isinstance(path, (str, Path)) or str(path).strip() in ("", "."):   # Path("") is "."
+        got = "an empty name" if isinstance(path, (str, Path)) else repr(path)
+        raise RecordingError(f"Give the name of the .safetensors file to write the recording to (got {got}).")
     path = Path(path).expanduser()
     if path.is_dir():
         raise RecordingError(f"{path} is a folder; give the name of a .safetensors file to write the recording to.")

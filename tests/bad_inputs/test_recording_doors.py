@@ -89,3 +89,14 @@ def test_a_folder_is_refused_and_a_bare_name_gets_the_ending(tmp_path):
         recording_target(tmp_path / "out")
     assert recording_target(tmp_path / "run") == tmp_path / "run.safetensors"
     assert torch.isfinite(torch.zeros(1)).all()
+
+
+@pytest.mark.parametrize("name", ["", "."])
+def test_record_out_empty_says_the_name_is_empty(tmp_path, name, capsys, monkeypatch):
+    """record --out '' said "PosixPath('.') has an empty name" (issue 46)."""
+    from main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["record", "random-gpt", "--text", "the dog", "--out", name]) == 2
+    err = capsys.readouterr().err
+    assert "empty name" in err and "PosixPath" not in err and list(tmp_path.iterdir()) == []
