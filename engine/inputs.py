@@ -33,6 +33,15 @@ def check_callback(fn, what: str):
     return fn
 
 
+def check_kind(value, types, what: str, expected: str):
+    """``value`` when it is one of ``types``, else InputError: "The argument {what} must be
+    {expected}, not ..." (a script's None reached attribute errors deep inside)."""
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple)
+                                                                                 else (types,))):
+        raise InputError(f"The argument {what} must be {expected}, not {value!r:.40}.")
+    return value
+
+
 def check_path(path, what: str) -> Path:
     """``path`` as a Path when it is a non-empty str or path, else InputError naming ``what``."""
     if isinstance(path, bytes) or not isinstance(path, (str, Path)) or not str(path).strip():

@@ -9,10 +9,13 @@ family), and the chat form's questions (chat.py: ``reads_chat``, ``check_prompt`
 from __future__ import annotations
 
 from engine.runtime.public import lazy
+from engine.inputs import check_kind
+from engine.loading.loaded import LoadedModel
 
 
 def adapter_for(loaded):
     """The adapter of ``loaded``, made once per loaded model."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     adapter = loaded.__dict__.get("_adapter")
     if adapter is None or adapter.model is not loaded.model:
         adapter = loaded.__dict__["_adapter"] = _make(loaded)

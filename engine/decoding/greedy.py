@@ -13,6 +13,8 @@ import torch
 from engine.adapters.base import Framed
 from engine.decoding.cost import check_decoding
 from engine.decoding.records import DecodeSettings
+from engine.inputs import check_kind
+from engine.adapters.base import Adapter
 
 OWN_OUTPUT_TOKENS = 64      # the most tokens an encoder-decoder writes as its own output (a Run, the output line)
 
@@ -47,6 +49,7 @@ def frame(adapter, text, pair: str | None = None, target: str | None = None,
           max_new_tokens: int = OWN_OUTPUT_TOKENS) -> Framed:
     """``text`` framed for a Run (engine.adapters.Adapter.frame); an encoder-decoder given no
     ``target`` prefix reads its own greedy output (``greedy``) as its decoder's tokens."""
+    check_kind(adapter, Adapter, "adapter", "an Adapter (engine.adapters.adapter_for)")
     if adapter.role == "encoder-decoder" and not (target and target.strip()):
         return adapter.frame(text, pair=pair, written=greedy(adapter, text, max_new_tokens))
     return adapter.frame(text, pair=pair, target=target)

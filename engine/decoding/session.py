@@ -24,7 +24,7 @@ from engine.adapters.chat import check_prompt
 from engine.decoding.cost import check_decoding
 from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame, greedy_text
 from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
-from engine.inputs import InputError
+from engine.inputs import InputError, check_kind
 from engine.loading.loaded import LoadedModel
 from engine.seam import hooks
 
@@ -231,6 +231,7 @@ def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = No
     encoder-decoder (the very one a Run without a target prefix shows: engine.decoding.greedy,
     ``OWN_OUTPUT_TOKENS`` tokens, under the same interventions), a continuation for a decoder,
     "" for an encoder (the window shows it)."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     if not loaded.generates:
         return ""
     text = check_prompt(loaded, text, "decode")

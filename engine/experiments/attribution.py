@@ -24,6 +24,8 @@ from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF,
 from engine.adapters import adapter_for
 from engine.interventions import Interventions, applied
 from engine.traces.base import RunCancelled
+from engine.inputs import check_kind
+from engine.experiments.patching import PatchResult
 
 
 def gradients(points: Points, framed, answers, metric: str, interventions: Interventions | None = None
@@ -90,6 +92,8 @@ def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool 
 def agreement(exact, estimated) -> dict[str, float]:
     """Pearson correlation over the cells of each point both results have (nan when a side is
     constant): how far attribution patching can stand in for exact patching here."""
+    check_kind(exact, PatchResult, "exact", "a PatchResult of exact patching")
+    check_kind(estimated, PatchResult, "estimated", "a PatchResult of attribution patching")
     out = {}
     for point in exact.results.keys() & estimated.results.keys():
         a, b = np.ravel(exact.results[point]), np.ravel(estimated.results[point])

@@ -15,10 +15,14 @@ from engine.adapters import adapter_for
 from engine.kinds import CROSS, QUERY_SIDE
 from engine.traces import base
 from engine.traces.base import TraceTooLarge, layer_started, sizes_apart
+from engine.inputs import check_kind
+from engine.traces.base import AttentionTrace
+from engine.loading.loaded import LoadedModel
 
 
 def layer_aggregate(weights: np.ndarray, how: str = "mean") -> np.ndarray:
     """(L, H, Tq, Tk) -> (L, Tq, Tk): the mean or the max over a layer's heads."""
+    check_kind(weights, np.ndarray, "weights", "a numpy array (L, H, Tq, Tk)")
     if how == "mean":
         return weights.mean(axis=1)
     if how == "max":
@@ -88,6 +92,7 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     running product, on the trace's device, so three T x T arrays are the most held (at 4k
     tokens of 16 x 20 heads the dense weights are 21 GB, the three 0.2 GB); TraceTooLarge with
     the numbers past base.DENSE_VIEW_BYTES (about 6.5k tokens). ``report``/``stop`` as ``trace_head_statistics``."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
 
     tq, tk = trace.shape(kind)[2:]
     if tq != tk:
@@ -129,6 +134,7 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str,
     so nothing larger than a block is held: at 4k tokens of 16 layers x 20 heads the dense
     weights are 21 GB, and the view refused. ``report(("overview", layers done, layers))``
     after each layer; ``stop()`` true ends it between two layers (RunCancelled)."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
 
     q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
     try:
@@ -175,6 +181,8 @@ def compare_traces(a, b, kind: str) -> dict:
 
     Returns per_layer and per_head maximum absolute differences, the overall max, and the
     difference maps (L, H, Tq, Tk); ValueError when the traces cannot be lined up."""
+    check_kind(a, AttentionTrace, "a", "an AttentionTrace (a Run's trace or a recording)")
+    check_kind(b, AttentionTrace, "b", "an AttentionTrace (a Run's trace or a recording)")
     if kind not in a.kinds or kind not in b.kinds:
         raise ValueError(f"Both models need {kind!r} attention to compare it.")
     if a.query_tokens(kind) != b.query_tokens(kind) or a.key_tokens(kind) != b.key_tokens(kind):
@@ -230,6 +238,7 @@ def mechanism_scores(loaded) -> dict[str, dict[str, np.ndarray]]:
     The scores depend on the weights only, not on the text shown, so they are computed once
     per model and kept until a weight changes (a training step bumps the tensors' version
     counters): Head statistics redraws on every Run, and the text does not change them."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     model = loaded.model
     if model.training:
         return {}
@@ -248,6 +257,7 @@ _MECHANISMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model
 def mechanism_report(loaded) -> dict:
     """What ``attnscope heads --json`` prints: the ids fed (specials included), where the
     repeated sequence starts and how long one copy is, and the scores per self-attention kind."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     found = _mechanism_forward(loaded)
     kinds = {k: {name: v.tolist() for name, v in s.items()} for k, s in found["kinds"].items()}
     first = next(iter(found["fed"]))

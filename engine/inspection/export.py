@@ -43,6 +43,7 @@ from engine.runtime.files import atomic_path, open_npz
 from engine.runtime.free_memory import gib
 from engine.traces.base import AttentionTrace, RunCancelled, sizes_apart
 from engine.traces.dense import DenseTrace
+from engine.inputs import check_kind, check_path
 
 WHATS = ("head", "kind", "trace", "pooled")
 FORMATS = ("npz", "csv")
@@ -209,6 +210,8 @@ def estimate_export(trace: AttentionTrace, ask: ExportAsk, fmt: str, measure: bo
 
 def refusal(trace: AttentionTrace, estimate: ExportEstimate, limit: int | None = None) -> str | None:
     """The sentence refusing ``estimate`` past ``limit`` (default EXPORT_LIMIT_BYTES), or None."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
+    check_kind(estimate, ExportEstimate, "estimate", "an ExportEstimate (estimate_export)")
     limit = EXPORT_LIMIT_BYTES if limit is None else limit
     if estimate.need <= limit:
         return None
@@ -229,6 +232,8 @@ def export_trace(trace: AttentionTrace, path: str | Path, ask: ExportAsk = Expor
     path written. ExportTooLarge past ``limit`` (default EXPORT_LIMIT_BYTES), before anything is
     written; RunCancelled once ``stop()`` says so, the temporary removed. ``compute(fn, *args)``
     runs each computation of the trace's numbers (default: in this thread)."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
+    check_path(path, "file to export to")
     fmt = fmt or format_of(path)
     ask = ask.resolved(trace)
     problem = refusal(trace, estimate_export(trace, ask, fmt, measure=False), limit)
@@ -261,6 +266,7 @@ def save_csv(trace: AttentionTrace, path: str | Path) -> Path:
 def load_npz(path: str | Path) -> DenseTrace:
     """A trace written by ``save_npz`` (every head, of every kind or one); ValueError with a
     message for any other or broken file."""
+    check_path(path, "exported .npz file")
 
     with open_npz(path, "trace export") as f:
         what = str(f["what"]) if "what" in f.files else "trace"
@@ -472,6 +478,7 @@ def _csv_bytes_per_line(trace: AttentionTrace, kind: str) -> float:
 
 def recording_words(trace: AttentionTrace) -> str:
     """The recording offered as the compact form, with its size where this trace has one."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     where = "(File > Save Recording, or attnscope record)"
     if not trace.recorded:
         return (f"a Run's recording {where}: queries, keys and each row's log-sum-exp, from which attnscope "

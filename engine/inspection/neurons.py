@@ -17,6 +17,7 @@ import torch
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.traces.base import AttentionTrace
 from engine.traces.words import merge_pieces
+from engine.inputs import check_kind
 
 
 @dataclass
@@ -74,6 +75,7 @@ class QueryKeys:
 @torch.no_grad()
 def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> QueryKeys:
     """One head's queries and keys from the recording behind ``trace``."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     if not trace.recorded:
         raise ValueError("This trace was read from a file: it holds the weights, not the queries and keys behind "
                          "them. Run the model on the text to see them.")

@@ -20,10 +20,11 @@ import torch
 from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.decoding.greedy import frame
-from engine.inputs import InputError, check_count, check_optional_text
+from engine.inputs import InputError, check_count, check_kind, check_optional_text
 from engine.interventions.spec import Interventions, applied, check_fits
 from engine.runtime.modules import handing_back
 from engine.seam.hf_attention import first_of
+from engine.loading.loaded import LoadedModel
 
 
 @dataclass
@@ -111,6 +112,7 @@ def _replay(adapter, framed, blocks, outs: list, hidden: torch.Tensor) -> torch.
 
 def adapter_tokens(loaded):
     """Something with ``tokens(ids)`` for the decoder's vocabulary (ours, or Hugging Face's)."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     if loaded.is_hf:
         return adapter_for(loaded).tokens
     return getattr(loaded, "tgt_tokenizer", None) or loaded.tokenizer

@@ -15,6 +15,7 @@ from engine.loading.check import check_folder
 from engine.loading.describe import describe_folder, read_config
 from engine.loading.hub_cache import cache_dir, cached_snapshot, newest_snapshot
 from engine.errors import ModelLoadError
+from engine.inputs import check_kind
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ def cached_snapshots(cache: Path | None = None) -> list[CachedModel]:
 
 def checked(listed: CachedModel) -> CachedModel:
     """``listed`` with its architecture and whether attnscope can open it (the loader's checks)."""
+    check_kind(listed, CachedModel, "listed", "a CachedModel (engine.loading.cached_snapshots)")
     return CachedModel(listed.repo_id, listed.folder, listed.size_bytes, *_openable(listed.folder))
 
 

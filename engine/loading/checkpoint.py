@@ -25,6 +25,7 @@ from engine.errors import ModelLoadError
 from engine.models import FAMILIES
 from engine.models.tokenizer import Tokenizer
 from engine.runtime.files import atomic_path
+from engine.inputs import check_kind, check_path
 
 # ---- saving ----------------------------------------------------------------------------
 def checkpoint_metadata(loaded: LoadedModel, training: dict | None = None) -> dict[str, str]:
@@ -60,6 +61,7 @@ def _unique_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def check_checkpoint_path(path: str | Path) -> Path:
     """The path a checkpoint can be saved to, checked before any work is done (CheckpointError if not)."""
+    check_path(path, "checkpoint to write")
     path = Path(path)
     if path.is_dir():
         raise CheckpointError(f"{path} is a folder; give a file name ending in .safetensors, e.g. "
@@ -79,6 +81,8 @@ def check_checkpoint_path(path: str | Path) -> Path:
 def save_checkpoint(loaded: LoadedModel, path: str | Path, training: dict | None = None) -> Path:
     """Write ``loaded`` to one .safetensors file (engine.runtime.files.atomic_path: written to a temporary
     beside it, then renamed, so an interrupted save never harms the file that was there)."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
+    check_path(path, "checkpoint to write")
     from safetensors.torch import save_file
 
     path = check_checkpoint_path(path)
@@ -93,6 +97,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Loa
     """Open any checkpoint attnscope understands; CheckpointError for anything else. A file
     through the loader's stages (engine.loading.pipeline.load): described
     (engine.loading.checkpoint_format.read_file), checked, built, its weights read."""
+    check_path(path, "checkpoint to open")
     from engine.loading.pipeline import load
     from engine.loading.source import Source
 

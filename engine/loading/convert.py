@@ -6,6 +6,7 @@ import torch
 from engine.loading.loaded import LoadedModel
 from engine.errors import HFModelError
 from engine.models import Bert, BertConfig
+from engine.inputs import check_kind
 
 
 class HFTokenizerAdapter:
@@ -46,6 +47,7 @@ def hf_to_scratch(loaded: LoadedModel) -> LoadedModel:
     ``attention.output.dense`` -> ``c_proj``; ``attention.output.LayerNorm`` -> ``attention_norm``;
     ``intermediate.dense`` -> ``ffn.c_fc``; ``output.dense`` -> ``ffn.c_proj``;
     ``output.LayerNorm`` -> ``ffn_norm``; embeddings keep their names; the pooler is unused."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
 
     hc = loaded.model.config
     if getattr(hc, "position_embedding_type", "absolute") != "absolute" or hc.hidden_act not in ("gelu",):

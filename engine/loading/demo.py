@@ -10,6 +10,7 @@ import torch
 from engine.loading.loaded import LoadedModel
 from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.tokenizer import Tokenizer
+from engine.inputs import check_kind
 
 _SAMPLE = [
     "the big dog sees the small cat .",
@@ -23,6 +24,7 @@ _SAMPLE = [
 
 def random_model(family: str, seed: int = 0, layers: int = 2, heads: int = 4, width: int = 64) -> LoadedModel:
     """A fresh untrained model of ``family`` with a tiny word-level tokenizer."""
+    check_kind(family, str, "family", "a family name (translator, gpt, bert)")
     torch.manual_seed(seed)
     tok = Tokenizer.train_word_level(_SAMPLE)
     v = tok.vocab_size

@@ -29,6 +29,7 @@ from typing import Iterator
 import numpy as np
 
 from engine.errors import ModelLoadError
+from engine.inputs import check_path
 from engine.runtime.free_memory import check_memory, gib
 
 
@@ -70,7 +71,7 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     ``suffix`` is the temporary's extension (default: ``path``'s own), for writers that
     look at it (NumPy appends ``.npz`` to a name without it, Qt picks an image format).
     """
-    path = Path(path)
+    path = check_path(path, "file to write")
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder; give a file name.")
     ext = path.suffix if suffix is None else suffix
@@ -140,7 +141,7 @@ def check_archive(path: Path, ratio: int = 4) -> None:
 def open_npz(path: str | Path, what: str) -> Iterator[np.lib.npyio.NpzFile]:
     """``np.load`` of an .npz that is refused with one ValueError, naming the file, for any
     problem: in opening it, or in the caller's reading of it inside the ``with``."""
-    path = Path(path)
+    path = check_path(path, what)
     try:
         if not path.is_file():
             raise ValueError("no such file" if not path.exists() else "not a regular file")

@@ -6,11 +6,13 @@ may take ``MEMORY_SHARE`` of it. No torch at import: the loader's torch-free sta
 """
 from __future__ import annotations
 
+import numbers
+
 import os
 from pathlib import Path
 
 from engine.errors import ModelLoadError
-from engine.inputs import InputError
+from engine.inputs import InputError, check_kind
 
 MEMORY_SHARE = 0.8             # refuse a model or a job that needs more than this share of the free memory
 
@@ -80,6 +82,7 @@ def gib(n: float, digits: int = 1) -> str:
     """Bytes as every message says them (the one byte formatter): MiB below a gibibyte, GiB
     below a tebibyte, then TiB, with ``digits`` after the point. Small sizes stay in MiB, with
     the digits that tell two apart (engine.traces.base.sizes_apart), never in KiB."""
+    check_kind(n, numbers.Real, "n", "a number of bytes")
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30)):
         if n >= scale:
             return f"{n / scale:,.{digits}f} {unit}"

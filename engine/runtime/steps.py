@@ -2,12 +2,14 @@
 run, a patching experiment); the window's worker advances it step by step, headless callers
 drive it to its end here."""
 from __future__ import annotations
+from engine.inputs import check_kind
 
 from typing import Callable, Generator
 
 
 def drive(gen: Generator, on_progress: Callable | None = None):
     """Run ``gen`` to its end, handing each yielded value to ``on_progress``; its return value."""
+    check_kind(gen, Generator, "gen", "a generator of progress records")
     while True:
         try:
             progress = next(gen)

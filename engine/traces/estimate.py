@@ -18,6 +18,8 @@ import torch
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free_where, gib
 from engine.traces.recorded import DENSE_LIMIT_BYTES
+from engine.inputs import check_kind
+from engine.traces.base import AttentionTrace
 
 
 @dataclass
@@ -105,6 +107,7 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     overview's own code, on the trace's device with its block sizes and kernels, and the
     whole is scaled from it by its count of scores. Nothing to compute for a trace held whole
     (small, or read from an export): 0 s."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     import dataclasses
 
     from engine.traces.recorded import RecordedTrace

@@ -9,6 +9,9 @@ a copy of the scores.
 """
 from __future__ import annotations
 
+import numbers
+from engine.inputs import check_kind
+
 import math
 
 import torch
@@ -25,6 +28,8 @@ def bins(length: int, size: int) -> int:
 
 def bin_span(length: int, n: int, i: int) -> tuple[int, int]:
     """Tokens [start, stop) of pixel ``i`` of ``n`` over ``length`` tokens."""
+    for value, name in ((length, "length"), (n, "n"), (i, "i")):
+        check_kind(value, numbers.Integral, name, "a whole number")
     b = block(length, n)
     return i * b, min(length, (i + 1) * b)
 
@@ -50,6 +55,7 @@ def pool_blocks(x: torch.Tensor, b: int, how: str) -> torch.Tensor:
 
 def pool_2d(x: torch.Tensor, rows: int, cols: int, how: str) -> torch.Tensor:
     """(..., Tq, Tk) -> (..., rows, cols)."""
+    check_kind(x, torch.Tensor, "x", "a torch tensor")
     return pool_last(pool_last(x, cols, how).transpose(-1, -2), rows, how).transpose(-1, -2)
 
 

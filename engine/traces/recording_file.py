@@ -23,6 +23,8 @@ from engine.runtime.device import pick_device
 from engine.runtime.files import atomic_path
 from engine.seam.call import AttentionCall, Site
 from engine.traces.recorded import RecordedTrace
+from engine.inputs import check_kind
+from engine.traces.base import AttentionTrace
 
 FORMAT = "attnscope-recording"
 VERSION = 2                        # version 1 and sinks: an attnscope that knows no sinks must not read them
@@ -65,6 +67,7 @@ def recording_target(path: str | Path, replace: bool = False) -> Path:
 def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False) -> Path:
     """Write ``trace``'s recording to ``path`` (.safetensors), atomically; an existing file that
     is not a recording is refused unless ``replace`` (``recording_target``)."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     from safetensors.torch import save_file
 
     if not trace.recorded:

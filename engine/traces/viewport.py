@@ -15,6 +15,8 @@ import torch
 
 from engine.runtime.blocks import rows_per_block
 from engine.traces.pooling import bins, pool_last
+from engine.inputs import check_kind
+from engine.traces.base import AttentionTrace
 
 
 def heads_of(trace, kind: str, head: int, how: str) -> list[int]:
@@ -49,6 +51,7 @@ def viewport(trace, kind: str, layer: int, head: int, how: str, rows: tuple[int,
 
 def cell(trace, kind: str, layer: int, head: int, how: str, qi: int, ki: int) -> float:
     """The exact weight Head detail reads under the cursor (a head, or the heads' mean / max)."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     values = [float(trace.tile(kind, layer, h, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
               for h in heads_of(trace, kind, head, how)]
     return max(values) if how == "max of heads" else sum(values) / len(values)

@@ -16,6 +16,7 @@ from engine.inspection.analysis import mechanism_scores
 from engine.loading.loaded import LoadedModel
 from engine.models.outputs import DECODER_SELF
 from engine.models.tokenizer import raw_pieces
+from engine.inputs import check_kind
 
 
 @torch.no_grad()
@@ -55,6 +56,8 @@ def translation_scores(loaded: LoadedModel, pairs: list[tuple[str, str]], limit:
                        constructions: list[str] | None = None) -> dict:
     """BLEU and chrF (sacrebleu) of greedy translations against the references; with
     ``constructions`` (a label per pair), also BLEU per construction."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
+    check_kind(pairs, (list, tuple), "pairs", "a list of (source, target) pairs")
     import sacrebleu
 
     pairs = pairs[:limit] if limit else pairs
@@ -82,6 +85,8 @@ def translator_report(loaded: LoadedModel, splits: dict, limit: int | None = Non
     """What ``attnscope train`` records and ``attnscope eval`` prints for a translator: the
     test split (per held-out construction where the split has them) and, for the synthetic
     corpus, the hand-written sentences."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
+    check_kind(splits, dict, "splits", "a dict of named pair lists")
     scores = translation_scores(loaded, splits["test"], limit, splits.get("constructions"))
     if corpus is None:
         hand = translation_scores(loaded, handwritten_pairs())
@@ -99,6 +104,7 @@ def unigram_loss(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: i
 
 def language_model_scores(loaded: LoadedModel, lines_train: list[str], lines_valid: list[str]) -> dict:
     """Validation loss and perplexity of a GPT, next to the unigram baseline on the same tokens."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     from engine.training.loops import gpt_loss_on, scored_windows, token_stream
 
     train, valid = token_stream(loaded, lines_train), token_stream(loaded, lines_valid)

@@ -29,6 +29,7 @@ from engine.runtime.steps import drive
 from engine.traces.base import AttentionTrace
 from engine.traces.tracing import trace_text
 from engine.training.records import TrainConfig, TrainProgress
+from engine.inputs import check_kind
 
 # Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.
 SIZES = {
@@ -55,6 +56,7 @@ def learning_rate(step: int, config: TrainConfig) -> float:
 
 def run_training(gen: Generator, on_progress: Callable[[TrainProgress], None] | None = None) -> LoadedModel:
     """Drive a training generator to its end; returns the trained model."""
+    check_kind(gen, Generator, "gen", "a training generator (train_gpt, train_translator)")
 
     return drive(gen, on_progress)
 
@@ -180,6 +182,7 @@ def train_translator(pairs_train: list[tuple[str, str]], pairs_valid: list[tuple
                      device: str | torch.device = "cpu", stop: Callable[[], bool] = lambda: False,
                      loaded: LoadedModel | None = None) -> Generator[TrainProgress, None, LoadedModel]:
     """Train (or go on training ``loaded``) on (english, german) pairs; returns the model."""
+    check_kind(config, TrainConfig, "config", "a TrainConfig")
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     loaded = (loaded or build_translator(pairs_train, config)).to(device)
@@ -287,6 +290,7 @@ def train_gpt(lines_train: list[str], lines_valid: list[str], config: TrainConfi
               device: str | torch.device = "cpu", stop: Callable[[], bool] = lambda: False,
               loaded: LoadedModel | None = None) -> Generator[TrainProgress, None, LoadedModel]:
     """Train (or go on training ``loaded``) on lines of text; returns the model."""
+    check_kind(config, TrainConfig, "config", "a TrainConfig")
     torch.manual_seed(config.seed)
     loaded = (loaded or build_gpt(lines_train, config)).to(device)
     train, valid = token_stream(loaded, lines_train), token_stream(loaded, lines_valid)

@@ -19,6 +19,7 @@ import numpy as np
 from engine.runtime.files import atomic_path, open_npz
 from engine.traces.base import AttentionTrace
 from engine.traces.dense import DenseTrace
+from engine.inputs import check_kind, check_path
 
 
 @dataclass
@@ -55,11 +56,14 @@ def _scores_from_json(i: int, scores) -> dict | None:
 
 
 def timelapse_path(checkpoint: str | Path) -> Path:
+    check_path(checkpoint, "checkpoint")
     p = Path(checkpoint)
     return p.with_name(p.name.removesuffix(".safetensors") + ".timelapse.npz")
 
 
 def save_timelapse(path: str | Path, probes: list[Probe]) -> Path:
+    check_path(path, "time-lapse file to write")
+    check_kind(probes, (list, tuple), "probes", "a list of Probe records")
     arrays, meta = {}, []
     for i, p in enumerate(probes):
         t = p.trace
@@ -97,6 +101,7 @@ def _probe(f, i: int, m) -> Probe:
 
 def load_timelapse(path: str | Path) -> list[Probe]:
     """The probes of a time-lapse file; ValueError with a clear message for any broken file."""
+    check_path(path, "time-lapse file")
     with open_npz(path, "training time-lapse file") as f:
         meta = json.loads(str(f["meta"][()]))
         if not isinstance(meta, list):
