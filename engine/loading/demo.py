@@ -10,7 +10,7 @@ import torch
 from engine.loading.loaded import LoadedModel
 from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
 from engine.models.tokenizer import Tokenizer
-from engine.inputs import check_kind
+from engine.inputs import InputError
 
 _SAMPLE = [
     "the big dog sees the small cat .",
@@ -24,7 +24,8 @@ _SAMPLE = [
 
 def random_model(family: str, seed: int = 0, layers: int = 2, heads: int = 4, width: int = 64) -> LoadedModel:
     """A fresh untrained model of ``family`` with a tiny word-level tokenizer."""
-    check_kind(family, str, "family", "a family name (translator, gpt, bert)")
+    if family not in ("translator", "gpt", "bert"):          # its own door, before any work
+        raise InputError(f"A random model's family is translator, gpt or bert, not {family!r:.40}.")
     torch.manual_seed(seed)
     tok = Tokenizer.train_word_level(_SAMPLE)
     v = tok.vocab_size
@@ -33,10 +34,8 @@ def random_model(family: str, seed: int = 0, layers: int = 2, heads: int = 4, wi
                                             n_decoder_layers=layers, d_ff=4 * width, share_embeddings=True))
     elif family == "gpt":
         model = GPT(GPTConfig(v, n_layer=layers, n_head=heads, n_embd=width))
-    elif family == "bert":
+    else:                                                     # bert: the door above lets three through
         model = Bert(BertConfig(v, hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads,
                                 intermediate_size=4 * width))
-    else:
-        raise ValueError(f"unknown family {family!r}")
     model.eval()
     return LoadedModel(f"random {family} (untrained)", family, model, tok, meta={"untrained": True})

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from engine.errors import ModelLoadError
-from engine.inputs import InputError, check_kind
+from engine.inputs import InputError
 
 MEMORY_SHARE = 0.8             # refuse a model or a job that needs more than this share of the free memory
 
@@ -82,7 +82,8 @@ def gib(n: float, digits: int = 1) -> str:
     """Bytes as every message says them (the one byte formatter): MiB below a gibibyte, GiB
     below a tebibyte, then TiB, with ``digits`` after the point. Small sizes stay in MiB, with
     the digits that tell two apart (engine.traces.base.sizes_apart), never in KiB."""
-    check_kind(n, numbers.Real, "n", "a number of bytes")
+    if isinstance(n, bool) or not isinstance(n, numbers.Real):    # its own door: every message calls it
+        raise InputError(f"The argument n must be a number of bytes, not {n!r:.40}.")
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30)):
         if n >= scale:
             return f"{n / scale:,.{digits}f} {unit}"
