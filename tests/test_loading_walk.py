@@ -40,3 +40,16 @@ def test_a_hub_id_in_the_cache_walks_the_same_way(tmp_path, monkeypatch):
     order = walk("tiny-org/llama", "cpu")
     counts = summary(order)
     assert counts["stays"] <= 12 and counts["returns"] <= 3, stays(order)
+
+
+def test_the_loader_read_statically_passes_each_stage_nearly_once():
+    """Issue 47: walked statically from pipeline.load (tools/static_walk.py), the loader's own
+    rooms are at most 15 stays with at most 3 returns; validation.py was entered by each stage
+    that asked one of its rules (29 stays and 16 returns over every engine module before)."""
+    from tools import loading_walk
+    from tools.static_walk import own_rooms, walk
+
+    order = own_rooms(walk("engine.loading.pipeline", "load"), "engine.loading")
+    got = loading_walk.summary(order)
+    assert got["stays"] <= 15 and got["returns"] <= 3, loading_walk.stays(order)
+    assert not any(step.startswith("engine.loading.validation") for step in order)

@@ -10,7 +10,8 @@ function of the same module, one imported from another module inside the engine,
 package's public face lends from one of its modules), depth first, in the order the calls stand
 in the code, each function once. Methods, callbacks and calls through objects are not followed
 (a static reading cannot know them). A *stay* is a run of functions of one module; a *return* is
-a stay in a module already left.
+a stay in a module already left. Counted twice: over every engine module, and over the
+starting package's own rooms (the loader's stages: describe, check, build, ...).
 
     .venv/bin/python tools/static_walk.py                     # from engine.loading.pipeline.load
     .venv/bin/python tools/static_walk.py engine.traces.tracing trace_text
@@ -102,12 +103,20 @@ def walk(start_module: str, start: str) -> list[str]:
     return order
 
 
+def own_rooms(order: list[str], package: str) -> list[str]:
+    """The walk through ``package``'s own modules: the stages of a pipeline, its calls out to
+    the helpers below it (errors, files, devices) left out."""
+    return [step for step in order if step.startswith(package + ".")]
+
+
 def main() -> None:
     module, name = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("engine.loading.pipeline", "load")
     order = walk(module, name)
+    package = module.rsplit(".", 1)[0]
     for room in loading_walk.stays(order):
         print("   ", room)
-    print(json.dumps(loading_walk.summary(order)))
+    print(json.dumps({"every engine module": loading_walk.summary(order),
+                      f"{package} only": loading_walk.summary(own_rooms(order, package))}))
 
 
 if __name__ == "__main__":

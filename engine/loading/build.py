@@ -100,8 +100,6 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
             "folder": source}      # where its files are read from (a hub id's cache snapshot): never written over
     notes = list(plan.notes)
     if plan.spread is not None:
-        from engine.loading.placement import describe_map
-
         on_disk = sum(1 for _, p in model.named_parameters() if p.device.type == "meta")
         meta["placement"] = describe_map(getattr(model, "hf_device_map", None) or {"": str(model.device)})
         notes.append(meta["placement"] + (f"; {on_disk} weights stay off the computing device, in RAM or on the "
@@ -230,3 +228,18 @@ def _finite(t) -> bool:
         return True
     low, high = torch.aminmax(t)
     return bool(torch.isfinite(low) & torch.isfinite(high))
+
+
+def describe_map(device_map: dict) -> str:
+    """Where a spread model's modules went, for the status bar:
+    "spread by accelerate: 9 modules on GPU 0, 7 on cpu, 2 on disk". Here, beside the build that
+    reads accelerate's map, not in placement, which plans before anything is built."""
+    counts: dict[str, int] = {}
+    for where in device_map.values():
+        name = f"GPU {where}" if isinstance(where, int) else str(where)
+        counts[name] = counts.get(name, 0) + 1
+    if len(counts) == 1:
+        return f"spread by accelerate: all of it on {next(iter(counts))}"
+    (first, n), *rest = counts.items()
+    parts = [f"{n} module{'s' if n > 1 else ''} on {first}"] + [f"{m} on {where}" for where, m in rest]
+    return "spread by accelerate: " + ", ".join(parts)

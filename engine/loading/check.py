@@ -28,6 +28,7 @@ from engine.loading.checkpoint_format import FORMAT_VERSION, CheckpointError
 from engine.loading.describe import ITEM_BYTES, Description, WeightFiles
 from engine.models import FAMILIES
 from engine.models.tokenizer import Tokenizer
+from engine.runtime.device import compute_device
 from engine.runtime.free_memory import check_memory
 from engine.runtime.quiet import quiet_transformers
 
@@ -338,7 +339,7 @@ def check_folder(files: Description, device: torch.device | str = "cpu", spread:
     """Everything about a Hugging Face folder that can be checked before transformers touches
     it, the memory included: the weights' bytes in the dtype they will be held in on ``device``
     (``spread``: over every device and the disk, checked by engine.loading.placement instead)."""
-    from engine.loading.placement import compute_device, plan_spread
+    from engine.loading.placement import plan_spread
 
     source, raw, weights = str(files.folder), files.config, files.weights
     dtype, note = load_dtype(weights.dtype, compute_device() if spread else device)

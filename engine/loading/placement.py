@@ -47,11 +47,6 @@ def device_budgets() -> dict:
     return budgets
 
 
-def compute_device() -> str:
-    """Where most of a spread model computes (its dtype is chosen for it): a GPU when there is one."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 @dataclass
 class SpreadPlan:
     """The from_pretrained arguments of one spread load, and the folder that holds what goes to disk."""
@@ -78,17 +73,3 @@ def plan_spread(source: str, needed: int) -> SpreadPlan:
         raise ModelLoadError(f"{source}: this model needs about {gib(needed)}; spread over {', '.join(room)} "
                              "it still does not fit. Free memory or disk, or use a smaller model.")
     return SpreadPlan(budgets, offload)
-
-
-def describe_map(device_map: dict) -> str:
-    """Where a spread model's modules went, for the status bar:
-    "spread by accelerate: 9 modules on GPU 0, 7 on cpu, 2 on disk"."""
-    counts: dict[str, int] = {}
-    for where in device_map.values():
-        name = f"GPU {where}" if isinstance(where, int) else str(where)
-        counts[name] = counts.get(name, 0) + 1
-    if len(counts) == 1:
-        return f"spread by accelerate: all of it on {next(iter(counts))}"
-    (first, n), *rest = counts.items()
-    parts = [f"{n} module{'s' if n > 1 else ''} on {first}"] + [f"{m} on {where}" for where, m in rest]
-    return "spread by accelerate: " + ", ".join(parts)

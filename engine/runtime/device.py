@@ -63,3 +63,12 @@ def input_device(model) -> torch.device:
     if isinstance(where, int):
         return torch.device("cuda", where)
     return torch.device(where if where not in ("disk", "meta") else "cpu")
+
+
+def compute_device() -> str:
+    """Where most of a spread model computes (its dtype is chosen for it): a GPU when there is one.
+    Beside the other answers about this machine's devices, so the loader's check stage asks the
+    runtime, not the placement room it enters once, later, for its plan."""
+    import torch   # torch: this module answers names of devices without it
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
