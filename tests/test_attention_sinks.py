@@ -19,7 +19,7 @@ from engine.decoding.session import DecodeSession, DecodeSettings
 from engine.interventions import Edge, HeadRef, Interventions, applied
 from engine.kinds import DECODER_SELF
 from engine.loading.catalog import open_model
-from engine.loading.validation import HFModelError
+from engine.errors import HFModelError
 from engine.seam import AttentionCall, Site, attend, recording
 from engine.traces.recorded import RecordedTrace
 from engine.traces.recording_file import load_recording, save_recording

@@ -150,7 +150,7 @@ def test_tokens_read_as_words_and_merge(models):
 
 
 def test_an_unknown_architecture_is_named(tmp_path):
-    from engine.loading.validation import ModelLoadError
+    from engine.errors import ModelLoadError
     import json
 
     folder = tmp_path / "mystery"
@@ -179,7 +179,7 @@ def test_a_damaged_tokenizer_file_is_named(folders, tmp_path, name):
     """transformers' own error is a JSON decoder's position; the refusal names the file."""
     import shutil
 
-    from engine.loading.validation import ModelLoadError
+    from engine.errors import ModelLoadError
 
     folder = tmp_path / "copy"
     shutil.copytree(folders["gpt2"], folder)

@@ -339,7 +339,6 @@ def test_the_download_bar_counts_the_weights_bytes_then_the_load_follows(serve, 
 
 @pytest.mark.parametrize("short_of", ["disk", "memory"])
 def test_a_model_too_large_is_refused_before_its_shards_are_fetched(serve, remote, tmp_path, monkeypatch, short_of):
-    import engine.loading.validation as validation
     large = tmp_path / "large"
     shutil.copytree(remote[0]["safetensors"], large)
     index = json.loads((large / INDEX_ST).read_text())
@@ -361,7 +360,6 @@ def test_a_model_too_large_is_refused_before_its_shards_are_fetched(serve, remot
 
 
 def test_a_single_file_model_too_large_for_the_memory_is_refused_before_its_download(serve, monkeypatch):
-    import engine.loading.validation as validation
     hub = serve("single")
     size = (hub.remote / "model.safetensors").stat().st_size
     monkeypatch.setattr(free_memory, "available_memory", lambda: size // 2)    # the hub's size of the file says it

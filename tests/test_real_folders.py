@@ -20,7 +20,7 @@ import torch
 import engine.runtime.free_memory as free_memory
 from engine.loading.catalog import open_model
 from engine.loading.progress import LoadCancelled
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
 from engine.traces.tracing import trace_text
 from tests.hf_sharded import build_model, put_in_cache, save_sharded
 
@@ -148,7 +148,7 @@ def test_float16_on_the_cpu_is_held_in_float32_with_a_note(tmp_path):
 
 
 def test_the_memory_check_uses_the_headers_and_names_the_numbers(store, monkeypatch):
-    from engine.loading import hf, validation
+    from engine.loading import hf
 
     folder = store["folders"]["llama", "safetensors"]
     weights = hf.find_weights(folder)

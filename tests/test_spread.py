@@ -18,7 +18,7 @@ from engine.adapters import adapter_for
 from engine.decoding.session import DecodeSettings, decode_all
 from engine.loading import placement
 from engine.loading.catalog import open_model
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
 from engine.traces.tracing import trace_text
 from tests.hf_sharded import build_model, save_sharded
 

@@ -9,7 +9,7 @@ from engine.inputs import InputError
 from engine.interventions.refs import Edge, HeadRef
 from engine.interventions.spec import MEAN, Interventions
 from engine.loading.demo import random_model
-from engine.loading.validation import ModelLoadError
+from engine.errors import ModelLoadError
 from engine.traces.recording_file import RecordingError
 from tests.bad_inputs.cases import synthetic_recording
 

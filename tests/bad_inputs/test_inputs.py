@@ -52,7 +52,7 @@ def test_every_case_is_refused_cleanly(bad_cases, category):
 
 def test_loader_messages_name_the_file_and_say_what_would_work(bad_cases):
     from engine.loading.catalog import open_model
-    from engine.loading.validation import ModelLoadError
+    from engine.errors import ModelLoadError
 
     picks = {"cfg-gpt-n_head-0.safetensors": "n_head", "mem-gpt-n_layer-1000000000.safetensors": "n_layer",
              "nan-gpt.safetensors": "NaN", "hf-gpt2": "no tokenizer", "bomb.pt": "expand"}

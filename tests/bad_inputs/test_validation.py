@@ -1,13 +1,15 @@
-"""engine.loading.validation: the size estimate counts what the models really build, the memory check
+"""The loader's rules (engine.loading.check, build; engine.inputs): the size estimate counts what the models really build, the memory check
 refuses what does not fit (saying how much it needs), texts that are not Unicode are named."""
 import dataclasses
 
 import pytest
 
-from engine.loading import validation
+from engine.loading.build import check_tensors
 from engine.runtime import free_memory
 from engine.loading.demo import random_model
-from engine.loading.validation import ModelLoadError, check_config, check_model_size, parameter_count, text_problem
+from engine.errors import ModelLoadError
+from engine.inputs import text_problem
+from engine.loading.check import check_config, check_model_size, parameter_count
 
 
 @pytest.mark.parametrize("family", ["translator", "gpt", "bert"])
@@ -116,13 +118,13 @@ def test_weights_with_nan_or_infinity_are_refused_and_large_finite_ones_are_not(
     import torch
     dt = getattr(torch, dtype)
     big = torch.full((64,), torch.finfo(dt).max / 2, dtype=dt)          # finite, but its sum overflows
-    validation.check_tensors("f", [("big", big), ("small", torch.randn(8, 8).to(dt))])
+    check_tensors("f", [("big", big), ("small", torch.randn(8, 8).to(dt))])
     for bad in (float("nan"), float("inf"), -float("inf")):
         t = torch.randn(8, 8).to(dt)
         t[3, 5] = bad
         with pytest.raises(ModelLoadError, match="the weights w hold NaN or infinite values"):
-            validation.check_tensors("f", [("w", t)])
+            check_tensors("f", [("w", t)])
     both = torch.randn(8, 8).to(dt)
     both[0, 0], both[1, 1] = float("inf"), -float("inf")               # +inf and -inf: their sum is NaN
     with pytest.raises(ModelLoadError):
-        validation.check_tensors("f", [("w", both)])
+        check_tensors("f", [("w", both)])
