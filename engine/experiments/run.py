@@ -87,7 +87,7 @@ def over_pairs(loaded, pairs: list[PromptPair], method: str = EXACT, what=(HEADS
     def frame(upto: int) -> None:                 # frame pairs up to ``upto``, each refused by its line
         for i in range(len(framed), upto):
             f = framed_at(i)
-            if by_position and f.lengths != framed[0].lengths if framed else False:
+            if framed and by_position and f.lengths != framed[0].lengths:   # against the first pair's
                 count, m = ((f.tokens, framed[0].tokens) if f.tokens != framed[0].tokens
                             else (f.lengths[0], framed[0].lengths[0]))
                 raise InputError(f"Line {pairs[i].line}'s pair is {count} tokens and line {pairs[0].line}'s {m}: "
