@@ -39,13 +39,19 @@ class RecordingError(ValueError):
     """A recording file that cannot be opened, said in one sentence for the user."""
 
 
+def _is_path(path) -> bool:
+    """Whether ``path`` names a file at all: a non-blank str or Path (the one test of the three
+    doors below, each of which says in its own words what it wanted)."""
+    return isinstance(path, (str, Path)) and bool(str(path).strip())
+
+
 def recording_target(path: str | Path, replace: bool = False) -> Path:
     """The file a recording will be written to (``.safetensors`` added when missing), or
     RecordingError when that would destroy something: an existing file that is not a
     recording of ours (a user's checkpoint, the very model being recorded) is never written
     over unless ``replace`` says a person confirmed it (the window asks). An older recording
     is replaced. Asked before the Run, so a refusal costs nothing."""
-    if path is None or not isinstance(path, (str, Path)) or str(path).strip() in ("", "."):   # Path("") is "."
+    if not _is_path(path) or str(path).strip() == ".":                  # Path("") is "."
         got = "an empty name" if isinstance(path, (str, Path)) else repr(path)
         raise RecordingError(f"Give the name of the .safetensors file to write the recording to (got {got}).")
     path = Path(path).expanduser()
@@ -113,7 +119,7 @@ def _example(value, b: int):
 def is_recording(path: str | Path) -> bool:
     """Whether ``path`` is a file attnscope would open as a recording (read from its header only);
     RecordingError for something that is not a path at all."""
-    if isinstance(path, bytes) or not isinstance(path, (str, Path)) or not str(path).strip():
+    if not _is_path(path):
         raise RecordingError(f"Give the path of a file to ask whether it is a recording, not {path!r:.40}.")
     try:
         return _meta(Path(path)).get("format") == FORMAT
@@ -149,7 +155,7 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
     """The trace a recording file holds, every check passed; RecordingError otherwise."""
     from safetensors import safe_open
 
-    if path is None or not isinstance(path, (str, Path)) or not str(path).strip():
+    if not _is_path(path):
         raise RecordingError(f"Give the path of a recording file (.safetensors written by attnscope record or "
                              f"File > Save Recording), not {path!r}.")
     path = Path(path)
