@@ -7,7 +7,8 @@ the other run's activations put back at a point the adapter names (points.py: ea
 output at the seam, the residual stream before a block, a layer's attention and MLP output)
 and measures how much behaviour returns; attribution patching (attribution.py) estimates
 every cell from one backward; direct logit attribution (dla.py) splits the clean run's
-logit difference into each head's and MLP's share. One cache of activations, one hook
+logit difference into each head's and MLP's share; why.py splits one attention score into
+(query source x key source) terms over the same points. One cache of activations, one hook
 mechanism (the seam and module hooks), shared with ablation and knockout. Public: the names
 (names.py, no torch) and the entry points gui/ and cli/ use, listed in ``__all__``.
 """
@@ -23,7 +24,12 @@ _PUBLIC = {
     "read_pairs": "pairs",
     "experiment": "run",
     "over_pairs": "run",
+    "RUNNER_UP": "why",
+    "why": "why",
+    "why_steps": "why",
+    "ScoreSplit": "why_result",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["DLA", "HEAD_KIND", "LOGIT_DIFF", "LOGPROB", "METHODS", "METRICS", "POINTS", "PromptPair", "SEQ2SEQ_POINTS",
-           "agreement", "experiment", "frame_pair", "next_tokens", "over_pairs", "read_pairs"]
+           "RUNNER_UP", "ScoreSplit", "agreement", "experiment", "frame_pair", "next_tokens", "over_pairs",
+           "read_pairs", "why", "why_steps"]
