@@ -52,7 +52,9 @@ where the axes meet shows the whole head with a frame on the part shown: click o
 to go there. Another head or layer of the same text opens at the same place, so heads
 compare at one position (the first token, a stretch of the diagonal). "go to token" jumps to a position (a number) or the next match of a token.
 "log colour" colours by the logarithm of the weight: at thousands of tokens most weights
-are near 1/T, and a linear scale shows only the strongest.</p>""",
+are near 1/T, and a linear scale shows only the strongest.</p>
+<p>Right-click a cell (or Alt+click it) to ask <b>why</b> the query attends to the key: the Why panel
+splits the score into the sources that wrote the query and the key.</p>""",
     "Head lines": """<h2>Head lines</h2>
 <p>The same weights as lines, the way bertviz draws them: queries on the left, keys on the
 right, one line per weight, its opacity the weight. Each head has its colour; turn heads on
@@ -110,7 +112,7 @@ in the heads overview) removes the selected head's output: its slice of the outp
 projection's input is zero. <b>Replace by its mean</b> puts the head's mean output over the
 text's positions at every position. <b>Knock out</b> blocks attention from a query position to
 a key position (or every one) in one layer or all (or Shift-click a cell of Head detail;
-Ctrl-click blocks the key's column, Alt-click the query's row): that score becomes -inf and the row's
+Ctrl-click blocks the key's column, Ctrl+Shift-click the query's row): that score becomes -inf and the row's
 other weights renormalise (Geva et al., 2023). Every view runs again with the change, the
 ablated tiles are framed and crossed, the Decoding panel steps the changed model and shows
 each step's probabilities before and after, and the panel shows the next-token change at
@@ -142,6 +144,34 @@ away) with the total said above the map. The other methods' colours: (patched - 
 (clean - corrupted), 1 = the clean behaviour back, 0 = none, on a map centred at 0. Hover for the raw numbers; click a head to open
 it in Head detail on the clean text. A result is marked stale once a text, an answer or the
 model changes.</p>"""
+PAGES["Why"] = """<h2>Why</h2>
+<p>Why does this head's query attend to that key? In Head detail, right-click a cell and choose
+<b>Why does query i attend to key j?</b> (or Alt+click the cell). A head's score is
+scale &times; q<sub>i</sub> &middot; k<sub>j</sub>. With every normalisation's scale taken from this run
+(<i>frozen</i>), the query and the key are linear in the residual stream, which is a sum of
+<b>sources</b>: the token embedding (<code>embed</code>), learned positions (<code>pos</code>), each
+earlier head's output (<code>L2.H1</code>; a cross-attention head <code>L1.X0</code>; an encoder's
+heads, on the key side of cross-attention, <code>enc.L0.H2</code>), each MLP (<code>L0.mlp</code>) and
+the constants (<code>bias</code>). So the score splits exactly into a table of (query-side source
+&times; key-side source) terms that sums to the score.</p>
+<p>The heatmap shows the strongest sources, query sides down and key sides across, each cell's
+term written in it, red adding to the score and blue taking from it (centred at 0); the other
+sources of each side are summed as &ldquo;other (N)&rdquo;, so the table still sums to the score. The
+bars are each side's sources summed over the other side. Above: the score and the weight the
+model computed, a position bias added apart from the table (T5, ALiBi), a soft cap applied after
+it (Gemma 2: the table splits the score before the cap), and what was frozen.</p>
+<p><b>Versus.</b> Softmax sees only differences between a row's scores, so &ldquo;why key j rather than
+key j2?&rdquo; is often the better question: the versus key is the row's runner-up (its strongest
+other key) unless you choose one; the table box shows this key's terms, the versus key's, or their
+difference.</p>
+<p><b>Walk a circuit backwards:</b> a head's name, on the map's axes, on a bar or in the line of
+strongest terms, opens that head in Head detail, where its own cells can be asked again. On the
+bundled GPT with a text repeated twice, the induction head (layer 3, head 3) attends to the token
+after the earlier copy; its largest key-side source is the previous-token head L2.H1.</p>
+<p>The split runs in the model's worker (Stop ends it). It belongs to the text, the model and the
+interventions it was computed for: once one changes it is marked stale and greyed; press
+<b>Why again</b>. A recording opened without its model cannot be split: it holds queries and keys,
+not the sources that wrote them.</p>"""
 PAGES["Kinds of attention"] = f"<h2>Kinds of attention</h2>{KINDS}{MAPS}"
 
 

@@ -89,6 +89,7 @@ class MainWindow(QMainWindow):
         self.state.model_changed.connect(self._on_model_changed)
         self.state.trace_changed.connect(self._on_trace)
         self.state.head_selected.connect(self._show_head_detail)
+        self.state.why_requested.connect(self._show_why)
         self.state.run_requested.connect(lambda text: (self.text_edit.setText(text), self.run()))
         for signal in (self.state.output_changed, self.state.request_started, self.state.request_ended):
             signal.connect(lambda *_: self.output_row.show_for(self.state))
@@ -214,6 +215,13 @@ class MainWindow(QMainWindow):
         if dock is not None:
             dock.show()
             dock.raise_()
+
+    def _show_why(self, *asked) -> None:
+        """A score asked about (Head detail's cell menu or Alt+click): the Why panel, in front, splits it."""
+        dock = self.docks["Why"]
+        dock.show()
+        dock.raise_()
+        self.view("Why").ask(*asked)
 
     # ---- running -------------------------------------------------------------------------
     def run(self) -> None:

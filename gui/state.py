@@ -44,6 +44,7 @@ class AppState(QObject):
     request_started = Signal()               # a newer request (Run, model, recording) supersedes all work on the old
     request_ended = Signal()                 # no request in flight: what was cancelled for it may be asked again
     run_requested = Signal(str)              # a view asks the window to Run this text (Patching: a head on the clean text)
+    why_requested = Signal(str, int, int, int, int)   # kind, layer, head, query, key: split that score (the Why panel)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -163,6 +164,10 @@ class AppState(QObject):
         """Select a head and ask for it to be shown (a click in the grid or statistics)."""
         self.select(kind, layer, head)
         self.head_selected.emit(self.kind or "", self.layer, self.head)
+
+    def ask_why(self, kind: str, layer: int, head: int, query: int, key: int) -> None:
+        """Ask why that head's query attends to that key, on the Run on screen (the window opens Why)."""
+        self.why_requested.emit(kind, int(layer), int(head), int(query), int(key))
 
     def request_run(self, text: str) -> None:
         """Ask the window to Run ``text`` (it becomes the window's text), as the Run button does."""

@@ -121,7 +121,7 @@ def test_clicks_in_head_detail_knock_out_a_cell_a_column_and_a_row(window_on, qt
     click(5, 4, Qt.KeyboardModifier.ShiftModifier)
     assert w.state.interventions.knockout == (Edge(DECODER_SELF, (5,), (4,), (2,)),)
     click(6, 1, Qt.KeyboardModifier.ControlModifier)
-    click(7, 0, Qt.KeyboardModifier.AltModifier)
+    click(7, 0, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     assert w.state.interventions.knockout[1:] == (Edge(DECODER_SELF, None, (1,), (2,)), Edge(DECODER_SELF, (7,), None, (2,)))
     qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.trace.head(DECODER_SELF, 2, 1)[6, 1] == 0, timeout=30000)
     after = w.state.trace.head(DECODER_SELF, 2, 1)

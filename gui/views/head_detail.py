@@ -20,7 +20,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetrics, QPainterPath
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QGraphicsPathItem, QLabel,
-                               QLineEdit, QSpinBox, QVBoxLayout, QWidget)
+                               QLineEdit, QMenu, QSpinBox, QVBoxLayout, QWidget)
 
 from engine.interventions import HeadRef
 from engine.kinds import CROSS
@@ -499,10 +499,36 @@ class HeadDetail(PreparedView, QWidget):
 
     def _on_click(self, event) -> None:
         """Shift-click a cell: knock out that edge in this layer; Ctrl-click: the key's whole
-        column; Alt-click: the query's whole row (engine.interventions, through the state)."""
+        column; Ctrl+Shift-click: the query's whole row (engine.interventions, through the state).
+        Alt+click, or the cell's context menu (right-click): why the query attends to the key."""
         cell = self._cell_at(event.scenePos())
-        if cell is not None and self.drawing is not None:
+        if cell is None or self.drawing is None:
+            return
+        if event.button() == Qt.MouseButton.RightButton:
+            self.cell_menu(*cell).popup(event.screenPos().toPoint())
+        elif event.modifiers() == Qt.KeyboardModifier.AltModifier:
+            self.ask_why(*cell)
+        else:
             knockout_from_click(self.state, self.drawing.kind, self.drawing.layer, *cell, event.modifiers())
+
+    def cell_menu(self, query: int, key: int) -> QMenu:
+        """A cell's context menu: why does query ``query`` attend to key ``key`` (one head only)."""
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        action = menu.addAction(f"Why does query {query} attend to key {key}?", lambda: self.ask_why(query, key))
+        one = self.drawing is not None and self.drawing.how == "one head"
+        action.setEnabled(one)
+        action.setToolTip("" if one else "Why splits one head's score: choose \"one head\"")
+        return menu
+
+    def ask_why(self, query: int, key: int) -> bool:
+        """The Why panel splits this head's score of (query, key); False for a layer's mean or max."""
+        d = self.drawing
+        if d is None or d.how != "one head":
+            self.readout.setText("Why splits one head's score: choose \"one head\" first.")
+            return False
+        self.state.ask_why(d.kind, d.layer, d.head, query, key)
+        return True
 
     def _on_hover(self, scene_pos) -> None:
         d = self.drawing

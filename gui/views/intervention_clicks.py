@@ -1,5 +1,6 @@
 """Clicks that change the model: Shift/Ctrl-click a heads-grid tile to switch the head off,
-Shift/Ctrl/Alt-click a Head detail cell to knock an edge, a column or a row out. Each only
+Shift/Ctrl/Ctrl+Shift-click a Head detail cell to knock an edge, a column or a row out (Alt+click
+there asks Why, gui.views.why_panel). Each only
 writes AppState.interventions; the window re-runs and every view follows."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from engine.interventions import Edge, HeadRef
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 
 KEYS = Qt.KeyboardModifier
-SHIFT, CTRL, ALT = KEYS.ShiftModifier, KEYS.ControlModifier, KEYS.AltModifier
+SHIFT, CTRL = KEYS.ShiftModifier, KEYS.ControlModifier
 
 
 def toggle_from_click(state, kind: str, layer: int, head: int, modifiers) -> bool:
@@ -31,12 +32,12 @@ def positions(trace, kind: str, side: str, index: int) -> tuple[int, ...]:
 
 def knockout_from_click(state, kind: str, layer: int, query: int, key: int, modifiers) -> bool:
     """Shift-click: the edge query -> key in this layer; Ctrl-click: the key's whole column;
-    Alt-click: the query's whole row. True when the click was one of those."""
+    Ctrl+Shift-click: the query's whole row. True when the click was one of those."""
     q, k = positions(state.trace, kind, "query", query), positions(state.trace, kind, "key", key)
-    if modifiers & CTRL:
-        edge = Edge(kind, None, k, (layer,))
-    elif modifiers & ALT:
+    if modifiers & CTRL and modifiers & SHIFT:
         edge = Edge(kind, q, None, (layer,))
+    elif modifiers & CTRL:
+        edge = Edge(kind, None, k, (layer,))
     elif modifiers & SHIFT:
         edge = Edge(kind, q, k, (layer,))
     else:

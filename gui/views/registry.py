@@ -40,4 +40,5 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("Interventions", lazy("interventions", "InterventionsPanel"), "right"),
     ViewSpec("Lens", lazy("lens", "LensView"), "bottom"),
     ViewSpec("Patching", lazy("patching", "PatchingPanel"), "bottom"),
+    ViewSpec("Why", lazy("why_panel", "WhyPanel"), "bottom"),
 ]

@@ -1,0 +1,232 @@
+"""The Why panel (issue 48, the window's part) on the bundled GPT with a text repeated twice:
+asked from a Head detail cell (its context menu, or Alt+click), it splits the score in the
+model worker and draws the strongest sources as a heatmap centred at 0 (the rest summed as
+"other (N)"), the marginals as bars, the score and the weight; a head's name opens that head
+in Head detail; a Run of another text marks the split stale; a recording opened with no model
+is told in one sentence that Why needs the model; Stop drops the job; an input error is said
+in the panel.
+
+``split_for`` stands in for the engine's split where a test is about the window (a table with
+a known largest term): the engine's own numbers are checked in the engine's tests."""
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import Qt
+
+from engine.experiments.patching import Progress
+from engine.experiments.why_result import ScoreSplit, Versus
+from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from gui.views.why_drawing import DIFFERENCE, THIS, VERSUS, head_of, why_drawing
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
+REPEATED = "the cat sat on the mat . the cat sat on the mat ."
+
+
+def split_for(loaded, kind, layer, head, query, key, versus) -> ScoreSplit:
+    """A split of the bundled GPT's shape: every source before ``layer``, the largest term
+    L0.mlp (query side) x L2.H1 (key side), and a versus key one before ``key``."""
+    sources = ("embed", *(f"L{lay}.{part}" for lay in range(layer) for part in ("H0", "H1", "H2", "H3", "mlp")), "bias")
+    rng = np.random.default_rng(query * 97 + key)
+    terms = rng.normal(scale=0.2, size=(len(sources), len(sources)))
+    terms[sources.index("L0.mlp"), sources.index("L2.H1")] = 3.0
+    other = rng.normal(scale=0.2, size=terms.shape)
+    tokens = tuple(f"t{i}" for i in range(max(query, key) + 2))
+    ids = tuple(range(len(tokens)))
+    return ScoreSplit(model=loaded.name, kind=kind, layer=layer, head=head, query=query, key=key, query_tokens=tokens,
+                      key_tokens=tokens, query_ids=ids, key_ids=ids, score=float(terms.sum()), weight=0.6,
+                      position_bias=0.0, query_sources=sources, key_sources=sources, terms=terms,
+                      versus=Versus(key=max(0, key - 1) if versus == "runner-up" else versus, score=float(other.sum()),
+                                    weight=0.1, terms=other),
+                      notes=("a split for the window's tests",), exact_sum=float(terms.sum()))
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    """``why_steps`` as the engine's contract says: Progress, then a ScoreSplit; the calls it got
+    in ``calls``; ``hold`` (a threading.Event) set: the split waits for Stop."""
+    import threading
+
+    import engine.experiments as experiments
+
+    calls, hold = [], threading.Event()
+
+    def why_steps(loaded, text, kind, layer, head, query, key, versus=None, loadings=False, pair=None, target=None,
+                  interventions=None, stop=None):
+        calls.append(dict(text=text, kind=kind, layer=layer, head=head, query=query, key=key, versus=versus,
+                          interventions=interventions))
+        yield Progress(0, 2, "one forward, capturing the sources at the two positions")
+        while hold.is_set() and not (stop and stop()):
+            threading.Event().wait(0.01)
+        yield Progress(1, 2, "splitting")
+        return split_for(loaded, kind, layer, head, query, key, versus)
+    monkeypatch.setattr(experiments, "why_steps", why_steps, raising=False)
+    why_steps.calls, why_steps.hold = calls, hold
+    return why_steps
+
+
+def _repeated(w, qtbot, drawn):
+    """The repeated text Run, Head detail open on layer 3 head 3."""
+    w.text_edit.setText(REPEATED)
+    w.run()
+    qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.text == REPEATED and w.state.trace is not None,
+                    timeout=30000)
+    w.docks["Head detail"].show()
+    w.docks["Head detail"].raise_()
+    detail = w.view("Head detail")
+    w.state.select(DECODER_SELF, 3, 3)
+    qtbot.waitUntil(lambda: detail.drawing is not None and (detail.drawing.layer, detail.drawing.head) == (3, 3),
+                    timeout=20000)
+    drawn(detail)
+    return detail
+
+
+def _split(w, qtbot):
+    p = w.views["Why"]
+    qtbot.waitUntil(lambda: p.result is not None and not p.jobs.busy, timeout=60000)
+    return p
+
+
+def _label_pos(p, axis, index: int):
+    """Where the label of row (left axis) or column (key axis) ``index`` of the map is, in the plots' viewport."""
+    vb, rect = p.map.vb, axis.sceneBoundingRect()
+    if axis is p.key_axis:
+        x = vb.mapViewToScene(pg.Point(index + 0.5, 0)).x()
+        scene = pg.Point(x, rect.top() + 6)
+    else:
+        y = vb.mapViewToScene(pg.Point(0, index + 0.5)).y()
+        scene = pg.Point(rect.right() - 6, y)
+    return p.plots.mapFromScene(scene)
+
+
+def test_a_cell_menu_asks_why_and_the_split_is_drawn(window_on, qtbot, drawn, fake_engine):
+    w = window_on(GPT)
+    detail = _repeated(w, qtbot, drawn)
+    menu = detail.cell_menu(9, 3)
+    assert [a.text() for a in menu.actions()] == ["Why does query 9 attend to key 3?"]
+    menu.actions()[0].trigger()
+    assert w.docks["Why"].isVisible()
+    p = _split(w, qtbot)
+    call = fake_engine.calls[-1]
+    assert (call["kind"], call["layer"], call["head"], call["query"], call["key"]) == (DECODER_SELF, 3, 3, 9, 3)
+    assert call["text"] == REPEATED and call["versus"] == "runner-up"      # the row's runner-up by default
+    t = p.shown()
+    assert t.rows[0] == "L0.mlp" and t.cols[0] == "L2.H1" and t.rows[-1].startswith("other (")
+    np.testing.assert_array_equal(p.image.image, t.table.astype(np.float32))
+    assert abs(t.table.sum() - p.result.score) < 1e-9                     # the rest summed: the total kept
+    lo, hi = p.image.getLevels()
+    assert lo == -hi == -3.0                                               # centred at 0
+    assert p.query_bars.opts["y"].tolist() == list(range(len(t.query_bars[0])))
+    assert "weight <b>0.6000</b>" in p.summary.text() and "each norm's scale from this run" in p.summary.text()
+    assert "versus key 2" in p.summary.text() and "runner-up" in p.summary.text()
+    assert '<a href="L2.H1">L2.H1</a>' in p.links.text() and 'href="L0.mlp"' not in p.links.text()
+    assert [p.table_box.itemText(i) for i in range(p.table_box.count())] == [THIS, VERSUS, DIFFERENCE]
+    p.table_box.setCurrentText(DIFFERENCE)
+    np.testing.assert_allclose(p.shown().total, p.result.score - p.result.versus.score)
+    p._on_hover(p.map.vb.mapViewToScene(pg.Point(0.5, 0.5)))
+    assert p.readout.text().startswith("query side ") and not p.mark.isVisible()
+
+    p.versus_box.setValue(5)                                               # another key: asked anew
+    qtbot.waitUntil(lambda: fake_engine.calls[-1]["versus"] == 5 and not p.jobs.busy, timeout=20000)
+    assert p.result.versus.key == 5 and "(chosen)" in p.summary.text()
+
+
+def test_alt_click_asks_and_a_head_name_opens_that_head(window_on, qtbot, drawn, fake_engine):
+    w = window_on(GPT)
+    detail = _repeated(w, qtbot, drawn)
+    scene = detail.item.vb.mapViewToScene(pg.Point(3 + 0.5, 9 + 0.5))
+    qtbot.mouseClick(detail.plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.AltModifier,
+                     detail.plot.mapFromScene(scene))
+    assert w.state.interventions.empty                                     # Alt+click knocks nothing out
+    p = _split(w, qtbot)
+    assert tuple(p.asked) == (DECODER_SELF, 3, 3, 9, 3)
+    qtbot.waitUntil(lambda: p.map.vb.width() > 50, timeout=10000)
+
+    before = w.state.trace
+    qtbot.mouseClick(p.plots.viewport(), Qt.MouseButton.LeftButton, pos=_label_pos(p, p.key_axis, 0))   # "L2.H1"
+    assert (w.state.kind, w.state.layer, w.state.head) == (DECODER_SELF, 2, 1)
+    assert w.docks["Head detail"].isVisible() and w.state.trace is before   # the same Run, another head
+    qtbot.waitUntil(lambda: (detail.drawing.layer, detail.drawing.head) == (2, 1), timeout=20000)
+    assert not p.open_source("L0.mlp") and not p.open_source("embed")      # not heads: no links
+    assert (w.state.layer, w.state.head) == (2, 1)
+    p.links.linkActivated.emit("L1.H3")
+    assert (w.state.layer, w.state.head) == (1, 3)
+
+
+def test_a_new_text_marks_the_split_stale_and_why_again_computes_it_anew(window_on, qtbot, drawn, fake_engine):
+    w = window_on(GPT)
+    detail = _repeated(w, qtbot, drawn)
+    detail.ask_why(9, 3)
+    p = _split(w, qtbot)
+    assert not p.mark.isVisible()
+    w.text_edit.setText("a dog ran to the park")
+    w.run()
+    qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.text == "a dog ran to the park", timeout=30000)
+    assert p.mark.isVisible() and p.image.opacity() < 1
+    p._on_hover(p.map.vb.mapViewToScene(pg.Point(0.5, 0.5)))
+    assert p.readout.text().startswith("STALE")
+    p.run()
+    qtbot.waitUntil(lambda: not p.jobs.busy and p.current(), timeout=30000)
+    assert not p.mark.isVisible() and fake_engine.calls[-1]["text"] == "a dog ran to the park"
+
+    fake_engine.hold.set()                                                 # Stop drops a split under way
+    p.run()
+    qtbot.waitUntil(lambda: len(fake_engine.calls) == 3, timeout=20000)
+    shown = p.result
+    p.stop()
+    assert not p.jobs.busy and p.result is shown and p.status.text().startswith("Stopped")
+
+
+def test_a_recording_without_its_model_is_told_why_needs_the_model(window_on, qtbot, drawn, tmp_path, fake_engine):
+    from engine.traces import save_recording
+    from gui.views.why_panel import NEEDS_MODEL
+
+    w = window_on(GPT)
+    _repeated(w, qtbot, drawn)
+    path = save_recording(w.state.trace, tmp_path / "run")
+    w.open_recording(str(path))
+    qtbot.waitUntil(lambda: w.state.recording is not None, timeout=20000)
+    w.state.ask_why(DECODER_SELF, 3, 3, 9, 3)
+    p = w.views["Why"]
+    assert p.status.text() == NEEDS_MODEL and not p.jobs.busy and not fake_engine.calls
+    assert NEEDS_MODEL.count(". ") == 0 and NEEDS_MODEL.endswith(".")     # one sentence
+
+
+def test_an_input_error_is_said_in_the_panel(window_on, qtbot, drawn, monkeypatch):
+    import engine.experiments as experiments
+    from engine.inputs import InputError
+
+    def why_steps(*_args, **_kwargs):
+        raise InputError("Key 12 is hidden from query 3 by the causal mask: choose a key at or before the query.")
+        yield
+    monkeypatch.setattr(experiments, "why_steps", why_steps, raising=False)
+    w = window_on(GPT)
+    _repeated(w, qtbot, drawn)
+    w.state.ask_why(DECODER_SELF, 3, 3, 3, 12)
+    p = w.views["Why"]
+    qtbot.waitUntil(lambda: not p.jobs.busy and "causal mask" in p.status.text(), timeout=20000)
+    assert p.result is None and w.last_error is None                      # said once, in the panel
+
+
+def test_source_names_that_are_heads():
+    assert head_of("L2.H1", DECODER_SELF) == (DECODER_SELF, 2, 1)
+    assert head_of("L1.X0", CROSS) == (CROSS, 1, 0)
+    assert head_of("enc.L0.H2", CROSS) == (ENCODER_SELF, 0, 2)
+    assert head_of("L0.H2", CROSS) == (DECODER_SELF, 0, 2)                # a cross split's query side: the decoder
+    assert head_of("L3.H0", ENCODER_SELF) == (ENCODER_SELF, 3, 0)
+    for name in ("embed", "pos", "type", "bias", "L0.mlp", "enc.L1.mlp", "other (7)", "enc.embed"):
+        assert head_of(name, DECODER_SELF) is None
+
+
+def test_the_drawing_keeps_every_sum():
+    from types import SimpleNamespace
+
+    split = split_for(SimpleNamespace(name="m"), DECODER_SELF, 3, 3, 9, 3, "runner-up")
+    d = why_drawing(split)
+    for name, terms in ((THIS, split.terms), (VERSUS, split.versus.terms), (DIFFERENCE, split.terms - split.versus.terms)):
+        t = d.tables[name]
+        np.testing.assert_allclose([t.table.sum(), t.query_bars[1].sum(), t.key_bars[1].sum()], terms.sum())
+        assert t.span == np.abs(t.table).max()
+    assert d.tables[THIS].top_terms[0] == ("L0.mlp", "L2.H1", 3.0)
