@@ -134,20 +134,58 @@ class Adapter:
         found = {s.layer: m for s, m in self.site_modules().items() if s.kind == DECODER_SELF}
         return [found[i] for i in range(len(found))]
 
-    def mlp_modules(self) -> list[torch.nn.Module]:
-        """The decoder's MLP by layer. Found, not named: in each block, the one child that holds
-        2-D weights and no attention site (GPT's ``mlp``, Llama's ``mlp``, our FeedForward). A
-        block whose MLP is not one module (BART's bare fc1 and fc2) is refused."""
-        attention = {id(m) for m in self.site_modules().values()}
+    def mlp_outputs(self, kind: str = DECODER_SELF) -> list[torch.nn.Module]:
+        """Per block of ``kind``'s stack (residual_blocks), the module whose output is what its
+        MLP adds to the stream (before any norm of the block's). Found, not named: the block's
+        leaves with a 2-D weight that are neither attention (inside a site, or a site's output
+        projection) nor embeddings are the MLP's; the smallest module holding them all is the
+        MLP when it holds nothing else with weights (GPT's ``mlp``, Llama's ``mlp``, T5's
+        ``DenseReluDense``, our FeedForward); otherwise (BART's bare fc1 and fc2, BERT's
+        intermediate and output) the last of them, whose output is the MLP's."""
+        sites = self.site_modules()
+        inside = {id(m) for s in sites.values() for m in s.modules()}
+        projections = set()
+        for site in sites:
+            try:
+                projections.add(self.output_projection(site)[0].data_ptr())   # GPT-2's Conv1D: .T, same storage
+            except (NotImplementedError, InputError):
+                pass
         out = []
-        for layer, block in enumerate(self.residual_blocks()):
-            found = [c for c in block.children() if not any(id(m) in attention for m in c.modules())
-                     and any(p.dim() == 2 for p in c.parameters())]
-            if len(found) != 1:
-                raise InputError(f"{self.loaded.name}: layer {layer} has no single MLP module ({len(found)} "
-                                 "candidates), so its MLP output cannot be patched.")
-            out.append(found[0])
+        for layer, block in enumerate(self.residual_blocks(kind)):
+            names = {id(m): n for n, m in block.named_modules()}
+            leaves = [m for m in block.modules() if id(m) not in inside and not list(m.children())
+                      and not isinstance(m, torch.nn.Embedding) and getattr(m, "weight", None) is not None
+                      and m.weight.dim() == 2 and m.weight.data_ptr() not in projections]
+            if not leaves:
+                raise InputError(f"{self.loaded.name}: layer {layer} has no MLP module, so its MLP output cannot be "
+                                 "read.")
+            common = _smallest_holding(block, leaves, names)
+            weighted = [m for m in common.modules() if not list(m.children())
+                        and any(p.dim() == 2 for p in m.parameters(recurse=False))]
+            clean = common is not block and all(m in leaves for m in weighted) \
+                and not any(id(m) in inside for m in common.modules())
+            out.append(common if clean else leaves[-1])
         return out
+
+    # ---- the residual stream's sources (engine.experiments.score_split) ------------------------------
+    def token_embeddings(self) -> list[torch.nn.Module]:
+        """The modules that turn token ids into the stream's first vectors (one per side, or
+        one shared by both): the ``embed`` source. Other embedding tables outside the blocks
+        are positions or token types."""
+        raise NotImplementedError
+
+    def position_adders(self) -> list[torch.nn.Module]:
+        """Modules that add fixed positions to their input (x -> x + PE, our sinusoidal
+        encoding): their output minus their input is the ``pos`` source. Learned positions are
+        embedding tables, found as such."""
+        return []
+
+    def forward_at(self, framed: Framed, at: dict[str, list[int]], copies: int) -> None:
+        """``copies`` rows of ``framed`` that read only the positions ``at`` (per side: "source",
+        "target"), each token at its own position (a rotary model turns it as in the whole
+        text). What the other positions would add is not there: the caller's hooks put back
+        every attention and MLP output, so what is computed at each position is exact."""
+        raise InputError(f"{self.loaded.name} cannot be read at a few positions, so its scores cannot be split.")
 
     def unembedding(self) -> torch.nn.Module:
         """The module that turns the last hidden states into logits (its weight (V, D))."""
@@ -274,3 +312,14 @@ def without_byte_pieces(pieces: list[str], specials: set[int]) -> list[int]:
 
 def as_numpy(rows: torch.Tensor | None, b: int) -> np.ndarray | None:
     return None if rows is None else rows[b].float().cpu().numpy()
+
+
+def _smallest_holding(block: torch.nn.Module, leaves: list, names: dict) -> torch.nn.Module:
+    """The deepest module of ``block`` that holds every one of ``leaves`` (by qualified names)."""
+    paths = [names[id(m)].split(".") for m in leaves]
+    prefix = []
+    for parts in zip(*paths):
+        if len(set(parts)) != 1:
+            break
+        prefix.append(parts[0])
+    return block.get_submodule(".".join(prefix)) if prefix else block

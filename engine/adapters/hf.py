@@ -66,6 +66,16 @@ class HFAdapter(Adapter):
     def unembedding(self):
         return self.model.get_output_embeddings()
 
+    def token_embeddings(self):
+        tables = {self.model.get_input_embeddings().weight.data_ptr()}
+        return [m for m in self.model.modules() if isinstance(m, torch.nn.Embedding) and m.weight.data_ptr() in tables]
+
+    def _at(self, ids: list[int], positions: list[int], copies: int) -> torch.Tensor:
+        return torch.tensor([[ids[p] for p in positions]], device=self.device).expand(copies, -1)
+
+    def _accepts(self, name: str) -> bool:
+        return name in inspect.signature(self.model.forward).parameters
+
     def piece_ids(self, text):
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
 
@@ -170,6 +180,13 @@ class HFEncoderAdapter(HFAdapter):
         self.model(**{k: self._tensor(v) for k, v in framed.extra.items()})
         return None
 
+    def forward_at(self, framed, at, copies):
+        at = at["source"]
+        kept = {k: self._at(v, at, copies) for k, v in framed.extra.items() if k in ("input_ids", "token_type_ids")}
+        if self._accepts("position_ids"):
+            kept["position_ids"] = torch.tensor([at], device=self.device).expand(copies, -1)
+        self.model(**kept)
+
 
 class HFDecoderAdapter(HFAdapter):
     role = "decoder"
@@ -193,6 +210,11 @@ class HFDecoderAdapter(HFAdapter):
     def forward_copies(self, framed, copies):
         ids = self._tensor(framed.target_ids).expand(copies, -1)
         return self.model(input_ids=ids, use_cache=False).logits
+
+    def forward_at(self, framed, at, copies):
+        at = at["target"]
+        self.model(input_ids=self._at(framed.target_ids, at, copies),
+                   position_ids=torch.tensor([at], device=self.device).expand(copies, -1), **self.lean(True))
 
 
 class HFSeq2SeqAdapter(HFAdapter):
@@ -230,6 +252,10 @@ class HFSeq2SeqAdapter(HFAdapter):
         enc = {k: self._tensor(v).expand(copies, -1) for k, v in framed.extra.items() if k != "token_type_ids"}
         dec = self._tensor(framed.target_ids).expand(copies, -1)
         return self.model(**enc, decoder_input_ids=dec, use_cache=False).logits
+
+    def forward_at(self, framed, at, copies):
+        self.model(input_ids=self._at(framed.source_ids, at["source"], copies),
+                   decoder_input_ids=self._at(framed.target_ids, at["target"], copies), **self.lean(True))
 
 
 class _DecoderStepper(Stepper):

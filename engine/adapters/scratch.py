@@ -23,6 +23,9 @@ class ScratchAdapter(Adapter):
         proj = self.site_modules()[site].c_proj              # nn.Linear (D, D): weight (out, in)
         return proj.weight, proj.bias
 
+    def _at(self, ids: list[int], positions: list[int], copies: int) -> torch.Tensor:
+        return torch.tensor([[ids[p] for p in positions]], device=self.device).expand(copies, -1)
+
     def plain_token_ids(self) -> list[int]:
         tok = self.loaded.tokenizer
         return without_byte_pieces(raw_pieces(tok, range(tok.vocab_size)), set(tok.special_ids))
@@ -67,6 +70,15 @@ class TranslatorAdapter(ScratchAdapter):
 
     def unembedding(self):
         return self.model.generator
+
+    def token_embeddings(self):
+        return [self.model.src_embed, self.model.tgt_embed]
+
+    def position_adders(self):
+        return [self.model.positions]
+
+    def forward_at(self, framed, at, copies):
+        self.model(self._at(framed.source_ids, at["source"], copies), self._at(framed.target_ids, at["target"], copies))
 
     def piece_ids(self, text):
         return self.loaded.tgt_tokenizer.encode(text)
@@ -133,6 +145,13 @@ class GPTAdapter(ScratchAdapter):
     def unembedding(self):
         return self.model.lm_head
 
+    def token_embeddings(self):
+        return [self.model.transformer.wte]
+
+    def forward_at(self, framed, at, copies):
+        at = at["target"]
+        self.model(self._at(framed.target_ids, at, copies), positions=torch.tensor(at, device=self.device))
+
     def piece_ids(self, text):
         return self.loaded.tokenizer.encode(text)
 
@@ -188,3 +207,10 @@ class BertAdapter(ScratchAdapter):
         self.model(torch.tensor([framed.source_ids], device=dev),
                    torch.tensor([framed.extra["token_type_ids"]], device=dev))
         return None
+
+    def token_embeddings(self):
+        return [self.model.embeddings.word_embeddings]
+
+    def forward_at(self, framed, at, copies):
+        at = at["source"]
+        self.model(self._at(framed.source_ids, at, copies), self._at(framed.extra["token_type_ids"], at, copies))

@@ -7,7 +7,7 @@ the other run's activations put back at a point the adapter names (points.py: ea
 output at the seam, the residual stream before a block, a layer's attention and MLP output)
 and measures how much behaviour returns; attribution patching (attribution.py) estimates
 every cell from one backward; direct logit attribution (dla.py) splits the clean run's
-logit difference into each head's and MLP's share; why.py splits one attention score into
+logit difference into each head's and MLP's share; score_split.py splits one attention score into
 (query source x key source) terms over the same points. One cache of activations, one hook
 mechanism (the seam and module hooks), shared with ablation and knockout. Public: the names
 (names.py, no torch) and the entry points gui/ and cli/ use, listed in ``__all__``.
@@ -24,9 +24,9 @@ _PUBLIC = {
     "read_pairs": "pairs",
     "experiment": "run",
     "over_pairs": "run",
-    "RUNNER_UP": "why",
-    "why": "why",
-    "why_steps": "why",
+    "RUNNER_UP": "score_split",
+    "why": "score_split",
+    "why_steps": "score_split",
     "ScoreSplit": "why_result",
 }
 __getattr__ = lazy(__name__, _PUBLIC)

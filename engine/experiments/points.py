@@ -69,7 +69,7 @@ class Points:
         self.blocks = adapter.residual_blocks()
         self.encoder_blocks = adapter.residual_blocks(ENCODER_SELF) if adapter.role == "encoder-decoder" else []
         self.attention = adapter.decoder_attention()
-        self.mlp = adapter.mlp_modules() if MLP_OUT in activations else []
+        self.mlp = adapter.mlp_outputs() if MLP_OUT in activations else []
         self.head = adapter.unembedding()
         self.activations = activations
         kinds = {s.kind for s in adapter.site_modules()}

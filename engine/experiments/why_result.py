@@ -1,7 +1,7 @@
 """What "why does this head attend here?" answers: one score split into source terms.
 
 No torch here: the window draws a ``ScoreSplit`` (numpy and plain values) and the command
-line prints it. engine.experiments.why computes it.
+line prints it. engine.experiments.score_split computes it.
 
 Names of the sources (the same on both sides of a self-attention call):
 - ``embed``: the token embedding, with whatever scaling the model applies; ``pos``: learned

@@ -40,8 +40,9 @@ class Block(nn.Module):
         self.mlp = FeedForward(c.n_embd, 4 * c.n_embd, "gelu", c.dropout, c.bias)
         self.resid_drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, mask, rotary=None, past=None, use_cache=False):
-        a, present = self.attn(self.ln_1(x), mask=mask, rotary=rotary, past=past, use_cache=use_cache)
+    def forward(self, x, mask, rotary=None, past=None, use_cache=False, positions=None):
+        a, present = self.attn(self.ln_1(x), mask=mask, rotary=rotary, past=past, use_cache=use_cache,
+                               positions=positions)
         x = x + self.resid_drop(a)
         x = x + self.mlp(self.ln_2(x))
         return x, present
@@ -72,10 +73,12 @@ class GPT(nn.Module):
         self.apply(init_weights)
 
     def forward(self, idx: torch.Tensor, past=None, use_cache: bool = False,
-                key_mask: torch.Tensor | None = None) -> ModelOutput:
+                key_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None) -> ModelOutput:
         """idx: (B, T) token ids (only the new ones when ``past`` is given) -> logits (B, T, V).
 
         key_mask: optional (B, 1, 1, T_total) padding mask for right-padded batches.
+        positions: (T,) each token's position, when the tokens are not a run from the start
+        (a few positions of a text read alone: engine.experiments.score_split).
         """
         b, t = idx.shape
         t_past = 0 if past is None else past[0][0].size(2)
@@ -83,14 +86,15 @@ class GPT(nn.Module):
             raise ValueError(f"sequence of {t_past + t} tokens is longer than the context of {self.config.block_size}")
         x = self.transformer.wte(idx)
         if "wpe" in self.transformer:
-            x = x + self.transformer.wpe(torch.arange(t_past, t_past + t, device=idx.device))
+            x = x + self.transformer.wpe(torch.arange(t_past, t_past + t, device=idx.device) if positions is None
+                                         else positions)
         x = self.transformer.drop(x)
         mask = causal_mask(t, t_past + t, device=idx.device)
         if key_mask is not None:
             mask = mask & key_mask
         present = []
         for i, block in enumerate(self.transformer.h):
-            x, kv = block(x, mask, self.rotary, None if past is None else past[i], use_cache)
+            x, kv = block(x, mask, self.rotary, None if past is None else past[i], use_cache, positions)
             present.append(kv)
         x = self.transformer.ln_f(x)
         return ModelOutput(self.lm_head(x), x, present if use_cache else None)

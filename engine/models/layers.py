@@ -83,6 +83,7 @@ class MultiHeadAttention(nn.Module):
         rotary=None,                            # engine.models.positional.RotaryEmbedding or None
         past: KVCache | None = None,
         use_cache: bool = False,
+        positions: torch.Tensor | None = None,  # (Tq,) rotary positions, when not a run after the cache
     ) -> tuple[torch.Tensor, KVCache | None]:
         """Returns (output (B, Tq, D), present KV cache or None).
 
@@ -100,7 +101,7 @@ class MultiHeadAttention(nn.Module):
             q, k, v = (self._heads(t) for t in self.c_attn(x).split(d, dim=2))
             t_past = 0 if past is None else past[0].size(2)
             if rotary is not None:
-                positions = torch.arange(t_past, t_past + tq, device=x.device)
+                positions = torch.arange(t_past, t_past + tq, device=x.device) if positions is None else positions
                 q, k = rotary.rotate(q, positions), rotary.rotate(k, positions)
             if past is not None:
                 k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)

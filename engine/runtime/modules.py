@@ -13,13 +13,14 @@ import contextlib
 @contextlib.contextmanager
 def handing_back(modules: list, outputs: list):
     """Each of ``modules`` returns its item of ``outputs`` inside the block, without computing
-    (an instance attribute shadows the method); a ``forward`` of its own (accelerate's hooks
-    set one) is put back after."""
+    (an instance attribute shadows the method); an item that is a function is called for the
+    output at each call (a module called on both sides of an encoder-decoder). A ``forward``
+    of its own (accelerate's hooks set one) is put back after."""
     saved = []
     try:
         for module, out in zip(modules, outputs):
             saved.append((module, module.__dict__.get("forward")))
-            module.forward = lambda *_a, _out=out, **_k: _out
+            module.forward = lambda *_a, _out=out, **_k: _out() if callable(_out) else _out
         yield
     finally:
         for module, own in saved:

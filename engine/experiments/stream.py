@@ -1,0 +1,367 @@
+"""The residual stream at a few positions as a sum of named sources, read off two forwards.
+
+With every norm's scale taken from the run, a transformer is affine in what enters its
+residual stream (the embeddings, each head's output, each MLP's output): everything else it
+computes at a position (norms, projections, rotary turns, per-head q/k norms) is linear in
+the stream there, plus constants. So any query or key is a sum of one part per source and a
+constant part. Two forwards find those parts exactly, for every family, without naming a
+module:
+
+1. ``read``: the model's own forward on the whole text, stopped at the asked attention call.
+   On the way it keeps, at the positions asked only: each head's output (the seam), each
+   MLP's output, each embedding's output, what each position adder adds, and the scale each
+   norm divided by. At the asked call it keeps the call itself (q, k, mask, bias, scale).
+2. ``replay``: a batch of copies of those positions alone (one copy per source, one for the
+   constants; each token at its own position, so rotary turns as in the whole text), also
+   stopped at the asked call. Each norm divides by the scale the first forward found; each
+   attention and MLP output and each embedding is put back, its own source's copy getting
+   the value the first forward computed and every other copy zero. Copy c minus the
+   constants' copy is then source c's part of everything the model computes there, the asked
+   call's q and k included; the constants' copy is the ``bias`` part.
+
+Cost: the first forward is at most a bare one (it stops at the asked layer); the second runs
+(sources + 1) x (positions asked) tokens through the layers before it, with no MLP computed
+(their outputs are put back), in chunks sized to the memory there is.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from engine.inputs import InputError
+from engine.interventions import applied
+from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, QUERY_SIDE
+from engine.runtime.modules import handing_back
+from engine.seam import AttentionCall, SeamHook, Site, hooks
+
+SOURCE, TARGET = "source", "target"          # the sides of engine.kinds.QUERY_SIDE / KEY_SIDE
+TYPE_ROWS = 16     # an embedding table outside the blocks with this many rows or fewer holds token types
+
+
+class _Reached(Exception):
+    """Raised at the asked attention call: nothing after it is needed."""
+
+
+def _norm_eps(module: torch.nn.Module) -> float | None:
+    eps = next((getattr(module, a) for a in ("eps", "variance_epsilon", "epsilon") if hasattr(module, a)), None)
+    return float(eps) if isinstance(eps, (int, float)) else None
+
+
+@dataclass
+class Parts:
+    """Where a model's stream gets its sources, found once per adapter (``Parts.of``)."""
+    norms: list[torch.nn.Module]                     # every leaf with an epsilon: LayerNorm, RMSNorm, q/k norms
+    embeddings: dict[int, tuple[torch.nn.Module, str]]   # id -> (table, "embed" | "pos" | "type"), outside the blocks
+    adders: list[torch.nn.Module]                    # x -> x + PE (our sinusoidal positions)
+    mlps: dict[int, tuple[torch.nn.Module, str, int]]    # id -> (module, side, layer)
+    encoder_last: torch.nn.Module | None             # an encoder-decoder's last encoder block
+    role: str
+
+    @classmethod
+    def of(cls, adapter) -> "Parts":
+        kept = adapter.__dict__.get("_stream_parts")
+        if kept is None:
+            kept = adapter.__dict__["_stream_parts"] = cls._find(adapter)
+        return kept
+
+    @classmethod
+    def _find(cls, adapter) -> "Parts":
+        model, role = adapter.model, adapter.role
+        stacks = {ENCODER_SELF: SOURCE, DECODER_SELF: TARGET} if role == "encoder-decoder" else \
+            {ENCODER_SELF: SOURCE} if role == "encoder" else {DECODER_SELF: TARGET}
+        blocks = {kind: adapter.residual_blocks(kind) for kind in stacks}
+        inside = {id(m) for bs in blocks.values() for b in bs for m in b.modules()}
+        tokens = {id(m) for m in adapter.token_embeddings()}
+        embeddings = {}
+        for m in model.modules():
+            if isinstance(m, torch.nn.Embedding) and id(m) not in inside:
+                name = "embed" if id(m) in tokens else "type" if m.num_embeddings <= TYPE_ROWS else "pos"
+                embeddings[id(m)] = (m, name)
+        mlps = {}
+        for kind, side in stacks.items():
+            for layer, m in enumerate(adapter.mlp_outputs(kind)):
+                mlps[id(m)] = (m, side, layer)
+        norms = [m for m in model.modules() if not list(m.children()) and _norm_eps(m) is not None]
+        last = blocks[ENCODER_SELF][-1] if role == "encoder-decoder" else None
+        return cls(norms, embeddings, list(adapter.position_adders()), mlps, last, role)
+
+
+class _Sides:
+    """Which side's stream a call belongs to. An encoder-decoder runs its encoder first: after
+    its last block, norms are still the encoder's (T5's final norm) until the decoder's first
+    embedding."""
+
+    def __init__(self, parts: Parts):
+        self.state = TARGET if parts.role == "decoder" else SOURCE
+        self.handle = None if parts.encoder_last is None else \
+            parts.encoder_last.register_forward_hook(lambda *_: setattr(self, "state", "tail"))
+
+    def embedding(self) -> str:
+        if self.state == "tail":
+            self.state = TARGET
+        return self.now()
+
+    def now(self) -> str:
+        return TARGET if self.state == TARGET else SOURCE
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+
+
+def source_name(site_or_part, side: str, enc_dec: bool, head: int | None = None) -> str:
+    """The name of a source: L{l}.H{h}, L{l}.X{h} (cross), L{l}.mlp, embed, pos, type; an
+    encoder-decoder's encoder sources prefixed "enc."."""
+    if isinstance(site_or_part, Site):
+        name = f"L{site_or_part.layer}.{'X' if site_or_part.kind == CROSS else 'H'}{head}"
+    else:
+        name = site_or_part
+    return f"enc.{name}" if enc_dec and side == SOURCE else name
+
+
+@dataclass
+class Reading:
+    """What the first forward kept (batch axis dropped; positions are those of ``at``)."""
+    at: dict[str, list[int]]                           # side -> the positions kept, ascending
+    wanted: tuple[str, ...] = (SOURCE, TARGET)         # the sides whose sources the asked call reads
+    call: AttentionCall | None = None                  # the asked call, whole
+    sources: list[tuple[str, str]] = field(default_factory=list)   # (name, side), in the order they enter
+    heads: dict[Site, torch.Tensor] = field(default_factory=dict)  # (H, |P|, Dv) each head's output
+    mlps: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)    # (side, layer) -> (|P|, D)
+    inputs: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)  # (side, name) -> (|P|, D)
+    scales: dict[int, list[torch.Tensor]] = field(default_factory=dict)        # id(norm) -> per call (1, |P|, ..., 1)
+    centres: dict[int, bool] = field(default_factory=dict)                     # id(norm) -> subtracts the mean
+    seconds: float = 0.0
+
+    def add_source(self, name: str, side: str) -> None:
+        if side in self.wanted and (name, side) not in self.sources:
+            self.sources.append((name, side))
+
+
+def _scale(z: torch.Tensor, centres: bool, eps: float) -> torch.Tensor:
+    """sqrt(mean(P(z)^2) + eps) over the last axis, float32, kept as (..., 1)."""
+    z = z.float()
+    if centres:
+        z = z - z.mean(-1, keepdim=True)
+    return torch.sqrt((z * z).mean(-1, keepdim=True) + eps)
+
+
+def _centres(norm: torch.nn.Module, z: torch.Tensor) -> bool:
+    """Whether ``norm`` subtracts the mean (LayerNorm) or not (RMSNorm): a centring norm does
+    not move when its input is shifted. ``forward`` is called directly: no hooks."""
+    x = z.reshape(-1, z.shape[-1])[:1]
+    return bool(torch.allclose(norm.forward(x + x.float().std().to(x.dtype) + 1), norm.forward(x), rtol=1e-3, atol=1e-3))
+
+
+def _positions(x: torch.Tensor, at: list[int], length: int, what: str) -> torch.Tensor:
+    """x (B, T, ...) -> x[:, at]; the positions axis is the second, as every model here keeps it
+    (a table read for positions alone, (T, D), is taken as a batch of one)."""
+    if x.dim() == 2 and x.shape[0] == length:
+        x = x[None]
+    if x.dim() < 3 or x.shape[1] != length:
+        raise InputError(f"A {what} sees its positions on an axis other than the second ({tuple(x.shape)}), so its "
+                         "scores cannot be split.")
+    return x[:, at]
+
+
+class _Reader(SeamHook):
+    """Keeps each head's output at the query positions asked; stops at the asked call."""
+
+    def __init__(self, target: Site, reading: Reading, enc_dec: bool):
+        self.target, self.reading, self.enc_dec = target, reading, enc_dec
+
+    def see(self, call):
+        if call.site == self.target:
+            self.reading.call = call.detached()
+            raise _Reached
+
+    def edits(self, site):
+        return site is not None and site != self.target
+
+    def edits_output_only(self, site):
+        return True
+
+    def output(self, call, out):                                       # (B, H, Tq, Dv)
+        side = QUERY_SIDE[call.site.kind]
+        self.reading.heads[call.site] = out[0][:, self.reading.at[side]].detach()
+        for h in range(out.shape[1]):
+            self.reading.add_source(source_name(call.site, side, self.enc_dec, h), side)
+        return out
+
+
+@contextlib.contextmanager
+def _installed():
+    """Inside: ``keep(handle)`` keeps a hook's handle; all are removed on the way out."""
+    handles = []
+    try:
+        yield lambda h: handles.append(h)
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[str, int],
+         interventions=None) -> Reading:
+    """The first forward: the model's own, on the whole text, stopped at ``target``."""
+    parts = Parts.of(adapter)
+    reading, sides, enc_dec = Reading(at, tuple(set(sides_of(target.kind)))), _Sides(parts), \
+        parts.role == "encoder-decoder"
+
+    def on_embedding(module, _args, out):
+        side, name = sides.embedding(), parts.embeddings[id(module)][1]
+        kept = _positions(out, at[side], lengths[side], "token embedding")[0].detach()
+        key = (side, name)
+        reading.inputs[key] = kept if key not in reading.inputs else reading.inputs[key] + kept
+        reading.add_source(source_name(name, side, enc_dec), side)
+
+    def on_adder(_module, args, out):
+        side = sides.embedding()
+        added = (_positions(out, at[side], lengths[side], "position encoding")
+                 - _positions(args[0], at[side], lengths[side], "position encoding"))[0].detach()
+        reading.inputs[(side, "pos")] = reading.inputs.get((side, "pos"), 0) + added
+        reading.add_source(source_name("pos", side, enc_dec), side)
+
+    def on_mlp(module, _args, out):
+        _, side, layer = parts.mlps[id(module)]
+        reading.mlps[(side, layer)] = _positions(out, at[side], lengths[side], "MLP")[0].detach()
+        reading.add_source(source_name(f"L{layer}.mlp", side, enc_dec), side)
+
+    def on_norm(module, args):
+        side = sides.now()
+        z = _positions(args[0], at[side], lengths[side], "norm")
+        if id(module) not in reading.centres:
+            reading.centres[id(module)] = _centres(module, z)
+        reading.scales.setdefault(id(module), []).append(_scale(z, reading.centres[id(module)], _norm_eps(module)))
+
+    start = time.perf_counter()
+    try:
+        with _installed() as keep:
+            for m, _ in parts.embeddings.values():
+                keep(m.register_forward_hook(on_embedding))
+            for m in parts.adders:
+                keep(m.register_forward_hook(on_adder))
+            for m, _, _ in parts.mlps.values():
+                keep(m.register_forward_hook(on_mlp))
+            for m in parts.norms:
+                keep(m.register_forward_pre_hook(on_norm))
+            with applied(interventions), hooks(_Reader(target, reading, enc_dec)):
+                adapter.forward(framed, last_only=True)
+    except _Reached:
+        pass
+    finally:
+        sides.close()
+    reading.seconds = time.perf_counter() - start
+    if reading.call is None:
+        raise InputError(f"{adapter.loaded.name} never reached {target}, so its scores cannot be split.")
+    return reading
+
+
+@dataclass
+class QK:
+    """The asked call's queries and keys per copy: (C, Hq, |Pq|, Dh) and (C, Hkv, |Pk|, Dh);
+    copy 0 holds the constants, copy c the part of ``Reading.sources[c - 1]``."""
+    q: torch.Tensor
+    k: torch.Tensor
+
+
+class _Replayer(SeamHook):
+    """Puts back each head's output in its own copy (zero elsewhere); keeps the asked call's q
+    and k and stops there."""
+
+    def __init__(self, target: Site, reading: Reading, index: dict, at: dict, copies: int, enc_dec: bool):
+        self.target, self.reading, self.index, self.at, self.copies = target, reading, index, at, copies
+        self.enc_dec, self.qk = enc_dec, None
+
+    def see(self, call):
+        if call.site == self.target:
+            self.qk = QK(call.q.detach(), call.k.detach())
+            raise _Reached
+
+    def edits(self, site):
+        return site is not None and site != self.target
+
+    def edits_output_only(self, site):
+        return True
+
+    def output(self, call, out):                                       # (C, H, |P|, Dv)
+        side = QUERY_SIDE[call.site.kind]
+        real = self.reading.heads[call.site][:, self.at[side]]          # (H, |P|, Dv)
+        new = torch.zeros_like(out)
+        for h in range(real.shape[0]):
+            copy = self.index.get((source_name(call.site, side, self.enc_dec, h), side))
+            if copy is not None:              # a head of a side the asked call does not read: zero everywhere
+                new[copy, h] = real[h]
+        return new
+
+
+def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[int]]) -> QK:
+    """The second forward: (sources + 1) copies of the positions ``at`` (per side, each a
+    subset of the reading's), stopped at ``target``."""
+    parts = Parts.of(adapter)
+    enc_dec = parts.role == "encoder-decoder"
+    copies = len(reading.sources) + 1
+    index = {src: i + 1 for i, src in enumerate(reading.sources)}
+    picks = {side: [reading.at[side].index(p) for p in ps] for side, ps in at.items() if side in reading.at}
+    sides = _Sides(parts)
+    counts: dict[int, int] = {}
+
+    def own(value: torch.Tensor, key) -> torch.Tensor:
+        """(|P|, D) -> (C, |P|, D): ``value`` in the copy of ``key``, zero elsewhere."""
+        out = value.new_zeros((copies, *value.shape))
+        if key in index:
+            out[index[key]] = value
+        return out
+
+    def embedding(module):
+        def out():
+            side, name = sides.embedding(), parts.embeddings[id(module)][1]
+            value = reading.inputs[(side, name)][picks[side]]
+            return own(value, (source_name(name, side, enc_dec), side))
+        return out
+
+    def mlp(module):
+        _, side, layer = parts.mlps[id(module)]
+        return lambda: own(reading.mlps[(side, layer)][picks[side]], (source_name(f"L{layer}.mlp", side, enc_dec), side))
+
+    def on_adder(_module, args, _out):
+        side = sides.embedding()
+        return args[0] + own(reading.inputs[(side, "pos")][picks[side]], (source_name("pos", side, enc_dec), side))
+
+    def on_norm(module, args, out):
+        n = counts.get(id(module), 0)
+        counts[id(module)] = n + 1
+        side = sides.now()
+        real = reading.scales[id(module)][n][:, picks[side]]             # (1, |P|, ..., 1)
+        z = args[0]
+        zero = module.forward(torch.zeros_like(z[:1, :1])).float()      # N(0): the norm's shift
+        mine = _scale(z, reading.centres[id(module)], _norm_eps(module))
+        return ((out.float() - zero) * (mine / real) + zero).to(out.dtype)
+
+    seam = _Replayer(target, reading, index, picks, copies, enc_dec)
+    modules = [m for m, _ in parts.embeddings.values()] + [m for m, _, _ in parts.mlps.values()]
+    outputs = [embedding(m) for m, _ in parts.embeddings.values()] + [mlp(m) for m, _, _ in parts.mlps.values()]
+    try:
+        with _installed() as keep, handing_back(modules, outputs):
+            for m in parts.adders:
+                keep(m.register_forward_hook(on_adder))
+            for m in parts.norms:
+                if id(m) in reading.scales:
+                    keep(m.register_forward_hook(on_norm))
+            with hooks(seam):
+                adapter.forward_at(framed, at, copies)
+    except _Reached:
+        pass
+    finally:
+        sides.close()
+    if seam.qk is None:
+        raise InputError(f"{adapter.loaded.name} read at a few positions never reached {target}, so its scores "
+                         "cannot be split.")
+    return seam.qk
+
+
+def sides_of(kind: str) -> tuple[str, str]:
+    """(query side, key side) of an attention kind."""
+    return QUERY_SIDE[kind], KEY_SIDE[kind]
