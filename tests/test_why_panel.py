@@ -94,7 +94,7 @@ def _label_pos(p, axis, index: int):
     vb, rect = p.map.vb, axis.sceneBoundingRect()
     if axis is p.key_axis:
         x = vb.mapViewToScene(pg.Point(index + 0.5, 0)).x()
-        scene = pg.Point(x, rect.top() + 6)
+        scene = pg.Point(x, rect.bottom() - 10)
     else:
         y = vb.mapViewToScene(pg.Point(0, index + 0.5)).y()
         scene = pg.Point(rect.right() - 6, y)

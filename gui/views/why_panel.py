@@ -27,7 +27,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QTimer
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
+from PySide6.QtWidgets import (QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy, QSpinBox, QVBoxLayout,
                                QWidget)
 
 from engine.interventions import Interventions
@@ -126,6 +126,7 @@ class WhyPanel(QWidget):
         controls = FlowLayout().addWidgets(self.title, self.versus_box, self.table_box, self.run_button,
                                            self.stop_button, self.progress)
         self.status = ElidedLabel(" ")
+        self.status.setVisible(False)
         self.mark = QLabel(STALE)
         self.mark.setWordWrap(True)
         tint(self.mark, "warning")
@@ -140,14 +141,16 @@ class WhyPanel(QWidget):
         self.links.linkActivated.connect(self.open_source)
 
         self.plots = pg.GraphicsLayoutWidget()
-        self.key_axis = VerticalTokenAxis("bottom")
-        self.map = self.plots.addPlot(0, 0, rowspan=2, axisItems={"bottom": self.key_axis})
+        self.key_axis = VerticalTokenAxis("top")        # keys across the top, as in Head detail
+        self.map = self.plots.addPlot(0, 0, rowspan=2, axisItems={"top": self.key_axis})
         self.map.invertY(True)
         self.map.setMouseEnabled(False, False)
         self.map.hideButtons()
         self.map.setMenuEnabled(False)
         self.map.setLabel("left", "query side")
-        self.map.setLabel("bottom", "key side")
+        self.map.showAxis("top")
+        self.map.hideAxis("bottom")
+        self.map.setLabel("top", "key side")
         self.image = pg.ImageItem(axisOrder="row-major")
         self.map.addItem(self.image)
         self.bar = attach_colorbar(self.map, self.image, pg.colormap.get(DIVERGING), (-1.0, 1.0))
@@ -167,7 +170,10 @@ class WhyPanel(QWidget):
         self.key_plot.addItem(self.key_bars)
         self.plots.ci.layout.setColumnStretchFactor(0, 3)
         self.plots.ci.layout.setColumnStretchFactor(1, 2)
-        self.plots.setMinimumHeight(320)
+        self.plots.setMinimumHeight(220)
+        # The plots take the height the dock has, down to their minimum: their size hint (480 px) made
+        # the word-wrapped panel taller than a 600 px dock, whose scroll area then hid the readout.
+        self.plots.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.readout = ElidedLabel(" ")
 
         layout = QVBoxLayout(self)
@@ -243,7 +249,7 @@ class WhyPanel(QWidget):
         if refusal is not None:
             self.jobs.cancel()
             self._finished()
-            self.status.setText(refusal)
+            self._say(refusal)
             if self.result is None:
                 self._show_nothing(refusal)
             self._inputs_changed()
@@ -252,7 +258,7 @@ class WhyPanel(QWidget):
         self.progress.setRange(0, 0)
         self.progress.setVisible(True)
         self.stop_button.setEnabled(True)
-        self.status.setText("Splitting the score…")
+        self._say("Splitting the score…")
         self.jobs.start(_why_job, self.state.loaded, inputs, ask, versus, on_yielded=self._on_progress,
                         on_returned=lambda out: self._done(out, inputs, versus), on_error=self._failed,
                         on_finished=self._finished)
@@ -260,18 +266,23 @@ class WhyPanel(QWidget):
     def stop(self) -> None:
         self.jobs.cancel()
         self._finished()
-        self.status.setText("Stopped; " + ("the split below is the last finished one." if self.result is not None
+        self._say("Stopped; " + ("the split below is the last finished one." if self.result is not None
                                            else "nothing was computed."))
+
+    def _say(self, text: str) -> None:
+        """The panel's status line (progress, a refusal, an error): a line only while it says something."""
+        self.status.setText(text)
+        self.status.setVisible(bool(text.strip()))
 
     def _on_progress(self, p) -> None:
         if p.total:
             self.progress.setRange(0, p.total)
             self.progress.setValue(p.done)
-        self.status.setText(p.text)
+        self._say(p.text)
 
     def _failed(self, exc) -> None:
         """Said once, here (the panel's Jobs do not announce: an input error is the user's to read, not a dialog's)."""
-        self.status.setText(error_message(exc))
+        self._say(error_message(exc))
         self._finished()
 
     def _finished(self) -> None:
@@ -281,11 +292,11 @@ class WhyPanel(QWidget):
     def _done(self, out, inputs: WhyInputs, versus) -> None:
         self._finished()
         if out is None:
-            self.status.setText("Stopped; nothing was computed.")
+            self._say("Stopped; nothing was computed.")
             return
         self.result, self.drawing = out
         self.shown_for, self.runner_up = inputs, not isinstance(versus, int)
-        self.status.setText(" ")
+        self._say(" ")
         chosen = self.table_box.currentText()
         self.table_box.blockSignals(True)
         self.table_box.clear()
@@ -313,7 +324,7 @@ class WhyPanel(QWidget):
         return None if d is None else d.tables.get(self.table_box.currentText(), d.tables[THIS])
 
     def _show_nothing(self, text: str) -> None:
-        show_empty(self.map, text, ("left", "bottom"))
+        show_empty(self.map, text, ("left", "top"))
         self.image.clear()
         for plot in (self.query_plot, self.key_plot):
             plot.hide()
@@ -322,7 +333,7 @@ class WhyPanel(QWidget):
         t = self.shown()
         if t is None:
             return
-        hide_empty(self.map, ("left", "bottom"))
+        hide_empty(self.map, ("left", "top"))
         self.image.setImage(t.table.astype(np.float32), autoLevels=False, levels=(-t.span, t.span))
         self.bar.setLevels((-t.span, t.span))
         fit_row_axis(self.map.getAxis("left"), t.rows)
