@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import BAD_INPUT, add_text_options, open_or_explain, print_json, text, text_of
+from cli.common import BAD_INPUT, add_text_options, open_or_explain, print_json, say, text, text_of
 
 def register(sub) -> None:
     p = sub.add_parser("record", help="run a model on a text and save its recording (queries, keys) as one file")
-    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>")
+    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>, "
+                                    "ndif:<hub id> (run on NDIF; ATTNSCOPE_NDIF=local: here through nnsight)")
     add_text_options(p, chat=True)
     p.add_argument("--target", default=None, type=text, help="encoder-decoders: a target prefix")
     p.add_argument("--pair", default=None, type=text, help="encoders: a second sentence")
@@ -22,6 +23,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from engine.remote import remote_of, trace_remote
     from engine.traces import recording_target, save_recording, trace_text
 
     body = text_of(args)
@@ -29,7 +31,10 @@ def run(args) -> int:
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
-    trace = trace_text(loaded, body, target=args.target, pair=args.pair)
+    if remote_of(loaded) is not None:    # ndif:MODEL: one nnsight job brings every row back, a whole recording
+        trace = trace_remote(loaded, body, rows=None, say=say).recording()
+    else:
+        trace = trace_text(loaded, body, target=args.target, pair=args.pair)
     path = save_recording(trace, out)
     shapes = {kind: list(trace.shape(kind)) for kind in trace.kinds}
     print_json({"written": str(path), "bytes": path.stat().st_size, "kinds": shapes, "notes": trace.notes})

@@ -18,3 +18,9 @@ class HFModelError(ModelLoadError):
 def first_line(exc: BaseException, limit: int = 300) -> str:
     """The first line of an exception's message (a library's own words), for one sentence."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
+
+
+class RemoteJobError(ValueError):
+    """A job for a model run elsewhere (NDIF, engine.remote) that cannot be sent or did not
+    finish: no API key, a model not served, nnsight versions that differ, a time-out, the
+    network; said in one sentence, the key never in it."""

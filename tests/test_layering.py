@@ -39,7 +39,8 @@ def test_cli_runs_without_qt():
 # loaded model of any family; decoding, which steps an adapter (and writes the model's own
 # greedy output that interventions and traces frame with); interventions, which change the
 # model through the seam; traces, which record a Run under interventions; then what reads
-# traces and runs experiments; training, which draws traces and analyses as it trains.
+# traces and runs experiments, and remote Runs (traces made by nnsight where a model is served);
+# training, which draws traces and analyses as it trains.
 ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("kinds", "errors", "inputs"),
     ("roles", "runtime"),
@@ -50,7 +51,7 @@ ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("decoding",),
     ("interventions",),
     ("traces",),
-    ("inspection", "experiments"),
+    ("inspection", "experiments", "remote"),
     ("training",),
 ]
 LAYER_OF = {name: i for i, names in enumerate(ENGINE_LAYERS) for name in names}

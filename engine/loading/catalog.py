@@ -4,7 +4,8 @@ resolves any model source a user names and hands it to the loader's stages (engi
 A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
 folder (one weights file or shards), a Hugging Face hub id ("Qwen/Qwen2.5-0.5B": the copy in
 the local Hugging Face cache, else downloaded when online), "minilm" (the packaged
-all-MiniLM-L6-v2), or "random-<family>" (an untrained toy). The GUI's menus and the CLI both
+all-MiniLM-L6-v2), "random-<family>" (an untrained toy), or "ndif:<hub id or folder>" (a model run
+where NDIF serves it, engine.loading.remote_source). The GUI's menus and the CLI both
 go through ``open_model``, so they accept the same things.
 
 Importing this module is cheap (no torch, no transformers): the names of the sources and
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.loading.hub_cache import looks_like_hub_id
+from engine.loading.remote_source import is_remote_source, open_remote
 from engine.errors import ModelLoadError
 from engine.runtime.device import SPREAD, pick_device
 
@@ -78,6 +80,8 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
     given = str(source)
     try:
+        if is_remote_source(given):        # ndif:NAME, run where NDIF serves it (engine.loading.remote_source)
+            return open_remote(given, lambda name: open_model(name, device, progress, stop))
         path = Path(given).expanduser()                            # 1: resolve
         missing = not path.exists() and not path.is_symlink()
         if given in RANDOM_SOURCES:

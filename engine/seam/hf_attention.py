@@ -52,6 +52,14 @@ KEYWORDS = {
 def attnscope_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers' attention-function signature -> ``attend``; returns ((B, Tq, H, Dh), None):
     weights are never returned by the model, a Recorder keeps what they are computed from."""
+    call = interface_call(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
+    return attend(call).transpose(1, 2).contiguous(), None
+
+
+def interface_call(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs) -> AttentionCall:
+    """What transformers hands an attention function, as the seam's AttentionCall: here, and
+    where a model runs under nnsight (engine.remote reads the same arguments from the
+    attention-interface op's inputs). A keyword not in KEYWORDS is refused (UnknownKeyword)."""
     unknown = [k for k in kwargs if k not in KEYWORDS]
     if unknown:
         raise UnknownKeyword(module, unknown, kwargs)
@@ -59,12 +67,11 @@ def attnscope_attention(module, query, key, value, attention_mask, scaling=None,
     softcap = kwargs.get("softcap")
     is_causal = kwargs.get("is_causal")
     is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal   # as transformers' sdpa path
-    call = AttentionCall(getattr(module, "attnscope_site", None), query, key, value, mask=attention_mask,
+    return AttentionCall(getattr(module, "attnscope_site", None), query, key, value, mask=attention_mask,
                          bias=kwargs.get("position_bias"), scale=scale, softcap=float(softcap) if softcap else None,
                          window=kwargs.get("sliding_window"), dropout=dropout, module=module,
                          causal=bool(is_causal) and attention_mask is None and query.shape[2] > 1,
                          sink=_sink(module, kwargs.get("s_aux"), query.shape[1]))
-    return attend(call).transpose(1, 2).contiguous(), None
 
 
 def _sink(module, s_aux, n_heads: int) -> torch.Tensor | None:

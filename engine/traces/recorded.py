@@ -208,7 +208,7 @@ class RecordedTrace(AttentionTrace):
         tq, tk = self.piece_span(kind)
         rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
         call, heads = self.calls[kind][layer], list(heads)
-        lse = self._row_lse(kind, layer)
+        lse = self.row_lse(kind, layer)
         if lse is not None:
             s = call.scores(self.batch_index, heads, rows, cols)                 # (h, r, c)
             w = s.sub_(lse[heads, rows, None]).exp_()
@@ -263,7 +263,7 @@ class RecordedTrace(AttentionTrace):
         call, heads = self.calls[kind][layer], list(heads)
         allowed = np.arange(tk) if keys is None else np.flatnonzero(keys)
         k = max(0, min(k, len(allowed)))
-        lse = self._row_lse(kind, layer)
+        lse = self.row_lse(kind, layer)
         lse = None if lse is None else lse[heads]                                # (h, Tq)
         causal = call.causal and call.mask is None and call.bias is None
         offset = call.k.shape[2] - call.q.shape[2]
@@ -319,7 +319,7 @@ class RecordedTrace(AttentionTrace):
         pq, pk = self.piece_span(kind)
         return bool(self.groups) and self.shape(kind)[1] * pq * pk * 4 <= LAYER_BYTES
 
-    def _row_lse(self, kind: str, layer: int) -> torch.Tensor | None:
+    def row_lse(self, kind: str, layer: int) -> torch.Tensor | None:
         """(H, Tq) each query row's log-sum-exp, where known: kept by ``thumbnails``, else the
         kernel's from the forward; None when neither has it."""
         lse = self._lse.get((kind, layer))

@@ -1,0 +1,19 @@
+"""Models no machine here holds, run where they are served: ``ndif:<hub id>`` through nnsight on
+NDIF (or here, under ATTNSCOPE_NDIF=local, through nnsight's local stand-in). A Run is one
+nnsight trace (jobs.py) that reduces each attention call where the tensors are (server.py)
+and brings back k, each row's log-sum-exp, the overview's pixels and the asked rows of q;
+``trace_remote`` (run.py) hands a RemoteTrace (trace.py) that every view reads like a
+recording. What will travel is estimated first (estimate.py). Public: the names gui/ and
+cli/ use, listed in ``__all__``."""
+from __future__ import annotations
+
+from engine.runtime.public import lazy
+
+_PUBLIC = {
+    "RemoteTrace": "trace",
+    "remote_of": "jobs",
+    "trace_remote": "run",
+    "travel_estimate": "estimate",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = ["RemoteTrace", "remote_of", "trace_remote", "travel_estimate"]

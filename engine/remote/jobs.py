@@ -1,0 +1,242 @@
+"""One nnsight trace a job: the attention ops found from the model's source, the job sent, its
+failures said in one sentence.
+
+nnsight is imported here only, the first time an ``ndif:`` model runs. The model is wrapped as
+it was opened (engine.loading: real weights under ATTNSCOPE_NDIF=local, the meta device for
+NDIF) in nnsight's ``TransformersModel``; its attention modules are those whose ``forward``
+calls transformers' attention interface, found by reading the source nnsight instruments
+(``.source``): the call that hands over ``(self, q, k, v, mask, ..., scaling=...)``. No table
+of op names: that name changes between transformers versions (``attention_interface_1`` in
+5.x, after the line that looks the interface up).
+
+Under ``ATTNSCOPE_NDIF=local`` a job runs with nnsight's ``remote="local"``: serialised exactly
+as for NDIF (our code shipped by value, ``nnsight.register``), read back with attnscope's own
+modules hidden, then run here. Otherwise it goes to NDIF with the API key from ``NDIF_API_KEY``
+(or nnsight's own configuration); the key is never printed, logged or kept in a trace.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import RemoteJobError, first_line
+from engine.loading.hub_cache import looks_like_hub_id
+from engine.loading.loaded import LoadedModel
+from engine.loading.remote_source import MODE_VARIABLE
+
+KEY_VARIABLE = "NDIF_API_KEY"
+
+
+def remote_of(loaded: LoadedModel) -> dict | None:
+    """What engine.loading noted of an ``ndif:`` model ({"model": hub id or folder, "mode":
+    "local" or "ndif"}), or None for a model that runs here."""
+    return loaded.meta.get("ndif")
+
+
+@dataclass
+class Job:
+    """What one job brought back, and what it cost."""
+    layers: list[dict]                 # per attention layer, engine.remote.server.reduce_call's dict
+    seconds: float                     # from sending to the last byte back
+    received: int                      # bytes of tensors that travelled back
+    notes: list[str] = field(default_factory=list)
+
+
+class Session:
+    """An ``ndif:`` model as nnsight sees it: the wrapped model, its attention ops, and the jobs."""
+
+    def __init__(self, loaded: LoadedModel):
+        import nnsight
+        from nnsight import CONFIG, TransformersModel
+
+        import engine
+
+        nnsight.register(engine)                         # our server-side code travels by value
+        CONFIG.APP.REMOTE_LOGGING = False                # nnsight's status lines would go to stdout
+        self.loaded, self.info = loaded, remote_of(loaded)
+        self.local = self.info["mode"] == "local"
+        # Here: the model opened for real. For NDIF: nnsight's own meta build of the same name (the
+        # key NDIF knows it by), its weights never read; loaded.model is the same shapes on meta.
+        self._check_key()
+        if self.local:
+            self.model = TransformersModel(loaded.model, tokenizer=loaded.tokenizer)
+        else:
+            hub_id = hub_id_of(self.info["model"])
+            if hub_id is None:
+                raise RemoteJobError(f"NDIF knows models by their hub id (owner/name), and {self.info['model']} is a "
+                                     f"folder of no hub repository: open ndif:<hub id>, or run the folder here with "
+                                     f"{MODE_VARIABLE}=local.")
+            self.model = TransformersModel(loaded.meta["folder"], task="text-generation", tokenizer=loaded.tokenizer)
+            self.model.repo_id = hub_id
+        self.ops = attention_ops(self.model)
+        self.last_seconds: float | None = None
+        if not self.ops:
+            raise RemoteJobError(f"{self.info['model']}: no attention module calls transformers' attention "
+                                 "interface in its forward, so attnscope cannot read its attention remotely.")
+
+    def run(self, ids: list[int], rows: tuple[int, int] | None, overviews: list[tuple[int, str]],
+            keep_k: bool = True) -> Job:
+        """One trace over ``ids``: per layer, server.reduce_call with ``rows``, ``overviews``."""
+        import nnsight
+        import torch
+
+        from engine.remote.server import reduce_call
+
+        self._check_key()
+        model, ops = self.model, self.ops
+        input_ids = torch.tensor([ids])
+        start = time.perf_counter()
+        try:
+            with model.trace(input_ids, remote="local" if self.local else True):
+                layers = []
+                for path, op in ops:
+                    args, kwargs = getattr(model.get(path).source, op).inputs
+                    layers.append(reduce_call(args, kwargs, rows, overviews, keep_k))
+                nnsight.save(layers)
+        except RemoteJobError:
+            raise
+        except Exception as exc:                      # the server's answer, or the network's
+            raise explain(exc, self.info["model"], self.local) from None
+        seconds = time.perf_counter() - start
+        self.last_seconds = seconds
+        return Job(layers, seconds, received_bytes(layers))
+
+    def _check_key(self) -> None:
+        """RemoteJobError when NDIF would be asked without an API key (never said: its value)."""
+        if self.local:
+            return
+        from nnsight import CONFIG
+
+        if not (os.environ.get(KEY_VARIABLE) or CONFIG.API.APIKEY):   # nnsight reads the variable too
+            raise RemoteJobError(f"No NDIF API key is set: put yours in attnscope's settings (Remote models) or in "
+                                 f"the {KEY_VARIABLE} environment variable (get one at https://login.ndif.us), then "
+                                 "run again.")
+
+
+def hub_id_of(name: str) -> str | None:
+    """The hub id an ``ndif:`` name stands for: the name itself, or a Hugging Face cache
+    snapshot's (.../models--owner--name/snapshots/...); None for a folder of no repository."""
+    path = Path(name).expanduser()
+    if not path.exists() and looks_like_hub_id(name):
+        return name
+    for part in path.resolve().parts:
+        if part.startswith("models--") and part.count("--") >= 2:
+            return part.removeprefix("models--").replace("--", "/", 1)
+    return None
+
+
+def attention_ops(model) -> list[tuple[str, str]]:
+    """(module path, op name) of each attention call, in the order the forward runs them: the
+    modules whose forward hands ``(self, q, k, v, mask, ..., scaling=...)`` to a function,
+    that call's name read from nnsight's own instrumentation of the forward (``.source``)."""
+    found, by_class = [], {}
+    for name, module in model._module.named_modules():
+        cls = type(module)
+        if cls not in by_class:
+            by_class[cls] = _interface_line(cls)
+        line = by_class[cls]
+        if line is None or not name:
+            continue
+        envoy = model.get(name)
+        ops = [op for op in envoy.source if op.line == line[0] and op.name.rsplit("_", 1)[0] == line[1]]
+        if ops:
+            found.append((name, ops[-1].name))          # the outer call of that line: numbered last
+    return found
+
+
+def _interface_line(cls) -> tuple[int, str] | None:
+    """(line in the forward's source, callee's dotted name joined by "_") of the call in
+    ``cls.forward`` that looks like transformers' attention interface, or None."""
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(cls.forward))
+    except (OSError, TypeError):
+        return None
+    if "scaling" not in source:
+        return None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and len(node.args) >= 5 and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == "self" and any(k.arg == "scaling" for k in node.keywords):
+            return node.lineno, "_".join(_dotted(node.func))
+    return None
+
+
+def _dotted(expr) -> list[str]:
+    """``a.b.c`` -> ["a", "b", "c"] (a subscript is passed through), as nnsight names ops."""
+    parts = []
+    while True:
+        if isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Name):
+            return [expr.id, *parts[::-1]]
+        else:
+            return parts[::-1]
+
+
+def received_bytes(value) -> int:
+    """Bytes of the tensors in ``value`` (dicts, lists, tuples of them)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, dict):
+        return sum(received_bytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(received_bytes(v) for v in value)
+    return 0
+
+
+def client_version() -> str:
+    from importlib.metadata import version
+
+    return version("nnsight")
+
+
+def explain(exc: BaseException, model: str, local: bool = False) -> RemoteJobError:
+    """A job's failure as one sentence: a missing or refused key, versions that differ, a
+    time-out, a model not served, the network; else NDIF's own first line (the key, were it
+    ever echoed there, blanked)."""
+    said = first_line(exc)
+    key = os.environ.get(KEY_VARIABLE) or _configured_key()
+    if key and len(key) >= 8:              # a real key; a letter or two would blank words
+        said = said.replace(key, "***")
+    low, kind = said.lower(), type(exc).__name__.lower()
+    if "api key" in low or "api-key" in low or "apikey" in low or "unauthorized" in low or " 401" in low:
+        return RemoteJobError(f"NDIF refused the API key: check the one in attnscope's settings or {KEY_VARIABLE}.")
+    if "version" in low:
+        mine = client_version()
+        theirs = [v for v in re.findall(r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?", said) if v != mine]
+        server = theirs[0] if theirs else "another version"
+        return RemoteJobError(f"NDIF runs nnsight {server} and this machine nnsight {mine}: install the same "
+                              f"version (pip install 'nnsight=={server}') and run again.")
+    if any(w in low for w in ("timed out", "time limit", "timeout", "exceeded")):
+        return RemoteJobError(f"The job on {model} ran past NDIF's time limit and was stopped: ask for fewer rows "
+                              "or a shorter text.")
+    if any(w in low for w in ("not found", "not deployed", "not served", "not running", "no model", "unknown model")):
+        return RemoteJobError(f"NDIF does not serve {model} now ({said}): see https://nnsight.net/status for the "
+                              "models it runs.")
+    network = isinstance(exc, OSError) or "connect" in kind or any(
+        w in low for w in ("connection refused", "failed to send request", "name or service not known",
+                           "network is unreachable", "failed to establish", "connection reset"))
+    if network:
+        return RemoteJobError(f"NDIF could not be reached ({said}): check the network, or run with "
+                              f"{MODE_VARIABLE}=local to try the same job on this machine.")
+    where = "here, in nnsight's local stand-in for NDIF" if local else "on NDIF"
+    return RemoteJobError(f"The job on {model} failed {where}: {said}")
+
+
+def _configured_key() -> str | None:
+    """nnsight's own configured key, if nnsight is imported (never imported for this)."""
+    import sys
+
+    config = getattr(sys.modules.get("nnsight"), "CONFIG", None)
+    return getattr(getattr(config, "API", None), "APIKEY", None)

@@ -1,0 +1,76 @@
+"""Text in, a RemoteTrace out: the Run of an ``ndif:`` model, one nnsight trace.
+
+The adapter frames the text as for a Run here (the same tokens); what will travel back is
+estimated and a job NDIF would stop, or this machine could not hold, is refused with the
+numbers before anything is sent; then one job brings back k, each row's log-sum-exp, the
+overview's pixels at ``overview`` pixels a side and q for the last ``rows`` queries.
+"""
+from __future__ import annotations
+
+import weakref
+
+from engine.adapters import adapter_for
+from engine.adapters.chat import check_prompt
+from engine.decoding.greedy import frame
+from engine.errors import RemoteJobError
+from engine.inputs import check_callback
+from engine.loading.loaded import LoadedModel
+from engine.remote.estimate import check_travel, travel_estimate
+from engine.remote.jobs import Session, remote_of
+from engine.remote.trace import RemoteTrace
+from engine.traces.base import RunCancelled
+
+DEFAULT_ROWS = 256          # the queries whose q comes back with the Run: the last ones
+DEFAULT_OVERVIEW = 256      # the overview's pixels a side, pooled there by max
+
+_sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # model -> its nnsight Session
+
+
+def session_for(loaded: LoadedModel) -> Session:
+    """The nnsight session of an ``ndif:`` model, made once (nnsight imported then)."""
+    if remote_of(loaded) is None:
+        raise RemoteJobError(f"{loaded.name} runs here, not on NDIF: open it as ndif:{loaded.name} to run it there.")
+    if loaded.model not in _sessions:
+        _sessions[loaded.model] = Session(loaded)
+    return _sessions[loaded.model]
+
+
+def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS, overview: int = DEFAULT_OVERVIEW,
+                 report=None, stop=None, say=None) -> RemoteTrace:
+    """Run the ``ndif:`` model ``loaded`` on ``text`` where it is served; ``rows``: how many of
+    the last queries bring their q back (the others are fetched when a view asks; None: every
+    row, a whole recording); ``say(text)``
+    hears what a job brings back before it is sent; ``report(("run", 0, 1))`` as it starts and
+    ``("run", 1, 1)`` when it is back; ``stop()`` true before sending ends it (RunCancelled)."""
+    text = check_prompt(loaded, text)
+    report, stop, say = check_callback(report, "report"), check_callback(stop, "stop"), check_callback(say, "say")
+    if loaded.role != "decoder":
+        raise RemoteJobError(f"{loaded.name} is an {loaded.role}; remote Runs read decoders (the language models "
+                             "NDIF serves).")
+    session = session_for(loaded)
+    framed = frame(adapter_for(loaded), text)
+    ids = framed.target_ids
+    t = len(ids)
+    asked = (0 if rows is None else max(0, t - max(0, int(rows))), t)
+    masked = any(getattr(c, "sliding_window", None) or getattr(c, "attention_chunk_size", None)
+                 for c in (loaded.model.config.get_text_config(),))
+    first = next(iter(loaded.model.parameters()))
+    travel = travel_estimate(loaded.model.config, t, asked[1] - asked[0], overview, first.element_size(), masked,
+                             parameters=loaded.n_parameters)
+    check_travel(travel, loaded.name)
+    if say is not None:
+        say(f"Running {loaded.name} on {t:,} tokens: {travel.describe()}.")
+    if stop is not None and stop():
+        raise RunCancelled("The Run was stopped.")
+    if report is not None:
+        report(("run", 0, 1))
+    job = session.run(ids, asked, [(overview, "max")])
+    if report is not None:
+        report(("run", 1, 1))
+    notes = list(framed.notes) + [f"Run {'here through nnsight (ATTNSCOPE_NDIF=local)' if session.local else 'on NDIF'}"
+                                  f": {job.received:,} bytes came back in {job.seconds:.1f} s; q of query rows "
+                                  f"{asked[0]:,}-{asked[1] - 1:,} is here, others are fetched when a view asks."]
+    trace = RemoteTrace(session, ids, job.layers, asked, model_name=loaded.name, family=loaded.family,
+                        tokens=framed.target_tokens, notes=notes, say=say)
+    trace.received = job.received
+    return trace
