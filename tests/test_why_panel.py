@@ -170,6 +170,11 @@ def test_a_new_text_marks_the_split_stale_and_why_again_computes_it_anew(window_
     p.run()
     qtbot.waitUntil(lambda: not p.jobs.busy and p.current(), timeout=30000)
     assert not p.mark.isVisible() and fake_engine.calls[-1]["text"] == "a dog ran to the park"
+    w.activateWindow()
+    p.versus_box.setFocus()
+    qtbot.waitUntil(lambda: w.focused_view()[0] == "Why", timeout=5000)
+    w.help_action.trigger()                                                # F1: the panel's own page
+    assert w.help_dialog.pages.currentItem().text() == "Why" and "Alt+click" in w.help_dialog.text.toPlainText()
 
     fake_engine.hold.set()                                                 # Stop drops a split under way
     p.run()
@@ -208,6 +213,34 @@ def test_an_input_error_is_said_in_the_panel(window_on, qtbot, drawn, monkeypatc
     p = w.views["Why"]
     qtbot.waitUntil(lambda: not p.jobs.busy and "causal mask" in p.status.text(), timeout=20000)
     assert p.result is None and w.last_error is None                      # said once, in the panel
+
+
+def test_the_induction_heads_largest_key_source_is_the_previous_token_head(window_on, qtbot, drawn):
+    """The engine's own split, through the window: the second "c" attends to the "##at" after
+    the first one (0.83); the key's largest source is L2.H1, whose name opens it."""
+    w = window_on(GPT)
+    detail = _repeated(w, qtbot, drawn)
+    detail.cell_menu(12, 2).actions()[0].trigger()
+    p = _split(w, qtbot)
+    s, t = p.result, p.shown()
+    assert s.key_sources[int(np.argmax(s.key_marginal))] == "L2.H1" == t.key_bars[0][0]
+    assert abs(s.weight - w.state.trace.head(DECODER_SELF, 3, 3)[12, 2]) < 1e-5      # the weight drawn
+    assert abs(t.total - s.score) < 1e-3 * max(1.0, abs(s.score))
+    assert s.versus is not None and s.versus.key != 2 and "runner-up" in p.summary.text()
+    qtbot.waitUntil(lambda: p.map.vb.width() > 50, timeout=10000)
+    qtbot.mouseClick(p.plots.viewport(), Qt.MouseButton.LeftButton, pos=_label_pos(p, p.key_axis, t.cols.index("L2.H1")))
+    assert (w.state.kind, w.state.layer, w.state.head) == (DECODER_SELF, 2, 1)
+
+
+def test_a_cross_heads_sources_open_the_heads_of_their_own_kind(window_on, qtbot):
+    w = window_on(str(ROOT / "resources/checkpoints/translator.safetensors"))
+    w.state.ask_why(CROSS, 1, 2, 2, 3)
+    p = _split(w, qtbot)
+    assert p.result.key_sources[0].startswith("enc.") and "L0.X1" in p.result.query_sources
+    for name, head in (("enc.L0.H1", (ENCODER_SELF, 0, 1)), ("L0.X3", (CROSS, 0, 3)), ("L1.H2", (DECODER_SELF, 1, 2))):
+        assert p.open_source(name)
+        assert (w.state.kind, w.state.layer, w.state.head) == head
+    assert not p.open_source("enc.L1.mlp")
 
 
 def test_source_names_that_are_heads():
