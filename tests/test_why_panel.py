@@ -14,6 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMenu
 
 from engine.experiments.patching import Progress
 from engine.experiments.why_result import ScoreSplit, Versus
@@ -142,6 +143,11 @@ def test_alt_click_asks_and_a_head_name_opens_that_head(window_on, qtbot, drawn,
     assert w.state.interventions.empty                                     # Alt+click knocks nothing out
     p = _split(w, qtbot)
     assert tuple(p.asked) == (DECODER_SELF, 3, 3, 9, 3)
+    qtbot.mouseClick(detail.plot.viewport(), Qt.MouseButton.RightButton, pos=detail.plot.mapFromScene(scene))
+    menu = detail.findChild(QMenu)                                         # a right-click: the cell's menu
+    qtbot.waitUntil(lambda: menu is not None and menu.isVisible(), timeout=5000)
+    assert [a.text() for a in menu.actions()] == ["Why does query 9 attend to key 3?"]
+    menu.close()
     qtbot.waitUntil(lambda: p.map.vb.width() > 50, timeout=10000)
 
     before = w.state.trace
@@ -228,7 +234,8 @@ def test_the_induction_heads_largest_key_source_is_the_previous_token_head(windo
     assert abs(t.total - s.score) < 1e-3 * max(1.0, abs(s.score))
     assert s.versus is not None and s.versus.key != 2 and "runner-up" in p.summary.text()
     qtbot.waitUntil(lambda: p.map.vb.width() > 50, timeout=10000)
-    qtbot.mouseClick(p.plots.viewport(), Qt.MouseButton.LeftButton, pos=_label_pos(p, p.key_axis, t.cols.index("L2.H1")))
+    label = _label_pos(p, p.key_axis, t.cols.index("L2.H1"))
+    qtbot.mouseClick(p.plots.viewport(), Qt.MouseButton.LeftButton, pos=label)
     assert (w.state.kind, w.state.layer, w.state.head) == (DECODER_SELF, 2, 1)
 
 
@@ -241,6 +248,22 @@ def test_a_cross_heads_sources_open_the_heads_of_their_own_kind(window_on, qtbot
         assert p.open_source(name)
         assert (w.state.kind, w.state.layer, w.state.head) == head
     assert not p.open_source("enc.L1.mlp")
+
+
+def test_merged_word_pieces_are_told_why_splits_a_piece(qtbot):
+    from types import SimpleNamespace
+
+    from gui.state import AppState
+    from gui.views.why_panel import MERGED, WhyPanel
+
+    state = AppState()
+    p = WhyPanel(state)
+    qtbot.addWidget(p)
+    state.loaded = SimpleNamespace(model=object())
+    state.trace = SimpleNamespace(kinds=(ENCODER_SELF,), groups={"source": [0, 0, 1]},
+                                  query_tokens=lambda _k: ["a", "b"], key_tokens=lambda _k: ["a", "b"])
+    p.ask(ENCODER_SELF, 0, 0, 1, 0)
+    assert p.status.text() == MERGED and not p.jobs.busy and p.result is None
 
 
 def test_source_names_that_are_heads():
@@ -258,7 +281,8 @@ def test_the_drawing_keeps_every_sum():
 
     split = split_for(SimpleNamespace(name="m"), DECODER_SELF, 3, 3, 9, 3, "runner-up")
     d = why_drawing(split)
-    for name, terms in ((THIS, split.terms), (VERSUS, split.versus.terms), (DIFFERENCE, split.terms - split.versus.terms)):
+    tables = ((THIS, split.terms), (VERSUS, split.versus.terms), (DIFFERENCE, split.terms - split.versus.terms))
+    for name, terms in tables:
         t = d.tables[name]
         np.testing.assert_allclose([t.table.sum(), t.query_bars[1].sum(), t.key_bars[1].sum()], terms.sum())
         assert t.span == np.abs(t.table).max()

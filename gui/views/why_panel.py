@@ -27,8 +27,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QTimer
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QApplication, QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy, QSpinBox,
+                               QVBoxLayout, QWidget)
 
 from engine.interventions import Interventions
 from engine.inputs import Chat
@@ -190,6 +190,8 @@ class WhyPanel(QWidget):
         state.model_changed.connect(self._on_model)
         state.trace_changed.connect(lambda _t: self._inputs_changed())
         state.interventions_changed.connect(lambda _spec: self._inputs_changed())
+        for signal in (state.theme_changed, state.presentation_changed):    # the cells' numbers: after the
+            signal.connect(lambda _on: QTimer.singleShot(0, self.draw))    # window restyles every plot
         self._show_nothing(EMPTY)
 
     # ---- asking -----------------------------------------------------------------------------
@@ -363,6 +365,7 @@ class WhyPanel(QWidget):
         for (r, c), value in np.ndenumerate(t.table):
             strong = abs(value) > 0.55 * t.span
             item = pg.TextItem(f"{value:+.2f}", color=(255, 255, 255) if strong else (30, 30, 30), anchor=(0.5, 0.5))
+            item.setFont(QApplication.font())      # presentation mode's size
             item.setPos(c + 0.5, r + 0.5)
             self.map.addItem(item)
             self.cell_texts.append(item)
@@ -391,7 +394,8 @@ class WhyPanel(QWidget):
         shown = {THIS: "", VERSUS: f" Shown: the versus key's table (sum {_signed(t.total)}).",
                  DIFFERENCE: f" Shown: this key's terms minus the versus key's (sum {_signed(t.total)})."}
         notes = " ".join(html.escape(n, quote=False) for n in s.notes)
-        return (f"{'; '.join(parts)}. Frozen: {html.escape(s.frozen, quote=False)}.{shown.get(self.table_box.currentText(), '')}"
+        frozen = html.escape(s.frozen, quote=False)
+        return (f"{'; '.join(parts)}. Frozen: {frozen}.{shown.get(self.table_box.currentText(), '')}"
                 + (f" {notes}" if notes else ""))
 
     def _name(self, source: str) -> str:
