@@ -107,6 +107,9 @@ def test_ndif_builds_on_the_meta_device_and_asks_for_a_key(folders, monkeypatch)
     assert {p.device.type for p in loaded.model.parameters()} == {"meta"}            # no weights here
     with pytest.raises(RemoteJobError, match="No NDIF API key is set.*NDIF_API_KEY"):
         trace_remote(loaded, TEXT)
+    from engine.inputs import InputError
+    with pytest.raises(InputError, match="runs on NDIF and has no weights here"):
+        trace_text(loaded, TEXT)                                   # the local Run: refused, not run on meta
 
 
 def test_a_refused_connection_is_one_sentence_and_never_shows_the_key(tmp_path, monkeypatch):

@@ -26,12 +26,16 @@ def reads_chat(loaded) -> bool:
     return loaded is not None and loaded.role == "decoder" and chat_template(loaded) is not None
 
 
-def check_prompt(loaded, text, what: str = "run"):
+def check_prompt(loaded, text, what: str = "run", remote: bool = False):
     """``text`` checked at the engine's door (engine.inputs.check_text); a Chat only for a model
     that reads chats (a Hugging Face decoder whose tokenizer carries a chat template), else
-    InputError in one sentence."""
+    InputError in one sentence. A model served by NDIF (built here without weights,
+    engine.loading.remote_source) runs only through engine.remote (``remote``)."""
     if not isinstance(loaded, LoadedModel):
         raise InputError(not_a_model(loaded, what))
+    if not remote and loaded.meta.get("ndif", {}).get("mode") == "ndif":
+        raise InputError(f"{loaded.name} runs on NDIF and has no weights here, so nothing can {what} on it here: "
+                         "a Run reads it there (attnscope record).")
     text = check_text(text, what)
     if isinstance(text, Chat):
         if loaded.role != "decoder":

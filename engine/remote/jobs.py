@@ -112,9 +112,9 @@ class Session:
         from nnsight import CONFIG
 
         if not (os.environ.get(KEY_VARIABLE) or CONFIG.API.APIKEY):   # nnsight reads the variable too
-            raise RemoteJobError(f"No NDIF API key is set: put yours in attnscope's settings (Remote models) or in "
-                                 f"the {KEY_VARIABLE} environment variable (get one at https://login.ndif.us), then "
-                                 "run again.")
+            raise RemoteJobError(f"No NDIF API key is set: put yours in the {KEY_VARIABLE} environment variable or "
+                                 "nnsight's configuration (nnsight.CONFIG.set_default_api_key; get one at "
+                                 "https://login.ndif.us), then run again.")
 
 
 def hub_id_of(name: str) -> str | None:
@@ -211,7 +211,7 @@ def explain(exc: BaseException, model: str, local: bool = False) -> RemoteJobErr
         said = said.replace(key, "***")
     low, kind = said.lower(), type(exc).__name__.lower()
     if "api key" in low or "api-key" in low or "apikey" in low or "unauthorized" in low or " 401" in low:
-        return RemoteJobError(f"NDIF refused the API key: check the one in attnscope's settings or {KEY_VARIABLE}.")
+        return RemoteJobError(f"NDIF refused the API key: check the one in {KEY_VARIABLE} or nnsight's configuration.")
     if "version" in low:
         mine = client_version()
         theirs = [v for v in re.findall(r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?", said) if v != mine]

@@ -42,7 +42,7 @@ def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS
     row, a whole recording); ``say(text)``
     hears what a job brings back before it is sent; ``report(("run", 0, 1))`` as it starts and
     ``("run", 1, 1)`` when it is back; ``stop()`` true before sending ends it (RunCancelled)."""
-    text = check_prompt(loaded, text)
+    text = check_prompt(loaded, text, remote=True)
     report, stop, say = check_callback(report, "report"), check_callback(stop, "stop"), check_callback(say, "say")
     if loaded.role != "decoder":
         raise RemoteJobError(f"{loaded.name} is an {loaded.role}; remote Runs read decoders (the language models "
