@@ -163,7 +163,9 @@ it (Gemma 2: the table splits the score before the cap), and what was frozen.</p
 <p><b>Versus.</b> Softmax sees only differences between a row's scores, so &ldquo;why key j rather than
 key j2?&rdquo; is often the better question: the versus key is the row's runner-up (its strongest
 other key) unless you choose one; the table box shows this key's terms, the versus key's, or their
-difference.</p>
+difference. <b>Head loadings</b> adds which sources drive this head over the whole text: the table
+averaged over the head's cells, weighted by their attention (on a long text over a sample of
+rows, with the share of their weight it covers).</p>
 <p><b>Walk a circuit backwards:</b> a head's name, on the map's axes, on a bar or in the line of
 strongest terms, opens that head in Head detail, where its own cells can be asked again. On the
 bundled GPT with a text repeated twice, the induction head (layer 3, head 3) attends to the token

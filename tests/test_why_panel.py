@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QMenu
 from engine.experiments.patching import Progress
 from engine.experiments.why_result import ScoreSplit, Versus
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
-from gui.views.why_drawing import DIFFERENCE, THIS, VERSUS, head_of, why_drawing
+from gui.views.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, head_of, why_drawing
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
@@ -237,6 +237,23 @@ def test_the_induction_heads_largest_key_source_is_the_previous_token_head(windo
     label = _label_pos(p, p.key_axis, t.cols.index("L2.H1"))
     qtbot.mouseClick(p.plots.viewport(), Qt.MouseButton.LeftButton, pos=label)
     assert (w.state.kind, w.state.layer, w.state.head) == (DECODER_SELF, 2, 1)
+
+
+def test_head_loadings_are_shown_when_ticked(window_on, qtbot, drawn):
+    """Ticked: the split again with the head's loadings over the text, shown at once; exact on a short text."""
+    w = window_on(GPT)
+    _repeated(w, qtbot, drawn)
+    w.state.ask_why(DECODER_SELF, 3, 3, 12, 2)
+    p = _split(w, qtbot)
+    first = p.result
+    p.loadings_box.setChecked(True)
+    qtbot.waitUntil(lambda: p.result is not first and not p.jobs.busy, timeout=60000)
+    ld = p.result.loadings
+    assert ld is not None and ld.exact and p.table_box.currentText() == LOADINGS
+    np.testing.assert_allclose(p.shown().total, ld.terms.sum())
+    assert "every cell of the head" in p.summary.text() and "100% of those rows' weight" in p.summary.text()
+    p.loadings_box.setChecked(False)                                       # kept with the panel's options
+    assert not p.jobs.busy
 
 
 def test_a_cross_heads_sources_open_the_heads_of_their_own_kind(window_on, qtbot):

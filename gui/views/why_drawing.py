@@ -1,5 +1,6 @@
 """What the Why panel draws of one score split (engine.experiments.ScoreSplit), prepared in the
-worker: for each table it can show (this key's, the versus key's, their difference), the
+worker: for each table it can show (this key's, the versus key's, their difference, the head's
+loadings over the text), the
 strongest sources as a heatmap with the rest summed as "other (N)", each side's marginal as
 bars, and the strongest single terms. Plain numbers and names: the GUI thread only hands them
 to its plot items. Which source names are heads, and so links to Head detail, is ``head_of``.
@@ -13,7 +14,7 @@ import numpy as np
 
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 
-THIS, VERSUS, DIFFERENCE = "this key", "versus key", "difference"   # the tables a split offers
+THIS, VERSUS, DIFFERENCE, LOADINGS = "this key", "versus key", "difference", "head loadings"   # the tables
 ROWS, COLS = 10, 10      # the heatmap's strongest sources a side (the rest: "other (N)")
 BARS = 12                # each marginal's strongest sources
 TOP_TERMS = 6            # the strongest single terms, named as links under the map
@@ -54,7 +55,8 @@ class WhyTable:
 
 @dataclass(frozen=True, eq=False)
 class WhyDrawing:
-    """A split ready to draw: its tables by name (THIS always; VERSUS and DIFFERENCE with a versus key)."""
+    """A split ready to draw: its tables by name (THIS always; VERSUS and DIFFERENCE with a versus
+    key; LOADINGS when the head's loadings were asked)."""
     split: object                           # the ScoreSplit drawn (numbers and names, no torch)
     tables: dict[str, WhyTable]
 
@@ -77,4 +79,6 @@ def why_drawing(split) -> WhyDrawing:
     if split.versus is not None:
         tables[VERSUS] = _table(split, split.versus.terms)
         tables[DIFFERENCE] = _table(split, split.terms - split.versus.terms)
+    if split.loadings is not None:
+        tables[LOADINGS] = _table(split, split.loadings.terms)
     return WhyDrawing(split=split, tables=tables)

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QTimer
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QApplication, QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from engine.interventions import Interventions
 from engine.inputs import Chat
@@ -39,7 +40,8 @@ from gui.theme import tint
 from gui.views.empty import hide_empty, show_empty
 from gui.views.patching_drawing import DIVERGING
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
-from gui.views.why_drawing import DIFFERENCE, THIS, VERSUS, WhyDrawing, WhyTable, head_of, why_drawing
+from gui.view_options import ViewOptions, bind_options, option
+from gui.views.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, WhyDrawing, WhyTable, head_of, why_drawing
 from gui.worker import MODEL, Jobs, error_message
 
 NEEDS_MODEL = ("Why needs the model: a recording holds the queries and keys, not the sources that wrote them; open "
@@ -72,14 +74,21 @@ class WhyInputs(NamedTuple):
     interventions: Interventions
 
 
-def _why_job(loaded, inputs: WhyInputs, ask: WhyAsk, versus, stop=None):
+@dataclass(frozen=True)
+class WhyOptions(ViewOptions):
+    """The panel's choices, kept across starts (settings "why/<name>", gui.view_options)."""
+    PREFIX = "why"
+    loadings: bool = option(False, "loadings_box")      # also the head's loadings over the whole text
+
+
+def _why_job(loaded, inputs: WhyInputs, ask: WhyAsk, versus, loadings: bool = False, stop=None):
     """In the model worker: yields engine Progress records; returns (ScoreSplit, WhyDrawing), or
     None when stopped before the end."""
     from engine.experiments import why_steps
 
     split = yield from why_steps(loaded, inputs.prompt, ask.kind, ask.layer, ask.head, ask.query, ask.key,
-                                 versus=versus, target=inputs.target or None, pair=inputs.pair or None,
-                                 interventions=inputs.interventions, stop=stop)
+                                 versus=versus, loadings=loadings, target=inputs.target or None,
+                                 pair=inputs.pair or None, interventions=inputs.interventions, stop=stop)
     return None if split is None else (split, why_drawing(split))
 
 
@@ -97,6 +106,7 @@ class WhyPanel(QWidget):
         self.drawing: WhyDrawing | None = None
         self.shown_for: WhyInputs | None = None
         self.runner_up = True               # the split shown is versus the row's runner-up (else a chosen key)
+        self.show_next: str | None = None   # the table to show when the split under way comes (else the one shown)
         self.hovered: str = " "
 
         self.title = QLabel("")
@@ -110,6 +120,11 @@ class WhyPanel(QWidget):
         self.versus_timer = QTimer(self, singleShot=True, interval=350)
         self.versus_timer.timeout.connect(self.run)
         self.versus_box.valueChanged.connect(lambda _v: self.asked is not None and self.versus_timer.start())
+        self.loadings_box = QCheckBox("head loadings")
+        self.loadings_box.setToolTip("Also which sources drive this head over the whole text: the table averaged over "
+                                     "the head's cells, weighted by attention (on a long text over a sample of rows, "
+                                     "said with the weight it covers); it takes longer than one split")
+        self.loadings_box.toggled.connect(self._loadings_toggled)
         self.table_box = QComboBox()
         self.table_box.addItems([THIS])
         self.table_box.setToolTip("Which table: this key's terms, the versus key's, or their difference (why this key "
@@ -123,8 +138,8 @@ class WhyPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(160)
         self.progress.setVisible(False)
-        controls = FlowLayout().addWidgets(self.title, self.versus_box, self.table_box, self.run_button,
-                                           self.stop_button, self.progress)
+        controls = FlowLayout().addWidgets(self.title, self.versus_box, self.loadings_box, self.table_box,
+                                           self.run_button, self.stop_button, self.progress)
         self.status = ElidedLabel(" ")
         self.status.setVisible(False)
         self.mark = QLabel(STALE)
@@ -192,6 +207,7 @@ class WhyPanel(QWidget):
         state.interventions_changed.connect(lambda _spec: self._inputs_changed())
         for signal in (state.theme_changed, state.presentation_changed):    # the cells' numbers: after the
             signal.connect(lambda _on: QTimer.singleShot(0, self.draw))    # window restyles every plot
+        bind_options(self, WhyOptions)
         self._show_nothing(EMPTY)
 
     # ---- asking -----------------------------------------------------------------------------
@@ -216,6 +232,12 @@ class WhyPanel(QWidget):
             if ask.query < len(q) and ask.key < len(k):
                 qt, kt = f" {q[ask.query]!r}", f" {k[ask.key]!r}"
         return f"{ask.kind} L{ask.layer}.H{ask.head}: query {ask.query}{qt} -> key {ask.key}{kt}"
+
+    def _loadings_toggled(self, on: bool) -> None:
+        """Ticked with a score asked: split it again with the loadings, and show them when they come."""
+        if on and self.asked is not None:
+            self.show_next = LOADINGS
+            self.run()
 
     def versus(self):
         """What the split is compared with: another key's position, or the row's runner-up."""
@@ -261,7 +283,8 @@ class WhyPanel(QWidget):
         self.progress.setVisible(True)
         self.stop_button.setEnabled(True)
         self._say("Splitting the score…")
-        self.jobs.start(_why_job, self.state.loaded, inputs, ask, versus, on_yielded=self._on_progress,
+        self.jobs.start(_why_job, self.state.loaded, inputs, ask, versus, self.loadings_box.isChecked(),
+                        on_yielded=self._on_progress,
                         on_returned=lambda out: self._done(out, inputs, versus), on_error=self._failed,
                         on_finished=self._finished)
 
@@ -299,7 +322,7 @@ class WhyPanel(QWidget):
         self.result, self.drawing = out
         self.shown_for, self.runner_up = inputs, not isinstance(versus, int)
         self._say(" ")
-        chosen = self.table_box.currentText()
+        chosen, self.show_next = self.show_next or self.table_box.currentText(), None
         self.table_box.blockSignals(True)
         self.table_box.clear()
         self.table_box.addItems(list(self.drawing.tables))
@@ -392,11 +415,23 @@ class WhyPanel(QWidget):
                          f"{_signed(v.score)}, weight {v.weight:.4f}; why {s.key} rather than {v.key}: "
                          f"{_signed(s.score - v.score)}")
         shown = {THIS: "", VERSUS: f" Shown: the versus key's table (sum {_signed(t.total)}).",
-                 DIFFERENCE: f" Shown: this key's terms minus the versus key's (sum {_signed(t.total)})."}
+                 DIFFERENCE: f" Shown: this key's terms minus the versus key's (sum {_signed(t.total)}).",
+                 LOADINGS: self._loadings_words(s.loadings, t)}
         notes = " ".join(html.escape(n, quote=False) for n in s.notes)
         frozen = html.escape(s.frozen, quote=False)
         return (f"{'; '.join(parts)}. Frozen: {frozen}.{shown.get(self.table_box.currentText(), '')}"
                 + (f" {notes}" if notes else ""))
+
+    @staticmethod
+    def _loadings_words(ld, t: WhyTable) -> str:
+        """What the loadings table is: over which cells, exact or sampled, and how much weight they cover."""
+        if ld is None:
+            return ""
+        cells = "every cell of the head" if ld.exact else (
+            f"{len(ld.rows)} rows sampled, each over "
+            + ("every key it sees" if ld.keys_per_row is None else f"its {ld.keys_per_row} strongest keys"))
+        return (f" Shown: the head's loadings over the text, the table averaged over {cells}, weighted by attention "
+                f"({ld.coverage:.0%} of those rows' weight; sum {_signed(t.total)}).")
 
     def _name(self, source: str) -> str:
         """A source's name, a link when it is a head."""
