@@ -141,6 +141,7 @@ class MainWindow(QMainWindow):
         self.open_hf_action = file.addAction("Open &Hugging Face Model Folder…", self.opening.open_hf_dialog,
                                              QKeySequence("Ctrl+Shift+O"))
         self.open_hf_cache_action = file.addAction("Open from Hugging Face &Cache…", self.open_hf_cache_dialog)
+        self.open_remote_action = file.addAction("Open Remote Model (&NDIF)…", self.opening.open_remote_dialog)
         self.recent_menu = file.addMenu("Open &Recent")
         file.addSeparator()
         file.addAction("&Export View…", self.export_view_dialog, QKeySequence("Ctrl+E"))

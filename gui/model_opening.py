@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QInputDialog
 
 from engine.loading import catalog
 from engine.runtime import SPREAD
@@ -35,6 +35,12 @@ def same_source(a: str | None, b: str | None) -> bool:
 
 def is_bundled(source: str) -> bool:
     return any(same_source(source, str(p)) for p in catalog.bundled_checkpoints())
+
+
+def remote_source(name: str) -> str:
+    """A name typed for NDIF as the source that opens it there: ``ndif:<name>``."""
+    name = name.strip()
+    return name if name.lower().startswith("ndif:") else f"ndif:{name}"
 
 
 class ModelOpening:
@@ -102,6 +108,23 @@ class ModelOpening:
         dialog = HFCacheDialog(self.window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.chosen.connect(self.open_source)
+        dialog.open()
+        return dialog
+
+    def open_remote_dialog(self) -> QInputDialog:
+        """File > Open Remote Model (NDIF): a hub id as NDIF serves it, opened as ``ndif:<id>``
+        (engine.remote; under ATTNSCOPE_NDIF=local a folder or cached hub id, run here through
+        nnsight's stand-in for NDIF). Not modal: the choice comes back as a signal."""
+        from engine.loading import local_mode
+
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle("Open Remote Model (NDIF)")
+        where = ("ATTNSCOPE_NDIF=local: a model folder or cached hub id, run here through nnsight as NDIF would"
+                 if local_mode() else "the hub id of a model NDIF serves (see nnsight.net/status), e.g. "
+                 "meta-llama/Llama-3.1-70B; the key is read from NDIF_API_KEY")
+        dialog.setLabelText(f"Model ({where}):")
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.textValueSelected.connect(lambda name: name.strip() and self.open_source(remote_source(name)))
         dialog.open()
         return dialog
 

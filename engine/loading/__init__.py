@@ -20,8 +20,9 @@ _PUBLIC = {
     "cache_dir": "hub_cache",
     "LoadedModel": "loaded",
     "accelerate_missing": "placement",
+    "local_mode": "remote_source",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["CheckpointError", "LoadedModel", "accelerate_missing", "cache_dir", "cached_snapshots",
            "check_checkpoint_path", "checked", "hf_to_scratch", "load_checkpoint", "open_model",
-           "random_model", "save_checkpoint"]
+           "local_mode", "random_model", "save_checkpoint"]

@@ -1,0 +1,33 @@
+"""The window opens an ndif: model (ATTNSCOPE_NDIF=local: run here through nnsight's stand-in for
+NDIF) from File > Open Remote Model (NDIF)…, runs it as one nnsight job and draws the trace."""
+import pytest
+
+pytest.importorskip("nnsight")
+
+from tests.hf_tiny import tiny_folder  # noqa: E402
+
+KIND = "decoder self"
+
+
+def test_the_file_menu_opens_a_remote_model_and_its_run_is_drawn(window, qtbot, tmp_path, monkeypatch, drawn):
+    from PySide6.QtWidgets import QInputDialog
+
+    from engine.remote import RemoteTrace
+    from engine.traces import trace_text
+
+    monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
+    folder = tiny_folder(tmp_path, "llama")
+    assert window.open_remote_action.text() == "Open Remote Model (&NDIF)…"
+    window.open_remote_action.trigger()
+    dialog = next(d for d in window.findChildren(QInputDialog) if d.isVisible())
+    assert "ATTNSCOPE_NDIF=local" in dialog.labelText()
+    dialog.setTextValue(str(folder))
+    dialog.accept()                                              # opened as ndif:<folder>
+    qtbot.waitUntil(lambda: isinstance(window.state.trace, RemoteTrace) and not window.run_jobs.busy, timeout=30000)
+    assert window.state.loaded.meta["ndif"] == {"model": str(folder), "mode": "local"}
+    drawn(window.grid)
+    assert window.last_error is None
+    trace = window.state.trace
+    plain = trace_text(window.state.loaded, window.state.text)   # the same model, run here
+    assert trace.shape(KIND) == plain.shape(KIND)
+    assert abs(trace.weights(KIND) - plain.weights(KIND)).max() < 1e-6
