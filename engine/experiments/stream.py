@@ -59,6 +59,9 @@ class Parts:
     mlps: dict[int, tuple[torch.nn.Module, str, int]]    # id -> (module, side, layer)
     encoder_last: torch.nn.Module | None             # an encoder-decoder's last encoder block
     role: str
+    projected: dict[Site, tuple[torch.nn.Module, torch.Tensor, torch.Tensor | None]] = field(default_factory=dict)
+    #   site -> (its attention module, W_O (D, H * Dv), bias): the sites whose module applies its own
+    #   output projection, so the replay can hand back the module's output without computing it
 
     @classmethod
     def of(cls, adapter) -> "Parts":
@@ -86,7 +89,12 @@ class Parts:
                 mlps[id(m)] = (m, side, layer)
         norms = [m for m in model.modules() if not list(m.children()) and _norm_eps(m) is not None]
         last = blocks[ENCODER_SELF][-1] if role == "encoder-decoder" else None
-        return cls(norms, embeddings, list(adapter.position_adders()), mlps, last, role)
+        projected = {}
+        for site, module in adapter.site_modules().items():
+            w_o, bias = adapter.output_projection(site)
+            if any(p.data_ptr() == w_o.data_ptr() for p in module.parameters()):
+                projected[site] = (module, w_o, bias)
+        return cls(norms, embeddings, list(adapter.position_adders()), mlps, last, role, projected)
 
 
 class _Sides:
@@ -134,6 +142,8 @@ class Reading:
     inputs: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)  # (side, name) -> (|P|, D)
     scales: dict[int, list[torch.Tensor]] = field(default_factory=dict)        # id(norm) -> per call (1, |P|, ..., 1)
     centres: dict[int, bool] = field(default_factory=dict)                     # id(norm) -> subtracts the mean
+    handed: dict[Site, int | None] = field(default_factory=dict)   # projected sites whose module returns its
+    #   output alone (None) or followed by this many Nones: the replay hands it back whole
     seconds: float = 0.0
 
     def add_source(self, name: str, side: str) -> None:
@@ -229,6 +239,16 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
         reading.mlps[(side, layer)] = _positions(out, at[side], lengths[side], "MLP")[0].detach()
         reading.add_source(source_name(f"L{layer}.mlp", side, enc_dec), side)
 
+    by_module = {id(m): site for site, (m, _, _) in parts.projected.items() if site != target}
+
+    def on_site(module, _args, out):
+        """A module that returns its output alone, or with Nones (no weights, no cache), can be
+        handed back whole in the replay."""
+        if isinstance(out, torch.Tensor):
+            reading.handed[by_module[id(module)]] = None
+        elif isinstance(out, tuple) and out and all(r is None for r in out[1:]):
+            reading.handed[by_module[id(module)]] = len(out) - 1
+
     def on_norm(module, args):
         side = sides.now()
         z = _positions(args[0], at[side], lengths[side], "norm")
@@ -247,6 +267,9 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
                 keep(m.register_forward_hook(on_mlp))
             for m in parts.norms:
                 keep(m.register_forward_pre_hook(on_norm))
+            for site, (m, _, _) in parts.projected.items():
+                if site != target:
+                    keep(m.register_forward_hook(on_site))
             with applied(interventions), hooks(_Reader(target, reading, enc_dec)):
                 adapter.forward(framed, last_only=True)
     except _Reached:
@@ -340,9 +363,32 @@ def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[i
         mine = _scale(z, reading.centres[id(module)], _norm_eps(module))
         return ((out.float() - zero) * (mine / real) + zero).to(out.dtype)
 
+    def attention(site):
+        """The site's module output, as its output projection would make it from the heads put
+        back: the bias in every copy, plus head h's slice z_h W_O,h^T in head h's copy."""
+        module, w_o, bias = parts.projected[site]
+        side = QUERY_SIDE[site.kind]
+
+        def out():
+            real = reading.heads[site][:, picks[side]]                    # (H, |P|, Dv)
+            h_n, n, dv = real.shape
+            new = real.new_zeros((copies, n, w_o.shape[0]))               # (C, |P|, D)
+            if bias is not None:
+                new += bias
+            for h in range(h_n):
+                copy = index.get((source_name(site, side, enc_dec, h), side))
+                if copy is not None:
+                    new[copy] += real[h] @ w_o[:, h * dv:(h + 1) * dv].T
+            nones = reading.handed[site]
+            return new if nones is None else (new, *([None] * nones))
+        return out
+
     seam = _Replayer(target, reading, index, picks, copies, enc_dec)
-    modules = [m for m, _ in parts.embeddings.values()] + [m for m, _, _ in parts.mlps.values()]
-    outputs = [embedding(m) for m, _ in parts.embeddings.values()] + [mlp(m) for m, _, _ in parts.mlps.values()]
+    handed = [site for site in reading.handed if site in parts.projected]
+    modules = [m for m, _ in parts.embeddings.values()] + [m for m, _, _ in parts.mlps.values()] \
+        + [parts.projected[site][0] for site in handed]
+    outputs = [embedding(m) for m, _ in parts.embeddings.values()] + [mlp(m) for m, _, _ in parts.mlps.values()] \
+        + [attention(site) for site in handed]
     try:
         with _installed() as keep, handing_back(modules, outputs):
             for m in parts.adders:
