@@ -238,7 +238,7 @@ def _check_fits(adapter, copies: int, name: str) -> None:
 
 
 def _notes(loaded, call, reading: Reading, terms: np.ndarray, score: float) -> list[str]:
-    notes = ["Each norm's scale is taken from this run, so each query and key is a sum of its sources' parts."]
+    notes = []
     if call.softcap:
         notes.append(f"The score is split before the soft-cap: the weights see {call.softcap:g} * tanh(score / "
                      f"{call.softcap:g}).")
