@@ -129,6 +129,7 @@ def test_a_cell_menu_asks_why_and_the_split_is_drawn(window_on, qtbot, drawn, fa
     p._on_hover(p.map.vb.mapViewToScene(pg.Point(0.5, 0.5)))
     assert p.readout.text().startswith("query side ") and not p.mark.isVisible()
 
+    assert p.versus_box.maximum() == 9                                     # a causal row's keys: up to itself
     p.versus_box.setValue(5)                                               # another key: asked anew
     qtbot.waitUntil(lambda: fake_engine.calls[-1]["versus"] == 5 and not p.jobs.busy, timeout=20000)
     assert p.result.versus.key == 5 and "(chosen)" in p.summary.text()

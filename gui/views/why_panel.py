@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProg
                                QSpinBox, QVBoxLayout, QWidget)
 
 from engine.interventions import Interventions
+from engine.kinds import DECODER_SELF
 from engine.inputs import Chat
 from gui.colormaps import attach_colorbar
 from gui.elided import ElidedLabel
@@ -217,8 +218,9 @@ class WhyPanel(QWidget):
         self.asked = WhyAsk(kind, int(layer), int(head), int(query), int(key))
         trace = self.state.trace
         keys = len(trace.key_tokens(kind)) if trace is not None and kind in trace.kinds else 1
+        last = min(keys - 1, query) if kind == DECODER_SELF else keys - 1     # a causal row sees up to itself
         self.versus_box.blockSignals(True)
-        self.versus_box.setRange(-1, max(0, keys - 1))
+        self.versus_box.setRange(-1, max(0, last))
         self.versus_box.setValue(-1)
         self.versus_box.blockSignals(False)
         self.title.setText(self._asked_words(self.asked))
@@ -408,6 +410,8 @@ class WhyPanel(QWidget):
             parts.append(f"position bias {_signed(s.position_bias)}, added to the score apart from the table")
         if s.softcap is not None:
             parts.append(f"soft-capped at {s.softcap:g} after the score: the table splits the score before the cap")
+        if self.state.value_weighted:
+            parts.append("Head detail draws value-weighted attention; this weight is the softmax's")
         v = s.versus
         if v is not None:
             which = "the row's runner-up" if self.runner_up else "chosen"
