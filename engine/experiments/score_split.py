@@ -41,6 +41,9 @@ EXACT_CELLS = 64             # loadings are exact (every row, every key) up to t
 SAMPLED_ROWS = 32            # past it: this many rows, evenly spread
 KEYS_PER_ROW = 16            # each over its strongest keys
 COPY_TOKENS = 4096           # copies x positions in one replay forward (memory)
+REPLAY_SHARE = 0.1           # a copy's token in the replay costs about this share of a token of the first forward
+#                              (no MLP, no attention but the asked one: measured 0.07 s for 1,491 copy-tokens
+#                              against 0.75 s for 1,024 tokens, the 1B attention shape on a 2-core CPU)
 NEEDS_MODEL = ("Why a head attends needs the model itself: a recording keeps each head's queries and keys, not the "
                "sources that wrote them. Open the model, then ask again.")
 
@@ -94,9 +97,9 @@ def _split_terms(qs: torch.Tensor, ks: torch.Tensor, scale: float) -> np.ndarray
     return (scale * (qs @ ks.T)).cpu().numpy()
 
 
-def _replay_all(adapter, framed, target, reading, stop, chunk: int):
-    """The replay over the reading's positions in chunks of ``chunk`` per side: q and k of
-    every copy at every position, assembled."""
+def _replay_all(adapter, framed, target, reading, stop, chunk: int, head: int, kv: int):
+    """The replay over the reading's positions in chunks of ``chunk`` per side: q of query head
+    ``head`` and k of key head ``kv``, of every copy at every position (C, 1, n, Dh) each."""
     sides = [s for s in (SOURCE, TARGET) if s in reading.at]
     n = max(len(reading.at[s]) for s in sides)
     qs, ks = [], []
@@ -106,8 +109,8 @@ def _replay_all(adapter, framed, target, reading, stop, chunk: int):
             raise RunCancelled("Stopped.")
         at = {s: reading.at[s][start:start + chunk] or reading.at[s][:1] for s in sides}
         qk = replay(adapter, framed, target, reading, at)
-        qs.append((at[q_side], qk.q))
-        ks.append((at[k_side], qk.k))
+        qs.append((at[q_side], qk.q[:, head:head + 1]))
+        ks.append((at[k_side], qk.k[:, kv:kv + 1]))
     return qs, ks
 
 
@@ -187,19 +190,22 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
             raise InputError(f"Query {query} cannot see key {versus} (the mask hides it): choose a key it sees to "
                              "compare with.")
         copies = len(reading.sources) + 1
-        _check_fits(adapter, copies, loaded.name)
-        yield Progress(1, 3, f"Splitting the score over {copies - 1} sources")
+        positions = sum(len(ps) for ps in reading.at.values())
+        _check_fits(adapter, copies, positions, call.q.shape[-1], loaded.name)
+        seconds = REPLAY_SHARE * reading.seconds * copies * positions / max(1, lengths[q_side])
+        yield Progress(1, 3, f"Splitting the score over {copies - 1} sources at {positions} positions (about "
+                             f"{duration(seconds)})")
         chunk = max(1, COPY_TOKENS // copies)
-        qs, ks = _replay_all(adapter, framed, site, reading, stop, chunk)
         kv = call.kv_head(head)
+        qs, ks = _replay_all(adapter, framed, site, reading, stop, chunk, head, kv)
         wanted_q = [query] + (sorted(plan[0]) if plan else [])
         wanted_k = [key] + ([versus] if versus is not None else []) + (sorted(plan[1]) if plan else [])
         q_all, _ = _gather(qs, list(dict.fromkeys(wanted_q)))
         k_all, _ = _gather(ks, list(dict.fromkeys(wanted_k)))
         qk = QK(q_all, k_all)
         order_q, order_k = list(dict.fromkeys(wanted_q)), list(dict.fromkeys(wanted_k))
-        qparts, q_names = _parts(qk, reading, q_side, head, order_q, order_q, "q")      # (Nq, nq, Dh)
-        kparts, k_names = _parts(qk, reading, k_side, kv, order_k, order_k, "k")       # (Nk, nk, Dh)
+        qparts, q_names = _parts(qk, reading, q_side, 0, order_q, order_q, "q")      # (Nq, nq, Dh)
+        kparts, k_names = _parts(qk, reading, k_side, 0, order_k, order_k, "k")      # (Nk, nk, Dh)
         scale = float(call.scale)
         terms = _split_terms(qparts[:, 0], kparts[:, 0], scale)
         score = _own_score(call, head, query, key)
@@ -227,10 +233,11 @@ def _own_score(call, head: int, query: int, key: int) -> float:
     return float(q @ call.k[0, call.kv_head(head), key].float())
 
 
-def _check_fits(adapter, copies: int, name: str) -> None:
-    """Refuse, with the numbers, a replay whose one-position batch does not fit."""
+def _check_fits(adapter, copies: int, positions: int, head_dim: int, name: str) -> None:
+    """Refuse, with the numbers, a replay whose one-position batch, or whose parts of q and k
+    at every position asked (float64, kept for the table), do not fit."""
     width = max(adapter.recorded_sizes().width, 1)
-    needed = copies * width * 4 * 16                                    # a copy's activations, generously
+    needed = copies * width * 4 * 16 + copies * positions * head_dim * 8 * 3   # activations, generously; the parts
     free = free_bytes(adapter.device)
     if needed > free // 2:
         raise InputError(f"Splitting a score of {name} reads {copies - 1} sources at once: about {gib(needed)} for "
