@@ -55,6 +55,7 @@ SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and s
 
 def run(args) -> int:
     from engine.inputs import InputError
+    from engine.remote import remote_of, trace_remote
     from engine.traces import trace_text
 
     problem = writable_problem(args.out)
@@ -75,8 +76,11 @@ def run(args) -> int:
         if loaded is None:
             return BAD_INPUT
         try:
-            trace = trace_text(loaded, body, target=args.target, pair=args.pair,
-                               value_weighted=args.value_weighted)
+            if remote_of(loaded) is not None and not args.value_weighted:   # ndif:MODEL: one nnsight job
+                trace = trace_remote(loaded, body, say=say)
+            else:
+                trace = trace_text(loaded, body, target=args.target, pair=args.pair,
+                                   value_weighted=args.value_weighted)
         except InputError as exc:
             say(exc)
             return BAD_INPUT

@@ -45,7 +45,9 @@ def test_a_remote_run_gives_the_local_runs_weights(folders, local, arch):
     t = plain.shape(KIND)[2]
     remote = trace_remote(loaded, TEXT, rows=5, overview=7)         # q of the last 5 queries only
     assert isinstance(remote, RemoteTrace) and remote.shape(KIND) == plain.shape(KIND)
-    assert remote.rows_fetched == [(t - 5, t)] and not remote.recorded and remote.call(KIND, 0) is None
+    assert remote.rows_fetched == [(t - 5, t)] and not remote.complete and not remote.computes_on_demand(KIND)
+    with pytest.raises(RemoteJobError, match=f"Only query rows {t - 5}-{t - 1} of {t} were fetched"):
+        remote.calls                                                # nothing saved with holes
     # the overview was pooled where the model ran, by the local path's own code
     mine, theirs = plain.thumbnails(KIND, 7), remote.thumbnails(KIND, 7)
     np.testing.assert_allclose(theirs.pooled, mine.pooled, atol=ATOL)
@@ -69,7 +71,7 @@ def test_a_remote_run_gives_the_local_runs_weights(folders, local, arch):
     assert remote.jobs == 2 and remote.rows_fetched == [(0, 3), (t - 5, t)]
     assert len(said) == 1 and "will travel back" in said[0] and "the last job took" in said[0]
     np.testing.assert_allclose(remote.weights(KIND), plain.weights(KIND), atol=ATOL)   # the rest: one job more
-    assert remote.jobs == 3 and remote.recorded
+    assert remote.jobs == 3 and remote.complete and remote.computes_on_demand(KIND)
     np.testing.assert_allclose(remote.recording().weights(KIND), plain.weights(KIND), atol=ATOL)
 
 
@@ -165,3 +167,20 @@ def test_a_job_past_ndifs_limit_is_refused_with_numbers(folders):
     assert huge.seconds > JOB_SECONDS
     with pytest.raises(RemoteJobError, match="would take about 70.3 min .* more than NDIF's 60.0 min limit"):
         check_travel(huge, "llama")
+
+
+def test_queries_and_keys_are_read_and_only_a_whole_trace_is_saved(folders, local, tmp_path):
+    from engine.inspection.neurons import query_keys
+    from engine.traces.recording_file import load_recording, save_recording
+
+    plain = trace_text(open_model(str(folders["qwen3"]), "cpu"), TEXT)
+    remote = trace_remote(open_model(f"ndif:{folders['qwen3']}", "cpu"), TEXT, rows=3)
+    with pytest.raises(RemoteJobError, match="fetch every row before saving"):
+        save_recording(remote, tmp_path / "r")
+    assert not list(tmp_path.iterdir())                             # nothing half-written
+    mine, theirs = query_keys(plain, KIND, 1, 2), query_keys(remote, KIND, 1, 2)   # the rows not here: one job
+    assert remote.complete and remote.jobs == 2
+    np.testing.assert_allclose(theirs.queries, mine.queries, atol=ATOL)
+    np.testing.assert_array_equal(theirs.masked, mine.masked)
+    back = load_recording(save_recording(remote, tmp_path / "r"))
+    np.testing.assert_allclose(back.weights(KIND), plain.weights(KIND), atol=ATOL)

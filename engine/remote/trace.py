@@ -113,18 +113,33 @@ class RemoteTrace(AttentionTrace):
         t = len(self.target_tokens)
         return len(self._k), self._heads, t, t
 
+    batch_index = 0                                   # one example: the text's
+
     @property
     def recorded(self) -> bool:
-        """A recording once every row is fetched (it can be saved); until then, rows not fetched
-        are computed by new remote jobs."""
-        return self.complete
-
-    def computes_on_demand(self, kind: str) -> bool:
+        """Computed from queries and keys, as a recording is: its q and k can be read (``call``
+        fetches the rows not here first) and, once every row is here, it is saved as one."""
         return True
 
-    def call(self, kind: str, layer: int) -> AttentionCall | None:
-        """The whole call of one layer once every row is here; None before."""
-        return self.recording().call(kind, layer) if self.complete else None
+    def computes_on_demand(self, kind: str) -> bool:
+        """Whether drawing computes weights here from q and k: once every row is here. Before,
+        the overview reads the pixels pooled there, and a block over rows not here is a job."""
+        return self.complete
+
+    def call(self, kind: str, layer: int) -> AttentionCall:
+        """The whole call of one layer (q of every row: those not here fetched first, one job)."""
+        self.fetch_rows(0, len(self.target_tokens))
+        return self.recording().call(kind, layer)
+
+    @property
+    def calls(self) -> dict[str, list[AttentionCall]]:
+        """kind -> every layer's whole call, as a recording holds them (what Save Recording
+        writes); RemoteJobError while rows are not here: never a recording with holes."""
+        return self.recording().calls
+
+    def piece_span(self, kind: str) -> tuple[int, int]:
+        t = len(self.target_tokens)
+        return t, t
 
     def strongest_keys(self, kind, layer, heads, rows, k, keys=None):
         return self.recording().strongest_keys(kind, layer, heads, rows, k, keys) if self.complete else None
