@@ -17,6 +17,7 @@ SHORTCUTS = [
     ("Esc", "Stop a long Run, or an export"),
     ("Ctrl+Shift+T", "Open a text file as the text (a long context)"),
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
+    ("Alt+click", "In Head detail: why does this query attend to this key (the Why panel; or right-click the cell)"),
     ("F1", "What am I looking at: help for the focused view"),
     ("Ctrl+/", "This list of shortcuts"),
     ("F5", "Presentation mode: large fonts and thick lines, for a projector"),
