@@ -1,5 +1,6 @@
 """why against an independent float64 reference built from plain forward hooks: encoders
-(BERT, RoBERTa, ours) and encoder-decoders (T5, BART, our translator, post-LN), every kind.
+(BERT, RoBERTa, ours) and encoder-decoders (T5, BART, our translator post-LN as shipped and
+rebuilt pre-LN, whose encoder ends with a norm), every kind.
 
 As test_why_reference.py (the decoders): each term of the table and of the versus key equals
 tests/why_reference.py's by-hand split to 1e-5 of the largest term; the score, the position
@@ -19,7 +20,8 @@ ENCODERS = [(f, ENC, layer, head) for f in ("bert", "roberta") for layer, head i
     ("random-bert", ENC, 0, 1), ("random-bert", ENC, 1, 3)]
 ENCODER_DECODERS = [(f, kind, layer, head) for f in ("t5", "bart", "bundled-translator")
                     for kind in (ENC, DEC, CROSS) for layer, head in ((1, 1), (2, 3))] + [
-    ("random-translator", kind, layer, head) for kind in (ENC, DEC, CROSS) for layer, head in ((0, 1), (1, 3))]
+    ("random-translator", kind, layer, head) for kind in (ENC, DEC, CROSS) for layer, head in ((0, 1), (1, 3))] + [
+    ("pre-ln-translator", kind, layer, head) for kind in (ENC, DEC, CROSS) for layer, head in ((1, 1), (2, 3))]
 
 
 @pytest.fixture(scope="module")

@@ -416,10 +416,11 @@ def _t5(m, calls: Calls, kind: str, layer: int, lengths: dict) -> Split:
 
 
 def _translator_stream(m, calls: Calls, decoder: bool, upto: int, t: int, cross_query: bool = False) -> Stream:
-    """Our translator, post-LN (norm_first=False): embeddings scaled by sqrt(d), sinusoidal
-    positions added by ``positions`` (its second call is the decoder's)."""
-    assert not m.config.norm_first
+    """Our translator: embeddings scaled by sqrt(d), sinusoidal positions added by ``positions``
+    (its second call is the decoder's). Post-LN (norm_first=False, as shipped): each norm
+    after an add transforms the stream; pre-LN: the norms are the asked call's (``_translator``)."""
     stack, c, call = (m.decoder if decoder else m.encoder), m.config, -1 if decoder else 0
+    post = (lambda s, n: normed(s, n, calls.input(n), calls.output(n))) if not c.norm_first else (lambda s, n: s)
     s = Stream(t, c.d_model)
     scaled = calls.input(m.positions, call)
     s.add("embed", scaled)
@@ -432,28 +433,29 @@ def _translator_stream(m, calls: Calls, decoder: bool, upto: int, t: int, cross_
         for attn, norm, letter in blocks:
             p = attn.c_proj
             s.extend(head_outputs(calls.input(p), p, c.n_head, f"L{l}.{letter}", calls.output(p)))
-            s = normed(s, norm, calls.input(norm), calls.output(norm))
+            s = post(s, norm)
         if l < upto:
             s.add(f"L{l}.mlp", calls.output(b.ffn))
-            s = normed(s, b.res_ffn.norm, calls.input(b.res_ffn.norm), calls.output(b.res_ffn.norm))
+            s = post(s, b.res_ffn.norm)
     return s if decoder else _renamed(s, ENC)
 
 
 def _translator(m, calls: Calls, kind: str, layer: int, lengths: dict) -> Split:
     c = m.config
     src, tgt, d, h = lengths["source"], lengths["target"], c.d_model, c.n_head
+    pre = (lambda s, n: normed(s, n, calls.input(n), calls.output(n))) if c.norm_first else (lambda s, n: s)
     if kind == "cross":
-        qs = _translator_stream(m, calls, True, layer, tgt, True)
-        ks = _translator_stream(m, calls, False, c.n_encoder_layers, src)
         a = m.decoder[layer].cross_attn
+        qs = pre(_translator_stream(m, calls, True, layer, tgt, True), m.decoder[layer].res_cross.norm)
+        ks = pre(_translator_stream(m, calls, False, c.n_encoder_layers, src), m.enc_norm)   # pre-LN: a last norm
         q = projected(qs, a.c_q.weight, a.c_q.bias, h)
         k = projected(ks, a.c_kv.weight[:d], a.c_kv.bias[:d], h)
         mask = everything(tgt, src)
     else:
         decoder = kind == "decoder self"
-        t = tgt if decoder else src
-        qs = ks = _translator_stream(m, calls, decoder, layer, t)
-        a = (m.decoder if decoder else m.encoder)[layer].self_attn
+        t, b = (tgt, m.decoder[layer]) if decoder else (src, m.encoder[layer])
+        qs = ks = pre(_translator_stream(m, calls, decoder, layer, t), b.res_self.norm if decoder else b.res_attn.norm)
+        a = b.self_attn
         q = projected(qs, a.c_attn.weight[:d], a.c_attn.bias[:d], h)
         k = projected(ks, a.c_attn.weight[d:2 * d], a.c_attn.bias[d:2 * d], h)
         mask = causal(t, t) if decoder else everything(t, t)
@@ -577,7 +579,8 @@ class Opened:
     """A module's models, each opened once: ``get(family)`` -> (loaded, reference, target).
     Hugging Face families are tiny folders with three layers (so a middle layer has heads
     before it); ``random-*`` are ours as the window opens them; ``bundled-*`` the shipped
-    checkpoints (the GPT's rotary path). Tiny and random ones get ``randomized`` weights."""
+    checkpoints (the GPT's rotary path); ``pre-ln-translator`` ours with norm_first=True (its
+    encoder ends with a norm). Tiny and random ones get ``randomized`` weights."""
 
     def __init__(self, root):
         self.root, self.kept = root, {}
@@ -589,7 +592,10 @@ class Opened:
             from engine.loading.catalog import CHECKPOINTS, open_model
             from tests.hf_tiny import tiny_folder
 
-            if family.startswith("bundled-"):
+            if family == "pre-ln-translator":
+                loaded = pre_ln_translator()
+                randomized(loaded.model)
+            elif family.startswith("bundled-"):
                 loaded = open_model(str(CHECKPOINTS / f"{family[len('bundled-'):]}.safetensors"), "cpu")
             else:
                 source = family if family.startswith("random-") else str(tiny_folder(self.root, family, layers=3))
@@ -599,3 +605,16 @@ class Opened:
             target = TARGET if adapter.role == "encoder-decoder" else None
             self.kept[family] = loaded, Reference(loaded, frame(adapter, TEXT, target=target)), target
         return self.kept[family]
+
+
+def pre_ln_translator():
+    """The random translator rebuilt pre-LN (norm_first=True), three layers a side."""
+    import dataclasses
+
+    from engine.loading.demo import random_model
+    from engine.models.translator import Translator
+
+    loaded = random_model("translator", layers=3)
+    config = dataclasses.replace(loaded.model.config, norm_first=True)
+    torch.manual_seed(0)
+    return dataclasses.replace(loaded, model=Translator(config).eval())
