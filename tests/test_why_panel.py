@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QMenu
 
 from engine.experiments.patching import Progress
 from engine.experiments.why_result import ScoreSplit, Versus
+from engine.interventions import HeadRef
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from gui.views.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, head_of, why_drawing
 
@@ -282,6 +283,29 @@ def test_merged_word_pieces_are_told_why_splits_a_piece(qtbot):
                                   query_tokens=lambda _k: ["a", "b"], key_tokens=lambda _k: ["a", "b"])
     p.ask(ENCODER_SELF, 0, 0, 1, 0)
     assert p.status.text() == MERGED and not p.jobs.busy and p.result is None
+
+
+def test_a_position_bias_and_a_softcap_are_said(qtbot):
+    """T5's bias is added apart from the table, Gemma 2's cap comes after the score: both said."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from gui.state import AppState
+    from gui.views.why_panel import WhyPanel
+
+    state = AppState()
+    p = WhyPanel(state)
+    qtbot.addWidget(p)
+    p.show()
+    split = replace(split_for(SimpleNamespace(name="m"), DECODER_SELF, 3, 0, 4, 2, "runner-up"), position_bias=0.5,
+                    softcap=50.0)
+    p._done((split, why_drawing(split)), p.inputs(), "runner-up")
+    text = p.summary.text()
+    assert "position bias +0.500, added to the score apart from the table" in text
+    assert "soft-capped at 50 after the score: the table splits the score before the cap" in text
+    assert p.current() and not p.mark.isVisible()
+    state.set_interventions(state.interventions.toggle(HeadRef(DECODER_SELF, 0, 1)))   # another model state: stale
+    assert p.mark.isVisible()
 
 
 def test_source_names_that_are_heads():
