@@ -171,3 +171,16 @@ def test_the_command_prints_one_object_and_refuses_in_one_line(tmp_path):
     assert "mask hides it" in bad.stderr
     odd = _cli("why", str(GPT), "--text", "the king", "--head", "x", "--query", "0", "--key", "0", "--json")
     assert odd.returncode == 2 and "L.H" in odd.stderr
+
+
+def test_a_replay_in_chunks_gives_the_table_of_one_batch(gpt, monkeypatch):
+    """A long loading reads more copies x positions than one forward holds: in chunks, the
+    table and the loadings are the same numbers."""
+    from engine.experiments import score_split
+
+    whole = why(gpt, REPEATED, "decoder self", 3, 3, 15, 3, versus=12, loadings=True)
+    monkeypatch.setattr(score_split, "COPY_TOKENS", 40)          # 21 copies: one or two positions a forward
+    chunked = why(gpt, REPEATED, "decoder self", 3, 3, 15, 3, versus=12, loadings=True)
+    np.testing.assert_allclose(chunked.terms, whole.terms, atol=1e-9)
+    np.testing.assert_allclose(chunked.versus.terms, whole.versus.terms, atol=1e-9)
+    np.testing.assert_allclose(chunked.loadings.terms, whole.loadings.terms, atol=1e-9)
