@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-from engine.errors import RemoteJobError
 from engine.loading import catalog
 from engine.runtime import SPREAD, available_devices, pick_device
 
@@ -39,17 +38,14 @@ def move_model(loaded, device: str):
 def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = False, report=None, stop=None,
                 interventions=None, value_weighted=False):
     """A Run: (trace, seconds), its progress (attention sites passed) reported, stopped on Esc. An
-    ``ndif:`` model's Run is one nnsight job (engine.remote): interventions do not reach it yet,
-    so a Run asked with some is refused rather than run without them."""
+    ``ndif:`` model's Run, interventions included, is one nnsight job (engine.remote)."""
     from engine.remote import remote_of, trace_remote
     from engine.traces import trace_text
 
     start = time.perf_counter()
     if remote_of(loaded) is not None:
-        if interventions is not None and not interventions.empty:
-            raise RemoteJobError("Heads switched off and knocked-out links do not reach a remote model's Run yet: "
-                                 "clear them (Interventions panel, Clear all) to run it.")
-        return trace_remote(loaded, text, report=report, stop=stop), time.perf_counter() - start
+        return (trace_remote(loaded, text, report=report, stop=stop, interventions=interventions),
+                time.perf_counter() - start)
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
                        report=report, stop=stop, interventions=interventions, value_weighted=value_weighted)
     return trace, time.perf_counter() - start

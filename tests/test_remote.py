@@ -184,3 +184,22 @@ def test_queries_and_keys_are_read_and_only_a_whole_trace_is_saved(folders, loca
     np.testing.assert_array_equal(theirs.masked, mine.masked)
     back = load_recording(save_recording(remote, tmp_path / "r"))
     np.testing.assert_allclose(back.weights(KIND), plain.weights(KIND), atol=ATOL)
+
+
+@pytest.mark.parametrize("spec", ["ablation", "knockout"])
+def test_interventions_run_there_through_the_seams_hooks(folders, local, spec):
+    from engine.inputs import InputError
+    from engine.interventions import Edge, HeadRef, Interventions
+
+    made = {"ablation": Interventions(ablated=((HeadRef(KIND, 0, 1), "zero"), (HeadRef(KIND, 0, 2), "mean"))),
+            "knockout": Interventions(knockout=(Edge(KIND, range(5, 9), range(1, 3), None),))}[spec]
+    plain_model = open_model(str(folders["mistral"]), "cpu")
+    changed, unchanged = trace_text(plain_model, TEXT, interventions=made), trace_text(plain_model, TEXT)
+    remote = trace_remote(open_model(f"ndif:{folders['mistral']}", "cpu"), TEXT, rows=4, interventions=made)
+    theirs = remote.weights(KIND)                                   # the rows not here: a job under them too
+    assert remote.jobs == 2
+    np.testing.assert_allclose(theirs, changed.weights(KIND), atol=ATOL)
+    assert np.abs(theirs - unchanged.weights(KIND)).max() > 1e-3    # they changed what was computed
+    with pytest.raises(InputError, match="do not fit .*heads are 0 to 3"):
+        trace_remote(open_model(f"ndif:{folders['mistral']}", "cpu"), TEXT,
+                     interventions=Interventions(ablated=((HeadRef(KIND, 1, 9), "zero"),)))

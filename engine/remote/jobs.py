@@ -17,13 +17,16 @@ modules hidden, then run here. Otherwise it goes to NDIF with the API key from `
 from __future__ import annotations
 
 import ast
+import copyreg
 import os
 import re
 import time
+from contextvars import Context, ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import RemoteJobError, first_line
+from engine.interventions.spec import notes_of
 from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.loaded import LoadedModel
 from engine.loading.remote_source import MODE_VARIABLE
@@ -56,6 +59,7 @@ class Session:
         import engine
 
         nnsight.register(engine)                         # our server-side code travels by value
+        copyreg.pickle(ContextVar, _reduce_context_var)  # and with it the seam's per-thread hooks
         CONFIG.APP.REMOTE_LOGGING = False                # nnsight's status lines would go to stdout
         self.loaded, self.info = loaded, remote_of(loaded)
         self.local = self.info["mode"] == "local"
@@ -79,31 +83,42 @@ class Session:
                                  "interface in its forward, so attnscope cannot read its attention remotely.")
 
     def run(self, ids: list[int], rows: tuple[int, int] | None, overviews: list[tuple[int, str]],
-            keep_k: bool = True) -> Job:
-        """One trace over ``ids``: per layer, server.reduce_call with ``rows``, ``overviews``."""
+            keep_k: bool = True, interventions=None) -> Job:
+        """One trace over ``ids``: per layer, server.reduce_call with ``rows``, ``overviews``;
+        with ``interventions`` (engine.interventions.Interventions, not empty) each attention
+        op is skipped for the seam's output under their hooks (server.changed)."""
         import nnsight
         import torch
 
-        from engine.remote.server import reduce_call
+        from engine.remote.server import changed, layer_call, reduce_call
 
         self._check_key()
         model, ops = self.model, self.ops
+        spec = None if interventions is None or interventions.empty else interventions
         input_ids = torch.tensor([ids])
         start = time.perf_counter()
         try:
             with model.trace(input_ids, remote="local" if self.local else True):
+                made = spec.hooks() if spec is not None else []          # made there: one set for the forward
                 layers = []
-                for path, op in ops:
-                    args, kwargs = getattr(model.get(path).source, op).inputs
-                    layers.append(reduce_call(args, kwargs, rows, overviews, keep_k))
+                for layer, (path, op) in enumerate(ops):
+                    node = getattr(model.get(path).source, op)
+                    args, kwargs = node.inputs
+                    call = layer_call(args, kwargs, layer)
+                    if made:
+                        output, call = changed(call, made)
+                        node.skip((output, None))
+                    layers.append(reduce_call(call, rows, overviews, keep_k))
+                said = notes_of(made)
                 nnsight.save(layers)
+                nnsight.save(said)
         except RemoteJobError:
             raise
         except Exception as exc:                      # the server's answer, or the network's
             raise explain(exc, self.info["model"], self.local) from None
         seconds = time.perf_counter() - start
         self.last_seconds = seconds
-        return Job(layers, seconds, received_bytes(layers))
+        return Job(layers, seconds, received_bytes(layers), list(said))
 
     def _check_key(self) -> None:
         """RemoteJobError when NDIF would be asked without an API key (never said: its value)."""
@@ -115,6 +130,21 @@ class Session:
             raise RemoteJobError(f"No NDIF API key is set: put yours in the {KEY_VARIABLE} environment variable or "
                                  "nnsight's configuration (nnsight.CONFIG.set_default_api_key; get one at "
                                  "https://login.ndif.us), then run again.")
+
+
+_NO_DEFAULT = "<no default>"
+
+
+def _reduce_context_var(var: ContextVar):
+    """A ContextVar as pickle sends it: its name and default (read in a fresh context), made
+    again where the job runs. The seam keeps its hooks in one (engine.seam.attend: per thread
+    of work), and code shipped by value takes its module's globals with it."""
+    return _context_var, (var.name, Context().run(var.get, _NO_DEFAULT))
+
+
+def _context_var(name: str, default) -> ContextVar:
+    none = isinstance(default, str) and default == _NO_DEFAULT
+    return ContextVar(name) if none else ContextVar(name, default=default)
 
 
 def hub_id_of(name: str) -> str | None:

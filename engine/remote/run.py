@@ -13,11 +13,14 @@ from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.decoding.greedy import frame
 from engine.errors import RemoteJobError
-from engine.inputs import check_callback
+from engine.inputs import InputError, check_callback
+from engine.interventions.spec import malformed, problem
+from engine.kinds import DECODER_SELF
 from engine.loading.loaded import LoadedModel
-from engine.remote.estimate import check_travel, travel_estimate
+from engine.remote.estimate import check_travel, dims, travel_estimate
 from engine.remote.jobs import Session, remote_of
 from engine.remote.trace import RemoteTrace
+from engine.seam import Site
 from engine.traces.base import RunCancelled
 
 DEFAULT_ROWS = 256          # the queries whose q comes back with the Run: the last ones
@@ -36,12 +39,15 @@ def session_for(loaded: LoadedModel) -> Session:
 
 
 def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS, overview: int = DEFAULT_OVERVIEW,
-                 report=None, stop=None, say=None) -> RemoteTrace:
+                 report=None, stop=None, say=None, interventions=None) -> RemoteTrace:
     """Run the ``ndif:`` model ``loaded`` on ``text`` where it is served; ``rows``: how many of
     the last queries bring their q back (the others are fetched when a view asks; None: every
     row, a whole recording); ``say(text)``
     hears what a job brings back before it is sent; ``report(("run", 0, 1))`` as it starts and
-    ``("run", 1, 1)`` when it is back; ``stop()`` true before sending ends it (RunCancelled)."""
+    ``("run", 1, 1)`` when it is back; ``stop()`` true before sending ends it (RunCancelled).
+    ``interventions`` (engine.interventions: heads ablated, links knocked out) change the
+    forward there, at the same op, through the seam's own hooks; every later job of the trace
+    runs with them too, and knocked-out cells read 0."""
     text = check_prompt(loaded, text, remote=True)
     report, stop, say = check_callback(report, "report"), check_callback(stop, "stop"), check_callback(say, "say")
     if loaded.role != "decoder":
@@ -51,6 +57,7 @@ def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS
     framed = frame(adapter_for(loaded), text)
     ids = framed.target_ids
     t = len(ids)
+    _check_interventions(interventions, loaded, t)
     asked = (0 if rows is None else max(0, t - max(0, int(rows))), t)
     masked = any(getattr(c, "sliding_window", None) or getattr(c, "attention_chunk_size", None)
                  for c in (loaded.model.config.get_text_config(),))
@@ -64,13 +71,28 @@ def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS
         raise RunCancelled("The Run was stopped.")
     if report is not None:
         report(("run", 0, 1))
-    job = session.run(ids, asked, [(overview, "max")])
+    job = session.run(ids, asked, [(overview, "max")], interventions=interventions)
     if report is not None:
         report(("run", 1, 1))
-    notes = list(framed.notes) + [f"Run {'here through nnsight (ATTNSCOPE_NDIF=local)' if session.local else 'on NDIF'}"
+    notes = list(framed.notes) + job.notes + [f"Run {'here through nnsight (ATTNSCOPE_NDIF=local)' if session.local else 'on NDIF'}"
                                   f": {job.received:,} bytes came back in {job.seconds:.1f} s; q of query rows "
                                   f"{asked[0]:,}-{asked[1] - 1:,} is here, others are fetched when a view asks."]
     trace = RemoteTrace(session, ids, job.layers, asked, model_name=loaded.name, family=loaded.family,
-                        tokens=framed.target_tokens, notes=notes, say=say)
+                        tokens=framed.target_tokens, notes=notes, say=say, interventions=interventions)
     trace.received = job.received
     return trace
+
+
+def _check_interventions(spec, loaded: LoadedModel, tokens: int) -> None:
+    """InputError in one sentence for interventions that are malformed or name a layer, head or
+    position this model and text lack: engine.interventions' own checks, the heads read from
+    the config (a model served by NDIF cannot run the probe forward here)."""
+    if spec is None:
+        return
+    why = malformed(spec)
+    if why is None and not spec.empty:
+        layers, heads, _, _ = dims(loaded.model.config)
+        why = problem(spec, {Site(DECODER_SELF, layer): heads for layer in range(layers)},
+                      {DECODER_SELF: (tokens, tokens)})
+    if why is not None:
+        raise InputError(f"These interventions do not fit {loaded.name}: {why}.")

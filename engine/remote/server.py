@@ -2,8 +2,10 @@
 ATTNSCOPE_NDIF=local), one attention call reduced to what travels back.
 
 Each layer's attention-interface op hands transformers' arguments (module, q, k, v, mask,
-scaling, ...); ``reduce_call`` reads them as the seam does (engine.seam.hf_attention's
-``interface_call``, so a keyword the seam does not understand is refused there too) and keeps:
+scaling, ...); ``layer_call`` reads them as the seam does (engine.seam.hf_attention's
+``interface_call``, so a keyword the seam does not understand is refused there too); with
+interventions, ``changed`` runs the call through the seam under their hooks there and its
+output replaces the op's (the seam's rules hold on the server too); ``reduce_call`` keeps:
 
 - k, as the model used it (after rotary, one per key/value head);
 - each query row's log-sum-exp (the softmax's log-denominator, the sink's term in it);
@@ -18,27 +20,47 @@ not be opened on a laptop without one. The functions here are shipped with the j
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
+from engine.interventions.spec import marked
 from engine.kinds import DECODER_SELF, QUERY_SIDE
+from engine.seam import AttentionCall, Site, attend, hooks
 from engine.seam.hf_attention import interface_call
 from engine.traces.recorded import RecordedTrace
 
 
-@torch.no_grad()
-def reduce_call(args: tuple, kwargs: dict, rows: tuple[int, int] | None, overviews: list[tuple[int, str]],
-                keep_k: bool = True) -> dict:
-    """One attention call's ``(args, kwargs)`` (the op's inputs) -> the tensors that travel:
-    ``k`` (Hkv, T, Dh), ``lse`` (H, T) float32, per (size, how) in ``overviews`` the pooled
-    pixels (H, rows, cols) and the first key's (H, rows), and for ``rows`` [r0, r1): ``q``
-    (H, r, Dh) and the rows of the mask and bias (None where there are none). Plain numbers
-    (scale, softcap, window, causal) and the sink logits (H,) go with them."""
+def layer_call(args: tuple, kwargs: dict, layer: int) -> AttentionCall:
+    """The op's inputs ``(args, kwargs)`` as the seam's call at decoder self-attention ``layer``
+    (engine.seam.hf_attention.interface_call: a keyword it does not understand is refused)."""
     module, query, key, value, mask, *rest = args
-    call = interface_call(module, query, key, value, mask, *rest, **kwargs).detached()
+    call = interface_call(module, query, key, value, mask, *rest, **kwargs)
+    return replace(call, site=Site(DECODER_SELF, layer))
+
+
+def changed(call: AttentionCall, made: list) -> tuple[torch.Tensor, AttentionCall]:
+    """The call run through the seam under the intervention hooks ``made`` (engine.interventions:
+    one set for the whole forward, as a local Run's): (its output as transformers' attention
+    interface returns it, (B, Tq, H, Dh); the call as the hooks changed it: a knockout's
+    blocked cells masked), so what is drawn is what was computed."""
+    with hooks(*made):
+        out = attend(call)                                                         # (B, H, Tq, Dh)
+    return out.transpose(1, 2).contiguous(), marked(made, {call.site: call})[call.site]
+
+
+@torch.no_grad()
+def reduce_call(call: AttentionCall, rows: tuple[int, int] | None, overviews: list[tuple[int, str]],
+                keep_k: bool = True) -> dict:
+    """One attention call -> the tensors that travel: ``k`` (Hkv, T, Dh), ``lse`` (H, T)
+    float32, per (size, how) in ``overviews`` the pooled pixels (H, rows, cols) and the first
+    key's (H, rows), and for ``rows`` [r0, r1): ``q`` (H, r, Dh) and the rows of the mask and
+    bias (None where there are none). Plain numbers (scale, softcap, window, causal) and the
+    sink logits (H,) go with them."""
+    call = call.detached()
     t = call.q.shape[2]
-    tokens = [""] * t
     sides = {"source": [], "target": []}
-    sides[QUERY_SIDE[DECODER_SELF]] = tokens
+    sides[QUERY_SIDE[DECODER_SELF]] = [""] * t
     one = RecordedTrace({DECODER_SELF: [call]}, model_name="", family="", source_tokens=sides["source"],
                         target_tokens=sides["target"])
     out = {"scale": call.scale, "softcap": call.softcap, "window": call.window, "causal": call.causal,

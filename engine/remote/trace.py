@@ -25,11 +25,12 @@ from engine.traces.recorded import LAYER_BYTES, RecordedTrace
 
 class RemoteTrace(AttentionTrace):
     def __init__(self, session, ids: list[int], layers: list[dict], rows: tuple[int, int], *, model_name: str,
-                 family: str, tokens: list[str], notes: list[str] | None = None, say=None):
+                 family: str, tokens: list[str], notes: list[str] | None = None, say=None, interventions=None):
         """``layers``: the first job's per-layer dicts (engine.remote.server.reduce_call), with q
         for queries ``rows``; ``tokens`` label both axes (a decoder's). ``say(text)`` hears what
         a later job will bring back before it is sent."""
         self.session, self.ids, self.say = session, list(ids), say
+        self.interventions = interventions            # every job of this trace runs under them
         self.model_name, self.family = model_name, family
         self.source_tokens, self.target_tokens = [], list(tokens)
         self.notes = list(notes or [])
@@ -100,7 +101,7 @@ class RemoteTrace(AttentionTrace):
             last = self.session.last_seconds
             self.say(f"Fetching query rows {rows[0]:,}-{rows[1] - 1:,} of {self.model_name}: {travel.describe()}"
                      + (f"; the last job took {duration(last)}." if last is not None else "."))
-        job = self.session.run(self.ids, rows, [], keep_k=False)
+        job = self.session.run(self.ids, rows, [], keep_k=False, interventions=self.interventions)
         self.received += job.received
         self._keep(job.layers, rows)
 
@@ -161,7 +162,7 @@ class RemoteTrace(AttentionTrace):
             if size >= t:
                 self.fetch_rows(0, t)
             else:
-                job = self.session.run(self.ids, None, [key], keep_k=False)
+                job = self.session.run(self.ids, None, [key], keep_k=False, interventions=self.interventions)
                 self.received += job.received
                 self._keep(job.layers, None)
         if key not in self._overviews:
