@@ -142,6 +142,7 @@ class MainWindow(QMainWindow):
                                              QKeySequence("Ctrl+Shift+O"))
         self.open_hf_cache_action = file.addAction("Open from Hugging Face &Cache…", self.open_hf_cache_dialog)
         self.open_remote_action = file.addAction("Open Remote Model (&NDIF)…", self.opening.open_remote_dialog)
+        self.api_key_action = file.addAction("NDIF API &Key…", self.opening.api_key_dialog)
         self.recent_menu = file.addMenu("Open &Recent")
         file.addSeparator()
         file.addAction("&Export View…", self.export_view_dialog, QKeySequence("Ctrl+E"))

@@ -10,14 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QInputDialog
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit
 
-from engine.loading import catalog
+from engine.loading import catalog, use_api_key
 from engine.runtime import SPREAD
 from gui import engine_calls
 from gui.hf_cache_dialog import HFCacheDialog
 from gui.settings import push_recent, recent_files, remember_folder, start_folder
 
+API_KEY_SETTING = "ndif/api_key"
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
 
 
@@ -49,6 +50,7 @@ class ModelOpening:
     def __init__(self, window):
         self.window = window
         self.current_source: str | None = None
+        use_api_key(str(window.settings.value(API_KEY_SETTING, "") or ""))   # for remote models' jobs
 
     # ---- menus and dialogs ---------------------------------------------------------------
     def fill_model_menu(self, name: str | None = None) -> None:
@@ -121,12 +123,31 @@ class ModelOpening:
         dialog.setWindowTitle("Open Remote Model (NDIF)")
         where = ("ATTNSCOPE_NDIF=local: a model folder or cached hub id, run here through nnsight as NDIF would"
                  if local_mode() else "the hub id of a model NDIF serves (see nnsight.net/status), e.g. "
-                 "meta-llama/Llama-3.1-70B; the key is read from NDIF_API_KEY")
+                 "meta-llama/Llama-3.1-70B; the key: File > NDIF API Key… or NDIF_API_KEY")
         dialog.setLabelText(f"Model ({where}):")
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.textValueSelected.connect(lambda name: name.strip() and self.open_source(remote_source(name)))
         dialog.open()
         return dialog
+
+    def api_key_dialog(self) -> QInputDialog:
+        """File > NDIF API Key…: the key remote models' jobs go with, kept in the settings (never
+        shown back: the field is a password field, left empty; an empty answer keeps the old)."""
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle("NDIF API Key")
+        dialog.setLabelText("NDIF API key for remote models (from https://login.ndif.us; kept in attnscope's "
+                            "settings, used before the NDIF_API_KEY variable):")
+        dialog.setTextEchoMode(QLineEdit.EchoMode.Password)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.textValueSelected.connect(self._keep_api_key)
+        dialog.open()
+        return dialog
+
+    def _keep_api_key(self, key: str) -> None:
+        if key.strip():
+            self.window.settings.setValue(API_KEY_SETTING, key.strip())
+            use_api_key(key)
+            self.window.statusBar().showMessage("The NDIF API key is kept for remote models.", 5000)
 
     # ---- the load ------------------------------------------------------------------------
     def open_source(self, source: str) -> None:

@@ -107,7 +107,8 @@ def test_ndif_builds_on_the_meta_device_and_asks_for_a_key(folders, monkeypatch)
     loaded = open_model(f"ndif:{folders['llama']}", "cpu")
     assert loaded.meta["ndif"]["mode"] == "ndif"
     assert {p.device.type for p in loaded.model.parameters()} == {"meta"}            # no weights here
-    with pytest.raises(RemoteJobError, match="No NDIF API key is set.*NDIF_API_KEY"):
+    with pytest.raises(RemoteJobError, match="No NDIF API key is set: put yours in File > NDIF API Key… or in the "
+                                             "NDIF_API_KEY"):
         trace_remote(loaded, TEXT)
     from engine.inputs import InputError
     with pytest.raises(InputError, match="runs on NDIF and has no weights here"):
@@ -119,6 +120,7 @@ def test_a_refused_connection_is_one_sentence_and_never_shows_the_key(tmp_path, 
     monkeypatch.setenv("NDIF_API_KEY", "secret-key-123")
     import nnsight
     monkeypatch.setattr(nnsight.CONFIG.API, "HOST", "http://127.0.0.1:9")       # nothing listens there
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", None)                     # set from the variable, then undone
     from nnsight.modeling import huggingface
     monkeypatch.setitem(huggingface._ID_CACHE, "tiny/llama", "tiny/llama")    # the hub's answer, known: no lookup
     snapshot = tiny_folder(tmp_path / "models--tiny--llama" / "snapshots", "llama")   # as the hub cache keeps it
@@ -130,8 +132,10 @@ def test_a_refused_connection_is_one_sentence_and_never_shows_the_key(tmp_path, 
 
 
 def test_a_folder_of_no_repository_is_refused_for_ndif(folders, monkeypatch):
+    import nnsight
     monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
     monkeypatch.setenv("NDIF_API_KEY", "secret-key-123")
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", None)
     with pytest.raises(RemoteJobError, match="NDIF knows models by their hub id"):
         trace_remote(open_model(f"ndif:{folders['llama']}", "cpu"), TEXT)
 

@@ -31,3 +31,21 @@ def test_the_file_menu_opens_a_remote_model_and_its_run_is_drawn(window, qtbot, 
     plain = trace_text(window.state.loaded, window.state.text)   # the same model, run here
     assert trace.shape(KIND) == plain.shape(KIND)
     assert abs(trace.weights(KIND) - plain.weights(KIND)).max() < 1e-6
+
+
+def test_the_api_key_is_kept_in_the_settings_and_never_shown(window, qtbot, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog, QLineEdit
+
+    from engine.loading.remote_source import api_key, use_api_key
+
+    monkeypatch.delenv("NDIF_API_KEY", raising=False)
+    try:
+        window.api_key_action.trigger()
+        dialog = next(d for d in window.findChildren(QInputDialog) if d.isVisible())
+        assert dialog.textEchoMode() == QLineEdit.EchoMode.Password and dialog.textValue() == ""
+        dialog.setTextValue("  secret-key-123 ")
+        dialog.accept()
+        assert window.settings.value("ndif/api_key") == "secret-key-123" and api_key() == "secret-key-123"
+        assert "secret-key-123" not in window.statusBar().currentMessage()
+    finally:
+        use_api_key(None)

@@ -21,8 +21,9 @@ _PUBLIC = {
     "LoadedModel": "loaded",
     "accelerate_missing": "placement",
     "local_mode": "remote_source",
+    "use_api_key": "remote_source",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["CheckpointError", "LoadedModel", "accelerate_missing", "cache_dir", "cached_snapshots",
            "check_checkpoint_path", "checked", "hf_to_scratch", "load_checkpoint", "open_model",
-           "local_mode", "random_model", "save_checkpoint"]
+           "local_mode", "random_model", "save_checkpoint", "use_api_key"]

@@ -21,6 +21,21 @@ CONFIG_FILES = ["config.json", "generation_config.json", "tokenizer*", "special_
                 "merges.txt", "*.model"]
 
 
+KEY_VARIABLE = "NDIF_API_KEY"
+_given_key: list[str] = []          # the key the window's settings hold (use_api_key), for this process
+
+
+def use_api_key(key: str | None) -> None:
+    """The NDIF API key the window's settings hold (File > NDIF API Key…), used by this
+    process's jobs before NDIF_API_KEY. attnscope never prints, logs or writes it elsewhere."""
+    _given_key[:] = [key.strip()] if isinstance(key, str) and key.strip() else []
+
+
+def api_key() -> str | None:
+    """The key a job to NDIF goes with: the settings' (``use_api_key``), else NDIF_API_KEY."""
+    return (_given_key or [None])[0] or os.environ.get(KEY_VARIABLE) or None
+
+
 def is_remote_source(given: str) -> bool:
     return str(given).strip().lower().startswith(PREFIX)
 

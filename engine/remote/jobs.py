@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import copyreg
-import os
 import re
 import time
 from contextvars import Context, ContextVar
@@ -29,9 +28,8 @@ from engine.errors import RemoteJobError, first_line
 from engine.interventions.spec import notes_of
 from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.loaded import LoadedModel
-from engine.loading.remote_source import MODE_VARIABLE
+from engine.loading.remote_source import KEY_VARIABLE, MODE_VARIABLE, api_key
 
-KEY_VARIABLE = "NDIF_API_KEY"
 
 
 def remote_of(loaded: LoadedModel) -> dict | None:
@@ -126,10 +124,11 @@ class Session:
             return
         from nnsight import CONFIG
 
-        if not (os.environ.get(KEY_VARIABLE) or CONFIG.API.APIKEY):   # nnsight reads the variable too
-            raise RemoteJobError(f"No NDIF API key is set: put yours in the {KEY_VARIABLE} environment variable or "
-                                 "nnsight's configuration (nnsight.CONFIG.set_default_api_key; get one at "
-                                 "https://login.ndif.us), then run again.")
+        if api_key():                         # the settings' or NDIF_API_KEY, for nnsight's backend
+            CONFIG.API.APIKEY = api_key()
+        if not CONFIG.API.APIKEY:
+            raise RemoteJobError(f"No NDIF API key is set: put yours in File > NDIF API Key… or in the {KEY_VARIABLE} "
+                                 "environment variable (get one at https://login.ndif.us), then run again.")
 
 
 _NO_DEFAULT = "<no default>"
@@ -236,12 +235,12 @@ def explain(exc: BaseException, model: str, local: bool = False) -> RemoteJobErr
     time-out, a model not served, the network; else NDIF's own first line (the key, were it
     ever echoed there, blanked)."""
     said = first_line(exc)
-    key = os.environ.get(KEY_VARIABLE) or _configured_key()
+    key = api_key() or _configured_key()
     if key and len(key) >= 8:              # a real key; a letter or two would blank words
         said = said.replace(key, "***")
     low, kind = said.lower(), type(exc).__name__.lower()
     if "api key" in low or "api-key" in low or "apikey" in low or "unauthorized" in low or " 401" in low:
-        return RemoteJobError(f"NDIF refused the API key: check the one in {KEY_VARIABLE} or nnsight's configuration.")
+        return RemoteJobError(f"NDIF refused the API key: check the one in File > NDIF API Key… or {KEY_VARIABLE}.")
     if "version" in low:
         mine = client_version()
         theirs = [v for v in re.findall(r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?", said) if v != mine]
