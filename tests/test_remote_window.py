@@ -49,3 +49,17 @@ def test_the_api_key_is_kept_in_the_settings_and_never_shown(window, qtbot, monk
         assert "secret-key-123" not in window.statusBar().currentMessage()
     finally:
         use_api_key(None)
+
+
+def test_a_model_served_by_ndif_runs_there_and_writes_no_output_here(window, qtbot, tmp_path, monkeypatch):
+    """No network here: the Run goes as far as the key, and says so in one sentence; the output
+    line (greedy decoding needs the weights) is not asked of a model built on the meta device."""
+    import nnsight
+
+    monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
+    monkeypatch.delenv("NDIF_API_KEY", raising=False)
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", None)
+    window.open_source(f"ndif:{tiny_folder(tmp_path, 'llama')}")
+    qtbot.waitUntil(lambda: window.last_error is not None, timeout=30000)
+    assert window.state.loaded.meta["ndif"]["mode"] == "ndif" and not window.state.loaded.generates
+    assert "No NDIF API key is set" in window.last_error and "\n" not in window.last_error.strip()

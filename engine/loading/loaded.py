@@ -40,8 +40,9 @@ class LoadedModel:
 
     @property
     def generates(self) -> bool:
-        """Decoders continue a prompt and encoder-decoders translate: both can be stepped."""
-        return self.role != "encoder"
+        """Decoders continue a prompt and encoder-decoders translate: both can be stepped here (a
+        model served by NDIF, built without weights, engine.loading.remote_source, cannot)."""
+        return self.role != "encoder" and self.meta.get("ndif", {}).get("mode") != "ndif"
 
     @property
     def tgt_tokenizer(self):

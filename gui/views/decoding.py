@@ -257,8 +257,9 @@ class DecodingPanel(QWidget):
             self.output.setText("A recording holds attention, not a model: decoding steps a model. Run a text "
                                 "to decode it with the model that is open.")
         elif loaded is not None and not loaded.generates:
-            self.output.setText("Step-by-step decoding needs a model that generates text (a decoder or an "
-                                "encoder-decoder); this model is an encoder.")
+            self.output.setText("Step-by-step decoding needs a model that generates text here (a decoder or an "
+                                "encoder-decoder); " + ("this model is an encoder." if loaded.role == "encoder" else
+                                                         "this one runs on NDIF, with no weights here."))
         self._update_buttons()
 
     def step(self) -> None:

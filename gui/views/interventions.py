@@ -193,8 +193,9 @@ class InterventionsPanel(QWidget):
                                 else "Run the text to see what the change does.")
             return
         if not loaded.generates:
-            self.effect.setText("An encoder predicts no next token: the heads grid and Head detail show how its "
-                                "attention changed.")
+            self.effect.setText(("An encoder predicts no next token" if loaded.role == "encoder" else
+                                 "A model run on NDIF has no weights here to measure the next token with")
+                                + ": the heads grid and Head detail show how its attention changed.")
             return
         self.effect.setText("measuring the change…")
         self.jobs.start(_effect, loaded, self.state.prompt, self.state.target, spec,

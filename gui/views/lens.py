@@ -97,7 +97,9 @@ class LensView(QWidget):
             self.jobs.cancel()
             self.show_lens(None, NO_MODEL, now)
         elif not loaded.generates:
-            self.show_lens(None, "The logit lens reads what a model predicts; an encoder predicts no next token.", now)
+            self.show_lens(None, "The logit lens reads what a model predicts; an encoder predicts no next token."
+                           if loaded.role == "encoder" else "The logit lens reads the model's weights, and this one "
+                           "runs on NDIF, with none here.", now)
         else:
             spec = self.state.interventions
             self.jobs.start(_lens, loaded, self.state.prompt, self.state.target, spec,
