@@ -182,8 +182,11 @@ def test_queries_and_keys_are_read_and_only_a_whole_trace_is_saved(folders, loca
     with pytest.raises(RemoteJobError, match="fetch every row before saving"):
         save_recording(remote, tmp_path / "r")
     assert not list(tmp_path.iterdir())                             # nothing half-written
+    small, pooled = plain.thumbnails(KIND, 4, "mean"), remote.thumbnails(KIND, 4, "mean")   # another size: a job
+    assert remote.jobs == 2 and not remote.complete
+    np.testing.assert_allclose(pooled.pooled, small.pooled, atol=ATOL)
     mine, theirs = query_keys(plain, KIND, 1, 2), query_keys(remote, KIND, 1, 2)   # the rows not here: one job
-    assert remote.complete and remote.jobs == 2
+    assert remote.complete and remote.jobs == 3
     np.testing.assert_allclose(theirs.queries, mine.queries, atol=ATOL)
     np.testing.assert_array_equal(theirs.masked, mine.masked)
     back = load_recording(save_recording(remote, tmp_path / "r"))
