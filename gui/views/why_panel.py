@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QTimer
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy,
                                QSpinBox, QVBoxLayout, QWidget)
 
@@ -41,6 +41,7 @@ from gui.theme import tint
 from gui.views.empty import hide_empty, show_empty
 from gui.views.patching_drawing import DIVERGING
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
+from gui.views.token_labels import label_step
 from gui.view_options import ViewOptions, bind_options, option
 from gui.views.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, WhyDrawing, WhyTable, head_of, why_drawing
 from gui.worker import MODEL, Jobs, error_message
@@ -184,6 +185,8 @@ class WhyPanel(QWidget):
         self.key_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.query_plot.addItem(self.query_bars)
         self.key_plot.addItem(self.key_bars)
+        for plot in (self.map, self.query_plot, self.key_plot):      # a short dock: every other label, never a pile
+            plot.vb.sigResized.connect(self._fit_row_labels)
         self.plots.ci.layout.setColumnStretchFactor(0, 3)
         self.plots.ci.layout.setColumnStretchFactor(1, 2)
         self.plots.setMinimumHeight(220)
@@ -364,7 +367,6 @@ class WhyPanel(QWidget):
         self.image.setImage(t.table.astype(np.float32), autoLevels=False, levels=(-t.span, t.span))
         self.bar.setLevels((-t.span, t.span))
         fit_row_axis(self.map.getAxis("left"), t.rows)
-        self.map.getAxis("left").setTicks([[(i + 0.5, name) for i, name in enumerate(t.rows)]])
         self.key_axis.set_ticks(t.cols, [(j + 0.5, name) for j, name in enumerate(t.cols)])
         self.map.setRange(xRange=(0, len(t.cols)), yRange=(0, len(t.rows)), padding=0)
         self._cell_numbers(t)
@@ -374,13 +376,28 @@ class WhyPanel(QWidget):
             bars.setOpts(x0=np.minimum(values, 0.0), width=np.abs(values), y=np.arange(len(values)), height=0.7,
                          brushes=[pg.mkBrush(POSITIVE if v >= 0 else NEGATIVE) for v in values], pen=None)
             fit_row_axis(plot.getAxis("left"), names)
-            plot.getAxis("left").setTicks([[(i, name) for i, name in enumerate(names)]])
             reach = float(np.abs(values).max()) if len(values) else 1.0
             plot.setRange(xRange=(-reach, reach) if (values < 0).any() else (0, reach),
                           yRange=(-0.5, len(values) - 0.5), padding=0.05)
+        self._fit_row_labels()
         self.summary.setText(self._summary(self.result, t))
         self.links.setText(self._links(t))
         self._inputs_changed()
+
+    def _fit_row_labels(self, *_) -> None:
+        """Row labels of the map and the bars that fit the height the plots have now: every
+        label when there is room, else every k-th (a click still reads the row under it)."""
+        t = self.shown()
+        if t is None:
+            return
+        line = QFontMetrics(self.map.getAxis("left").font()).height() + 2
+        for plot, names, centre in ((self.map, t.rows, 0.5), (self.query_plot, t.query_bars[0], 0.0),
+                                    (self.key_plot, t.key_bars[0], 0.0)):
+            step = label_step(len(names), plot.vb.height(), line)
+            plot.getAxis("left").setTicks([[(i + centre, names[i]) for i in range(0, len(names), step)]])
+        fits = self.map.vb.height() >= len(t.rows) * line     # a number no taller than its cell, or none
+        for item in self.cell_texts:
+            item.setVisible(fits)
 
     def _cell_numbers(self, t: WhyTable) -> None:
         """Each cell's term written in it (the map has at most ROWS x COLS cells plus the rests)."""
