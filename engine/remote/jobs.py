@@ -76,6 +76,7 @@ class Session:
             self.model.repo_id = hub_id
         self.ops = attention_ops(self.model)
         self.last_seconds: float | None = None
+        self.shipped: set[bool] = set()      # local mode: the kinds of job already read back as NDIF would
         if not self.ops:
             raise RemoteJobError(f"{self.info['model']}: no attention module calls transformers' attention "
                                  "interface in its forward, so attnscope cannot read its attention remotely.")
@@ -96,7 +97,7 @@ class Session:
         input_ids = torch.tensor([ids])
         start = time.perf_counter()
         try:
-            with model.trace(input_ids, remote="local" if self.local else True):
+            with model.trace(input_ids, remote=self._where(spec is not None)):
                 made = spec.hooks() if spec is not None else []          # made there: one set for the forward
                 layers = []
                 for layer, (path, op) in enumerate(ops):
@@ -116,7 +117,18 @@ class Session:
             raise explain(exc, self.info["model"], self.local) from None
         seconds = time.perf_counter() - start
         self.last_seconds = seconds
+        self.shipped.add(spec is not None)
         return Job(layers, seconds, received_bytes(layers), list(said))
+
+    def _where(self, intervening: bool):
+        """nnsight's ``remote``: True (NDIF); here, "local" for the first job of its kind (with or
+        without interventions: the code shipped differs), serialised and read back as NDIF would
+        with attnscope's modules hidden; later jobs of that kind run the same trace here without
+        the round trip (False). nnsight's stand-in hides those modules process-wide while it
+        reads a job back, which a window's other threads importing meanwhile must see at most once."""
+        if not self.local:
+            return True
+        return False if intervening in self.shipped else "local"
 
     def _check_key(self) -> None:
         """RemoteJobError when NDIF would be asked without an API key (never said: its value)."""

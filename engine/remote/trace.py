@@ -123,9 +123,10 @@ class RemoteTrace(AttentionTrace):
         return True
 
     def computes_on_demand(self, kind: str) -> bool:
-        """Whether drawing computes weights here from q and k: once every row is here. Before,
-        the overview reads the pixels pooled there, and a block over rows not here is a job."""
-        return self.complete
+        """True: a block of weights is computed here from q and k, and a block over rows not
+        here runs a job first, so views draw it on the model's lane (gui.worker.drawing_lane).
+        The overview's pixels at the size pooled there are read, not computed."""
+        return True
 
     def call(self, kind: str, layer: int) -> AttentionCall:
         """The whole call of one layer (q of every row: those not here fetched first, one job)."""
