@@ -57,6 +57,7 @@ class Session:
         import engine
 
         nnsight.register(engine)                         # our server-side code travels by value
+        _keep_bindings_loaded()
         copyreg.pickle(ContextVar, _reduce_context_var)  # and with it the seam's per-thread hooks
         CONFIG.APP.REMOTE_LOGGING = False                # nnsight's status lines would go to stdout
         self.loaded, self.info = loaded, remote_of(loaded)
@@ -156,6 +157,19 @@ def _reduce_context_var(var: ContextVar):
 def _context_var(name: str, default) -> ContextVar:
     none = isinstance(default, str) and default == _NO_DEFAULT
     return ContextVar(name) if none else ContextVar(name, default=default)
+
+
+# Left loaded while nnsight's local stand-in reads a job back: it takes every module a server
+# lacks out of sys.modules for that moment and puts them back, and with the Qt bindings among
+# them, widgets made after a job crashed on show() (a segfault, 4 runs in 4 here). No job ever
+# uses them; attnscope's own modules stay hidden, as they are on the server.
+BINDINGS = ("PySide6", "shiboken6", "pyqtgraph")
+
+
+def _keep_bindings_loaded() -> None:
+    from nnsight.intervention.backends import local
+
+    local._SERVER_MODULES.update(BINDINGS)
 
 
 def hub_id_of(name: str) -> str | None:
