@@ -10,6 +10,7 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("nnsight")
 
@@ -107,6 +108,7 @@ def test_ndif_builds_on_the_meta_device_and_asks_for_a_key(folders, monkeypatch)
     loaded = open_model(f"ndif:{folders['llama']}", "cpu")
     assert loaded.meta["ndif"]["mode"] == "ndif"
     assert {p.device.type for p in loaded.model.parameters()} == {"meta"}            # no weights here
+    assert {p.dtype for p in loaded.model.parameters()} == {torch.float32}           # as its config.json says
     with pytest.raises(RemoteJobError, match="No NDIF API key is set: put yours in File > NDIF API Key… or in the "
                                              "NDIF_API_KEY"):
         trace_remote(loaded, TEXT)

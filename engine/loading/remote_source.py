@@ -90,8 +90,10 @@ def _on_meta(name: str, folder: Path):
     try:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+        dtype = getattr(config, "dtype", None)            # as served (bf16 for most): what the estimates count
+        dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype or "bfloat16"), torch.bfloat16)
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+            model = AutoModelForCausalLM.from_config(config, trust_remote_code=False, dtype=dtype)
     except Exception as exc:
         raise HFModelError(f"ndif:{name}: its config and tokenizer in {folder} do not make a language model that "
                            f"transformers knows ({first_line(exc, 160)}).") from None
