@@ -51,6 +51,13 @@ def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = Fal
     return trace, time.perf_counter() - start
 
 
+def served_models() -> list[str]:
+    """The models NDIF runs now ([] where it cannot be reached): a network question, no torch maths."""
+    from engine.remote import served_models as served
+
+    return served()
+
+
 def model_output(loaded, text, interventions=None, stop=None) -> str:
     """The output line's text; a newer request ends it within a layer."""
     from engine.traces import stoppable

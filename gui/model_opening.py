@@ -17,6 +17,7 @@ from engine.runtime import SPREAD
 from gui import engine_calls
 from gui.hf_cache_dialog import HFCacheDialog
 from gui.settings import push_recent, recent_files, remember_folder, start_folder
+from gui.worker import SHARED, Jobs
 
 API_KEY_SETTING = "ndif/api_key"
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.ckpt *.bin);;All files (*)"
@@ -36,6 +37,14 @@ def same_source(a: str | None, b: str | None) -> bool:
 
 def is_bundled(source: str) -> bool:
     return any(same_source(source, str(p)) for p in catalog.bundled_checkpoints())
+
+
+def _offer(dialog: QInputDialog, names: list[str]) -> None:
+    """The models NDIF serves, as the dialog's choices; what was typed meanwhile is kept."""
+    typed = dialog.textValue()
+    dialog.setComboBoxItems(names)
+    if typed:
+        dialog.setTextValue(typed)
 
 
 def remote_source(name: str) -> str:
@@ -125,9 +134,15 @@ class ModelOpening:
                  if local_mode() else "the hub id of a model NDIF serves (see nnsight.net/status), e.g. "
                  "meta-llama/Llama-3.1-70B; the key: File > NDIF API Key… or NDIF_API_KEY")
         dialog.setLabelText(f"Model ({where}):")
+        dialog.setComboBoxEditable(True)              # a hub id typed, or one of those NDIF runs now
+        dialog.setComboBoxItems([])
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.textValueSelected.connect(lambda name: name.strip() and self.open_source(remote_source(name)))
         dialog.open()
+        if not local_mode():                          # what NDIF serves, where it can be reached (a worker)
+            dialog.served_jobs = Jobs(dialog, "Could not ask NDIF what it serves", lane=SHARED)
+            dialog.served_jobs.start(engine_calls.served_models,
+                                     on_returned=lambda names: names and _offer(dialog, names))
         return dialog
 
     def api_key_dialog(self) -> QInputDialog:

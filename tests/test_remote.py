@@ -212,3 +212,22 @@ def test_interventions_run_there_through_the_seams_hooks(folders, local, spec):
     with pytest.raises(InputError, match="do not fit .*heads are 0 to 3"):
         trace_remote(open_model(f"ndif:{folders['mistral']}", "cpu"), TEXT,
                      interventions=Interventions(ablated=((HeadRef(KIND, 1, 9), "zero"),)))
+
+
+def test_what_ndif_serves_is_read_from_its_status(monkeypatch):
+    from nnsight import ndif
+
+    from engine.remote import served_models
+
+    def running(model, state="RUNNING", task="text-generation", level="HOT"):
+        return {"repo_id": model, "model_key": f"x:{model}", "task": task, "deployment_level": level,
+                "application_state": state}
+    answer = {"deployments": {"a": running("meta-llama/Llama-3.1-70B"), "b": running("openai-community/gpt2"),
+                              "c": running("x/deploying", state="DEPLOYING"), "d": running("x/cold", level="COLD")}}
+    monkeypatch.setattr(ndif, "_get", lambda *a, **k: answer)                # a stand-in for NDIF's /status
+    assert served_models() == ["meta-llama/Llama-3.1-70B", "openai-community/gpt2"]
+
+    def refused(*a, **k):
+        raise ConnectionError("[Errno 111] Connection refused")
+    monkeypatch.setattr(ndif, "_get", refused)
+    assert served_models() == []

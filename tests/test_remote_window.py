@@ -103,3 +103,18 @@ def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot,
     qtbot.waitUntil(lambda: worker.active_threads() == 0, timeout=30000)   # every view's jobs done, none left running
     assert trace.jobs > 1                                 # the views asked for rows and pixels not here
     assert seen and set(seen) == {worker.MODEL}, sorted(set(map(str, seen)))
+
+
+def test_the_dialog_offers_what_ndif_serves(window, qtbot, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    from gui import engine_calls
+
+    monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
+    served = ["meta-llama/Llama-3.1-70B", "openai-community/gpt2"]          # a stand-in for NDIF's answer
+    monkeypatch.setattr(engine_calls, "served_models", lambda: served)
+    window.open_remote_action.trigger()
+    dialog = next(d for d in window.findChildren(QInputDialog) if d.isVisible())
+    qtbot.waitUntil(lambda: dialog.comboBoxItems() == served, timeout=10000)
+    assert "NDIF_API_KEY" in dialog.labelText()
+    dialog.reject()

@@ -12,8 +12,9 @@ from engine.runtime.public import lazy
 _PUBLIC = {
     "RemoteTrace": "trace",
     "remote_of": "jobs",
+    "served_models": "jobs",
     "trace_remote": "run",
     "travel_estimate": "estimate",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["RemoteTrace", "remote_of", "trace_remote", "travel_estimate"]
+__all__ = ["RemoteTrace", "remote_of", "served_models", "trace_remote", "travel_estimate"]

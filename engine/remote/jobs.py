@@ -172,6 +172,23 @@ def _keep_bindings_loaded() -> None:
     local._SERVER_MODULES.update(BINDINGS)
 
 
+def served_models() -> list[str]:
+    """The hub ids of the language models NDIF runs now (its /status: RUNNING, text generation),
+    sorted; [] where NDIF cannot be reached (nnsight's own "service down" line kept off stderr)."""
+    import contextlib
+    import io
+
+    from nnsight import ndif
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            deployments = ndif.status().deployments
+        except Exception:                 # an answer nnsight cannot read: nothing to list
+            return []
+    return sorted({d["repo_id"] for d in deployments.values()
+                   if d.get("state") == "RUNNING" and d.get("task") in (None, "text-generation")})
+
+
 def hub_id_of(name: str) -> str | None:
     """The hub id an ``ndif:`` name stands for: the name itself, or a Hugging Face cache
     snapshot's (.../models--owner--name/snapshots/...); None for a folder of no repository."""
