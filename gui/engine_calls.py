@@ -36,15 +36,16 @@ def move_model(loaded, device: str):
 
 
 def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = False, report=None, stop=None,
-                interventions=None, value_weighted=False):
+                interventions=None, value_weighted=False, say=None):
     """A Run: (trace, seconds), its progress (attention sites passed) reported, stopped on Esc. An
-    ``ndif:`` model's Run, interventions included, is one nnsight job (engine.remote)."""
+    ``ndif:`` model's Run, interventions included, is one nnsight job (engine.remote); ``say``
+    (thread-safe) hears what it and the trace's later jobs bring back before they go."""
     from engine.remote import remote_of, trace_remote
     from engine.traces import trace_text
 
     start = time.perf_counter()
     if remote_of(loaded) is not None:
-        return (trace_remote(loaded, text, report=report, stop=stop, interventions=interventions),
+        return (trace_remote(loaded, text, report=report, stop=stop, interventions=interventions, say=say),
                 time.perf_counter() - start)
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
                        report=report, stop=stop, interventions=interventions, value_weighted=value_weighted)

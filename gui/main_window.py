@@ -254,7 +254,7 @@ class MainWindow(QMainWindow):
         text, target, pair, chat, system = typed
         self.run_jobs.start(engine_calls.timed_trace, loaded, prompt_of(text, chat, system), target, pair, merge,
                             interventions=self.state.interventions, value_weighted=self.state.value_weighted,
-                            on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, typed),
+                            say=self.opening.remote_notices.said.emit, on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, typed),
                             on_error=lambda _exc: self.state.end_request())
 
     def supersede(self) -> None:

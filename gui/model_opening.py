@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit
 
 from engine.loading import catalog, use_api_key
@@ -53,12 +53,20 @@ def remote_source(name: str) -> str:
     return name if name.lower().startswith("ndif:") else f"ndif:{name}"
 
 
+class RemoteNotices(QObject):
+    """What a remote model's jobs say before they go (what will travel, the last job's time),
+    from whichever worker starts them, shown in the status bar on the GUI thread."""
+    said = Signal(str)
+
+
 class ModelOpening:
     """The window's model opening; ``current_source`` is what the loaded model was opened from."""
 
     def __init__(self, window):
         self.window = window
         self.current_source: str | None = None
+        self.remote_notices = RemoteNotices(window)
+        self.remote_notices.said.connect(lambda text: window.statusBar().showMessage(text, 15000))
         use_api_key(str(window.settings.value(API_KEY_SETTING, "") or ""))   # for remote models' jobs
 
     # ---- menus and dialogs ---------------------------------------------------------------

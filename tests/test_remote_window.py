@@ -21,9 +21,13 @@ def test_the_file_menu_opens_a_remote_model_and_its_run_is_drawn(window, qtbot, 
     window.open_remote_action.trigger()
     dialog = next(d for d in window.findChildren(QInputDialog) if d.isVisible())
     assert "ATTNSCOPE_NDIF=local" in dialog.labelText()
+    said = []
+    window.opening.remote_notices.said.connect(said.append)
     dialog.setTextValue(str(folder))
     dialog.accept()                                              # opened as ndif:<folder>
     qtbot.waitUntil(lambda: isinstance(window.state.trace, RemoteTrace) and not window.run_jobs.busy, timeout=30000)
+    qtbot.waitUntil(lambda: bool(said), timeout=10000)
+    assert "will travel back" in said[0]                         # said before the job went
     assert window.state.loaded.meta["ndif"] == {"model": str(folder), "mode": "local"}
     drawn(window.grid)
     assert window.last_error is None
