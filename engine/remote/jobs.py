@@ -62,9 +62,9 @@ class Session:
         CONFIG.APP.REMOTE_LOGGING = False                # nnsight's status lines would go to stdout
         self.loaded, self.info = loaded, remote_of(loaded)
         self.local = self.info["mode"] == "local"
+        self._check_key()
         # Here: the model opened for real. For NDIF: nnsight's own meta build of the same name (the
         # key NDIF knows it by), its weights never read; loaded.model is the same shapes on meta.
-        self._check_key()
         if self.local:
             self.model = TransformersModel(loaded.model, tokenizer=loaded.tokenizer)
         else:
