@@ -249,7 +249,7 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
         elif isinstance(out, tuple) and out and all(r is None for r in out[1:]):
             reading.handed[by_module[id(module)]] = len(out) - 1
 
-    def on_norm(module, args):
+    def on_norm(module, args, _out):
         side = sides.now()
         z = _positions(args[0], at[side], lengths[side], "norm")
         if id(module) not in reading.centres:
@@ -266,7 +266,7 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
             for m, _, _ in parts.mlps.values():
                 keep(m.register_forward_hook(on_mlp))
             for m in parts.norms:
-                keep(m.register_forward_pre_hook(on_norm))
+                keep(m.register_forward_hook(on_norm))      # its input, once it has run
             for site, (m, _, _) in parts.projected.items():
                 if site != target:
                     keep(m.register_forward_hook(on_site))
