@@ -5,6 +5,7 @@ import pytest
 pytest.importorskip("nnsight")
 
 from tests.hf_tiny import tiny_folder  # noqa: E402
+from tests.test_thread_rule import lanes_computing  # noqa: E402,F401  (the fixture: each computation's lane)
 
 KIND = "decoder self"
 
@@ -69,7 +70,8 @@ def test_a_model_served_by_ndif_runs_there_and_writes_no_output_here(window, qtb
     assert "No NDIF API key is set" in window.last_error and "\n" not in window.last_error.strip()
 
 
-def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot, drawn, monkeypatch, tmp_path):
+def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot, drawn, monkeypatch, tmp_path,
+                                                                          lanes_computing):
     """As tests/test_thread_rule.py holds for a recording: a remote trace with a few rows here
     (every view asks for more: each runs a job, and computes the weights) is drawn on the MODEL
     lane, its jobs included."""
@@ -78,35 +80,22 @@ def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot,
     import gui.worker as worker
     from engine.loading.catalog import open_model
     from engine.remote import trace_remote
-    from engine.seam.call import AttentionCall
     from gui.state import AppState
-    from gui.views.registry import VIEWS
+    from tests.test_thread_rule import drawing_views
 
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
-    seen = []
-    real = AttentionCall.scores
-
-    def scores(call, *args, **kwargs):
-        seen.append(getattr(worker._CURRENT, "lane", None))
-        return real(call, *args, **kwargs)
-    monkeypatch.setattr(AttentionCall, "scores", scores)
     monkeypatch.setattr(grid, "EXACT_TOKENS", 8)         # the overview pools: "long" from 9 tokens on
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
     state = AppState()
     state.set_model(open_model(f"ndif:{tiny_folder(tmp_path, 'llama')}", "cpu"))
-    views = [grid.HeadGrid(state)] + [spec.factory(state) for spec in VIEWS]
-    views = [v for v in views if hasattr(v, "draw_jobs")]
-    for view in views:
-        qtbot.addWidget(view)
-        view.resize(500, 400)
-        view.show()
+    views = drawing_views(qtbot, state)
     trace = trace_remote(state.loaded, "the big dog sees the small cat and the cat sees the big dog", rows=3)
-    seen.clear()                                          # the Run itself (here on the test's thread)
+    lanes_computing.clear()                               # the Run itself (here on the test's thread)
     state.set_trace(trace)
     drawn(*views)
     qtbot.waitUntil(lambda: worker.active_threads() == 0, timeout=30000)   # every view's jobs done, none left running
     assert trace.jobs > 1                                 # the views asked for rows and pixels not here
-    assert seen and set(seen) == {worker.MODEL}, sorted(set(map(str, seen)))
+    assert lanes_computing and set(lanes_computing) == {worker.MODEL}, sorted(set(map(str, lanes_computing)))
 
 
 def test_the_dialog_offers_what_ndif_serves(window, qtbot, monkeypatch):

@@ -44,6 +44,20 @@ def fresh_recording(loaded) -> RecordedTrace:
                          source_tokens=trace.source_tokens, target_tokens=trace.target_tokens)
 
 
+def drawing_views(qtbot, state) -> list:
+    """The overview and every view that prepares drawings, on ``state``, shown (tests/test_remote_window.py
+    draws a remote trace with them too)."""
+    from gui.views.head_grid import HeadGrid
+
+    views = [HeadGrid(state)] + [spec.factory(state) for spec in VIEWS]
+    views = [v for v in views if hasattr(v, "draw_jobs")]
+    for view in views:
+        qtbot.addWidget(view)
+        view.resize(500, 400)
+        view.show()
+    return views
+
+
 def test_the_guard_sees_a_drawing_lane_compute_and_the_lane_follows_the_trace(qtbot, lanes_computing):
     trace = fresh_recording(random_model("gpt", seed=1))
     assert drawing_lane(trace) == MODEL and drawing_lane(None) == SHARED
@@ -64,12 +78,7 @@ def test_every_view_computes_from_a_recording_on_the_model_lane_only(qtbot, draw
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)      # Head detail is a viewport, and zooms
     state = AppState()
     state.set_model(random_model("gpt", seed=1))
-    views = [grid.HeadGrid(state)] + [spec.factory(state) for spec in VIEWS]
-    views = [v for v in views if hasattr(v, "draw_jobs")]
-    for view in views:
-        qtbot.addWidget(view)
-        view.resize(500, 400)
-        view.show()
+    views = drawing_views(qtbot, state)
     trace = fresh_recording(state.loaded)
     lanes_computing.clear()                              # the Run itself (here on the test's thread)
     state.set_trace(trace)
