@@ -40,13 +40,16 @@ def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = Fal
     """A Run: (trace, seconds), its progress (attention sites passed) reported, stopped on Esc. An
     ``ndif:`` model's Run, interventions included, is one nnsight job (engine.remote); ``say``
     (thread-safe) hears what it and the trace's later jobs bring back before they go."""
-    from engine.remote import remote_of, trace_remote
+    from engine.remote import model_dims, remote_of, trace_remote
     from engine.traces import trace_text
+    from gui.views.head_grid import EXACT_TOKENS, tile_pixels
 
     start = time.perf_counter()
-    if remote_of(loaded) is not None:
-        return (trace_remote(loaded, text, report=report, stop=stop, interventions=interventions, say=say),
-                time.perf_counter() - start)
+    if remote_of(loaded) is not None:        # the rows and pixels the overview draws come with the Run
+        layers, heads, _, _ = model_dims(loaded)
+        trace = trace_remote(loaded, text, rows=EXACT_TOKENS, overview=tile_pixels(layers, heads), report=report,
+                             stop=stop, interventions=interventions, say=say)
+        return trace, time.perf_counter() - start
     trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
                        report=report, stop=stop, interventions=interventions, value_weighted=value_weighted)
     return trace, time.perf_counter() - start

@@ -32,6 +32,7 @@ def test_the_file_menu_opens_a_remote_model_and_its_run_is_drawn(window, qtbot, 
     assert window.state.loaded.meta["ndif"] == {"model": str(folder), "mode": "local"}
     drawn(window.grid)
     assert window.last_error is None
+    assert window.state.trace.jobs == 1 and window.state.trace.complete    # a short text: whole in the Run's job
     trace = window.state.trace
     plain = trace_text(window.state.loaded, window.state.text)   # the same model, run here
     assert trace.shape(KIND) == plain.shape(KIND)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from engine.runtime.public import lazy
 
 _PUBLIC = {
+    "model_dims": "estimate",
     "RemoteTrace": "trace",
     "remote_of": "jobs",
     "served_models": "jobs",
@@ -17,4 +18,4 @@ _PUBLIC = {
     "travel_estimate": "estimate",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["RemoteTrace", "remote_of", "served_models", "trace_remote", "travel_estimate"]
+__all__ = ["RemoteTrace", "model_dims", "remote_of", "served_models", "trace_remote", "travel_estimate"]

@@ -53,6 +53,11 @@ def dims(config) -> tuple[int, int, int, int]:
     return int(c.num_hidden_layers), heads, kv, width
 
 
+def model_dims(loaded) -> tuple[int, int, int, int]:
+    """(layers, query heads, key/value heads, head width) of a loaded model, from its config."""
+    return dims(loaded.model.config)
+
+
 def travel_estimate(config, tokens: int, rows: int, overview: int | None, dtype_bytes: int = 2,
                     masked: bool = False, keep_k: bool = True, parameters: int = 0) -> Travel:
     """What one job over ``tokens`` tokens brings back: k (when ``keep_k``), the log-sum-exp,

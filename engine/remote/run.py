@@ -17,7 +17,7 @@ from engine.inputs import InputError, check_callback
 from engine.interventions.spec import malformed, problem
 from engine.kinds import DECODER_SELF
 from engine.loading.loaded import LoadedModel
-from engine.remote.estimate import check_travel, dims, travel_estimate
+from engine.remote.estimate import check_travel, model_dims, travel_estimate
 from engine.remote.jobs import Session, remote_of
 from engine.remote.trace import RemoteTrace
 from engine.seam import Site
@@ -91,7 +91,7 @@ def _check_interventions(spec, loaded: LoadedModel, tokens: int) -> None:
         return
     why = malformed(spec)
     if why is None and not spec.empty:
-        layers, heads, _, _ = dims(loaded.model.config)
+        layers, heads, _, _ = model_dims(loaded)
         why = problem(spec, {Site(DECODER_SELF, layer): heads for layer in range(layers)},
                       {DECODER_SELF: (tokens, tokens)})
     if why is not None:
