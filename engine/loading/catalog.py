@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.loading.hub_cache import looks_like_hub_id
-from engine.loading.remote_source import is_remote_source, open_remote
+from engine.loading.remote_source import PREFIX as REMOTE, open_remote
 from engine.errors import ModelLoadError
 from engine.runtime.device import SPREAD, pick_device
 
@@ -80,7 +80,7 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
     given = str(source)
     try:
-        if is_remote_source(given):        # ndif:NAME, run where NDIF serves it (engine.loading.remote_source)
+        if given.strip().lower().startswith(REMOTE):   # ndif:NAME, run where NDIF serves it (remote_source.py)
             return open_remote(given, lambda name: open_model(name, device, progress, stop))
         path = Path(given).expanduser()                            # 1: resolve
         missing = not path.exists() and not path.is_symlink()

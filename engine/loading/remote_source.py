@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from engine.errors import HFModelError, ModelLoadError, first_line
+from engine.inputs import InputError
 
 PREFIX = "ndif:"
 MODE_VARIABLE = "ATTNSCOPE_NDIF"
@@ -27,17 +28,16 @@ _given_key: list[str] = []          # the key the window's settings hold (use_ap
 
 def use_api_key(key: str | None) -> None:
     """The NDIF API key the window's settings hold (File > NDIF API Key…), used by this
-    process's jobs before NDIF_API_KEY. attnscope never prints, logs or writes it elsewhere."""
-    _given_key[:] = [key.strip()] if isinstance(key, str) and key.strip() else []
+    process's jobs before NDIF_API_KEY; None (or a blank) keeps none. attnscope never prints,
+    logs or writes it elsewhere."""
+    if key is not None and not isinstance(key, str):
+        raise InputError(f"The NDIF API key is text, not a {type(key).__name__}.")
+    _given_key[:] = [key.strip()] if key and key.strip() else []
 
 
 def api_key() -> str | None:
     """The key a job to NDIF goes with: the settings' (``use_api_key``), else NDIF_API_KEY."""
     return (_given_key or [None])[0] or os.environ.get(KEY_VARIABLE) or None
-
-
-def is_remote_source(given: str) -> bool:
-    return str(given).strip().lower().startswith(PREFIX)
 
 
 def local_mode() -> bool:

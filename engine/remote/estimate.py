@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import RemoteJobError
+from engine.inputs import InputError, check_count, check_kind
+from engine.loading.loaded import LoadedModel
 from engine.runtime.free_memory import available_memory, gib
 from engine.traces.estimate import duration
 from engine.traces.pooling import bins
@@ -55,6 +57,7 @@ def dims(config) -> tuple[int, int, int, int]:
 
 def model_dims(loaded) -> tuple[int, int, int, int]:
     """(layers, query heads, key/value heads, head width) of a loaded model, from its config."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     return dims(loaded.model.config)
 
 
@@ -63,6 +66,9 @@ def travel_estimate(config, tokens: int, rows: int, overview: int | None, dtype_
     """What one job over ``tokens`` tokens brings back: k (when ``keep_k``), the log-sum-exp,
     the overview at ``overview`` pixels a side (None: none), q for ``rows`` rows (and their mask
     rows when ``masked``); its time for a model of ``parameters`` parameters."""
+    if not hasattr(config, "to_dict"):
+        raise InputError(f"The argument config must be a model's configuration (transformers), not {config!r:.40}.")
+    check_count(tokens, "tokens")
     L, H, kv, d = dims(config)
     side = bins(tokens, overview) if overview else 0
     parts = {"k": L * kv * tokens * d * dtype_bytes if keep_k else 0,

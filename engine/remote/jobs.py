@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import RemoteJobError, first_line
+from engine.inputs import check_kind
 from engine.interventions.spec import notes_of
 from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.loaded import LoadedModel
@@ -35,6 +36,7 @@ from engine.loading.remote_source import KEY_VARIABLE, MODE_VARIABLE, api_key
 def remote_of(loaded: LoadedModel) -> dict | None:
     """What engine.loading noted of an ``ndif:`` model ({"model": hub id or folder, "mode":
     "local" or "ndif"}), or None for a model that runs here."""
+    check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     return loaded.meta.get("ndif")
 
 

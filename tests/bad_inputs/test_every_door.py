@@ -9,13 +9,14 @@ import inspect
 import pytest
 
 PACKAGES = ["engine.runtime", "engine.loading", "engine.adapters", "engine.decoding", "engine.interventions",
-            "engine.traces", "engine.inspection", "engine.experiments", "engine.training", "engine.corpora"]
+            "engine.traces", "engine.inspection", "engine.experiments", "engine.remote", "engine.training",
+            "engine.corpora"]
 
 
 # None is a value these take on purpose: no model yet (reads_chat: no), the default corpus, no
-# interventions, the host's memory.
+# interventions, the host's memory, no NDIF API key kept.
 NONE_IS_AN_ANSWER = {"engine.adapters.reads_chat", "engine.corpora.corpus_label", "engine.interventions.applied",
-                     "engine.runtime.free_bytes"}
+                     "engine.runtime.free_bytes", "engine.loading.use_api_key"}
 
 
 def _public_functions():
