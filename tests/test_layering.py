@@ -38,8 +38,9 @@ def test_cli_runs_without_qt():
 # loading, which builds a model and attaches the seam; the adapters, which read text and run a
 # loaded model of any family; decoding, which steps an adapter (and writes the model's own
 # greedy output that interventions and traces frame with); interventions, which change the
-# model through the seam; traces, which record a Run under interventions; then what reads
-# traces and runs experiments, and remote Runs (traces made by nnsight where a model is served);
+# model through the seam; traces, which record a Run under interventions; remote Runs (traces
+# made by nnsight where a model is served); then what reads traces and runs experiments (an
+# ndif: model's patching goes as a remote job, so remote sits below them);
 # training, which draws traces and analyses as it trains.
 ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("kinds", "errors", "inputs"),
@@ -51,7 +52,8 @@ ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("decoding",),
     ("interventions",),
     ("traces",),
-    ("inspection", "experiments", "remote"),
+    ("remote",),
+    ("inspection", "experiments"),
     ("training",),
 ]
 LAYER_OF = {name: i for i, names in enumerate(ENGINE_LAYERS) for name in names}

@@ -114,8 +114,9 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
     if loaded.role == "decoder" and target is not None and target.strip():
         raise InputError("--target is a decoder prefix of an encoder-decoder; a decoder's pair has none.")
     adapter = adapter_for(loaded)
-    texts = [check_prompt(loaded, pair.clean, "patch (the clean text)"),
-             check_prompt(loaded, pair.corrupt, "patch (the corrupted text)")]
+    # an ndif: model's pair is framed here (its tokenizer) and patched where it is served (experiment)
+    texts = [check_prompt(loaded, pair.clean, "patch (the clean text)", remote=True),
+             check_prompt(loaded, pair.corrupt, "patch (the corrupted text)", remote=True)]
     if loaded.role == "encoder-decoder":
         clean, corrupt = (_with_prefix(adapter, text, target or "") for text in texts)
         side, name = "source", "source"

@@ -16,8 +16,10 @@ from engine.experiments.pairs import FramedPair, PromptPair, frame_pair
 from engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
 from engine.experiments.patching import PatchResult, Progress, exact_patching
 from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF, METRICS
+from engine.experiments.remote_patching import remote_patching
 from engine.inputs import InputError, check_callback, check_count
 from engine.interventions import Interventions
+from engine.loading.loaded import LoadedModel
 from engine.traces.estimate import duration
 
 
@@ -38,6 +40,10 @@ def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool =
     if max_batch is not None:
         check_count(max_batch, "max_batch (the most patched copies in one forward)")
     check_callback(stop, "stop")
+    if method in METHODS and isinstance(loaded, LoadedModel) and loaded.meta.get("ndif"):
+        # served by NDIF (ndif:): every head patched there, in one job; what needs the weights here refused
+        return (yield from remote_patching(loaded, pair, method, what, noising, metric, max_batch, stop,
+                                           interventions))
     if method == EXACT:
         return (yield from exact_patching(loaded, pair, what, noising, metric, max_batch, stop, interventions))
     if method == ATTRIBUTION:

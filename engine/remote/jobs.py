@@ -17,6 +17,7 @@ modules hidden, then run here. Otherwise it goes to NDIF with the API key from `
 from __future__ import annotations
 
 import ast
+import contextlib
 import copyreg
 import re
 import time
@@ -79,7 +80,7 @@ class Session:
             self.model.repo_id = hub_id
         self.ops = attention_ops(self.model)
         self.last_seconds: float | None = None
-        self.shipped: set[bool] = set()      # local mode: the kinds of job already read back as NDIF would
+        self.shipped: set = set()            # local mode: the kinds of job already read back as NDIF would
         if not self.ops:
             raise RemoteJobError(f"{self.info['model']}: no attention module calls transformers' attention "
                                  "interface in its forward, so attnscope cannot read its attention remotely.")
@@ -94,13 +95,11 @@ class Session:
 
         from engine.remote.server import changed, layer_call, reduce_call
 
-        self._check_key()
         model, ops = self.model, self.ops
         spec = None if interventions is None or interventions.empty else interventions
         input_ids = torch.tensor([ids])
-        start = time.perf_counter()
-        try:
-            with model.trace(input_ids, remote=self._where(spec is not None)):
+        with self.sending(spec is not None) as remote:
+            with model.trace(input_ids, remote=remote):
                 made = spec.hooks() if spec is not None else []          # made there: one set for the forward
                 layers = []
                 for layer, (path, op) in enumerate(ops):
@@ -114,24 +113,34 @@ class Session:
                 said = notes_of(made)
                 nnsight.save(layers)
                 nnsight.save(said)
+        return Job(layers, self.last_seconds, received_bytes(layers), list(said))
+
+    @contextlib.contextmanager
+    def sending(self, kind):
+        """Around one job of ``kind`` (a Run with or without interventions, or another job such
+        as engine.experiments' patching: the code shipped differs by kind): the key checked,
+        nnsight's ``remote`` for it yielded, its failures said in one sentence (explain), its
+        time kept in ``last_seconds``."""
+        self._check_key()
+        start = time.perf_counter()
+        try:
+            yield self._where(kind)
         except RemoteJobError:
             raise
         except Exception as exc:                      # the server's answer, or the network's
             raise explain(exc, self.info["model"], self.local) from None
-        seconds = time.perf_counter() - start
-        self.last_seconds = seconds
-        self.shipped.add(spec is not None)
-        return Job(layers, seconds, received_bytes(layers), list(said))
+        self.last_seconds = time.perf_counter() - start
+        self.shipped.add(kind)
 
-    def _where(self, intervening: bool):
-        """nnsight's ``remote``: True (NDIF); here, "local" for the first job of its kind (with or
-        without interventions: the code shipped differs), serialised and read back as NDIF would
-        with attnscope's modules hidden; later jobs of that kind run the same trace here without
-        the round trip (False). nnsight's stand-in hides those modules process-wide while it
-        reads a job back, which a window's other threads importing meanwhile must see at most once."""
+    def _where(self, kind):
+        """nnsight's ``remote``: True (NDIF); here, "local" for the first job of its ``kind``,
+        serialised and read back as NDIF would with attnscope's modules hidden; later jobs of
+        that kind run the same trace here without the round trip (False). nnsight's stand-in
+        hides those modules process-wide while it reads a job back, which a window's other
+        threads importing meanwhile must see at most once."""
         if not self.local:
             return True
-        return False if intervening in self.shipped else "local"
+        return False if kind in self.shipped else "local"
 
     def _check_key(self) -> None:
         """RemoteJobError when NDIF would be asked without an API key (never said: its value)."""

@@ -1,0 +1,149 @@
+"""Exact activation patching of every head of an ``ndif:`` model, run where the model is served.
+
+A model served by NDIF has no weights here, so its patched runs cannot go through the local
+path's hooks (engine.experiments.patching). They go as one nnsight job instead (an nnsight
+session: several forwards, one request), through the same attention op a remote Run reads
+(engine.remote.jobs finds it from the model's source):
+
+- the source run (the clean text; noising: the corrupted one) keeps every head's output at
+  that op, (T, H, Dv) a layer, on the server: the seam's ``output`` of the local path, which
+  transformers' attention interface hands back as (B, T, H, Dv);
+- the base run (the other text) gives the unpatched metric;
+- then the base text runs in batches of copies, as the local path batches them (at most
+  MAX_BATCH_TOKENS tokens a batch, all copies of a batch patching one layer): row b of a batch
+  has one head's output of the source run put in place at that op.
+
+Only the metric travels back (the answers' logit difference, or the answer's log-probability,
+at the last position): a float per patched run. What travels and the time are estimated before
+the job is sent, and a job past NDIF's time limit is refused with the numbers. What needs the
+weights here (points other than heads, attribution patching, direct logit attribution) and
+interventions are refused in one sentence.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+
+from engine.experiments.names import ATTRIBUTION, DLA, EXACT
+from engine.experiments.pairs import FramedPair
+from engine.experiments.patching import (MAX_BATCH_TOKENS, Dims, PatchResult, Progress, batches, check_points,
+                                         result_frame)
+from engine.experiments.points import HEADS, metric_of
+from engine.inputs import InputError
+from engine.remote.estimate import (DOWNLOAD_BYTES_PER_S, SERVER_FLOPS, Travel, check_travel, model_dims)
+from engine.remote.jobs import Session, received_bytes
+from engine.remote.run import session_for
+from engine.runtime.free_memory import gib
+from engine.traces.base import RunCancelled
+from engine.traces.estimate import duration
+
+METRIC_BYTES = 4             # one float32 a run back
+
+
+def remote_patching(loaded, pair: FramedPair, method: str = EXACT, what=(HEADS,), noising: bool = False,
+                    metric: str = "logit_diff", max_batch: int | None = None, stop: Callable[[], bool] | None = None,
+                    interventions=None) -> Iterator[Progress]:
+    """Yields Progress (the second names the estimate); returns the PatchResult of exact
+    patching of every head of the ``ndif:`` model ``loaded`` on ``pair``, computed where the
+    model is served in one job. Refuses in one sentence what cannot run there."""
+    check_remote_patching(loaded, method, what, interventions)
+    session = session_for(loaded)
+    layers, heads, _, _ = model_dims(loaded)
+    tokens = pair.tokens
+    dims = Dims(layers, heads, tokens)
+    batch = max(1, min(MAX_BATCH_TOKENS // tokens, max_batch or 1 << 30))
+    plan = batches(HEADS, dims, batch)                                   # [(layer, [(head,), ...]), ...]
+    runs = layers * heads
+    travel = patching_travel(loaded, tokens, runs)
+    check_travel(travel, loaded.name)
+    yield Progress(0, 0, f"Running the clean and the corrupted text where {loaded.name} is served")
+    where = "here through nnsight (ATTNSCOPE_NDIF=local)" if session.local else "on NDIF"
+    yield Progress(0, runs, f"Patching {where}: {runs:,} patched runs in {len(plan):,} batches of at most {batch} "
+                            f"in one job ({runs + 2:,} forwards of {tokens:,} tokens; every head's output of the "
+                            f"{'corrupted' if noising else 'clean'} run, {gib(cache_bytes(loaded, tokens))}, stays "
+                            f"there); {travel.total:,} bytes will travel back (a float a run) in about "
+                            f"{duration(travel.seconds)}")
+    if stop is not None and stop():
+        raise RunCancelled("Patching was stopped.")
+    clean, corrupt = pair.clean.target_ids, pair.corrupt.target_ids
+    base, source = (clean, corrupt) if noising else (corrupt, clean)
+    back = patching_job(session, base, source, pair.answers, metric, plan)
+    source_metric, base_metric = float(back["source"]), float(back["base"])
+    clean_metric, corrupt_metric = (base_metric, source_metric) if noising else (source_metric, base_metric)
+    result: PatchResult = result_frame(pair, metric, EXACT, noising, clean_metric, corrupt_metric)
+    out = np.zeros(dims.shape(HEADS), dtype=np.float64)                  # (L, H)
+    for (layer, idx), values in zip(plan, back["patched"]):
+        for (head,), v in zip(idx, values.double().numpy()):
+            out[layer, head] = v
+    result.results[HEADS] = out
+    yield Progress(runs, runs, f"Patched {where}: {back['received']:,} bytes came back in {back['seconds']:.1f} s")
+    return result
+
+
+def check_remote_patching(loaded, method: str, what, interventions) -> None:
+    """InputError in one sentence for what cannot run where an ``ndif:`` model is served."""
+    name = loaded.name
+    if method == ATTRIBUTION:
+        raise InputError(f"Attribution patching runs a backward pass through {name}'s weights here, which a model "
+                         "served by NDIF does not have: use the exact method, which patches every head there.")
+    if method == DLA:
+        raise InputError(f"Direct logit attribution reads {name}'s unembedding and output projections here, which a "
+                         "model served by NDIF does not have: use the exact method, which patches every head there.")
+    others = [w for w in check_points(what, loaded.role) if w != HEADS]
+    if others:
+        raise InputError(f"Patching {', '.join(others)} needs {name}'s weights here, which a model served by NDIF "
+                         "does not have: patch heads, which run there.")
+    if interventions is not None and not interventions.empty:
+        raise InputError(f"Patching {name} under interventions runs only here, not where NDIF serves it: clear the "
+                         "interventions, or patch a copy of the model opened without ndif:.")
+
+
+def cache_bytes(loaded, tokens: int) -> int:
+    """Every head's output of the source run, kept on the server for the patched runs."""
+    layers, heads, _, width = model_dims(loaded)
+    first = next(iter(loaded.model.parameters()))
+    return layers * tokens * heads * width * first.element_size()
+
+
+def patching_travel(loaded, tokens: int, runs: int) -> Travel:
+    """What the patching job brings back (a float per run, and the two unpatched runs') and its
+    time: ``runs`` + 2 whole forwards of ``tokens`` tokens at engine.remote.estimate's assumed
+    throughput (nothing is skipped there), plus the bytes at its assumed download rate."""
+    back = (runs + 2) * METRIC_BYTES
+    seconds = 2 * loaded.n_parameters * tokens * (runs + 2) / SERVER_FLOPS + back / DOWNLOAD_BYTES_PER_S
+    return Travel({"metrics": back}, seconds, loaded.n_parameters)
+
+
+def patching_job(session: Session, base: list[int], source: list[int], answers: tuple[int, int], metric: str,
+                 plan: list[tuple[int, list[tuple]]]) -> dict:
+    """The one job: {"source", "base": the unpatched metrics (0-d), "patched": per batch of
+    ``plan`` the metrics (B,), "seconds", "received"}; its failures said in one sentence
+    (Session.sending)."""
+    import nnsight
+    import torch
+
+    model, ops = session.model, session.ops
+    with session.sending(PATCHING) as remote:
+        with model.session(remote=remote):
+            with model.trace(torch.tensor([source])):
+                kept = [getattr(model.get(path).source, op).output[0][0].clone() for path, op in ops]  # (T, H, Dv)
+                source_metric = metric_of(model.output.logits[0, -1], answers, metric).detach().cpu()
+            with model.trace(torch.tensor([base])):
+                base_metric = metric_of(model.output.logits[0, -1], answers, metric).detach().cpu()
+            patched = []
+            for layer, idx in plan:
+                path, op = ops[layer]
+                with model.trace(torch.tensor([base] * len(idx))):
+                    out = getattr(model.get(path).source, op).output[0]               # (B, T, H, Dv)
+                    for row, (head,) in enumerate(idx):
+                        out[row, :, head] = kept[layer][:, head]
+                    patched.append(metric_of(model.output.logits[:, -1], answers, metric).detach().cpu())  # (B,)
+            nnsight.save(source_metric)
+            nnsight.save(base_metric)
+            nnsight.save(patched)
+    back = {"source": source_metric, "base": base_metric, "patched": list(patched)}
+    return {**back, "seconds": session.last_seconds, "received": received_bytes(back)}
+
+
+PATCHING = "patching"        # the kind of job (Session.sending): its code differs from a Run's
