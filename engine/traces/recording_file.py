@@ -9,6 +9,13 @@ side (and the word pieces behind merged words), the notes, and per site its scal
 softcap, window and causal flag. Every view draws a trace opened from it exactly as the
 Run's own: it is the same RecordedTrace. Opening validates it all and refuses a damaged,
 foreign or inconsistent file in one sentence.
+
+A trace with q of some query rows only (engine.traces.partial.PartialTrace: an ``ndif:`` Run
+before every row is fetched) is kept as it is, at format version 3: per layer k, each row's
+log-sum-exp and the sinks, q (with its rows of mask and bias) of each block of rows held, the
+overview's pixels, and in the metadata which rows are exact and which overviews are held
+(``partial``). It opens as a PartialTrace: the rows held exact, the others refused in one
+sentence. Nothing else of the Run (an API key, a session) is written.
 """
 from __future__ import annotations
 
@@ -18,17 +25,19 @@ from pathlib import Path
 
 import torch
 
-from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from engine.kinds import DECODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE
 from engine.runtime.device import pick_device
 from engine.runtime.files import atomic_path
 from engine.seam.call import AttentionCall, Site
 from engine.traces.recorded import RecordedTrace
 from engine.inputs import check_kind
 from engine.traces.base import AttentionTrace
+from engine.traces.partial import FACTS, PartialTrace
 
 FORMAT = "attnscope-recording"
 VERSION = 2                        # version 1 and sinks: an attnscope that knows no sinks must not read them
-READS = (1, 2)                     # a file of version 1 (written before sinks, or without any) reads as ever
+PARTIAL_VERSION = 3                # q of some rows only: an attnscope that reads every row from q must not read it
+READS = (1, 2, 3)                  # a file of version 1 (written before sinks, or without any) reads as ever
 MAX_META_BYTES = 64 << 20
 PARTS = ("q", "k", "lse")          # per site, per example
 SINK = "sink"                      # per site, (Hq,): one per head, whatever the example
@@ -80,6 +89,8 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
         raise RecordingError("Only a Run's own trace has a recording to save (this one was read from a file of "
                              "weights); run the model on the text first.")
     path = recording_target(path, replace)
+    if isinstance(trace, PartialTrace) and not trace.complete:
+        return _save_partial(trace, path)
     tensors, sites, shared = {}, [], {}
     b = trace.batch_index
     for kind in trace.kinds:
@@ -105,6 +116,19 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
     meta = {"format": FORMAT, "version": version, "model_name": trace.model_name, "family": trace.family,
             "source_tokens": trace.source_tokens, "target_tokens": trace.target_tokens, "pieces": trace.pieces,
             "groups": trace.groups, "notes": trace.notes, "sites": sites}
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={"attnscope": json.dumps(meta)})
+    return path
+
+
+def _save_partial(trace: PartialTrace, path: Path) -> Path:
+    """``trace`` with the rows it holds, which rows those are in its description (version 3)."""
+    from safetensors.torch import save_file
+
+    description, tensors = trace.held()
+    meta = {"format": FORMAT, "version": PARTIAL_VERSION, "model_name": trace.model_name, "family": trace.family,
+            "source_tokens": [], "target_tokens": trace.target_tokens, "notes": trace.notes,
+            "sites": description.pop("sites"), "partial": description}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"attnscope": json.dumps(meta)})
     return path
@@ -170,6 +194,8 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
         raise RecordingError(f"{path.name} is a recording of format version {meta.get('version')!r}; this attnscope "
                              f"reads versions {' and '.join(map(str, READS))}. Open it with the attnscope that wrote it.")
     tokens, pieces, groups = _checked_meta(path.name, meta)
+    if meta["version"] == PARTIAL_VERSION:
+        return _load_partial(path, meta, tokens["target"])
     try:
         with safe_open(str(path), framework="pt", device=device) as f:
             names = set(f.keys())
@@ -203,6 +229,98 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
                           notes=[str(n) for n in meta.get("notes") or []] + [f"Opened from the recording {path.name}."],
                           groups=groups, pieces=pieces or None)
     return trace.densify()
+
+
+def _load_partial(path: Path, meta: dict, tokens: list[str]) -> PartialTrace:
+    """A version-3 file: the PartialTrace it keeps (on the CPU, where its rows are computed),
+    every tensor checked against the rows and tokens it names; RecordingError otherwise."""
+    from safetensors import safe_open
+
+    name, damaged = path.name, "the file is damaged"
+    partial, sites = meta.get("partial"), meta["sites"]
+    if not isinstance(partial, dict) or not sites:
+        raise RecordingError(f"{name}: it says it holds some query rows only but not which; {damaged}.")
+    rows, overviews = partial.get("rows"), partial.get("overviews")
+    t = len(tokens)
+    ok_rows = isinstance(rows, list) and all(isinstance(r, list) and len(r) == 2 and all(_count(x) for x in r)
+                                             for r in rows)
+    if not ok_rows or any(not 0 <= a < b <= t for a, b in rows) or any(b > c for (_, b), (c, _) in zip(rows, rows[1:])):
+        raise RecordingError(f"{name}: its exact query rows are not blocks in order within its {t:,} tokens; "
+                             f"{damaged}.")
+    if not (isinstance(overviews, list) and all(isinstance(o, list) and len(o) == 2 and _count(o[0])
+                                                and o[1] in ("max", "mean") for o in overviews)):
+        raise RecordingError(f"{name}: its overviews are not (pixels, pooling) pairs; {damaged}.")
+    for n, site in enumerate(sites):
+        if site.get("kind") != DECODER_SELF or site.get("layer") != n or set(FACTS) - set(site):
+            raise RecordingError(f"{name}: its layer {n} is not described as a decoder's self-attention layer; "
+                                 f"{damaged}.")
+        window = site["window"]
+        if not (_positive(site["scale"]) and (site["softcap"] is None or _positive(site["softcap"]))
+                and (window is None or (_count(window) and window > 0)) and isinstance(site["causal"], bool)):
+            raise RecordingError(f"{name}: layer {n}'s scale, softcap, window or causal flag is not what a call "
+                                 f"has; {damaged}.")
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            tensors = {key: f.get_tensor(key) for key in f.keys()}
+    except Exception as exc:
+        raise RecordingError(f"{name} is damaged or truncated ({str(exc).splitlines()[0][:120]}). "
+                             "Copy it again.") from None
+    same = partial.get("same") or {}
+    if not (isinstance(same, dict) and set(same) <= set(tensors)
+            and all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in same.values())):
+        raise RecordingError(f"{name}: its shared masks name tensors it does not hold; {damaged}.")
+    for written, others in same.items():
+        tensors.update(dict.fromkeys(others, tensors[written]))
+    _check_partial(name, tensors, sites, rows, len(overviews), t)
+    notes = [str(n) for n in meta.get("notes") or []] + [
+        f"Opened from the recording {name}: query rows {', '.join(f'{a:,}-{b - 1:,}' for a, b in rows) or 'none'} "
+        f"of {t:,} are exact; no model is here to fetch the others."]
+    return PartialTrace.from_held({"sites": sites, "rows": rows, "overviews": overviews}, tensors,
+                                  model_name=str(meta.get("model_name", path.stem)),
+                                  family=str(meta.get("family", "")), tokens=tokens, notes=notes)
+
+
+def _check_partial(name: str, tensors: dict, sites: list[dict], rows: list, overviews: int, t: int) -> None:
+    """RecordingError in one sentence for a version-3 file's tensor missing, of the wrong shape
+    or not finite (the shapes PartialTrace.held writes)."""
+    def need(key: str, shape: tuple | None = None, dims: int | None = None) -> torch.Tensor:
+        value = tensors.get(key)
+        if value is None or (shape is not None and tuple(value.shape) != shape) or (
+                dims is not None and value.dim() != dims):
+            raise RecordingError(f"{name}: its {key} is missing or of the wrong shape; the file is damaged.")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise RecordingError(f"{name}: its {key} holds values that are not numbers (NaN or infinite); "
+                                 "the file is damaged.")
+        return value
+
+    heads = sites[0].get("heads")
+    for n, site in enumerate(sites):
+        k = need(f"{DECODER_SELF}/{n}/k", dims=3)                                    # (Hkv, T, Dh)
+        if not (_count(heads) and site["heads"] == heads and k.shape[0] > 0 and k.shape[1] == t
+                and heads % k.shape[0] == 0):
+            raise RecordingError(f"{name}: layer {n}'s keys {tuple(k.shape)} do not fit its {heads} heads and "
+                                 f"{t:,} tokens; the file is damaged.")
+        need(f"{DECODER_SELF}/{n}/lse", (heads, t))
+        if f"{DECODER_SELF}/{n}/sink" in tensors:
+            need(f"{DECODER_SELF}/{n}/sink", (heads,))
+        for i, (a, b) in enumerate(rows):
+            need(f"{DECODER_SELF}/{n}/rows/{i}/q", (heads, b - a, k.shape[2]))
+            for part in ("mask", "bias"):
+                if f"{DECODER_SELF}/{n}/rows/{i}/{part}" in tensors:
+                    value = need(f"{DECODER_SELF}/{n}/rows/{i}/{part}", dims=4)
+                    if value.shape[-1] != t:
+                        raise RecordingError(f"{name}: its {part} of rows {a}-{b - 1} does not match its keys; "
+                                             "the file is damaged.")
+    for i in range(overviews):
+        pooled = need(f"overview/{i}/pooled", dims=4)                                # (L, H, rows, cols)
+        need(f"overview/{i}/sink", tuple(pooled.shape[:3]))
+        if tuple(pooled.shape[:2]) != (len(sites), heads):
+            raise RecordingError(f"{name}: its overview {i} is not one tile per layer and head; the file is damaged.")
+
+
+def _count(value) -> bool:
+    """A whole number, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _device(device, path: Path) -> str:
