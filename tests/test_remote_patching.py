@@ -107,3 +107,17 @@ def test_attnscope_patch_runs_an_ndif_model(folders, local):
                      "--answers", PAIR.answer, PAIR.wrong, "--method", "dla", "--json"])
     assert code == 2 and "Direct logit attribution reads" in err.getvalue()
     assert "Traceback" not in err.getvalue()
+
+
+def test_a_pair_for_ndif_is_framed_here_and_the_job_asks_for_a_key(folders, monkeypatch):
+    import nnsight
+
+    monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
+    monkeypatch.delenv("NDIF_API_KEY", raising=False)
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", None)
+    loaded = open_model(f"ndif:{folders['llama']}", "cpu")                # built on meta: no weights here
+    pair = frame_pair(loaded, PAIR)                                       # the tokenizer's work, here
+    plain = open_model(str(folders["llama"]), "cpu")
+    assert pair.clean.target_ids == frame_pair(plain, PAIR).clean.target_ids
+    with pytest.raises(RemoteJobError, match="No NDIF API key is set"):
+        run_to_end(experiment(loaded, pair))
