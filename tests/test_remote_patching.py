@@ -69,13 +69,24 @@ def test_what_needs_the_weights_here_is_one_sentence(folders, local, options, sa
     assert said.count(". ") == 0 and "\n" not in said                                # one sentence
 
 
-def test_interventions_are_refused_for_remote_patching(folders, local):
-    from engine.interventions import HeadRef, Interventions
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("ablation", ["zero", "mean"])
+def test_remote_patching_under_interventions_equals_the_local(folders, local, arch, ablation):
+    from engine.interventions import Edge, HeadRef, Interventions
 
-    loaded = open_model(f"ndif:{folders['gpt2']}", "cpu")
-    spec = Interventions(ablated=((HeadRef("decoder self", 0, 1), "zero"),))
-    with pytest.raises(InputError, match="under interventions runs only here"):
-        run_to_end(experiment(loaded, frame_pair(loaded, PAIR), interventions=spec))
+    spec = Interventions(ablated=((HeadRef("decoder self", 0, 1), ablation),),
+                         knockout=(Edge("decoder self", (6, 7), (2,), (1,)),))   # the answer's query kept off "dog"
+    plain = open_model(str(folders[arch]), "cpu")
+    ref = run_to_end(exact_patching(plain, frame_pair(plain, PAIR), interventions=spec))
+    unchanged = run_to_end(exact_patching(plain, frame_pair(plain, PAIR)))
+    loaded = open_model(f"ndif:{folders[arch]}", "cpu")
+    got = run_to_end(experiment(loaded, frame_pair(loaded, PAIR), interventions=spec))
+    assert got.clean == pytest.approx(ref.clean, abs=ATOL) and got.corrupt == pytest.approx(ref.corrupt, abs=ATOL)
+    np.testing.assert_allclose(got.results["heads"], ref.results["heads"], atol=ATOL)
+    assert np.abs(ref.results["heads"] - unchanged.results["heads"]).max() > 1e-4        # they changed something
+    with pytest.raises(InputError, match="do not fit"):
+        run_to_end(experiment(loaded, frame_pair(loaded, PAIR),
+                              interventions=Interventions(ablated=((HeadRef("decoder self", 0, 9), "zero"),))))
 
 
 def test_a_patching_job_past_ndifs_limit_is_refused_with_numbers(folders, local, monkeypatch):

@@ -16,8 +16,14 @@ session: several forwards, one request), through the same attention op a remote 
 Only the metric travels back (the answers' logit difference, or the answer's log-probability,
 at the last position): a float per patched run. What travels and the time are estimated before
 the job is sent, and a job past NDIF's time limit is refused with the numbers. What needs the
-weights here (points other than heads, attribution patching, direct logit attribution) and
-interventions are refused in one sentence.
+weights here (points other than heads, attribution patching, direct logit attribution) is
+refused in one sentence.
+
+Interventions (heads switched off, links knocked out) hold in every forward, as in the local
+path: each forward makes fresh seam hooks there and every attention op runs through the seam
+under them (engine.remote.server.changed, as a remote Run's); a patched head replaces what they
+left. A mean-ablated head takes its mean over a forward's batch, so with one the copies go one
+a forward, as locally.
 """
 from __future__ import annotations
 
@@ -28,12 +34,14 @@ import numpy as np
 from engine.experiments.names import ATTRIBUTION, DLA, EXACT
 from engine.experiments.pairs import FramedPair
 from engine.experiments.patching import (MAX_BATCH_TOKENS, Dims, PatchResult, Progress, batches, check_points,
-                                         result_frame)
+                                         result_frame, takes_means)
 from engine.experiments.points import HEADS, metric_of
 from engine.inputs import InputError
 from engine.remote.estimate import (DOWNLOAD_BYTES_PER_S, SERVER_FLOPS, Travel, check_travel, model_dims)
 from engine.remote.jobs import Session, received_bytes
+from engine.remote.run import _check_interventions as check_interventions
 from engine.remote.run import session_for
+from engine.remote.server import changed, layer_call
 from engine.runtime.free_memory import gib
 from engine.traces.base import RunCancelled
 from engine.traces.estimate import duration
@@ -47,10 +55,14 @@ def remote_patching(loaded, pair: FramedPair, method: str = EXACT, what=(HEADS,)
     """Yields Progress (the second names the estimate); returns the PatchResult of exact
     patching of every head of the ``ndif:`` model ``loaded`` on ``pair``, computed where the
     model is served in one job. Refuses in one sentence what cannot run there."""
-    check_remote_patching(loaded, method, what, interventions)
+    check_remote_patching(loaded, method, what)
+    tokens = pair.tokens
+    check_interventions(interventions, loaded, tokens)
+    spec = None if interventions is None or interventions.empty else interventions
+    if takes_means(spec):                    # a head's mean is over a forward's batch: one copy a forward
+        max_batch = 1
     session = session_for(loaded)
     layers, heads, _, _ = model_dims(loaded)
-    tokens = pair.tokens
     dims = Dims(layers, heads, tokens)
     batch = max(1, min(MAX_BATCH_TOKENS // tokens, max_batch or 1 << 30))
     plan = batches(HEADS, dims, batch)                                   # [(layer, [(head,), ...]), ...]
@@ -68,7 +80,7 @@ def remote_patching(loaded, pair: FramedPair, method: str = EXACT, what=(HEADS,)
         raise RunCancelled("Patching was stopped.")
     clean, corrupt = pair.clean.target_ids, pair.corrupt.target_ids
     base, source = (clean, corrupt) if noising else (corrupt, clean)
-    back = patching_job(session, base, source, pair.answers, metric, plan)
+    back = patching_job(session, base, source, pair.answers, metric, plan, spec)
     source_metric, base_metric = float(back["source"]), float(back["base"])
     clean_metric, corrupt_metric = (base_metric, source_metric) if noising else (source_metric, base_metric)
     result: PatchResult = result_frame(pair, metric, EXACT, noising, clean_metric, corrupt_metric)
@@ -81,7 +93,7 @@ def remote_patching(loaded, pair: FramedPair, method: str = EXACT, what=(HEADS,)
     return result
 
 
-def check_remote_patching(loaded, method: str, what, interventions) -> None:
+def check_remote_patching(loaded, method: str, what) -> None:
     """InputError in one sentence for what cannot run where an ``ndif:`` model is served."""
     name = loaded.name
     if method == ATTRIBUTION:
@@ -94,9 +106,6 @@ def check_remote_patching(loaded, method: str, what, interventions) -> None:
     if others:
         raise InputError(f"Patching {', '.join(others)} needs {name}'s weights here, which a model served by NDIF "
                          "does not have: patch heads, which run there.")
-    if interventions is not None and not interventions.empty:
-        raise InputError(f"Patching {name} under interventions runs only here, not where NDIF serves it: clear the "
-                         "interventions, or patch a copy of the model opened without ndif:.")
 
 
 def cache_bytes(loaded, tokens: int) -> int:
@@ -116,34 +125,65 @@ def patching_travel(loaded, tokens: int, runs: int) -> Travel:
 
 
 def patching_job(session: Session, base: list[int], source: list[int], answers: tuple[int, int], metric: str,
-                 plan: list[tuple[int, list[tuple]]]) -> dict:
+                 plan: list[tuple[int, list[tuple]]], interventions=None) -> dict:
     """The one job: {"source", "base": the unpatched metrics (0-d), "patched": per batch of
-    ``plan`` the metrics (B,), "seconds", "received"}; its failures said in one sentence
+    ``plan`` the metrics (B,), "seconds", "received"}; every forward under fresh hooks of
+    ``interventions`` (not empty), as the local path's; its failures said in one sentence
     (Session.sending)."""
     import nnsight
     import torch
 
     model, ops = session.model, session.ops
-    with session.sending(PATCHING) as remote:
+    spec = interventions
+    with session.sending((PATCHING, spec is not None)) as remote:
         with model.session(remote=remote):
             with model.trace(torch.tensor([source])):
-                kept = [getattr(model.get(path).source, op).output[0][0].clone() for path, op in ops]  # (T, H, Dv)
+                made = spec.hooks() if spec is not None else []
+                kept = []                                                       # each (T, H, Dv)
+                for layer, (path, op) in enumerate(ops):
+                    kept.append(head_outputs(model, path, op, layer, made)[0].clone())
                 source_metric = metric_of(model.output.logits[0, -1], answers, metric).detach().cpu()
             with model.trace(torch.tensor([base])):
+                made = spec.hooks() if spec is not None else []
+                for layer, (path, op) in enumerate(ops):
+                    head_outputs(model, path, op, layer, made)
                 base_metric = metric_of(model.output.logits[0, -1], answers, metric).detach().cpu()
             patched = []
-            for layer, idx in plan:
-                path, op = ops[layer]
+            for at, idx in plan:
                 with model.trace(torch.tensor([base] * len(idx))):
-                    out = getattr(model.get(path).source, op).output[0]               # (B, T, H, Dv)
-                    for row, (head,) in enumerate(idx):
-                        out[row, :, head] = kept[layer][:, head]
+                    made = spec.hooks() if spec is not None else []
+                    for layer, (path, op) in enumerate(ops):
+                        if layer == at:
+                            head_outputs(model, path, op, layer, made, [i[0] for i in idx], kept[layer])
+                        elif made:                               # without them, the other layers run as they are
+                            head_outputs(model, path, op, layer, made)
                     patched.append(metric_of(model.output.logits[:, -1], answers, metric).detach().cpu())  # (B,)
             nnsight.save(source_metric)
             nnsight.save(base_metric)
             nnsight.save(patched)
     back = {"source": source_metric, "base": base_metric, "patched": list(patched)}
     return {**back, "seconds": session.last_seconds, "received": received_bytes(back)}
+
+
+def head_outputs(model, path: str, op: str, layer: int, made: list, heads: list[int] | None = None,
+                 source=None):
+    """Inside a trace: the attention op's output at ``layer``, every head's (B, T, H, Dv), the
+    seam's ``output``; under the intervention hooks ``made`` the seam's output under them in
+    the op's place (engine.remote.server.changed). With ``heads``, row b gets head heads[b] of
+    ``source`` (T, H, Dv) put in, after the interventions (a patched cell replaces what they
+    left, as in engine.experiments.patching)."""
+    node = getattr(model.get(path).source, op)
+    if made:
+        args, kwargs = node.inputs
+        out, _ = changed(layer_call(args, kwargs, layer), made)
+    else:
+        out = node.output[0]
+    if heads is not None:
+        for row, head in enumerate(heads):
+            out[row, :, head] = source[:, head]
+    if made:
+        node.skip((out, None))
+    return out
 
 
 PATCHING = "patching"        # the kind of job (Session.sending): its code differs from a Run's
