@@ -28,7 +28,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("patch", help="activation / attribution patching and direct logit attribution over a prompt "
                                      "pair (JSON)", description=__doc__.split("\n\n", 1)[1])
-    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>")
+    p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, random-<family>, ndif:<hub id> (exact "
+                                 "patching of heads on NDIF; ATTNSCOPE_NDIF=local: here through nnsight)")
     p.add_argument("--clean", type=text, default=None, help="the clean text")
     p.add_argument("--corrupt", type=text, default=None, help="the corrupted text (as many tokens as the clean one)")
     p.add_argument("--clean-file", type=Path, default=None, help="a UTF-8 file holding the clean text (a long context)")
