@@ -34,6 +34,7 @@ from gui.input_bar import InputBar
 from gui.model_opening import ModelOpening
 from gui.output_row import OutputRow
 from gui.recordings import Recordings
+from gui.remote_fetches import RemoteFetches
 from gui.settings import app_settings, remember_folder, start_folder
 from gui.state import AppState, prompt_of
 from gui.status_line import StatusLine
@@ -75,6 +76,7 @@ class MainWindow(QMainWindow):
         self.open_hf_cache_dialog = self.opening.open_hf_cache_dialog
         self._fill_model_menu = self.opening.fill_model_menu
         self.recordings = Recordings(self)
+        self.remote_fetches = RemoteFetches(self)   # a remote trace's later jobs: progress and Esc
         self.save_recording_dialog, self.open_recording_dialog, self.open_recording = (
             self.recordings.save_dialog, self.recordings.open_dialog, self.recordings.open)
 
@@ -273,6 +275,7 @@ class MainWindow(QMainWindow):
         exporter = self.findChild(trace_export.TraceExporter, trace_export.TraceExporter.NAME)
         if exporter is not None:
             exporter.cancel()
+        self.remote_fetches.stop()
         if self.run_jobs.busy:
             self.run_jobs.cancel()
             self.state.end_request()

@@ -6,15 +6,26 @@ bias) for the rows fetched, by default the last ones: an engine.traces.partial.P
 which computes any block over rows here as exp(q_i k_j * scale + b_ij - lse_i). A block over
 rows not here first fetches them with a new remote job (``fetch_rows``: what will travel and
 the last job's time are said before it goes), then keeps them; so does an overview of another
-size. Saved, it is a recording that keeps which rows are exact (engine.traces.recording_file);
-once every row is fetched, a whole recording (``recording``).
+size. Such a job reports ``("fetch", 0, 1)`` as it goes and ``("fetch", 1, 1)`` when it is
+back or stopped (``report``); ``stop_fetch()`` (any thread) stops the one in flight: nnsight
+cannot call a job back, so its answer is dropped when it comes, nothing of it kept, and the
+view that asked hears FetchStopped. Saved, it is a recording that keeps which rows are exact
+(engine.traces.recording_file); once every row is fetched, a whole recording (``recording``).
 """
 from __future__ import annotations
 
+import threading
+
 from engine.errors import RemoteJobError
 from engine.remote.estimate import check_travel, travel_estimate
+from engine.traces.base import RunCancelled
 from engine.traces.estimate import duration
-from engine.traces.partial import PartialTrace
+from engine.traces.partial import PartialTrace, RowsNotHeld
+
+
+class FetchStopped(RowsNotHeld, RunCancelled):
+    """A job for rows or pixels stopped by the user: nothing of it kept. A RunCancelled (work
+    stopped), and a RowsNotHeld, so a view that still asks says it in place of its drawing."""
 
 
 class RemoteTrace(PartialTrace):
@@ -27,6 +38,8 @@ class RemoteTrace(PartialTrace):
         self.interventions = interventions            # every job of this trace runs under them
         self.jobs = 1
         self.received = 0
+        self.report = None                            # report(("fetch", done, 1)) around a later job
+        self._stopping = threading.Event()            # set by stop_fetch: the job in flight is dropped
         super().__init__(layers, rows, model_name=model_name, family=family, tokens=tokens, notes=notes)
 
     def _bring_rows(self, rows: tuple[int, int]) -> None:
@@ -41,10 +54,7 @@ class RemoteTrace(PartialTrace):
             last = self.session.last_seconds
             self.say(f"Fetching query rows {rows[0]:,}-{rows[1] - 1:,} of {self.model_name}: {travel.describe()}"
                      + (f"; the last job took {duration(last)}." if last is not None else "."))
-        job = self.session.run(self.ids, rows, [], keep_k=False, interventions=self.interventions)
-        self.received += job.received
-        self.jobs += 1
-        self._keep(job.layers, rows)
+        self._keep(self._job(rows, [], f"query rows {rows[0]:,}-{rows[1] - 1:,}").layers, rows)
 
     def _bring_overview(self, size: int, how: str) -> None:
         """The overview at another size or pooling: one job (a size that draws every token: the
@@ -53,10 +63,29 @@ class RemoteTrace(PartialTrace):
         if size >= t:
             self.fetch_rows(0, t)
             return
-        job = self.session.run(self.ids, None, [(size, how)], keep_k=False, interventions=self.interventions)
+        self._keep(self._job(None, [(size, how)], f"the overview at {size} pixels").layers, None)
+
+    def stop_fetch(self) -> None:
+        """Stop the job for rows or pixels in flight (from any thread): its answer is dropped."""
+        self._stopping.set()
+
+    def _job(self, rows: tuple[int, int] | None, overviews: list[tuple[int, str]], what: str):
+        """One more job of this trace (its interventions, no k), reported around; FetchStopped,
+        with nothing counted or kept, when ``stop_fetch`` was called while it was out."""
+        self._stopping.clear()
+        if self.report is not None:
+            self.report(("fetch", 0, 1))
+        try:
+            job = self.session.run(self.ids, rows, overviews, keep_k=False, interventions=self.interventions)
+        finally:
+            if self.report is not None:
+                self.report(("fetch", 1, 1))
+        if self._stopping.is_set():
+            raise FetchStopped(f"Fetching {what} of {self.model_name} was stopped; nothing of it was kept, and a "
+                               "view asks again when it is drawn again.")
         self.received += job.received
         self.jobs += 1
-        self._keep(job.layers, None)
+        return job
 
     def _incomplete(self, why: str) -> Exception:
         return RemoteJobError(why)

@@ -1,0 +1,56 @@
+"""A remote trace's later jobs in the window: progress in the status line and Stop (Esc), like a Run.
+
+A view of an ``ndif:`` Run that needs query rows (or overview pixels) not fetched asks the trace
+(engine.remote.RemoteTrace), which sends one more job from that view's drawing, on the model
+lane (gui.worker's rule: the trace computes there). Before it goes the trace says what will
+travel and how long the last job took (the Run's ``say``); here its ``report`` records
+(("fetch", 0, 1) as it goes, ("fetch", 1, 1) when it is back) reach the GUI thread as a signal
+and the busy label says what is running. Esc (``stop``) stops it: the job in flight is dropped
+when its answer comes (nnsight cannot call a job back) and the views' drawings still waiting
+for the model lane are cancelled, so no other job follows; the trace keeps only what it held.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from gui.worker import Jobs
+
+FETCHING = "fetching from {model}… (Esc stops)"
+
+
+class RemoteFetches(QObject):
+    """Follows the window's trace: a remote one reports its jobs here."""
+
+    progressed = Signal(object)       # ("fetch", done, total), from the model lane
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.busy = False
+        self.progressed.connect(self._show)
+        window.state.trace_changed.connect(self._follow)
+
+    def _follow(self, trace) -> None:
+        if hasattr(trace, "stop_fetch"):          # a RemoteTrace: its later jobs report here
+            trace.report = self.progressed.emit
+
+    def _show(self, record) -> None:
+        _stage, done, total = record
+        self.busy = done < total
+        trace = self.window.state.trace
+        name = getattr(trace, "model_name", "the server")
+        self.window.busy_label.setText(FETCHING.format(model=name) if self.busy else "")
+
+    def stop(self) -> bool:
+        """Esc: stop the job in flight and every view's drawing waiting for one; True when one was."""
+        trace = self.window.state.trace
+        if not self.busy or not hasattr(trace, "stop_fetch"):
+            return False
+        trace.stop_fetch()
+        for view in self.window.views.values():
+            for jobs in view.findChildren(Jobs):
+                if jobs.busy:
+                    jobs.cancel()
+        self.window.statusBar().showMessage(f"Fetching from {trace.model_name} stopped; nothing of it was kept, "
+                                            "and the views show what they drew before.", 6000)
+        return True
