@@ -35,7 +35,7 @@ from engine.experiments.names import ATTRIBUTION, DLA, EXACT
 from engine.experiments.pairs import FramedPair
 from engine.experiments.patching import (MAX_BATCH_TOKENS, Dims, PatchResult, Progress, batches, check_points,
                                          result_frame, takes_means)
-from engine.experiments.points import HEADS, metric_of
+from engine.experiments.points import HEADS, LOGIT_DIFF, metric_of
 from engine.inputs import InputError
 from engine.remote.estimate import (DOWNLOAD_BYTES_PER_S, SERVER_FLOPS, Travel, check_travel, model_dims)
 from engine.remote.jobs import Session, received_bytes
@@ -50,7 +50,7 @@ METRIC_BYTES = 4             # one float32 a run back
 
 
 def remote_patching(loaded, pair: FramedPair, method: str = EXACT, what=(HEADS,), noising: bool = False,
-                    metric: str = "logit_diff", max_batch: int | None = None, stop: Callable[[], bool] | None = None,
+                    metric: str = LOGIT_DIFF, max_batch: int | None = None, stop: Callable[[], bool] | None = None,
                     interventions=None) -> Iterator[Progress]:
     """Yields Progress (the second names the estimate); returns the PatchResult of exact
     patching of every head of the ``ndif:`` model ``loaded`` on ``pair``, computed where the
