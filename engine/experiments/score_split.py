@@ -26,7 +26,7 @@ from engine.adapters import adapter_for
 from engine.adapters.chat import check_prompt
 from engine.decoding.greedy import frame
 from engine.experiments.patching import Progress
-from engine.experiments.stream import QK, SOURCE, TARGET, Reading, read, replay, sides_of
+from engine.experiments.stream import SOURCE, TARGET, Reading, asked_call, read, replay, sides_of
 from engine.experiments.why_result import BIAS, Loadings, ScoreSplit, Versus
 from engine.inputs import InputError, check_callback, check_optional_text
 from engine.interventions import applied
@@ -56,37 +56,16 @@ def _whole(value, what: str, hi: int) -> int:
     return int(value)
 
 
-def _row_call(adapter, framed, target: Site, interventions):
-    """The asked call alone (a forward stopped there, nothing kept on the way): the row's weights
-    decide which keys a split or a loading reads."""
-    class _Stop(SeamHook):
-        call = None
-
-        def see(self, call):
-            if call.site == target:
-                _Stop.call = call.detached()
-                raise _Reached
-
-    class _Reached(Exception):
-        pass
-
-    try:
-        with applied(interventions), hooks(_Stop()):
-            adapter.forward(framed, last_only=True)
-    except _Reached:
-        pass
-    return _Stop.call
-
-
 def _row(call, head: int, query: int) -> torch.Tensor:
     """(Tk,) the row's weights, as every view draws them (softmax with the sink, masked cells 0)."""
     return call.weights(0, heads=[head], rows=slice(query, query + 1))[0, 0].float()
 
 
-def _parts(qk, reading: Reading, side: str, head_of: int, positions: list[int], want: list[int], axis: str):
-    """(N + 1, |want|, Dh) float64: each source of ``side``'s part of q (or k) at ``want``, and
-    the constants last; and the names in that order."""
-    x = (qk.q if axis == "q" else qk.k)[:, head_of][:, [positions.index(p) for p in want]].double()   # (C, n, Dh)
+def _parts(x: torch.Tensor, reading: Reading, side: str) -> tuple[torch.Tensor, list[str]]:
+    """Every copy's q (or k), (C, n, Dh) -> (N + 1, n, Dh) float64: each source of ``side``'s
+    part (its copy minus the constants' copy) and the constants last; and the names in that
+    order."""
+    x = x.double()
     idx = [i + 1 for i, (_, s) in enumerate(reading.sources) if s == side]
     names = [n for n, s in reading.sources if s == side] + [BIAS]
     return torch.cat([x[idx] - x[:1], x[:1]]), names
@@ -114,13 +93,13 @@ def _replay_all(adapter, framed, target, reading, stop, chunk: int, head: int, k
     return qs, ks
 
 
-def _gather(pieces, wanted: list[int]) -> tuple[torch.Tensor, list[int]]:
-    """Chunks [(positions, (C, H, n, Dh))] -> (C, H, |wanted|, Dh) at ``wanted`` positions."""
+def _gather(pieces, wanted: list[int]) -> torch.Tensor:
+    """Chunks [(positions, (C, 1, n, Dh))] -> (C, |wanted|, Dh) at the ``wanted`` positions."""
     where = {}
     for ci, (positions, x) in enumerate(pieces):
         for i, p in enumerate(positions):
             where.setdefault(p, (ci, i))
-    return torch.stack([pieces[where[p][0]][1][:, :, where[p][1]] for p in wanted], 2), wanted
+    return torch.stack([pieces[where[p][0]][1][:, 0, where[p][1]] for p in wanted], 1)
 
 
 def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: int, versus=None,
@@ -162,7 +141,7 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
             versus = _whole(versus, f"versus key position ({k_side} side)", lengths[k_side])
         row_call = None
         if versus == RUNNER_UP or (loadings and lengths[q_side] > EXACT_CELLS):
-            row_call = _row_call(adapter, framed, site, interventions)
+            row_call = asked_call(adapter, framed, site, interventions)
             w = _row(row_call, head, query).clone()
             if versus == RUNNER_UP:
                 w[key] = -1.0
@@ -182,7 +161,7 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
         call = reading.call
         row = _row(call, head, query)
         additive = call.terms(0, [head], slice(query, query + 1))
-        hidden = lambda j: additive is not None and bool(torch.isinf(additive[0, 0, 0, j]) & (additive[0, 0, 0, j] < 0))  # noqa: E731
+        hidden = lambda j: additive is not None and bool(additive[0, 0, 0, j] == float("-inf"))  # noqa: E731
         if hidden(key):
             raise InputError(f"Query {query} cannot see key {key} at {kind} layer {layer} (the mask hides it), so the "
                              "head gives it no score to split.")
@@ -198,14 +177,11 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
         chunk = max(1, COPY_TOKENS // copies)
         kv = call.kv_head(head)
         qs, ks = _replay_all(adapter, framed, site, reading, stop, chunk, head, kv)
-        wanted_q = [query] + (sorted(plan[0]) if plan else [])
-        wanted_k = [key] + ([versus] if versus is not None else []) + (sorted(plan[1]) if plan else [])
-        q_all, _ = _gather(qs, list(dict.fromkeys(wanted_q)))
-        k_all, _ = _gather(ks, list(dict.fromkeys(wanted_k)))
-        qk = QK(q_all, k_all)
-        order_q, order_k = list(dict.fromkeys(wanted_q)), list(dict.fromkeys(wanted_k))
-        qparts, q_names = _parts(qk, reading, q_side, 0, order_q, order_q, "q")      # (Nq, nq, Dh)
-        kparts, k_names = _parts(qk, reading, k_side, 0, order_k, order_k, "k")      # (Nk, nk, Dh)
+        order_q = list(dict.fromkeys([query] + (sorted(plan[0]) if plan else [])))
+        versus_keys = [versus] if versus is not None else []
+        order_k = list(dict.fromkeys([key] + versus_keys + (sorted(plan[1]) if plan else [])))
+        qparts, q_names = _parts(_gather(qs, order_q), reading, q_side)      # (Nq, nq, Dh): the asked query first
+        kparts, k_names = _parts(_gather(ks, order_k), reading, k_side)      # (Nk, nk, Dh): the key, the versus key
         scale = float(call.scale)
         terms = _split_terms(qparts[:, 0], kparts[:, 0], scale)
         score = _own_score(call, head, query, key)

@@ -163,7 +163,8 @@ def _centres(norm: torch.nn.Module, z: torch.Tensor) -> bool:
     """Whether ``norm`` subtracts the mean (LayerNorm) or not (RMSNorm): a centring norm does
     not move when its input is shifted. ``forward`` is called directly: no hooks."""
     x = z.reshape(-1, z.shape[-1])[:1]
-    return bool(torch.allclose(norm.forward(x + x.float().std().to(x.dtype) + 1), norm.forward(x), rtol=1e-3, atol=1e-3))
+    shifted = x + x.float().std().to(x.dtype) + 1
+    return bool(torch.allclose(norm.forward(shifted), norm.forward(x), rtol=1e-3, atol=1e-3))
 
 
 def _positions(x: torch.Tensor, at: list[int], length: int, what: str) -> torch.Tensor:
@@ -177,16 +178,24 @@ def _positions(x: torch.Tensor, at: list[int], length: int, what: str) -> torch.
     return x[:, at]
 
 
-class _Reader(SeamHook):
-    """Keeps each head's output at the query positions asked; stops at the asked call."""
+class _Stopper(SeamHook):
+    """Keeps the asked call and stops the forward there."""
 
-    def __init__(self, target: Site, reading: Reading, enc_dec: bool):
-        self.target, self.reading, self.enc_dec = target, reading, enc_dec
+    def __init__(self, target: Site):
+        self.target, self.call = target, None
 
     def see(self, call):
         if call.site == self.target:
-            self.reading.call = call.detached()
+            self.call = call.detached()
             raise _Reached
+
+
+class _Reader(_Stopper):
+    """Keeps each head's output at the query positions asked; stops at the asked call."""
+
+    def __init__(self, target: Site, reading: Reading, enc_dec: bool):
+        super().__init__(target)
+        self.reading, self.enc_dec = reading, enc_dec
 
     def edits(self, site):
         return site is not None and site != self.target
@@ -270,16 +279,31 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
             for site, (m, _, _) in parts.projected.items():
                 if site != target:
                     keep(m.register_forward_hook(on_site))
-            with applied(interventions), hooks(_Reader(target, reading, enc_dec)):
+            reader = _Reader(target, reading, enc_dec)
+            with applied(interventions), hooks(reader):
                 adapter.forward(framed, last_only=True)
     except _Reached:
-        pass
+        reading.call = reader.call
     finally:
         sides.close()
     reading.seconds = time.perf_counter() - start
     if reading.call is None:
         raise InputError(f"{adapter.loaded.name} never reached {target}, so its scores cannot be split.")
     return reading
+
+
+def asked_call(adapter, framed, target: Site, interventions=None) -> AttentionCall:
+    """The asked call of the whole text alone (a forward stopped there, nothing kept on the
+    way): its row's weights decide which keys a split compares with or a loading reads."""
+    stopper = _Stopper(target)
+    try:
+        with applied(interventions), hooks(stopper):
+            adapter.forward(framed, last_only=True)
+    except _Reached:
+        pass
+    if stopper.call is None:
+        raise InputError(f"{adapter.loaded.name} never reached {target}, so its scores cannot be split.")
+    return stopper.call
 
 
 @dataclass
@@ -347,7 +371,8 @@ def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[i
 
     def mlp(module):
         _, side, layer = parts.mlps[id(module)]
-        return lambda: own(reading.mlps[(side, layer)][picks[side]], (source_name(f"L{layer}.mlp", side, enc_dec), side))
+        key = (source_name(f"L{layer}.mlp", side, enc_dec), side)
+        return lambda: own(reading.mlps[(side, layer)][picks[side]], key)
 
     def on_adder(_module, args, _out):
         side = sides.embedding()
