@@ -207,9 +207,10 @@ def open_or_explain(path: str, device: str = "cpu"):
 
 def open_predicting(path: str, device: str, needs: str):
     """Like ``open_or_explain``, for a command that reads next-token predictions: an encoder
-    is refused in one line saying what ``needs`` them (None then)."""
+    is refused in one line saying what ``needs`` them (None then). A model served by NDIF
+    (``generates`` False: it cannot be stepped here) is not an encoder: what reads it there does."""
     loaded = open_or_explain(path, device)
-    if loaded is not None and not loaded.generates:
+    if loaded is not None and loaded.role == "encoder":
         say(f"{path} is an encoder: it predicts no next token, and {needs} needs a decoder or an encoder-decoder.")
         return None
     return loaded

@@ -21,12 +21,16 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from engine.interventions import logit_lens
+    from engine.remote import remote_lens, remote_of
 
     body = text_of(args)
     loaded = open_predicting(args.model, args.device or "auto", "the logit lens")
     if loaded is None:
         return BAD_INPUT
-    lens = logit_lens(loaded, body, target=args.target)
+    if remote_of(loaded) is not None:            # ndif:MODEL: read where it is served, one nnsight job
+        lens = remote_lens(loaded, body)
+    else:
+        lens = logit_lens(loaded, body, target=args.target)
     layers = [{"layer": layer, "top": [[[int(i), float(p)] for i, p in zip(ids, ps)]
                                        for ids, ps in zip(lens.top_ids[layer], lens.top_p[layer])]}
               for layer in range(lens.n_layers)]

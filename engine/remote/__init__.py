@@ -3,8 +3,8 @@ NDIF (or here, under ATTNSCOPE_NDIF=local, through nnsight's local stand-in). A 
 nnsight trace (jobs.py) that reduces each attention call where the tensors are (server.py)
 and brings back k, each row's log-sum-exp, the overview's pixels and the asked rows of q;
 ``trace_remote`` (run.py) hands a RemoteTrace (trace.py) that every view reads like a
-recording. What will travel is estimated first (estimate.py). Public: the names gui/ and
-cli/ use, listed in ``__all__``."""
+recording; ``remote_lens`` (lens.py) reads the logit lens there. What will travel is
+estimated first (estimate.py). Public: the names gui/ and cli/ use, listed in ``__all__``."""
 from __future__ import annotations
 
 from engine.runtime.public import lazy
@@ -12,10 +12,12 @@ from engine.runtime.public import lazy
 _PUBLIC = {
     "model_dims": "estimate",
     "RemoteTrace": "trace",
+    "remote_lens": "lens",
     "remote_of": "jobs",
     "served_models": "jobs",
     "trace_remote": "run",
     "travel_estimate": "estimate",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["RemoteTrace", "model_dims", "remote_of", "served_models", "trace_remote", "travel_estimate"]
+__all__ = ["RemoteTrace", "model_dims", "remote_lens", "remote_of", "served_models", "trace_remote",
+           "travel_estimate"]

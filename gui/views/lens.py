@@ -31,8 +31,11 @@ NO_MODEL = ("A recording holds attention, not a model: the logit lens needs the 
 
 def _lens(loaded, text, target: str, spec, stop=None):
     from engine.interventions import logit_lens   # torch, in the worker
+    from engine.remote import remote_lens, remote_of
     from engine.traces import stoppable
 
+    if remote_of(loaded) is not None:             # ndif: read where the model is served, one job
+        return remote_lens(loaded, text, spec=spec)
     with stoppable(stop):
         return logit_lens(loaded, text, target=target or None, spec=spec)
 
@@ -96,10 +99,8 @@ class LensView(QWidget):
         elif self.state.recording is not None:
             self.jobs.cancel()
             self.show_lens(None, NO_MODEL, now)
-        elif not loaded.generates:
-            self.show_lens(None, "The logit lens reads what a model predicts; an encoder predicts no next token."
-                           if loaded.role == "encoder" else "The logit lens reads the model's weights, and this one "
-                           "runs on NDIF, with none here.", now)
+        elif loaded.role == "encoder":                # a model served by NDIF: read there (_lens)
+            self.show_lens(None, "The logit lens reads what a model predicts; an encoder predicts no next token.", now)
         else:
             spec = self.state.interventions
             self.jobs.start(_lens, loaded, self.state.prompt, self.state.target, spec,
