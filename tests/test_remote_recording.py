@@ -59,7 +59,7 @@ def test_a_partial_remote_trace_is_saved_and_opened_with_its_exact_rows(remote, 
     with pytest.raises(RowsNotHeld) as caught:
         back.row(KIND, 1, 0, 7)
     said = str(caught.value)
-    assert said.startswith("Query row 7 is not in this trace") and "there is no model here to fetch them" in said and "\n" not in said
+    assert said.startswith("Query row 7 is not in this trace") and "there is no model here to fetch it from" in said and "\n" not in said
     with pytest.raises(RowsNotHeld, match="at 9 pixels a side by max is not in this trace"):
         back.thumbnails(KIND, 9)
     with pytest.raises(RowsNotHeld, match="fetch every row"):

@@ -115,10 +115,11 @@ class PartialTrace(AttentionTrace):
             self._bring_rows((gaps[0][0], gaps[-1][1]))
 
     def _bring_rows(self, rows: tuple[int, int]) -> None:
-        gaps = self.missing_rows(*rows)
-        which = f"Query row {rows[0]:,} is" if rows[1] - rows[0] == 1 else f"Query rows {spans(gaps)} are"
-        raise RowsNotHeld(f"{which} not in this trace of {self.model_name} (it holds rows {spans(self.rows_fetched)} "
-                          "exactly) and there is no model here to fetch them from.")
+        one = rows[1] - rows[0] == 1
+        which = f"Query row {rows[0]:,} is" if one else f"Query rows {spans(self.missing_rows(*rows))} are"
+        held = f"rows {spans(self.rows_fetched)}" if self.rows_fetched else "no query rows"
+        raise RowsNotHeld(f"{which} not in this trace of {self.model_name} (it holds {held} exactly) and there is "
+                          f"no model here to fetch {'it' if one else 'them'} from.")
 
     def _bring_overview(self, size: int, how: str) -> None:
         held = ", ".join(f"{s} pixels by {h}" for s, h in self.overview_sizes) or "none"
