@@ -31,20 +31,20 @@ class RemoteFetches(QObject):
         window.state.trace_changed.connect(self._follow)
 
     def _follow(self, trace) -> None:
-        if hasattr(trace, "stop_fetch"):          # a RemoteTrace: its later jobs report here
-            trace.report = self.progressed.emit
+        if trace is not None:
+            trace.follow_fetches(self.progressed.emit)     # a RemoteTrace's later jobs report here
 
     def _show(self, record) -> None:
         _stage, done, total = record
         self.busy = done < total
         trace = self.window.state.trace
-        name = getattr(trace, "model_name", "the server")
+        name = trace.model_name if trace is not None else "the server"
         self.window.busy_label.setText(FETCHING.format(model=name) if self.busy else "")
 
     def stop(self) -> bool:
         """Esc: stop the job in flight and every view's drawing waiting for one; True when one was."""
         trace = self.window.state.trace
-        if not self.busy or not hasattr(trace, "stop_fetch"):
+        if not self.busy or trace is None:
             return False
         trace.stop_fetch()
         for view in self.window.views.values():

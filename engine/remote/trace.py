@@ -69,6 +69,10 @@ class RemoteTrace(PartialTrace):
         """Stop the job for rows or pixels in flight (from any thread): its answer is dropped."""
         self._stopping.set()
 
+    def follow_fetches(self, report) -> bool:
+        self.report = report
+        return True
+
     def _job(self, rows: tuple[int, int] | None, overviews: list[tuple[int, str]], what: str):
         """One more job of this trace (its interventions, no k), reported around; FetchStopped,
         with nothing counted or kept, when ``stop_fetch`` was called while it was out."""

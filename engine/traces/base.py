@@ -203,6 +203,25 @@ class AttentionTrace:
         """What this trace holds of computed or stored weights, in bytes."""
         return 0
 
+    def held_call(self, kind: str, layer: int):
+        """The call behind one layer over the query rows this trace holds, bringing none (a
+        sample for a time estimate): ``call`` for a trace that holds every row."""
+        return self.call(kind, layer)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every query row is here: False only for a remote Run's trace (or its
+        recording) with rows not fetched."""
+        return True
+
+    def follow_fetches(self, report) -> bool:
+        """Hand ``report(("fetch", done, total))`` the later jobs this trace sends for rows it
+        lacks; False for a trace that never sends one."""
+        return False
+
+    def stop_fetch(self) -> None:
+        """Stop the fetch in flight, if any (from any thread): its answer is dropped."""
+
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:
         """(Tq, Tk) for one head."""

@@ -117,13 +117,12 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
         return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
     # A trace holding q of some rows only (a remote Run's, or its recording): timed on the rows
     # it holds, none brought for an estimate; with none held there is nothing it can compute.
-    held = getattr(trace, "held_call", None)
-    call = trace.call(kind, 0) if held is None else held(0)
+    call = trace.held_call(kind, 0)
     if call is None:
         return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
     side = int((SAMPLE_CELLS["gpu" if call.q.is_cuda else "cpu"] / n_heads) ** 0.5)
     nq, nk = (min(tq, side),) * 2 if QUERY_SIDE[kind] == KEY_SIDE[kind] else (min(tq, side), min(tk, side))
-    if held is not None:
+    if call.q.shape[2] < tq:
         nq = nk = min(nq, call.q.shape[2])                 # the rows held, and as many keys (a square)
     corner = lambda t, rows=True: None if t is None else t[..., :nq if rows and t.shape[-2] > 1 else None, :nk]  # noqa: E731
     sub = dataclasses.replace(call, q=call.q[:, :, :nq], k=call.k[:, :, :nk], v=None, mask=corner(call.mask),

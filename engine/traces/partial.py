@@ -74,7 +74,7 @@ class PartialTrace(AttentionTrace):
         so it is one overview, held under the count of tokens."""
         return min(int(size), len(self.target_tokens)), how
 
-    def held_call(self, layer: int) -> AttentionCall | None:
+    def held_call(self, kind: str, layer: int) -> AttentionCall | None:
         """The call of ``layer`` for the first block of rows held (every key; None when no row
         is): a sample of the computation a view of this trace runs, without bringing rows."""
         rows = self.rows_fetched

@@ -89,7 +89,7 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
         raise RecordingError("Only a Run's own trace has a recording to save (this one was read from a file of "
                              "weights); run the model on the text first.")
     path = recording_target(path, replace)
-    if isinstance(trace, PartialTrace) and not trace.complete:
+    if not trace.complete:
         return _save_partial(trace, path)
     tensors, sites, shared = {}, [], {}
     b = trace.batch_index
