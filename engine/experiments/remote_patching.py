@@ -39,7 +39,7 @@ from engine.experiments.points import HEADS, LOGIT_DIFF, metric_of
 from engine.inputs import InputError
 from engine.remote.estimate import (DOWNLOAD_BYTES_PER_S, SERVER_FLOPS, Travel, check_travel, model_dims)
 from engine.remote.jobs import Session, received_bytes
-from engine.remote.run import _check_interventions as check_interventions
+from engine.remote.run import check_remote_interventions as check_interventions
 from engine.remote.run import session_for
 from engine.remote.server import changed, layer_call
 from engine.runtime.free_memory import gib

@@ -21,7 +21,7 @@ from engine.decoding.greedy import frame
 from engine.errors import RemoteJobError
 from engine.inputs import InputError, check_count
 from engine.interventions.lens import Lens, adapter_tokens
-from engine.remote.run import _check_interventions as check_interventions
+from engine.remote.run import check_remote_interventions as check_interventions
 from engine.remote.run import session_for
 from engine.remote.server import changed, layer_call
 from engine.seam.hf_attention import first_of

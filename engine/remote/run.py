@@ -57,7 +57,7 @@ def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS
     framed = frame(adapter_for(loaded), text)
     ids = framed.target_ids
     t = len(ids)
-    _check_interventions(interventions, loaded, t)
+    check_remote_interventions(interventions, loaded, t)
     asked = (0 if rows is None else max(0, t - max(0, int(rows))), t)
     masked = any(getattr(c, "sliding_window", None) or getattr(c, "attention_chunk_size", None)
                  for c in (loaded.model.config.get_text_config(),))
@@ -83,7 +83,7 @@ def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS
     return trace
 
 
-def _check_interventions(spec, loaded: LoadedModel, tokens: int) -> None:
+def check_remote_interventions(spec, loaded: LoadedModel, tokens: int) -> None:
     """InputError in one sentence for interventions that are malformed or name a layer, head or
     position this model and text lack: engine.interventions' own checks, the heads read from
     the config (a model served by NDIF cannot run the probe forward here)."""
