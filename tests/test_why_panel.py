@@ -329,3 +329,28 @@ def test_the_drawing_keeps_every_sum():
         np.testing.assert_allclose([t.table.sum(), t.query_bars[1].sum(), t.key_bars[1].sum()], terms.sum())
         assert t.span == np.abs(t.table).max()
     assert d.tables[THIS].top_terms[0] == ("L0.mlp", "L2.H1", 3.0)
+
+
+def test_in_sequence_another_model_and_a_theme_with_the_panel_open(window_on, qtbot, drawn):
+    """As a user goes: a split on the GPT, then the translator opened (the split shown is
+    stale, never the new model's), a cross head split on it, and the theme switched with the
+    panel open: the table is still the split's, drawn again."""
+    w = window_on(GPT)
+    _repeated(w, qtbot, drawn)
+    w.state.ask_why(DECODER_SELF, 3, 3, 12, 2)
+    p = _split(w, qtbot)
+    gpt_split = p.result
+    old = w.state.loaded
+    w.open_source(str(ROOT / "resources/checkpoints/translator.safetensors"))
+    qtbot.waitUntil(lambda: w.state.loaded is not old and w.state.loaded is not None and not w.model_jobs.busy,
+                    timeout=60000)
+    qtbot.waitUntil(lambda: p.mark.isVisible(), timeout=10000)
+    assert p.result is gpt_split and not p.current()
+    w.state.ask_why(CROSS, 1, 2, 2, 1)
+    qtbot.waitUntil(lambda: p.result is not gpt_split and not p.jobs.busy and p.current(), timeout=60000)
+    assert p.result.model == w.state.loaded.name and p.result.kind == CROSS
+    assert abs(p.result.exact_sum - p.result.score) < 1e-4 and not p.mark.isVisible()
+    shown = p.shown()
+    w.dark_action.trigger()
+    w.dark_action.trigger()
+    assert p.shown() is shown and p.image.image is not None and not p.mark.isVisible()
