@@ -7,13 +7,13 @@ travel and how long the last job took (the Run's ``say``); here its ``report`` r
 (("fetch", 0, 1) as it goes, ("fetch", 1, 1) when it is back) reach the GUI thread as a signal
 and the busy label says what is running. Esc (``stop``) stops it: the job in flight is dropped
 when its answer comes (nnsight cannot call a job back) and the views' drawings still waiting
-for the model lane are cancelled, so no other job follows; the trace keeps only what it held.
+for the model lane are cancelled (only their drawings: a Patching run goes on), so no other job follows; the trace keeps only what it held.
 """
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from gui.worker import Jobs
+from gui.views.prepared import PreparedView
 
 FETCHING = "fetching from {model}… (Esc stops)"
 
@@ -48,9 +48,10 @@ class RemoteFetches(QObject):
             return False
         trace.stop_fetch()
         for view in self.window.views.values():
-            for jobs in view.findChildren(Jobs):
-                if jobs.busy:
-                    jobs.cancel()
+            if isinstance(view, PreparedView):            # a view drawn from the trace: its drawing, not its other work
+                for jobs in view.drawing_jobs():
+                    if jobs.busy:
+                        jobs.cancel()
         self.window.statusBar().showMessage(f"Fetching from {trace.model_name} stopped; nothing of it was kept, "
                                             "and the views show what they drew before.", 6000)
         return True

@@ -362,6 +362,9 @@ class HeadDetail(PreparedView, QWidget):
     def show_head(self, kind: str | None, layer: int, head: int) -> None:
         self.state.select(kind, layer, head)
 
+    def drawing_jobs(self) -> list[Jobs]:
+        return [self.draw_jobs, self.zoom_jobs]          # a zoom computes its block from the trace too
+
     def drawing_job(self):
         if self.trace is None or self.kind is None:
             return None

@@ -91,6 +91,11 @@ class PreparedView:
     def drawing_job(self) -> tuple | None:
         raise NotImplementedError
 
+    def drawing_jobs(self) -> list[Jobs]:
+        """The jobs that draw this view from the trace (what a remote trace's fetch runs inside):
+        Esc during a fetch cancels these, never a view's other work (a Patching run)."""
+        return [self.draw_jobs]
+
     def apply_drawing(self, drawing: Any) -> None:
         raise NotImplementedError
 
