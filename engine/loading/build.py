@@ -68,6 +68,9 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
         broken = _broken_json_file(path)
         if broken:
             raise HFModelError(f"{source}: {broken}. Copy the folder again.") from None
+        if isinstance(exc, KeyError) and exc.args and exc.args[0] == SEAM:     # its own attention classes
+            raise HFModelError(f"{source}: {config.model_type} computes attention its own way, not through "
+                               f"transformers' attention interface, so attnscope cannot see its heads.") from None
         raise HFModelError(f"Could not open {source} with transformers: {first_line(exc)}") from None
     missing = [k for k in info.get("missing_keys", []) if not k.startswith("pooler.")]
     if missing:

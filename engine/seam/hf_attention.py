@@ -197,7 +197,8 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
         module.attnscope_site = site
         sites.append(site)
     if not sites:
-        raise SiteError(f"{type(model).__name__} made no attention call through the seam.")
+        raise SiteError(f"{type(model).__name__} made no attention call through the seam: it computes attention its "
+                        "own way, not through transformers' attention interface, so attnscope cannot see its heads.")
     by_site = {module.attnscope_site: outputs[id(module)] for module, _, _ in found.seen if id(module) in outputs}
     return sites, by_site
 
