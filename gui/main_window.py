@@ -27,7 +27,7 @@ from gui.colormaps import COLORMAPS
 from gui.dock_layout import DockLayout
 from gui.elided import ElidedLabel
 from gui.first_tip import FirstTip
-from gui.export import export_target, export_widget
+from gui.export import capture, export_format, export_target, write_capture
 from gui.help import HelpButton, HelpDialog
 from gui.help_menu import show_about, show_shortcuts
 from gui.input_bar import InputBar
@@ -61,6 +61,7 @@ class MainWindow(QMainWindow):
         self.run_jobs = Jobs(self, "The model could not run", lane=MODEL)
         self.file_jobs = Jobs(self, "The recording could not be read", lane=MODEL)
         self.save_jobs = Jobs(self, "The recording could not be written", lane=MODEL)   # never cancelled by a read
+        self.export_jobs = Jobs(self, "Could not export the view")                    # File > Export View's file
         self.output_jobs = Jobs(self, "The model could not write its output", lane=MODEL)
         job_failures().failed.connect(self.show_error)   # every job's error, from any view
         self.last_error: str | None = None
@@ -340,11 +341,13 @@ class MainWindow(QMainWindow):
             self.settings, "exports")) / f"{name}.png"), "PNG image (*.png);;SVG vector (*.svg)")
         if path:
             try:
-                export_widget(export_target(widget), path)
-                remember_folder(self.settings, "exports", path)
-                self.statusBar().showMessage(f"Saved {path}", 5000)
+                shot = capture(export_target(widget), export_format(path))   # the pixels: here, on the GUI thread
             except Exception as exc:  # whatever went wrong, the user is told, never the console only
                 self.show_error("Could not export the view", exc)
+                return
+            remember_folder(self.settings, "exports", path)
+            self.export_jobs.start(write_capture, shot, path,                # the encoding and the file: a worker
+                                   on_returned=lambda written: self.statusBar().showMessage(f"Saved {written}", 5000))
 
     # ---- view settings and layout (gui.dock_layout) -----------------------------------------
     def set_colormap(self, name: str) -> None:
@@ -450,9 +453,9 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.input_bar.save_settings()
         self.settings.sync()
-        if self.save_jobs.busy:          # a recording being written is the user's: it is finished, not cut
-            self.statusBar().showMessage("Finishing the recording being saved…")
-            process_events_until(lambda: not self.save_jobs.busy, 120)
+        if self.save_jobs.busy or self.export_jobs.busy:   # a file being written is the user's: finished, not cut
+            self.statusBar().showMessage("Finishing the file being saved…")
+            process_events_until(lambda: not self.save_jobs.busy and not self.export_jobs.busy, 120)
         # Ask every job to stop and give them QUIT_WAIT_S in all (a job stops at its next
         # attention site): the window goes at once, and gui.app ends the process without
         # waiting out a forward that cannot stop inside itself (each job waited 0.2 s of its

@@ -145,13 +145,29 @@ def test_no_view_prepares_its_drawing_on_the_gui_thread(window, qtbot, drawn, mo
     assert not any(on_gui for _, on_gui in calls)
 
 
-def test_export_view_as_svg_from_the_window(window, qtbot, tmp_path, monkeypatch, drawn):
+def test_export_view_as_svg_and_png_from_the_window_writes_in_a_worker(window, qtbot, tmp_path, monkeypatch, drawn):
+    import gui.main_window as main_window
+
+    threads = []
+    write = main_window.write_capture
+
+    def spy(shot, path):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return write(shot, path)
+    monkeypatch.setattr(main_window, "write_capture", spy)
     drawn(window.grid)
     target = tmp_path / "grid.svg"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     window.export_view_dialog()
+    qtbot.waitUntil(lambda: not window.export_jobs.busy and target.exists(), timeout=20000)
     assert target.stat().st_size > 1000 and b"<svg" in target.read_bytes()
     assert list(tmp_path.iterdir()) == [target]          # no temporary left behind
+    picture = tmp_path / "grid.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(picture), ""))
+    window.export_view_dialog()
+    qtbot.waitUntil(lambda: not window.export_jobs.busy and picture.exists(), timeout=20000)
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and sorted(tmp_path.iterdir()) == [picture, target]
+    assert threads == [False, False]                     # encoded and written off the GUI thread
     bad = tmp_path / "grid.bmp"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(bad), ""))
     window.export_view_dialog()
