@@ -437,7 +437,7 @@ class MainWindow(QMainWindow):
         answer = box.exec()
         if answer == QMessageBox.StandardButton.Save:
             for view in unsaved:
-                view.save_dialog()
+                view.save_dialog(wait=True)      # written in its worker; the window waits, painting
             return not self.unsaved_views()
         return answer == QMessageBox.StandardButton.Discard
 

@@ -127,3 +127,30 @@ def test_a_corpus_too_small_says_so_and_gives_the_controls_back(panel, qtbot, tm
     qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=20000)
     assert panel.status.text().startswith("Training failed: one.txt has 1 line of text")
     assert panel.trained is None and panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
+
+
+def test_save_checkpoint_writes_in_the_training_worker(panel, qtbot, tmp_path, monkeypatch):
+    """Save Checkpoint asks where, then writes off the GUI thread (the training lane, where the
+    model trained); the panel says saved only once the file is there, and nothing is unsaved."""
+    import threading
+
+    from PySide6.QtWidgets import QFileDialog
+
+    import gui.views.training as training
+
+    panel.steps_box.setValue(20)
+    panel.start()
+    qtbot.waitUntil(lambda: panel.trained is not None and not panel.jobs.busy, timeout=60000)
+    assert panel.unsaved
+    on_gui, write = [], training._write
+
+    def spy(*args):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        return write(*args)
+    monkeypatch.setattr(training, "_write", spy)
+    path = tmp_path / "saved"                                   # no extension: .safetensors is added
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(path), ""))
+    panel.save_dialog(wait=True)
+    written = tmp_path / "saved.safetensors"
+    assert on_gui == [False] and written.exists() and load_checkpoint(written).family == "translator"
+    assert not panel.unsaved and panel.status.text().startswith("Saved") and panel.save_button.isEnabled()

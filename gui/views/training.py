@@ -84,11 +84,24 @@ class TrainingOptions(ViewOptions):
     probe_every: int = option(50, "probe_every")
 
 
+def _write(trained, probes: list, path: str) -> str:
+    """A trained model's checkpoint and its time-lapse (each written atomically); any thread."""
+    from engine.loading import save_checkpoint
+
+    save_checkpoint(trained, path)
+    if probes:
+        save_timelapse(timelapse_path(path), probes)
+    return path
+
+
 class TrainingPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self.jobs = Jobs(self, "Training failed", lane=TRAINING)
+        self.save_jobs = Jobs(self, "Could not save the checkpoint", lane=TRAINING,   # where the model trained
+                              announce=False)                                      # _show_error says it
+        self.save_jobs.busy_changed.connect(lambda _busy: self._update_buttons())
         self.trained = None                     # the LoadedModel of the last run
         self._unsaved = False                   # trained and not saved since
         self.steps: list[int] = []
@@ -307,7 +320,7 @@ class TrainingPanel(QWidget):
         busy = self.jobs.busy
         self.start_button.setEnabled(not busy)
         self.stop_button.setEnabled(busy)
-        self.save_button.setEnabled(self.trained is not None and not busy)
+        self.save_button.setEnabled(self.trained is not None and not busy and not self.save_jobs.busy)
         self.use_button.setEnabled(self.trained is not None and not busy)
 
     # ---- time-lapse ---------------------------------------------------------------------------
@@ -320,13 +333,13 @@ class TrainingPanel(QWidget):
 
     # ---- files -----------------------------------------------------------------------------------
     def save(self, path: str) -> None:
-        from engine.loading import save_checkpoint
-        save_checkpoint(self.trained, path)
-        if self.probes:
-            save_timelapse(timelapse_path(path), self.probes)
+        """The trained model and its time-lapse to ``path``, here (save_dialog runs it in a worker)."""
+        _write(self.trained, list(self.probes), path)
         self.unsaved = False
 
-    def save_dialog(self) -> None:
+    def save_dialog(self, wait: bool = False) -> None:
+        """Ask where, then write the checkpoint in a worker (the training lane, where the model
+        is); ``wait``: return once it is written (the window is closing)."""
         if self.jobs.busy:      # asked while training (the window is closing): stop, keep what was trained
             self.jobs.stop()
             self.status.setText("Stopping after this step…")
@@ -339,11 +352,16 @@ class TrainingPanel(QWidget):
                                               "attnscope checkpoint (*.safetensors)")
         if path:
             remember_folder(settings, "models", path)
-            try:
-                self.save(path if path.endswith(".safetensors") else path + ".safetensors")
-                self.status.setText(f"Saved {path} (and its time-lapse).")
-            except Exception as exc:
-                self._show_error("Could not save the checkpoint", exc)
+            path = path if path.endswith(".safetensors") else path + ".safetensors"
+            self.status.setText(f"Saving {path}…")
+            self.save_jobs.start(_write, self.trained, list(self.probes), path, on_returned=self._saved,
+                                 on_error=lambda exc: self._show_error("Could not save the checkpoint", exc))
+            if wait:
+                process_events_until(lambda: not self.save_jobs.busy, 600)
+
+    def _saved(self, path: str) -> None:
+        self.unsaved = False
+        self.status.setText(f"Saved {path} (and its time-lapse).")
 
     def load_timelapse(self, path: str) -> None:
         self.probes = load_timelapse(path)
