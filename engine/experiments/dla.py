@@ -7,13 +7,11 @@ each part's share of the logit difference is the part, through the norm with tha
 onto the difference of the two answers' unembedding rows. The shares, the embeddings' and the
 constant terms (biases, the norm's shift) sum to the logit difference exactly.
 
-The norm is asked, not named: for a norm of the form g * P(z) / s(z) + b (LayerNorm: P
-centres; RMSNorm: P is the identity; s(z) = sqrt(mean(P(z)^2) + eps); whatever g is, Gemma's
-1 + w included), b = N(0), and a part c's share is (N(c) - b) * s(c) / s(x) with x the run's
-residual stream: g * P(c) / s(x). Whether P centres is seen by shifting x (a centring norm
-does not move). A model whose logits are not such a read of the residual stream (a final
-soft-cap, T5's rescale, Gemma 2's norm after each sublayer) is refused: the parts would not
-sum to its logit difference, and that is checked. Interventions hold in both runs: a
+The norm is asked, not named (engine.experiments.frozen_norms): a part c's share is
+(N(c) - b) * s(c) / s(x) with x the run's residual stream, g * P(c) / s(x). A model whose
+logits are not such a read of the residual stream (a final soft-cap, T5's rescale, Gemma 2's
+norm after each sublayer) is refused: the parts would not sum to its logit difference, and
+that is checked. Interventions hold in both runs: a
 zero-ablated head's share is 0, a mean-ablated head's is its mean's.
 """
 from __future__ import annotations
@@ -22,6 +20,7 @@ import numpy as np
 import torch
 
 from engine.adapters import adapter_for
+from engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
 from engine.experiments.pairs import FramedPair
 from engine.experiments.patching import DLA, check_interventions, result_frame
 from engine.experiments.points import ATTN_OUT, HEADS, LOGIT_DIFF, MLP_OUT, RESID_PRE, Points, capture, metric_of
@@ -33,34 +32,30 @@ from engine.seam.hf_attention import first_of
 
 
 class FrozenNorm:
-    """The final norm with the scale of one residual vector ``x`` (D,): linear in its input."""
+    """The final norm with the scale of one residual vector ``x`` (D,): linear in its input
+    (engine.experiments.frozen_norms)."""
 
     def __init__(self, norm: torch.nn.Module | None, x: torch.Tensor, name: str):
         self.norm = norm
         if norm is None:
             return
-        eps = next((getattr(norm, a) for a in ("eps", "variance_epsilon", "epsilon") if hasattr(norm, a)), None)
-        if not isinstance(eps, (int, float)):
+        eps = norm_eps(norm)
+        if eps is None:
             raise InputError(f"{name}'s final norm ({type(norm).__name__}) says no epsilon, so its scale cannot be "
                              "taken from the run for direct logit attribution.")
-        self.eps = float(eps)
+        self.eps = eps
         self.shift = self.apply(torch.zeros_like(x)[None])[0]                     # b = N(0), (D,)
-        moved = self.apply((x + x.std())[None])[0]
-        self.centres = bool(torch.allclose(moved, self.apply(x[None])[0], rtol=1e-3, atol=1e-3))
-        self.scale = self._s(x[None])[0]                                           # s(x), ()
+        self.centres = subtracts_mean(norm, x[None])
+        self.scale = norm_scale(x[None], self.centres, eps)[0]                     # s(x), (1,)
 
     def apply(self, z: torch.Tensor) -> torch.Tensor:
         return self.norm(z.to(next(self.norm.parameters()).dtype)).float()
-
-    def _s(self, z: torch.Tensor) -> torch.Tensor:
-        p = z - z.mean(-1, keepdim=True) if self.centres else z
-        return torch.sqrt((p.float() ** 2).mean(-1) + self.eps)                   # (N,)
 
     def shares(self, parts: torch.Tensor) -> torch.Tensor:
         """(N, D) parts of x -> (N, D) their parts of N(x) - b."""
         if self.norm is None:
             return parts.float()
-        return (self.apply(parts) - self.shift) * (self._s(parts) / self.scale)[:, None]
+        return frozen(self.apply(parts), self.shift, norm_scale(parts, self.centres, self.eps), self.scale) - self.shift
 
 
 @torch.no_grad()

@@ -32,7 +32,7 @@ from engine.inputs import InputError, check_callback, check_optional_text
 from engine.interventions import applied
 from engine.loading.loaded import LoadedModel
 from engine.runtime.free_memory import free_bytes, gib
-from engine.seam import SeamHook, Site, hooks
+from engine.seam import Site
 from engine.traces.base import RunCancelled
 from engine.traces.estimate import duration
 

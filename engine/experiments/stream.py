@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
 from engine.inputs import InputError
 from engine.interventions import applied
 from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, QUERY_SIDE
@@ -43,11 +44,6 @@ TYPE_ROWS = 16     # an embedding table outside the blocks with this many rows o
 
 class _Reached(Exception):
     """Raised at the asked attention call: nothing after it is needed."""
-
-
-def _norm_eps(module: torch.nn.Module) -> float | None:
-    eps = next((getattr(module, a) for a in ("eps", "variance_epsilon", "epsilon") if hasattr(module, a)), None)
-    return float(eps) if isinstance(eps, (int, float)) else None
 
 
 @dataclass
@@ -87,7 +83,7 @@ class Parts:
         for kind, side in stacks.items():
             for layer, m in enumerate(adapter.mlp_outputs(kind)):
                 mlps[id(m)] = (m, side, layer)
-        norms = [m for m in model.modules() if not list(m.children()) and _norm_eps(m) is not None]
+        norms = [m for m in model.modules() if not list(m.children()) and norm_eps(m) is not None]
         last = blocks[ENCODER_SELF][-1] if role == "encoder-decoder" else None
         projected = {}
         for site, module in adapter.site_modules().items():
@@ -149,22 +145,6 @@ class Reading:
     def add_source(self, name: str, side: str) -> None:
         if side in self.wanted and (name, side) not in self.sources:
             self.sources.append((name, side))
-
-
-def _scale(z: torch.Tensor, centres: bool, eps: float) -> torch.Tensor:
-    """sqrt(mean(P(z)^2) + eps) over the last axis, float32, kept as (..., 1)."""
-    z = z.float()
-    if centres:
-        z = z - z.mean(-1, keepdim=True)
-    return torch.sqrt((z * z).mean(-1, keepdim=True) + eps)
-
-
-def _centres(norm: torch.nn.Module, z: torch.Tensor) -> bool:
-    """Whether ``norm`` subtracts the mean (LayerNorm) or not (RMSNorm): a centring norm does
-    not move when its input is shifted. ``forward`` is called directly: no hooks."""
-    x = z.reshape(-1, z.shape[-1])[:1]
-    shifted = x + x.float().std().to(x.dtype) + 1
-    return bool(torch.allclose(norm.forward(shifted), norm.forward(x), rtol=1e-3, atol=1e-3))
 
 
 def _positions(x: torch.Tensor, at: list[int], length: int, what: str) -> torch.Tensor:
@@ -262,8 +242,9 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
         side = sides.now()
         z = _positions(args[0], at[side], lengths[side], "norm")
         if id(module) not in reading.centres:
-            reading.centres[id(module)] = _centres(module, z)
-        reading.scales.setdefault(id(module), []).append(_scale(z, reading.centres[id(module)], _norm_eps(module)))
+            reading.centres[id(module)] = subtracts_mean(module, z)
+        scale = norm_scale(z, reading.centres[id(module)], norm_eps(module))      # (1, |P|, ..., 1)
+        reading.scales.setdefault(id(module), []).append(scale)
 
     start = time.perf_counter()
     try:
@@ -384,9 +365,8 @@ def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[i
         side = sides.now()
         real = reading.scales[id(module)][n][:, picks[side]]             # (1, |P|, ..., 1)
         z = args[0]
-        zero = module.forward(torch.zeros_like(z[:1, :1])).float()      # N(0): the norm's shift
-        mine = _scale(z, reading.centres[id(module)], _norm_eps(module))
-        return ((out.float() - zero) * (mine / real) + zero).to(out.dtype)
+        shift = module.forward(torch.zeros_like(z[:1, :1]))               # N(0)
+        return frozen(out, shift, norm_scale(z, reading.centres[id(module)], norm_eps(module)), real).to(out.dtype)
 
     def attention(site):
         """The site's module output, as its output projection would make it from the heads put

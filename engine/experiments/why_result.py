@@ -13,7 +13,7 @@ Names of the sources (the same on both sides of a self-attention call):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,7 +79,6 @@ class ScoreSplit:
     softcap: float | None = None    # Gemma 2: the weights see cap * tanh(score / cap)
     frozen: str = FROZEN
     exact_sum: float = 0.0          # the terms' sum (equals ``score`` to the model's rounding)
-    extra: dict = field(default_factory=dict, compare=False)
 
     def __eq__(self, other):
         return isinstance(other, ScoreSplit) and self.as_json() == other.as_json()
