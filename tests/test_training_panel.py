@@ -20,7 +20,9 @@ def panel(qtbot):
     p.close()
 
 
-def test_short_run_gives_curve_probes_and_a_checkpoint(panel, qtbot, tmp_path):
+def test_short_run_gives_curve_probes_and_a_checkpoint(panel, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
     panel.start()
     qtbot.waitUntil(lambda: panel.trained is not None, timeout=60000)
     qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=5000)
@@ -32,7 +34,8 @@ def test_short_run_gives_curve_probes_and_a_checkpoint(panel, qtbot, tmp_path):
     panel.slider.setValue(0)
     assert panel.lapse_state.trace is panel.probes[0].trace and "step 15" in panel.lapse_label.text()
     path = tmp_path / "mine.safetensors"
-    panel.save(str(path))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(path), ""))
+    panel.save_dialog(wait=True)
     assert load_checkpoint(path).family == "translator"
     assert [p.step for p in load_timelapse(timelapse_path(path))] == [15, 30]
     assert panel.save_button.isEnabled() and not panel.stop_button.isEnabled()

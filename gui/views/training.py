@@ -332,11 +332,6 @@ class TrainingPanel(QWidget):
         self.lapse_state.set_trace(p.trace)
 
     # ---- files -----------------------------------------------------------------------------------
-    def save(self, path: str) -> None:
-        """The trained model and its time-lapse to ``path``, here (save_dialog runs it in a worker)."""
-        _write(self.trained, list(self.probes), path)
-        self.unsaved = False
-
     def save_dialog(self, wait: bool = False) -> None:
         """Ask where, then write the checkpoint in a worker (the training lane, where the model
         is); ``wait``: return once it is written (the window is closing)."""
