@@ -52,6 +52,21 @@ def build(folder: Path) -> None:
     _bpe_tokenizer("decoder").save_pretrained(folder)
 
 
+def bare_forward(model, ids) -> None:
+    """transformers' own sdpa forward of ``ids`` (B, T), the last position's logits only, the
+    seam switched off for it: the baseline the benches divide by."""
+    import torch
+
+    from engine.seam.hf_attention import NAME
+
+    model.set_attn_implementation("sdpa")
+    try:
+        with torch.no_grad():
+            model(input_ids=ids, logits_to_keep=1)
+    finally:
+        model.set_attn_implementation(NAME)
+
+
 def text_of(tokenizer, n: int) -> str:
     words = "the big dog sees the small cat and the cat sees a dog because it is small".split()
     per = len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) / len(words)
@@ -68,7 +83,6 @@ def child(folder: str, n: int) -> dict:
     from bench._app import application
     from bench._timing import interleaved, ratio, summary
     from engine.loading.catalog import open_model
-    from engine.seam.hf_attention import NAME
     from engine.traces.tracing import trace_text
     from gui.state import AppState
     from gui.views.head_detail import HeadDetail
@@ -87,12 +101,7 @@ def child(folder: str, n: int) -> dict:
         loaded.model(input_ids=ids[:, :64])                        # warm-up
 
     def sdpa_forward():
-        loaded.model.set_attn_implementation("sdpa")
-        try:
-            with torch.no_grad():
-                loaded.model(input_ids=ids, logits_to_keep=1)
-        finally:
-            loaded.model.set_attn_implementation(NAME)
+        bare_forward(loaded.model, ids)
 
     state = AppState()
     state.set_model(loaded)

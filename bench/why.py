@@ -33,10 +33,9 @@ def main() -> None:
     import torch
 
     from bench._timing import interleaved, ratio, scratch_dir, summary
-    from bench.long_context import SHAPE, build, text_of
+    from bench.long_context import SHAPE, bare_forward, build, text_of
     from engine.experiments import why
     from engine.loading.catalog import open_model
-    from engine.seam.hf_attention import NAME
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     folder = scratch_dir("attnscope-why-") / "model"
@@ -56,12 +55,7 @@ def main() -> None:
         q = tokens - 1
 
         def bare():
-            loaded.model.set_attn_implementation("sdpa")
-            try:
-                with torch.no_grad():
-                    loaded.model(input_ids=ids, logits_to_keep=1)
-            finally:
-                loaded.model.set_attn_implementation(NAME)
+            bare_forward(loaded.model, ids)
             if DEVICE != "cpu":
                 torch.cuda.synchronize()
 
