@@ -126,7 +126,7 @@ def measure(loaded, n: int) -> dict:
     from engine.adapters import adapter_for
     from engine.seam.hf_attention import NAME
     from engine.traces.tracing import trace_text
-    from engine.traces.viewport import viewport
+    from engine.traces.viewport import viewport_weights
 
     model, tok = loaded.model, loaded.tokenizer
     text = text_of(tok, n)
@@ -148,10 +148,10 @@ def measure(loaded, n: int) -> dict:
     _, _, tq, tk = trace.shape(KIND)
     out["tokens"] = tq
     _, out["overview_s"] = timed(lambda: trace.thumbnails(KIND, 64))
-    _, out["head_view_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "one head", (0, tq), (0, tk), (800, 800)))
-    _, out["zoom_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "one head", (max(0, tq - 256), tq), (max(0, tq - 512), max(256, tq - 256)),
+    _, out["head_view_s"] = timed(lambda: viewport_weights(trace, KIND, LAYER, HEAD, "one head", (0, tq), (0, tk), (800, 800)))
+    _, out["zoom_s"] = timed(lambda: viewport_weights(trace, KIND, LAYER, HEAD, "one head", (max(0, tq - 256), tq), (max(0, tq - 512), max(256, tq - 256)),
                                               (800, 800)))
-    _, out["mean_of_heads_view_s"] = timed(lambda: viewport(trace, KIND, LAYER, HEAD, "mean of heads", (0, tq), (0, tk),
+    _, out["mean_of_heads_view_s"] = timed(lambda: viewport_weights(trace, KIND, LAYER, HEAD, "mean of heads", (0, tq), (0, tk),
                                                             (800, 800)))
     out["peak_over_weights_gb"] = round((torch.cuda.max_memory_allocated() - weights) / 2**30, 2) if gpu else -1
     rec = sum(c.q.nbytes + c.k.nbytes + (0 if c.lse is None else c.lse.nbytes) for cs in trace.calls.values() for c in cs)

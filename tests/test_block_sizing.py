@@ -12,7 +12,7 @@ from engine.loading.demo import random_model
 from engine.runtime import blocks
 from engine.traces.recorded import RecordedTrace
 from engine.traces.tracing import trace_text
-from engine.traces.viewport import viewport
+from engine.traces.viewport import viewport_weights
 from tests.hf_tiny import tiny_folder
 from engine.decoding.greedy import frame
 
@@ -43,8 +43,8 @@ def everything(trace, kind: str) -> list[np.ndarray]:
         th = lazy.thumbnails(kind, 4, how)
         out += [th.pooled, th.sink]
     for how in ("one head", "mean of heads", "max of heads"):
-        out.append(viewport(lazy, kind, 1, heads - 1, how, (0, tq), (0, tk), (5, 7)))
-        out.append(viewport(fresh(trace), kind, 0, 1, how, (2, tq - 1), (1, tk), (64, 64)))
+        out.append(viewport_weights(lazy, kind, 1, heads - 1, how, (0, tq), (0, tk), (5, 7)))
+        out.append(viewport_weights(fresh(trace), kind, 0, 1, how, (2, tq - 1), (1, tk), (64, 64)))
     for h, top in top_keys(lazy, kind, 1, list(range(heads)), 3).items():
         out += [top.keys, top.weights, top.leftover]
     return out
@@ -67,8 +67,8 @@ def test_the_viewport_equals_the_dense_head_pooled(traces):
     dense = trace.weights("decoder self")                                  # (L, H, T, T)
     t = dense.shape[-1]
     with blocks.forced(TINY):
-        one = viewport(fresh(trace), "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t))
-        mean = viewport(fresh(trace), "decoder self", 1, 0, "mean of heads", (0, t), (0, t), (t, t))
+        one = viewport_weights(fresh(trace), "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t))
+        mean = viewport_weights(fresh(trace), "decoder self", 1, 0, "mean of heads", (0, t), (0, t), (t, t))
     np.testing.assert_allclose(one, dense[1, 2], atol=1e-6)
     np.testing.assert_allclose(mean, dense[1].mean(0), atol=1e-6)
 

@@ -55,7 +55,7 @@ def test_on_cuda_the_kernels_log_sum_exp_and_every_view_equal_float64(tmp_path, 
     equals float64 maths on the recorded queries and keys."""
     from engine.loading.catalog import open_model
     from engine.traces.recorded import RecordedTrace
-    from engine.traces.viewport import viewport
+    from engine.traces.viewport import viewport_weights
     from tests.hf_tiny import tiny_folder
 
     loaded = open_model(str(tiny_folder(tmp_path, arch)), "cuda")
@@ -78,7 +78,7 @@ def test_on_cuda_the_kernels_log_sum_exp_and_every_view_equal_float64(tmp_path, 
         np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, rtol=1e-5)
         th = lazy.thumbnails(kind, 4)
         assert th.pooled.shape[:2] == (L, H)
-        view = viewport(lazy, kind, L - 1, H - 1, "one head", (0, tq), (0, tk), (tq, tk))
+        view = viewport_weights(lazy, kind, L - 1, H - 1, "one head", (0, tq), (0, tk), (tq, tk))
         np.testing.assert_allclose(view, want.numpy(), atol=1e-6, rtol=1e-5)
 
 

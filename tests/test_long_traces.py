@@ -203,7 +203,7 @@ def long_head_detail(qtbot, drawn, monkeypatch, pixels: int = 1024):
 
 
 def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
-    from engine.traces.viewport import viewport
+    from engine.traces.viewport import viewport_weights
     state, view, trace = long_head_detail(qtbot, drawn, monkeypatch, pixels=6)
     state.select("decoder self", 1, 2)
     drawn(view)
@@ -216,7 +216,7 @@ def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
     (r0, r1), (c0, c1) = view.zoom_block
     assert (r0, c0) == (3, 2) and view.zoom_image.image.shape == (r1 - r0, c1 - c0)
     np.testing.assert_allclose(view.zoom_image.image, dense[r0:r1, c0:c1], atol=1e-6)   # one cell a pixel, exact
-    np.testing.assert_allclose(viewport(trace, "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t)), dense,
+    np.testing.assert_allclose(viewport_weights(trace, "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t)), dense,
                                atol=1e-6)
     view._on_hover(view.item.vb.mapViewToScene(__import__("pyqtgraph").Point(c0 + 0.5, r0 + 0.5)))
     assert f"{dense[r0, c0]:.4f}" in view.readout.text()

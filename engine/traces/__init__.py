@@ -33,8 +33,9 @@ _PUBLIC = {
     "stoppable": "tracing",
     "trace_text": "tracing",
     "cell": "viewport",
+    "viewport_weights": "viewport",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["AttentionTrace", "DenseTrace", "RecordedTrace", "RecordingError", "RunCancelled", "RunTooLarge",
            "TraceTooLarge", "bin_span", "cell", "estimate_drawing", "is_recording", "load_recording",
-           "pool_2d", "recording_target", "save_recording", "stoppable", "trace_text"]
+           "pool_2d", "recording_target", "save_recording", "stoppable", "trace_text", "viewport_weights"]

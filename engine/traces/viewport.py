@@ -25,8 +25,8 @@ def heads_of(trace, kind: str, head: int, how: str) -> list[int]:
 
 
 @torch.no_grad()
-def viewport(trace, kind: str, layer: int, head: int, how: str, rows: tuple[int, int], cols: tuple[int, int],
-             pixels: tuple[int, int]) -> np.ndarray:
+def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tuple[int, int], cols: tuple[int, int],
+                     pixels: tuple[int, int]) -> np.ndarray:
     """(min(r, px_h), min(c, px_w)) float32 for queries [rows) x keys [cols): exact weights,
     pooled by max to the pixels when the block has more tokens than pixels. ``how``: "one
     head", "mean of heads" or "max of heads" (as Head detail offers)."""

@@ -114,9 +114,9 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     if is_long(trace, kind):
         import torch
         from engine.traces import pool_2d
-        from engine.traces.viewport import viewport
+        from engine.traces import viewport_weights
         tq, tk = len(q), len(k)
-        shown = display_weights(viewport(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
+        shown = display_weights(viewport_weights(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
                                 threshold, normalise, log_scale)
         overview = pool_2d(torch.from_numpy(shown), MINIMAP_PIXELS, MINIMAP_PIXELS, "max").numpy()
         return HeadDetailDrawing(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown,
@@ -140,9 +140,9 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
 def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
                    normalise: bool, log_scale: bool = False):
     """The visible block of a long head, exact at the screen's resolution, in a worker."""
-    from engine.traces.viewport import viewport
+    from engine.traces import viewport_weights
 
-    return rows, cols, display_weights(viewport(trace, kind, layer, head, how, rows, cols, pixels), threshold,
+    return rows, cols, display_weights(viewport_weights(trace, kind, layer, head, how, rows, cols, pixels), threshold,
                                        normalise, log_scale)
 
 

@@ -66,14 +66,14 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     """A layer's mean / max over heads: that layer's heads only (it asked for every head of every
     layer, and a long text was refused). A text longer than POOLED_PIXELS a side is drawn as Head
     detail draws it, each pixel the max over its block of tokens (engine.traces.viewport)."""
-    from engine.traces.viewport import viewport
+    from engine.traces import viewport_weights
 
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if max(len(q), len(k)) <= POOLED_PIXELS or not trace.recorded:
         matrix = layer_aggregate(trace.layer(kind, layer)[None], how.split()[0])[0]
         return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
-    matrix = viewport(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
+    matrix = viewport_weights(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
     rows, cols = _block_labels(q, matrix.shape[0]), _block_labels(k, matrix.shape[1])
     note = (f"{len(q):,} x {len(k):,} tokens: each cell the max over a block of tokens of the layer's {how} "
             "(Head detail zooms to every cell).")
