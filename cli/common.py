@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 BAD_INPUT = 2  # exit code for a file or argument attnscope cannot use
@@ -27,6 +28,16 @@ class OneLineParser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         return late_text(self, *self.parse_known_args(args, namespace))
+
+    def format_help(self) -> str:
+        """The help, and where a command takes a MODEL, the short names every command accepts
+        (engine.loading.catalog.resolve_name: "gpt", "translator", minilm, random-<family>)."""
+        text = super().format_help()
+        if any(action.dest in ("model", "checkpoint") for action in self._actions):
+            from engine.loading.catalog import models_help
+
+            text += "\n" + textwrap.fill(models_help(), 100) + "\n"
+        return text
 
     def error(self, message: str):
         self.exit(BAD_INPUT, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")

@@ -3,7 +3,8 @@ resolves any model source a user names and hands it to the loader's stages (engi
 
 A source is a checkpoint file (ours, a .pt state dict, nanoGPT's ckpt.pt), a Hugging Face
 folder (one weights file or shards), a Hugging Face hub id ("Qwen/Qwen2.5-0.5B": the copy in
-the local Hugging Face cache, else downloaded when online), "minilm" (the packaged
+the local Hugging Face cache, else downloaded when online), a bundled model's name ("gpt",
+"translator": ``resolve_name``, as the window's Model menu names them), "minilm" (the packaged
 all-MiniLM-L6-v2), "random-<family>" (an untrained toy), or "ndif:<hub id or folder>" (a model run
 where NDIF serves it, engine.loading.remote_source). The GUI's menus and the CLI both
 go through ``open_model``, so they accept the same things.
@@ -43,6 +44,39 @@ def bundled_checkpoints() -> list[Path]:
     return sorted(found, key=lambda p: (order.get(p.name, len(order)), p.name))
 
 
+def bundled_names() -> dict[str, Path]:
+    """The names the window's Model menu gives the bundled models ("gpt (bundled)"), without
+    the mark: {"translator": .../translator.safetensors, "gpt": .../gpt.safetensors}."""
+    return {p.stem: p for p in bundled_checkpoints()}
+
+
+def named_models() -> list[str]:
+    """Every model a user may name by a word instead of a path, in the order --help lists them."""
+    return [*bundled_names(), MINILM, *RANDOM_SOURCES]
+
+
+def models_help() -> str:
+    """One line for --help: the names ``resolve_name`` understands."""
+    bundled = ", ".join(bundled_names()) or "none installed"
+    return (f"A MODEL may also be named: {bundled} (the bundled trained models, as the window's Model menu "
+            f"names them), {MINILM} (all-MiniLM-L6-v2), {', '.join(RANDOM_SOURCES)} (untrained toys).")
+
+
+def resolve_name(source: str) -> str:
+    """The one resolver of a model's short name, for the window and every command: a bundled
+    model's name ("gpt", or the menu's "gpt (bundled)") is its checkpoint's path, unless a file or
+    folder of that name is where the user stands (theirs comes first). Anything else is returned
+    as given (a path, a hub id, minilm, random-<family>, ndif:...)."""
+    given = str(source)
+    word = given.strip()
+    if word.lower().endswith("(bundled)"):
+        word = word[: -len("(bundled)")].strip()
+    path = bundled_names().get(word.lower())
+    if path is None or (word == given and Path(given).expanduser().exists()):
+        return given
+    return str(path)
+
+
 def default_source() -> str:
     bundled = bundled_checkpoints()
     return str(bundled[0]) if bundled else "random-translator"
@@ -78,7 +112,7 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     except ValueError as exc:          # an unknown device, or one this machine lacks
         raise ModelLoadError(f"{source} cannot be opened there: {exc}.") from None
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
-    given = str(source)
+    given = resolve_name(source)   # "gpt" -> resources/checkpoints/gpt.safetensors
     try:
         if given.strip().lower().startswith(REMOTE):   # ndif:NAME, run where NDIF serves it (remote_source.py)
             return open_remote(given, lambda name: open_model(name, device, progress, stop))
@@ -97,7 +131,7 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
             found = Source(given, "folder", folder, local=False, reporter=reporter)
         elif missing:
             raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model "
-                                 f"folder or hub id, '{MINILM}' or one of {', '.join(RANDOM_SOURCES)}.")
+                                 f"folder or hub id, or one of {', '.join(named_models())}.")
         else:
             found = Source(given, "checkpoint", path)
         return load(found, dev, progress, stop, spread)              # 2-5: describe, check, build, attach
