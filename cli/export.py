@@ -46,10 +46,11 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-# A drawing estimated longer is refused with its numbers, before it starts: past about a minute a
-# command that prints nothing looks hung (a 60,000-position PNG, estimated at 9.1 min, ran
-# silently under the old 600 s); --max-seconds allows more, with progress on a terminal.
-MAX_DRAW_SECONDS = 60
+# A drawing estimated longer is refused with its numbers, before it starts: a command-line user
+# waits a minute or two with a progress bar (a 32k recording's grid, about 2-10 min on a CPU, was
+# refused under the old 60 s), not for hours. Its memory is the pooled tiles and the image, a few
+# MB whatever the length (the recording itself is already in memory), so time is what is refused.
+MAX_DRAW_SECONDS = 3600
 SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and shows progress on a terminal
 
 

@@ -56,9 +56,9 @@ def test_a_pair_of_different_lengths_says_where_they_part_not_every_token(transl
     assert "first differing at token" in said and "'old'" in said
 
 
-def test_a_drawing_over_a_minute_asks_for_max_seconds(tmp_path, monkeypatch, capsys):
-    """A PNG export estimated past a minute is refused by default, naming --max-seconds; asked
-    with more, it runs."""
+def test_a_drawing_over_an_hour_asks_for_max_seconds(tmp_path, monkeypatch, capsys):
+    """A PNG export estimated past an hour is refused by default, naming --max-seconds (one of a
+    few minutes draws, with progress: tests/test_export_threshold.py)."""
     import engine.traces as traces
     from main import main
     from tests.bad_inputs.cases import synthetic_recording
