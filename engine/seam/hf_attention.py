@@ -126,10 +126,12 @@ class _Discovery(SeamHook):
     def __init__(self):
         self.seen: list[tuple[object, int, int]] = []   # (module, Tq, Tk) in call order
         self.ids: set[int] = set()
+        self.calls: dict[int, AttentionCall] = {}      # id(module) -> its call, as the recorder keeps it
 
     def see(self, call):
         self.seen.append((call.module, call.q.shape[2], call.k.shape[2]))
         self.ids.add(id(call.module))
+        self.calls.setdefault(id(call.module), call.detached(False))
 
 
 # The probe: a source of 5 tokens and a target of 3, distinct ids (the same id everywhere
@@ -162,9 +164,10 @@ def assign_sites(model, role: str) -> list[Site]:
     return _discover(model, role, input_device(model))[0]
 
 
-def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Site, torch.Tensor]]:
-    """``assign_sites`` with the probe's ids on ``dev``, and what each attention module handed
-    on in that forward (its output tensor, after its own output projection), by site."""
+def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Site, torch.Tensor], dict]:
+    """``assign_sites`` with the probe's ids on ``dev``, what each attention module handed on in
+    that forward (its output tensor, after its own output projection), by site, and each site's
+    call as a recording keeps it (what the trace's weights are computed from)."""
     register()
     model.set_attn_implementation(NAME)
     if model.config._attn_implementation != NAME:
@@ -200,7 +203,8 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
         raise SiteError(f"{type(model).__name__} made no attention call through the seam: it computes attention its "
                         "own way, not through transformers' attention interface, so attnscope cannot see its heads.")
     by_site = {module.attnscope_site: outputs[id(module)] for module, _, _ in found.seen if id(module) in outputs}
-    return sites, by_site
+    calls = {module.attnscope_site: found.calls[id(module)] for module, _, _ in found.seen}
+    return sites, by_site, calls
 
 
 # How far an attention module's output through the seam may be from its eager output on the same
@@ -222,19 +226,22 @@ def attach(model, role: str, dev: torch.device) -> list[str]:
     where a layer differs by more than TOLERANCE allows for the model's dtype. Returns the notes
     to keep: why the check was skipped, where it was (weights read from the disk at each forward
     would be read all again; a model whose eager forward fails)."""
-    _, seam = _discover(model, role, dev)
+    _, seam, calls = _discover(model, role, dev)
     name = type(model).__name__
     if any(p.device.type == "meta" for p in model.parameters()):
         return [f"The seam's numbers were not checked against {name}'s eager attention when it was opened: part "
                 "of its weights stay on the disk, and a second forward would read them all again."]
     eager: dict[Site, torch.Tensor] = {}
+    eager_weights: dict[Site, torch.Tensor] = {}
 
-    def swap(module, _args, output):   # keep eager's output, hand on the seam's
+    def swap(module, _args, output):   # keep eager's output (and weights), hand on the seam's
         site = getattr(module, "attnscope_site", None)
         out = first_of(output)
         if site not in seam or not isinstance(out, torch.Tensor) or out.shape != seam[site].shape:
             return None
         eager[site] = out
+        if isinstance(output, (tuple, list)):       # the weights among the rest (T5 hands its bias first)
+            eager_weights[site] = [t.detach() for t in output[1:] if isinstance(t, torch.Tensor)]
         return (seam[site], *output[1:]) if isinstance(output, (tuple, list)) else seam[site]
     handles = [m.register_forward_hook(swap) for m in model.modules() if hasattr(m, "attnscope_site")]
     try:
@@ -270,4 +277,43 @@ def attach(model, role: str, dev: torch.device) -> list[str]:
                         f"its own eager attention's on the same input, more than the {rel * max(scale, 1e-6):.3g} "
                         f"allowed in {str(model.dtype).removeprefix('torch.')} ({rel:g} of their largest magnitude, "
                         f"{scale:.3g}), so attnscope will not show it.")
+    _check_weights(name, calls, eager_weights, rel)
     return []
+
+
+def _like_weights(t: torch.Tensor) -> bool:
+    """Whether a tensor a module handed on reads as attention weights: no negative cell, no row
+    above 1, some row above 0 (a position bias of the same shape does not; T5 hands its bias, zeros
+    in cross-attention, before its weights)."""
+    rows = t.sum(-1)
+    return bool(t.min() >= 0) and bool((rows <= 1 + 1e-2).all()) and bool(rows.max() > 0)
+
+
+def _check_weights(name: str, calls: dict, eager: dict, rel: float) -> None:
+    """The weights a trace draws (computed from the recorded call, as a Run computes them) against
+    the eager weights each module returned on the same input: the outputs can agree while the
+    drawing does not (a recording that lost the window, a sink, a mask). An eager softmax taken
+    before its sink (Granite SWA scales its output by sigmoid(lse - sink) after: same output,
+    rows summing to 1) is compared row by row once both are normalised. SiteError with the numbers."""
+    worst = None
+    for site, items in eager.items():
+        call = calls.get(site)
+        if call is None:
+            continue
+        ours = call.weights(None).float()                                  # (B, H, Tq, Tk)
+        theirs = next((t.float() for t in reversed(items) if t.shape == ours.shape and _like_weights(t.float())),
+                      None)
+        if theirs is None:
+            continue
+        sums = theirs.sum(-1)
+        if bool(((sums - 1).abs() < 1e-3).all()) and bool((ours.sum(-1) < 1 - 1e-3).any()):
+            ours = ours / ours.sum(-1, keepdim=True).clamp_min(1e-30)
+        diff = float((ours - theirs).abs().max())
+        diff = diff if diff == diff else float("inf")
+        if worst is None or diff > worst[0]:
+            worst = (diff, site)
+    if worst is not None and worst[0] > rel:
+        raise SiteError(f"{name} through attnscope's seam does not draw the attention it computes: on a "
+                        f"{PROBE_SOURCE}-token probe its {worst[1]} weights are up to {worst[0]:.3g} away from its own "
+                        f"eager attention's weights on the same input, more than the {rel:g} allowed, so attnscope "
+                        "will not show it.")
