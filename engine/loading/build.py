@@ -80,6 +80,7 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     if mismatched:
         raise HFModelError(f"{source}: {len(mismatched)} tensors do not match the sizes in config.json "
                            f"(e.g. {mismatched[0][0] if isinstance(mismatched[0], tuple) else mismatched[0]}).")
+    _check_integers(source, files.weights, model)
     # Every weight read once and checked finite, the bytes read reported: weights kept in their
     # stored dtype are the file's own memory map, so this is where a cold disk is read, and where
     # the bar moves. A spread model's weights kept off its computing device ("meta") are not.
@@ -87,7 +88,8 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     total, done = sum(p.numel() * p.element_size() for _, p in params), 0
     reporter.reading(done, total)
     for name, p in params:
-        check_tensors(source, [(name, p)])
+        if p.is_floating_point():          # the model's own integer parameters: held against the file above
+            check_tensors(source, [(name, p)])
         done += p.numel() * p.element_size()
         reporter.reading(done, total)
     vocab = model.get_input_embeddings().num_embeddings
@@ -216,6 +218,23 @@ def check_tensors(source: str, tensors) -> None:
         if t.numel() and not _finite(t):
             raise ModelLoadError(f"{source}: the weights {name} hold NaN or infinite values, so every output would be "
                                  "NaN. The training diverged or the file is damaged; use an earlier checkpoint.")
+
+
+def _check_integers(source: str, weights, model) -> None:
+    """Whole-number tensors in the files only where the model declares that tensor whole-number
+    itself (DeepSeek-V4's router table ``ffn.gate.tid2eid``, a position-id buffer): anywhere else
+    they would be cast into floating-point weights, and the model would compute with them."""
+    from engine.loading.describe import INTEGER_DTYPES
+
+    stored = {n for n, t in (weights.tensors if weights else {}).items() if t.dtype in INTEGER_DTYPES}
+    if not stored:
+        return
+    own = {n: t for n, t in [*model.named_parameters(), *model.named_buffers()]}
+    odd = sorted(n for n in stored if n in own and own[n].is_floating_point())
+    if odd:
+        raise ModelLoadError(f"{source} holds weights that are not floating point where the model computes with "
+                             f"floating-point ones: {', '.join(odd[:3])}. The file was edited or written by another "
+                             "program.")
 
 
 def _finite(t) -> bool:

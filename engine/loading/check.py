@@ -201,8 +201,13 @@ def hf_config(raw: dict, source: str):
     from transformers import CONFIG_MAPPING
 
     try:
+        cls = CONFIG_MAPPING[raw["model_type"]]
+        values = {k: v for k, v in raw.items() if k != "auto_map"}
+        # transformers writes inf and nan as {"__float__": "Infinity"} (Mamba-2's time_step_limit) and
+        # reads them back the same way: its own decoding, or its own configs would be refused
+        values = getattr(cls, "_decode_special_floats", lambda v: v)(values)
         with quiet_transformers():
-            return CONFIG_MAPPING[raw["model_type"]].from_dict({k: v for k, v in raw.items() if k != "auto_map"})
+            return cls.from_dict(values)
     except Exception as exc:
         cause = exc.__cause__ or exc  # transformers' @strict wraps the validator's own sentence
         raise HFModelError(f"{source}: config.json does not describe a working {raw.get('model_type')} model "

@@ -51,6 +51,9 @@ MAX_HEADER_BYTES = 100 << 20      # the safetensors library's own limit
 ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
               "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+# Whole-number tensors a model may own (a router's token-to-expert table, position ids): read here,
+# and held against the built model's own integer buffers and parameters (engine.loading.build).
+INTEGER_DTYPES = ("I64", "I32", "I16", "I8", "U8", "U16", "U32", "U64", "BOOL")
 _TORCH_NAMES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
                 "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
 
@@ -357,7 +360,7 @@ def safetensors_header(path: Path, folder: Path) -> dict[str, tuple[str, int]]:
     if data < end:
         raise ModelLoadError(f"{where} is truncated: its header describes {end:,} bytes of tensors and the file holds "
                              f"{data:,}. The download or copy stopped early; copy it again.")
-    odd = [f"{k} ({d})" for k, (d, _) in held.items() if d not in FLOAT_DTYPES and not k.endswith("_ids")]
+    odd = [f"{k} ({d})" for k, (d, _) in held.items() if d not in FLOAT_DTYPES and d not in INTEGER_DTYPES]
     if odd:
         raise ModelLoadError(f"{where} holds weights that are not floating point: {', '.join(odd[:3])}.")
     return held
@@ -396,7 +399,7 @@ def bin_header(path: Path, folder: Path) -> dict[str, tuple[str, int]]:
     held = {}
     for name, t in state.items():
         dtype = _TORCH_NAMES.get(str(t.dtype).removeprefix("torch."))
-        if dtype is None or (dtype not in FLOAT_DTYPES and not name.endswith("_ids")):
+        if dtype is None or (dtype not in FLOAT_DTYPES and dtype not in INTEGER_DTYPES):
             raise ModelLoadError(f"{where} holds weights that are not floating point: {name} ({t.dtype}).")
         held[name] = (dtype, t.numel())
     return held
