@@ -65,18 +65,18 @@ def chat_ids(tokenizer, chat: Chat, name: str) -> list[int]:
     """The ids of ``chat`` as the tokenizer's template writes it, with the generation prompt
     (the start of the assistant's turn); the template's own special tokens (BOS, turn marks)
     included, so nothing is put in front of them."""
-    from engine.adapters.chat_limits import TemplateLimit, limited_rendering
+    from engine.adapters.chat_limits import TemplateLimit
+    from engine.adapters.chat_process import render
 
     try:
-        with limited_rendering():            # the template is code of the model's author: bounded
-            enc = tokenizer.apply_chat_template(chat.messages, add_generation_prompt=True, tokenize=True,
-                                                return_dict=True)
+        text = render(tokenizer, chat.messages)   # the template is code of the model's author: a capped child
     except TemplateLimit as exc:
         raise InputError(f"{name}'s chat template was stopped: {exc}; attnscope will not read this chat through "
                          "it (give the text as plain text).") from None
     except Exception as exc:  # noqa: BLE001 - a template is code of the model's author: say it failed
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
         raise InputError(f"{name}'s chat template could not write this chat ({first}).") from None
+    enc = tokenizer(text, add_special_tokens=False)   # as transformers' apply_chat_template(tokenize=True)
     ids = enc["input_ids"]
     ids = [int(i) for i in (ids[0] if ids and isinstance(ids[0], list) else ids)]
     if not ids:

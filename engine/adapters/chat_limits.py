@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import sys
 import threading
 import time
@@ -69,7 +70,7 @@ def _limited_template(chat_template: str):
             return "".join(parts)
 
     class LimitedEnvironment(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset(["*"])
+        intercepted_binops = frozenset(["*", "%"])
         template_class = LimitedTemplate
 
         def call_binop(self, context, operator, left, right):
@@ -78,13 +79,53 @@ def _limited_template(chat_template: str):
                     if isinstance(seq, (str, list, tuple)) and isinstance(times, int) and \
                             len(seq) * times > MAX_OUTPUT_CHARS:
                         raise TemplateLimit(f"it builds a text of {len(seq) * times:,} characters")
+            if operator == "%" and isinstance(left, str):
+                _check_widths(left, _PERCENT_WIDTH)
             return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's own signature
+            _check_call(__obj, args)
+            return super().call(__context, __obj, *args, **kwargs)
 
     env = LimitedEnvironment(trim_blocks=own.trim_blocks, lstrip_blocks=own.lstrip_blocks,
                              extensions=[type(e) for e in own.extensions.values()])
     env.filters.update(own.filters)
     env.globals.update(own.globals)
     return env.from_string(chat_template)
+
+
+_PERCENT_WIDTH = re.compile(r"%[-#0 +]*(\d+)?(?:\.(\d+))?")
+_FORMAT_WIDTH = re.compile(r"\{[^{}]*?:[^{}]*?(\d+)(?:\.(\d+))?[^{}]*\}")
+
+
+def _check_widths(text: str, pattern) -> None:
+    """TemplateLimit when a format in ``text`` asks for a field wider than the output may be."""
+    for match in pattern.finditer(text[:MAX_OUTPUT_CHARS]):
+        for number in match.groups():
+            if number and (len(number) > 9 or int(number) > MAX_OUTPUT_CHARS):
+                raise TemplateLimit(f"it formats a field {int(number):,} characters wide")
+
+
+def _check_call(obj, args) -> None:
+    """TemplateLimit before a string method builds a text past the output limit (one Python call
+    inside one template line: the clock between lines never sees it)."""
+    owner, name = getattr(obj, "__self__", None), getattr(obj, "__name__", "")
+    if not isinstance(owner, str):
+        return
+    if name in ("center", "ljust", "rjust", "zfill") and args and isinstance(args[0], int) \
+            and args[0] > MAX_OUTPUT_CHARS:
+        raise TemplateLimit(f"it pads a text to {args[0]:,} characters")
+    if name == "format":
+        _check_widths(owner, _FORMAT_WIDTH)
+    if name == "expandtabs" and args and isinstance(args[0], int) and args[0] * owner.count("\t") > MAX_OUTPUT_CHARS:
+        raise TemplateLimit("it expands tabs past the output limit")
+    if name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        grows = (len(owner) // max(len(args[0]), 1) + 1) * len(args[1])
+        if len(owner) + grows > MAX_OUTPUT_CHARS and owner.count(args[0]) * len(args[1]) > MAX_OUTPUT_CHARS:
+            raise TemplateLimit(f"it replaces into a text past {MAX_OUTPUT_CHARS:,} characters")
+    if name == "join" and args and isinstance(args[0], (list, tuple)) and \
+            len(owner) * len(args[0]) > MAX_OUTPUT_CHARS:
+        raise TemplateLimit(f"it joins a text past {MAX_OUTPUT_CHARS:,} characters")
 
 
 @contextlib.contextmanager
@@ -109,15 +150,16 @@ def _deadline(seconds: float):
 
 
 @contextlib.contextmanager
-def limited_rendering():
+def limited_rendering(lock: bool = True):
     """While inside, transformers renders chat templates with the limits (see the module's
-    docstring); TemplateLimit when one is passed."""
+    docstring); TemplateLimit when one is passed. ``lock=False`` in a forked child (chat_process):
+    it has one thread, and a lock another thread held at the fork would never be released."""
     from transformers.utils import chat_template_utils as ctu
 
     if not hasattr(ctu, "_compile_jinja_template") or not hasattr(ctu, "_cached_compile_jinja_template"):
         yield                                   # another transformers: its own rendering, size checked after
         return
-    with _lock:
+    with (_lock if lock else contextlib.nullcontext()):
         own = ctu._compile_jinja_template
         ctu._compile_jinja_template = _limited_template
         try:

@@ -5,35 +5,34 @@ loops hung; a template that writes nothing gave an internal error in lens)."""
 from __future__ import annotations
 
 import pytest
-from transformers import AutoTokenizer
 
 from engine.adapters.chat import chat_ids
 from engine.inputs import Chat, InputError
-from tests.hf_tiny import CHAT_TEMPLATE, tiny_chat_folder
+from tests.bad_inputs.test_template_limits import BYPASSES
+from tests.hf_tiny import CHAT_TEMPLATE
 
 HOSTILE = {
     "30 MB of output": "{% for i in range(100000) %}{{ 'x' * 300 }}{% endfor %}",
     "a billion-fold repetition": "{{ 'xy ' * 1000000000 }}",
     "nested loops that write nothing": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
                                        "{% endfor %}x",
+    **BYPASSES,                       # issue 58: inside one line, past the limits checked between lines
 }
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return AutoTokenizer.from_pretrained(str(tiny_chat_folder(tmp_path_factory.mktemp("chat"))))
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_template_is_stopped_in_one_sentence(tokenizer, name, monkeypatch):
     import engine.adapters.chat_limits as limits
+    import engine.adapters.chat_process as process
 
     monkeypatch.setattr(limits, "MAX_SECONDS", 1.0)
+    monkeypatch.setattr(process, "HARD_SECONDS", 3.0)
     monkeypatch.setattr(tokenizer, "chat_template", HOSTILE[name])
     with pytest.raises(InputError) as err:
         chat_ids(tokenizer, Chat.of("hello"), "tiny")
     said = str(err.value)
-    assert "\n" not in said and "chat template was stopped" in said
+    assert "\n" not in said and "chat template was stopped" in said and "maximum recursion" not in said, said
+    assert process.last_peak_growth[0] < 400 << 20          # the child's memory past its parent's
 
 
 def test_a_template_that_writes_nothing_is_one_sentence(tokenizer, monkeypatch):
