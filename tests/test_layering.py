@@ -40,8 +40,8 @@ def test_cli_runs_without_qt():
 # greedy output that interventions and traces frame with); interventions, which change the
 # model through the seam; traces, which record a Run under interventions; remote Runs (traces
 # made by nnsight where a model is served); then what reads traces and runs experiments (an
-# ndif: model's patching goes as a remote job, so remote sits below them);
-# training, which draws traces and analyses as it trains.
+# ndif: model's patching goes as a remote job, so remote sits below them); the atlas, a corpus of
+# recorded Runs read with their statistics; training, which draws traces and analyses as it trains.
 ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("kinds", "errors", "inputs"),
     ("roles", "runtime"),
@@ -54,6 +54,7 @@ ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("traces",),
     ("remote",),
     ("inspection", "experiments"),
+    ("atlas",),
     ("training",),
 ]
 LAYER_OF = {name: i for i, names in enumerate(ENGINE_LAYERS) for name in names}

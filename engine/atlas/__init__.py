@@ -1,0 +1,20 @@
+"""The head atlas: every head of a model across a corpus, in one streaming pass of recorded
+forwards (build.py), kept as bounded running summaries in one .safetensors file (state.py),
+read back without the model (read.py). Each head statistic is one row-block reducer in one
+list, ``STATISTICS`` (statistics.py). Public: the names gui/ and cli/ use, listed in ``__all__``."""
+from __future__ import annotations
+
+from engine.runtime.public import lazy
+
+_PUBLIC = {
+    "STATISTICS": "statistics",
+    "Statistic": "statistics",
+    "build_atlas": "build",
+    "DEFAULT_TOP": "build",
+    "DEFAULT_LENGTH": "build",
+    "load_state": "state",
+    "atlas_summary": "read",
+    "head_detail": "read",
+}
+__getattr__ = lazy(__name__, _PUBLIC)
+__all__ = sorted(_PUBLIC)

@@ -1,0 +1,327 @@
+"""The atlas pass: one recorded forward per document, every statistic from q, k and each row's
+log-sum-exp in row blocks, and each head's activation from the seam's head outputs.
+
+Per document: the forward runs under the seam's recorder (``engine.seam.recording``, the
+fused kernel handing back each row's log-sum-exp) and one more hook at the seam that reads
+each head's output z_h (B, H, T, Dv) as it passes and keeps the norm of z_h W_O,h per query
+position (``_HeadNorms``; it changes nothing). The top contexts and the sample are merged
+first (they need only the activations), so the one pass over each layer's row blocks also
+reads the strongest keys of the rows they keep. Nothing is (T, T): a block is (H, r, c).
+
+Resume: the state is written every ``every`` documents and when stopped; the same call with
+the same file skips the documents done. Documents are read in order and the sums are float64
+added in the same order, so a resumed atlas equals one built in one go.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.adapters import adapter_for
+from engine.atlas.corpus import corpus_files, documents, fingerprint
+from engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
+from engine.atlas.statistics import STATISTICS, Rows, copies, token_groups
+from engine.inputs import InputError
+from engine.kinds import QUERY_SIDE
+from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
+from engine.seam import SeamHook, Site, hooks, recording
+from engine.traces import RunCancelled
+from engine.traces.estimate import check_run
+
+DEFAULT_LENGTH = 4096
+DEFAULT_TOP = 32
+DEFAULT_SAMPLES = 256
+EVERY = 8            # documents between two writes of the file
+
+
+class _HeadNorms(SeamHook):
+    """||z_h W_O,h|| at each query position of every head of ``kind``, read at the seam as the
+    heads' outputs pass (changes nothing): with G_h = W_O,h^T W_O,h (Dv x Dv), the squared
+    norm is z G_h z^T, so the (T, D) products are never formed."""
+
+    def __init__(self, adapter, kind: str, layers: int):
+        self.kind = kind
+        self.gram = {}
+        for layer in range(layers):
+            w_out, _ = adapter.output_projection(Site(kind, layer))              # (D, H * Dv)
+            self.gram[layer] = w_out.detach().float()
+        self.norms: dict[int, torch.Tensor] = {}
+
+    def edits(self, site):
+        return site is not None and site.kind == self.kind
+
+    def edits_output_only(self, site):
+        return True
+
+    def output(self, call, out):
+        z = out[0].float()                                                       # (H, T, Dv)
+        h, _, dv = z.shape
+        g = self.gram[call.site.layer]
+        if g.dim() == 2:                                                         # first use: the Gram matrices
+            w = g.reshape(g.shape[0], h, dv)                                     # (D, H, Dv)
+            g = self.gram[call.site.layer] = torch.einsum("dhv,dhu->hvu", w, w)  # (H, Dv, Dv)
+        self.norms[call.site.layer] = torch.einsum("htv,hvu,htu->ht", z, g, z).clamp_min_(0).sqrt_()
+        return out
+
+
+def atlas_kind(loaded) -> str:
+    """The self-attention kind an atlas reads: a decoder's, or an encoder's."""
+    if loaded.role == "encoder-decoder":
+        raise InputError(f"{loaded.name} is an encoder-decoder; the atlas reads one self-attention stack "
+                         "(a decoder or an encoder) for now.")
+    return loaded.kinds[0]
+
+
+def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, length: int | None = None,
+                docs: int | None = None, top: int = DEFAULT_TOP, samples: int = DEFAULT_SAMPLES,
+                every: int = EVERY, report=None, stop=None) -> AtlasState:
+    """Build the atlas of ``loaded`` over ``corpus`` into ``out``, or resume it there.
+    ``report(("atlas", docs done, docs asked or None))`` after each document; ``stop()`` true
+    ends it after the document it is on, the file holding every document done (RunCancelled)."""
+    loaded.model.eval()
+    adapter = adapter_for(loaded)
+    kind = atlas_kind(loaded)
+    cap = int(loaded.max_len)
+    length = min(DEFAULT_LENGTH, cap) if length is None else int(length)
+    if not 2 <= length <= cap:
+        raise InputError(f"A document of {length:,} tokens is past what {loaded.name} reads ({cap:,} tokens); "
+                         f"give --length from 2 to {cap:,}.")
+    framed, starts = adapter.frame_ids([adapter.plain_token_ids()[0]])
+    framing = len(_side_ids(framed, kind)) - 1
+    body = length - framing
+    corpus_path = str(Path(corpus).resolve()) if corpus else str(corpus_files(None)[0])
+    out = Path(out)
+    if out.exists():
+        state = load_state(out)
+        _check_same(state, loaded, corpus_path, length, top, samples, out)
+    else:
+        probe = _record(adapter, framed, kind)
+        meta = dict(model=loaded.name, family=loaded.family, kind=kind, layers=len(probe), heads=probe[0].q.shape[1],
+                    kv_heads=probe[0].k.shape[1], head_dim=probe[0].q.shape[3], corpus=corpus_path,
+                    corpus_fingerprint=fingerprint(corpus_path), length=length, framing=framing, top=top,
+                    samples=samples, docs_asked=docs)
+        state = AtlasState.empty(meta)
+    norms = _HeadNorms(adapter, kind, state.meta["layers"])
+    done = state.docs_done
+    for index, ids in enumerate(documents(adapter, corpus_path, body)):
+        if docs is not None and index >= docs:
+            break
+        if index < done:
+            continue
+        if stop is not None and stop():
+            state.save(out)
+            raise RunCancelled(f"The atlas was stopped after {index:,} documents; the same command resumes it.")
+        framed, _ = adapter.frame_ids(ids)
+        if index == done:
+            check_run(adapter, framed, loaded.name)
+        add_document(state, adapter, framed, kind, index, norms)
+        state.meta["docs_done"] = index + 1
+        if (index + 1) % every == 0:
+            state.save(out)
+        if report is not None:
+            report(("atlas", index + 1, docs))
+    if state.docs_done == 0:
+        raise InputError(f"The corpus {corpus_path} gave no document of two tokens or more.")
+    state.save(out)
+    return state
+
+
+def _check_same(state, loaded, corpus_path, length, top, samples, out) -> None:
+    m = state.meta
+    if m["model"] != loaded.name or m["family"] != loaded.family:
+        raise InputError(f"{out} is an atlas of {m['model']}, not of {loaded.name}; give another --out.")
+    asked = dict(corpus=corpus_path, length=length, top=top, samples=samples)
+    for key, value in asked.items():
+        if m[key] != value:
+            raise InputError(f"{out} was built with {key} {m[key]}, not {value}; give the same options to resume "
+                             "it, or another --out.")
+    if m["corpus_fingerprint"] != fingerprint(corpus_path):
+        raise InputError(f"The corpus {corpus_path} changed since {out} was started; give another --out.")
+
+
+def _side_ids(framed, kind: str) -> list[int]:
+    return framed.source_ids if QUERY_SIDE[kind] == "source" else framed.target_ids
+
+
+@torch.no_grad()
+def _record(adapter, framed, kind: str, norms: SeamHook | None = None):
+    """One recorded forward (the seam's recorder, each row's log-sum-exp from the kernel): the calls of ``kind``."""
+    with recording(lse=True) as rec, hooks(norms or SeamHook()):
+        adapter.forward(framed, last_only=True)
+    return rec.layers(kind)
+
+
+@torch.no_grad()
+def add_document(state: AtlasState, adapter, framed, kind: str, doc: int, norms: _HeadNorms) -> None:
+    """One document's recorded forward folded into ``state``."""
+    norms.norms.clear()
+    calls = _record(adapter, framed, kind, norms)
+    ids = _side_ids(framed, kind)
+    tokens = framed.source_tokens if QUERY_SIDE[kind] == "source" else framed.target_tokens
+    T = len(ids)
+    act = torch.stack([norms.norms[layer] for layer in range(len(calls))]).cpu().numpy()   # (L, H, T)
+    a = state.arrays
+    a["act.sum"] += act.sum(-1, dtype=np.float64)
+    a["act.count"] += T
+    ids_np = np.asarray(ids, np.int64)
+    windows = _windows(ids_np)                                                   # (T, WINDOW)
+    new_top = _merge_top(a, act, doc, windows)                                   # (l, h, slot, pos) rows
+    new_sample = _merge_sample(a, state.meta["samples"], doc, T, ids_np, windows)   # (slot, pos)
+    for slot, pos in new_sample:
+        a["sample.act"][:, :, slot] = act[:, :, pos]
+    kept = set(int(t) for t in windows[[p for *_, p in new_top] + [p for _, p in new_sample]].ravel() if t >= 0)
+    first = {t: i for i, t in reversed(list(enumerate(ids)))}
+    state.tokens.update({t: tokens[first[t]] for t in kept if t not in state.tokens})
+    for layer, call in enumerate(calls):
+        _layer_pass(state, call, layer, ids_np, new_top, new_sample)
+    state.meta["tokens_done"] = int(state.meta["tokens_done"]) + T
+
+
+def _windows(ids: np.ndarray) -> np.ndarray:
+    """(T, WINDOW) the tokens around each position (-1 past the ends), the query at WINDOW // 2."""
+    T = len(ids)
+    at = np.arange(T)[:, None] + np.arange(WINDOW)[None, :] - WINDOW // 2
+    return np.where((at >= 0) & (at < T), ids[np.clip(at, 0, T - 1)], -1)
+
+
+def _merge_top(a: dict, act: np.ndarray, doc: int, windows: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """The kept top contexts of every head and this document's rows, ranked by activation
+    (larger first; equal ones by document, then position): the heap as a sorted array."""
+    L, H, K = a["top.value"].shape
+    T = act.shape[-1]
+    values = np.concatenate([a["top.value"], act.astype(np.float32)], -1)       # (L, H, K + T)
+    order = np.argsort(-values, axis=-1, kind="stable")[..., :K]                # old ones first among equals
+    old = np.minimum(order, K - 1)
+    fresh = order >= K
+    for name in ("top.value", "top.doc", "top.pos", "top.keys", "top.weights", "top.window"):
+        arr = a[name]
+        idx = old.reshape(L, H, K, *([1] * (arr.ndim - 3)))
+        a[name] = np.take_along_axis(arr, np.broadcast_to(idx, (L, H, K, *arr.shape[3:])), 2)
+    a["top.keys"][fresh], a["top.weights"][fresh] = -1, 0.0
+    pos = np.where(fresh, order - K, -1)
+    a["top.value"] = np.take_along_axis(values, order, -1)
+    out = []
+    for l, h, slot in zip(*np.nonzero(fresh)):
+        p = int(pos[l, h, slot])
+        a["top.doc"][l, h, slot], a["top.pos"][l, h, slot] = doc, p
+        a["top.window"][l, h, slot] = windows[p]
+        out.append((int(l), int(h), int(slot), p))
+    return out
+
+
+_PER_ROW = ("sample.priority", "sample.doc", "sample.pos", "sample.token", "sample.window")   # (M, ...)
+
+
+def _merge_sample(a: dict, M: int, doc: int, T: int, ids: np.ndarray, windows: np.ndarray) -> list[tuple[int, int]]:
+    """The shared sample of query rows: the M lowest priorities so far (bottom-k, uniform)."""
+    pri = np.random.default_rng([SAMPLE_SEED, doc]).random(T)
+    allp = np.concatenate([a["sample.priority"], pri])
+    order = np.argsort(allp, kind="stable")[:M]
+    old, fresh = np.minimum(order, M - 1), order >= M
+    for name in [k for k in a if k.startswith("sample.")]:
+        a[name] = np.take(a[name], old, axis=0 if name in _PER_ROW else 2)
+    a["sample.keys"][:, :, fresh], a["sample.weights"][:, :, fresh] = -1, 0.0
+    a["sample.priority"] = allp[order]
+    out = []
+    for slot in np.flatnonzero(fresh):
+        p = int(order[slot] - M)
+        a["sample.doc"][slot], a["sample.pos"][slot], a["sample.token"][slot] = doc, p, ids[p]
+        a["sample.window"][slot] = windows[p]
+        out.append((int(slot), p))
+    return out
+
+
+def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, new_sample) -> None:
+    """Every statistic of every head of one layer, a block of query rows at a time, and the
+    strongest keys of the rows kept (top contexts, sample), with their queries and keys."""
+    a, n = state.arrays, state.meta["length"]
+    dev = call.q.device
+    _, H, tq, _ = call.q.shape
+    tk = call.k.shape[2]
+    offset = tk - tq
+    root = math.sqrt(call.scale)
+    for slot, pos in new_sample:                                                # (H, Dh) each, as in q.k * scale
+        a["sample.q"][layer, :, slot] = (call.q[0, :, pos].float() * root).cpu().numpy()
+        kv = torch.arange(H, device=dev) // call.group
+        a["sample.k"][layer, :, slot] = (call.k[0, kv, pos + offset].float() * root).cpu().numpy()
+    wanted: dict[int, list[tuple[str, int, int]]] = {}                           # row -> (array, head, slot)
+    for l, h, slot, pos in new_top:
+        if l == layer:
+            wanted.setdefault(pos, []).append(("top", h, slot))
+    for slot, pos in new_sample:
+        wanted.setdefault(pos, []).extend(("sample", h, slot) for h in range(H))
+    sums = {s.name: torch.zeros(H, dtype=torch.float64, device=dev) for s in STATISTICS}
+    counts = {s.name: torch.zeros((), dtype=torch.float64, device=dev) for s in STATISTICS}
+    hists = {s.name: torch.zeros(H * BINS, dtype=torch.float64, device=dev) for s in STATISTICS}
+    tops = {s.name: s.upper(n) for s in STATISTICS}
+    lse_all = call.lse[0].float() if call.lse is not None else None
+    causal = _causal(call)
+    groups = token_groups(ids)
+    r0 = 0
+    while r0 < tq:
+        if causal:
+            r1 = min(tq, r0 + causal_rows(score_block_bytes(dev, "select") // (4 * H), r0 + offset))
+            c = r1 + offset
+        else:
+            r1, c = min(tq, r0 + rows_per_block(dev, H * tk, "select")), tk
+        s = call.scores(0, None, slice(r0, r1), slice(0, c))                    # (H, r, c)
+        lse = lse_all[:, r0:r1] if lse_all is not None else call.log_denominators(s, 0)
+        w = s.sub_(lse[..., None]).exp_().nan_to_num_(nan=0.0)                   # (H, r, c) exact weights
+        qpos = torch.arange(r0, r1, device=dev) + offset
+        keys = torch.stack([torch.ones(c, device=dev), torch.arange(c, device=dev, dtype=torch.float32)], 1)
+        pair_rows, pair_keys, has = copies(groups, r0, r1, offset)
+        rows = Rows(qpos=qpos, keys=keys, causal=causal, copy_rows=torch.as_tensor(pair_rows, device=dev),
+                    copy_keys=torch.as_tensor(pair_keys, device=dev), has_copy=torch.as_tensor(has, device=dev))
+        for stat in STATISTICS:
+            v, valid = stat.reduce(w, rows)                                      # (H, r), (r,) | None
+            weight = torch.ones(v.shape[1], dtype=torch.float64, device=dev) if valid is None else valid.double()
+            sums[stat.name] += (v.double() * weight).sum(1)
+            counts[stat.name] += weight.sum()
+            b = (v / tops[stat.name] * BINS).floor_().clamp_(0, BINS - 1).long()
+            b += torch.arange(H, device=dev)[:, None] * BINS
+            hists[stat.name].index_add_(0, b.ravel(), weight.expand(H, -1).ravel())
+        _strongest(a, w, r0, r1, offset, wanted, layer)
+        r0 = r1
+    for stat in STATISTICS:
+        a[f"stat.{stat.name}.sum"][layer] += sums[stat.name].cpu().numpy()
+        a[f"stat.{stat.name}.count"][layer] += float(counts[stat.name])
+        a[f"stat.{stat.name}.hist"][layer] += hists[stat.name].view(H, BINS).cpu().numpy()
+
+
+def _causal(call) -> bool:
+    """Whether no query of ``call`` sees a key after it: a causal call, or one whose boolean mask
+    is the causal triangle (our GPT hands its triangle as a mask), checked once per mask."""
+    if call.bias is not None:
+        return False
+    if call.mask is None:
+        return call.causal
+    m = call.mask
+    if m.dtype != torch.bool or m.shape[-2:] != (call.q.shape[2], call.k.shape[2]):
+        return False
+    key = (m.data_ptr(), tuple(m.shape))
+    if key not in _TRIANGLES:
+        future = torch.ones(m.shape[-2:], dtype=torch.bool, device=m.device).triu_(1 + m.shape[-1] - m.shape[-2])
+        _TRIANGLES.clear()
+        _TRIANGLES[key] = not bool((m & future).any())
+    return _TRIANGLES[key]
+
+
+_TRIANGLES: dict = {}     # the last mask checked -> whether it hides every key after its query
+
+
+def _strongest(a: dict, w: torch.Tensor, r0: int, r1: int, offset: int, wanted: dict, layer: int) -> None:
+    """The strongest keys (and their weights) of the kept rows that fall in this block."""
+    picks = [(pos, kind, h, slot) for pos in range(r0, r1) for kind, h, slot in wanted.get(pos, ())]
+    if not picks:
+        return
+    heads = torch.tensor([h for _, _, h, _ in picks], device=w.device)
+    rows = torch.tensor([pos - r0 for pos, *_ in picks], device=w.device)
+    k = min(STRONGEST, w.shape[-1])
+    vals, cols = torch.topk(w[heads, rows], k, dim=-1)                          # (n, k)
+    vals, cols = vals.cpu().numpy(), cols.cpu().numpy()
+    for n, (_, kind, h, slot) in enumerate(picks):
+        a[f"{kind}.keys"][layer, h, slot, :k] = cols[n]
+        a[f"{kind}.weights"][layer, h, slot, :k] = vals[n]

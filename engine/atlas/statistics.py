@@ -1,0 +1,155 @@
+"""The one list of head statistics: each is a row-block reducer with its name, definition and tip.
+
+A reducer sees one block of exact attention weights of every head of a layer, ``w`` (H, r, c):
+queries ``rows`` (r of them) against keys 0..c-1, computed from the recorded q, k and each
+row's log-sum-exp (never a T x T array), and returns each row's value (H, r), and which rows
+count (r,) where the statistic is not defined for every row (a first token has no previous
+token). The atlas keeps a running mean and a fixed-bin histogram of every row's value; a new
+role detector is one more entry in ``STATISTICS``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+LOCAL_WINDOW = 16     # |i - j| <= 16: the local-window mass
+
+
+@dataclass
+class Rows:
+    """What a reducer knows of one block besides its weights, all on the weights' device."""
+    qpos: torch.Tensor          # (r,) long: each query's position among the keys
+    keys: torch.Tensor          # (c, 2) float: 1 and each key's position (row sums and position sums in one matmul)
+    causal: bool                # no key after its query has weight (a causal call)
+    copy_rows: torch.Tensor     # (P,) long: the block's row of each (query, earlier copy of its token) pair
+    copy_keys: torch.Tensor     # (P,) long: that earlier copy's position
+    has_copy: torch.Tensor      # (r,) bool: the query's token came before
+
+
+def copies(ids, r0: int, r1: int, offset: int = 0):
+    """(rows, keys, has_copy) of queries r0..r1-1 (key positions r0 + offset, ...): every pair of a
+    query and an earlier position of its token, as numpy arrays. Made from the document's tokens
+    grouped once (``token_groups``), so a block's pairs are the only thing built: never a
+    (T, T) mask."""
+    order, start, rank = ids
+    q = np.arange(r0, r1) + offset
+    n = rank[q]                                                                # earlier copies of each query
+    rows = np.repeat(np.arange(r1 - r0), n)
+    first = np.repeat(start[q], n)
+    within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+    return rows, order[first + within], n > 0
+
+
+def token_groups(ids: np.ndarray):
+    """(order, start, rank): positions sorted by token (stable), where each position's token
+    group starts in ``order``, and how many copies of its token came before it."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    new = np.r_[True, sorted_ids[1:] != sorted_ids[:-1]]
+    group_start = np.maximum.accumulate(np.where(new, np.arange(len(ids)), 0))
+    start, rank = np.empty(len(ids), np.int64), np.empty(len(ids), np.int64)
+    start[order], rank[order] = group_start, np.arange(len(ids)) - group_start
+    return order, start, rank
+
+
+@dataclass(frozen=True)
+class Statistic:
+    name: str
+    definition: str                                        # what docs/atlas.md and the help say
+    tip: str                                               # one line for a column's tooltip
+    reduce: Callable[[torch.Tensor, Rows], tuple[torch.Tensor, torch.Tensor | None]]
+    upper: Callable[[int], float]                          # the histogram's top for documents of n tokens
+    source: str = ""
+
+
+def _on_pairs(w: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """(H, r, c) weights, P (row, key) pairs -> (H, r): each row's weight summed over its pairs' keys."""
+    out = w.new_zeros(w.shape[0], w.shape[1])
+    if len(rows):
+        out.index_add_(1, rows, w[:, rows, keys])
+    return out
+
+
+def _diagonal(w: torch.Tensor, rows: Rows, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's weight on key qpos - shift (0 where that key is not in the block), and the rows that have it."""
+    at = rows.qpos - shift                                                   # (r,)
+    valid = (at >= 0) & (at < w.shape[-1])
+    picked = w.gather(2, at.clamp(0, w.shape[-1] - 1)[None, :, None].expand(w.shape[0], -1, 1))[..., 0]
+    return picked * valid, valid
+
+
+def entropy(w, rows):
+    return torch.special.entr(w).sum(-1), None
+
+
+def distance(w, rows):
+    if rows.causal:     # every key read is at or before its query: sum_j a_ij (i - j), one matmul
+        sums = w @ rows.keys                                                     # (H, r, 2)
+        return rows.qpos.to(w.dtype) * sums[..., 0] - sums[..., 1], None
+    gap = (rows.qpos[:, None] - rows.keys[None, :, 1]).abs().to(w.dtype)     # (r, c)
+    return torch.einsum("hrc,rc->hr", w, gap), None
+
+
+def sink(w, rows):
+    return w[:, :, 0], None
+
+
+def previous(w, rows):
+    return _diagonal(w, rows, 1)
+
+
+def self_mass(w, rows):
+    return _diagonal(w, rows, 0)
+
+
+def local(w, rows):
+    at = rows.qpos[:, None] + torch.arange(-LOCAL_WINDOW, LOCAL_WINDOW + 1, device=w.device)[None, :]   # (r, 33)
+    inside = (at >= 0) & (at < w.shape[-1])
+    near = w.gather(2, at.clamp(0, w.shape[-1] - 1)[None].expand(w.shape[0], -1, -1))   # (H, r, 33)
+    return (near * inside).sum(-1), None
+
+
+def duplicate(w, rows):
+    return _on_pairs(w, rows.copy_rows, rows.copy_keys), rows.has_copy
+
+
+def induction(w, rows):
+    """The key after each earlier copy e of the query's token is e + 1 (<= the query, since e < it)."""
+    return _on_pairs(w, rows.copy_rows, rows.copy_keys + 1), rows.has_copy
+
+
+def _one(n: int) -> float:
+    return 1.0
+
+
+STATISTICS: list[Statistic] = [
+    Statistic("entropy", "-sum_j a_ij log a_ij, in nats, over the keys j query i sees",
+              "how spread a row is (0: one key; ln T: uniform)", entropy, lambda n: math.log(max(n, 2)),
+              "Shannon entropy of each attention row (as Clark et al., 2019, What does BERT look at?)"),
+    Statistic("distance", "sum_j a_ij |i - j|: the mean distance, in tokens, from a query to what it reads",
+              "how far back a head looks (tokens)", distance, lambda n: float(n),
+              "mean attention distance (Vig and Belinkov, 2019; Dosovitskiy et al., 2021)"),
+    Statistic("sink", "a_i0: the weight on the first token",
+              "weight on the first token (the attention sink)", sink, _one,
+              "attention sinks (Xiao et al., 2023, StreamingLLM)"),
+    Statistic("previous", "a_i,i-1: the weight on the token just before (queries i >= 1)",
+              "weight on the previous token", previous, _one,
+              "previous-token heads (Olsson et al., 2022, In-context learning and induction heads)"),
+    Statistic("self", "a_ii: the weight on the query's own token", "weight on the token itself", self_mass, _one,
+              "Clark et al., 2019"),
+    Statistic("local", f"sum of a_ij over |i - j| <= {LOCAL_WINDOW}: the weight within {LOCAL_WINDOW} tokens",
+              f"weight within {LOCAL_WINDOW} tokens", local, _one,
+              "local heads (Voita et al., 2019; Xiao et al., 2024, DuoAttention's streaming heads)"),
+    Statistic("duplicate", "sum of a_ij over j < i with token j = token i (queries whose token came before)",
+              "weight on earlier copies of the query's token", duplicate, _one,
+              "duplicate-token heads (Wang et al., 2022, Interpretability in the wild)"),
+    Statistic("induction", "sum of a_ij over 1 <= j <= i with token j-1 = token i (queries with such a key): "
+              "the keys right after an earlier copy of the query's token",
+              "weight on what followed earlier copies of the query's token", induction, _one,
+              "induction heads (Olsson et al., 2022)"),
+]
+NAMES = [s.name for s in STATISTICS]
