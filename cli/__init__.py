@@ -2,4 +2,4 @@
 which adds its parser and sets ``func`` (args -> exit code)."""
 
 COMMANDS: list[str] = ["train", "evaluate", "translate", "compare", "export", "heads", "record", "intervene", "lens",
-                       "patch", "why"]
+                       "patch", "why", "atlas"]

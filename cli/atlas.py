@@ -1,0 +1,69 @@
+"""attnscope atlas: every head of a model across a corpus (engine.atlas), in one file.
+
+``attnscope atlas MODEL --corpus PATH --out A.safetensors`` builds the atlas, or resumes it
+where a stopped one left off (the same command), with progress on stderr;
+``attnscope atlas A.safetensors --json [--head L.H]`` prints one JSON object: every head with
+every metric, or one head's top contexts, decile samples and Q/K projection. It opens the
+file only, never the model.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+from cli.common import BAD_INPUT, int_in, open_or_explain, print_json, say
+
+
+def register(sub) -> None:
+    p = sub.add_parser("atlas", help="every head across a corpus: build an atlas, or print one (JSON)")
+    p.add_argument("source", help="a model (checkpoint, Hugging Face folder or hub id) to build from, "
+                                  "or an atlas .safetensors to print")
+    p.add_argument("--corpus", default=None, help="a text file, a folder of .txt files, or JSONL with a \"text\" "
+                                                  "field (default: the bundled Shakespeare)")
+    p.add_argument("--out", default=None, help="the atlas file to build or resume (.safetensors)")
+    p.add_argument("--length", type=int_in(2, 1 << 20), default=None,
+                   help="tokens per document (default 4,096, at most the model's context)")
+    p.add_argument("--docs", type=int_in(1, 10**9), default=None, help="documents to read (default: the whole corpus)")
+    p.add_argument("--top", type=int_in(1, 4096), default=32, help="top contexts kept per head (default 32)")
+    p.add_argument("--json", action="store_true", help="print the atlas as JSON")
+    p.add_argument("--head", default=None, help="one head, as L.H (0-based): its contexts and Q/K projection")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from engine.atlas import atlas_summary, head_detail, load_state
+
+    if args.out is None:
+        if not args.source.endswith(".safetensors") or not args.json:
+            say("give --out A.safetensors to build an atlas, or an atlas file and --json to print one")
+            return BAD_INPUT
+        state = load_state(args.source)
+        if args.head is None:
+            print_json(atlas_summary(state))
+            return 0
+        found = re.fullmatch(r"L?(\d+)\.H?(\d+)", args.head.strip())
+        if found is None:
+            say(f"--head takes a layer and a head as L.H (e.g. 3.3), not {args.head!r}")
+            return BAD_INPUT
+        print_json(head_detail(state, int(found[1]), int(found[2])))
+        return 0
+    return _build(args)
+
+
+def _build(args) -> int:
+    from engine.atlas import build_atlas
+
+    loaded = open_or_explain(args.source, args.device or "auto")
+    if loaded is None:
+        return BAD_INPUT
+
+    def report(progress) -> None:
+        _, done, asked = progress
+        print(f"\ratlas: {done:,}{'' if asked is None else f' of {asked:,}'} documents", end="", file=sys.stderr,
+              flush=True)
+
+    state = build_atlas(loaded, args.out, corpus=args.corpus, length=args.length, docs=args.docs, top=args.top,
+                        report=report)
+    print(file=sys.stderr)
+    say(f"{args.out}: {state.docs_done:,} documents, {int(state.meta['tokens_done']):,} tokens")
+    return 0

@@ -1,0 +1,158 @@
+"""The head atlas (engine.atlas, `attnscope atlas`): exact against a dense reference of our own,
+top contexts against a brute-force ranking, a stopped atlas resumed equal to one built in one
+go, the bundled GPT's roles, and bad input refused in one sentence."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from engine.atlas import build_atlas, load_state
+from engine.atlas.corpus import documents
+from engine.atlas.read import atlas_summary, head_detail, means
+from engine.atlas.statistics import LOCAL_WINDOW, NAMES
+from engine.loading.catalog import open_model
+from engine.traces import RunCancelled
+from tests.hf_tiny import tiny_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT = ROOT / "resources" / "checkpoints" / "gpt.safetensors"
+TEXT = ("the cat sat on the mat and the cat ran to the mat\n"
+        "a dog saw the cat and the dog sat on the mat again\n"
+        "then the cat and the dog ran and ran to the red mat\n") * 2
+LENGTH, DOCS, TOP = 24, 3, 5
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "small.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return path
+
+
+def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
+    """Every statistic's mean (L, H) and every position's activation (docs, L, H, T), from the
+    eager attention weights of transformers' own model (output_attentions) and the heads'
+    outputs entering its output projection: no part of the seam or the atlas."""
+    from transformers import AutoModelForCausalLM
+
+    from engine.adapters import adapter_for
+
+    adapter = adapter_for(loaded)
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    arch = model.config.model_type
+    blocks = model.model.layers if arch == "llama" else model.transformer.h
+    projections = [b.self_attn.o_proj if arch == "llama" else b.attn.c_proj for b in blocks]
+    framing = len(adapter.frame_ids([5])[0].target_ids) - 1
+    sums = {n: 0.0 for n in NAMES}
+    counts = {n: 0.0 for n in NAMES}
+    acts = []
+    for index, body in enumerate(documents(adapter, corpus, LENGTH - framing)):
+        if index == DOCS:
+            break
+        ids = np.array(adapter.frame_ids(body)[0].target_ids)
+        seen = []
+        handles = [p.register_forward_pre_hook(lambda m, a: seen.append(a[0][0].detach())) for p in projections]
+        with torch.no_grad():
+            out = model(torch.from_numpy(ids)[None], output_attentions=True)
+        for h in handles:
+            h.remove()
+        w = torch.stack(out.attentions)[:, 0].double().numpy()                  # (L, H, T, T)
+        T = len(ids)
+        i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+        earlier_copy = (ids[None, :] == ids[:, None]) & (j < i)                   # (T, T)
+        has = earlier_copy.any(-1)
+        before = np.r_[-1, ids[:-1]]
+        after_copy = (before[None, :] == ids[:, None]) & (j <= i) & (j >= 1)
+        rows = {
+            "entropy": -(w * np.log(np.where(w > 0, w, 1.0))).sum(-1),
+            "distance": (w * np.abs(i - j)).sum(-1),
+            "sink": w[..., 0],
+            "previous": w[..., np.arange(1, T), np.arange(T - 1)],
+            "self": w[..., np.arange(T), np.arange(T)],
+            "local": (w * (np.abs(i - j) <= LOCAL_WINDOW)).sum(-1),
+            "duplicate": (w * earlier_copy).sum(-1)[..., has],
+            "induction": (w * after_copy).sum(-1)[..., has],
+        }
+        for name, v in rows.items():
+            sums[name] += v.sum(-1)
+            counts[name] += v.shape[-1]
+        doc_acts = []
+        for layer, z in enumerate(seen):                                          # z (T, H * Dv)
+            weight = projections[layer].weight.detach().double()
+            H = model.config.num_attention_heads
+            dv = z.shape[-1] // H
+            zh = z.double().view(T, H, dv)
+            if arch == "llama":                                                   # Linear: (D, H * Dv)
+                vec = torch.einsum("thv,dhv->htd", zh, weight.view(-1, H, dv))
+            else:                                                                 # Conv1D: (H * Dv, D)
+                vec = torch.einsum("thv,hvd->htd", zh, weight.view(H, dv, -1))
+            doc_acts.append(vec.norm(dim=-1).numpy())                             # (H, T)
+        acts.append(np.stack(doc_acts))
+    return {n: sums[n] / counts[n] for n in NAMES}, acts
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_every_mean_equals_a_dense_reference_and_top_contexts_a_brute_force_ranking(arch, corpus, tmp_path):
+    folder = tiny_folder(tmp_path, arch)
+    loaded = open_model(str(folder), "cpu")
+    state = build_atlas(loaded, tmp_path / "a.safetensors", corpus=corpus, length=LENGTH, docs=DOCS, top=TOP)
+    ref, acts = reference(folder, loaded, corpus)
+    got = means(state)
+    for name in NAMES:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    L, H = got["entropy"].shape
+    for layer in range(L):
+        for head in range(H):
+            ranked = sorted(((-float(a[layer, head, p]), d, p) for d, a in enumerate(acts)
+                             for p in range(a.shape[-1])))[:TOP]
+            a = state.arrays
+            assert [(d, p) for _, d, p in ranked] == list(zip(a["top.doc"][layer, head], a["top.pos"][layer, head]))
+            np.testing.assert_allclose(a["top.value"][layer, head], [-v for v, *_ in ranked], rtol=1e-4)
+    detail = head_detail(load_state(tmp_path / "a.safetensors"), L - 1, H - 1)
+    assert len(detail["top"]) == TOP and 0 < detail["projection"]["variance_kept"] <= 1
+
+
+def test_a_stopped_atlas_resumed_equals_one_built_in_one_go(corpus, tmp_path):
+    loaded = open_model(str(tiny_folder(tmp_path, "llama")), "cpu")
+    whole = build_atlas(loaded, tmp_path / "whole.safetensors", corpus=corpus, length=16, docs=4, top=3, samples=16)
+    done = []
+    with pytest.raises(RunCancelled):
+        build_atlas(loaded, tmp_path / "part.safetensors", corpus=corpus, length=16, docs=4, top=3, samples=16,
+                    report=done.append, stop=lambda: len(done) >= 2)
+    assert load_state(tmp_path / "part.safetensors").docs_done == 2
+    resumed = build_atlas(loaded, tmp_path / "part.safetensors", corpus=corpus, length=16, docs=4, top=3, samples=16)
+    assert resumed.docs_done == whole.docs_done == 4
+    for key, value in whole.arrays.items():
+        np.testing.assert_array_equal(resumed.arrays[key], value, err_msg=key)
+    assert resumed.tokens == whole.tokens
+
+
+def test_the_bundled_gpts_roles(tmp_path):
+    """The README's heads (0-based): induction at layer 3 head 3, previous-token at layer 2 head 1."""
+    state = build_atlas(open_model(str(GPT), "cpu"), tmp_path / "gpt.safetensors", length=128, docs=3)
+    got = means(state)
+    assert np.unravel_index(np.argmax(got["induction"]), got["induction"].shape) == (3, 3)
+    assert np.unravel_index(np.argmax(got["previous"]), got["previous"].shape) == (2, 1)
+    summary = atlas_summary(load_state(tmp_path / "gpt.safetensors"))
+    assert summary["documents"] == 3 and len(summary["heads"]) == 16 and set(summary["definitions"]) == set(NAMES)
+
+
+def test_bad_input_is_one_sentence_and_exit_2(tmp_path, capsys):
+    from main import main
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(b"\x00" * 40)
+    cases = {
+        "holds no text": ["atlas", str(GPT), "--corpus", str(empty), "--out", str(tmp_path / "x.safetensors")],
+        "past what": ["atlas", str(GPT), "--length", "100000", "--out", str(tmp_path / "y.safetensors")],
+        "not a readable atlas": ["atlas", str(damaged), "--json"],
+    }
+    for words, argv in cases.items():
+        assert main(["--device", "cpu", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and "Traceback" not in err and len(err.splitlines()) == 1, err
