@@ -31,7 +31,7 @@ from engine.interventions.spec import notes_of
 from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.loaded import LoadedModel
 from engine.loading.remote_source import KEY_VARIABLE, MODE_VARIABLE, api_key
-
+from engine.remote.answers import checked_host, read_answers_as_data, shown
 
 
 def remote_of(loaded: LoadedModel) -> dict | None:
@@ -61,6 +61,7 @@ class Session:
 
         nnsight.register(engine)                         # our server-side code travels by value
         _keep_bindings_loaded()
+        read_answers_as_data()                           # a server's answer never runs code here
         copyreg.pickle(ContextVar, _reduce_context_var)  # and with it the seam's per-thread hooks
         CONFIG.APP.REMOTE_LOGGING = False                # nnsight's status lines would go to stdout
         self.loaded, self.info = loaded, remote_of(loaded)
@@ -78,6 +79,7 @@ class Session:
                                      f"{MODE_VARIABLE}=local.")
             self.model = TransformersModel(loaded.meta["folder"], task="text-generation", tokenizer=loaded.tokenizer)
             self.model.repo_id = hub_id
+            model_key(self.model, hub_id)               # the hub's lookup, before any job (nnsight keeps it)
         self.ops = attention_ops(self.model)
         self.last_seconds: float | None = None
         self.shipped: set = set()            # local mode: the kinds of job already read back as NDIF would
@@ -143,7 +145,8 @@ class Session:
         return False if kind in self.shipped else "local"
 
     def _check_key(self) -> None:
-        """RemoteJobError when NDIF would be asked without an API key (never said: its value)."""
+        """RemoteJobError when NDIF would be asked without an API key, or at a host the key may
+        not go to (engine.remote.answers.checked_host; never said: the key)."""
         if self.local:
             return
         from nnsight import CONFIG
@@ -153,6 +156,24 @@ class Session:
         if not CONFIG.API.APIKEY:
             raise RemoteJobError(f"No NDIF API key is set: put yours in File > NDIF API Key… or in the {KEY_VARIABLE} "
                                  "environment variable (get one at https://login.ndif.us), then run again.")
+        self.host = checked_host(CONFIG.API.HOST)
+
+
+def model_key(model, hub_id: str) -> str:
+    """nnsight's key of ``model`` (its hub id as the hub spells it, asked of the hub once): what
+    NDIF knows it by. RemoteJobError in one sentence, nothing sent to NDIF, when the hub cannot
+    be asked (offline mode, no network): that lookup is the hub's, not NDIF's."""
+    try:
+        return model.to_model_key()
+    except Exception as exc:
+        from huggingface_hub.errors import OfflineModeIsEnabled
+
+        if isinstance(exc, OfflineModeIsEnabled) or "offline mode" in str(exc).lower():
+            why = "the Hugging Face hub is in offline mode (HF_HUB_OFFLINE)"
+        else:
+            why = f"the Hugging Face hub could not be asked ({first_line(exc, 120)})"
+        raise RemoteJobError(f"{hub_id}'s name as NDIF knows it could not be fetched from the hub: {why}; nothing was "
+                             f"sent to NDIF. Allow the hub, or run the folder here with {MODE_VARIABLE}=local.") from None
 
 
 _NO_DEFAULT = "<no default>"
@@ -311,15 +332,21 @@ def explain(exc: BaseException, model: str, local: bool = False) -> RemoteJobErr
         w in low for w in ("connection refused", "failed to send request", "name or service not known",
                            "network is unreachable", "failed to establish", "connection reset"))
     if network:
-        return RemoteJobError(f"NDIF could not be reached ({said}): check the network, or run with "
+        host = getattr(getattr(_configured("CONFIG"), "API", None), "HOST", None)
+        at = f" at {shown(host)}" if host else ""
+        return RemoteJobError(f"NDIF{at} could not be reached ({said}): check the network, or run with "
                               f"{MODE_VARIABLE}=local to try the same job on this machine.")
     where = "here, in nnsight's local stand-in for NDIF" if local else "on NDIF"
     return RemoteJobError(f"The job on {model} failed {where}: {said}")
 
 
-def _configured_key() -> str | None:
-    """nnsight's own configured key, if nnsight is imported (never imported for this)."""
+def _configured(name: str):
+    """nnsight's ``name`` if nnsight is imported (never imported for this), else None."""
     import sys
 
-    config = getattr(sys.modules.get("nnsight"), "CONFIG", None)
-    return getattr(getattr(config, "API", None), "APIKEY", None)
+    return getattr(sys.modules.get("nnsight"), name, None)
+
+
+def _configured_key() -> str | None:
+    """nnsight's own configured key, if nnsight is imported."""
+    return getattr(getattr(_configured("CONFIG"), "API", None), "APIKEY", None)
