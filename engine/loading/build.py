@@ -25,7 +25,7 @@ from engine.loading.loaded import LoadedModel
 from engine.loading.progress import LoadCancelled, Reporter, counting_tensors
 from engine.models import FAMILIES
 from engine.runtime.quiet import quiet_transformers
-from engine.seam.hf_attention import NAME as SEAM, register as register_seam
+from engine.seam.hf_attention import NAME as SEAM, embedding_rows, register as register_seam
 
 SIDE_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                    "added_tokens.json", "vocab.json")
@@ -92,7 +92,7 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
             check_tensors(source, [(name, p)])
         done += p.numel() * p.element_size()
         reporter.reading(done, total)
-    vocab = model.get_input_embeddings().num_embeddings
+    vocab = embedding_rows(model)
     if len(tokenizer) > vocab:
         raise HFModelError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model's embedding has only "
                            f"{vocab} rows, so ids beyond {vocab - 1} would fail on every run. "

@@ -219,7 +219,7 @@ def check_hf_sizes(config, source: str) -> None:
     gives GPT-2's n_layer, T5's num_layers, ... the standard names), against sane bounds."""
     def get(*names):
         for n in names:
-            v = getattr(config, n, None)
+            v = _attribute(config, n)
             if v is not None:
                 return v
         return None
@@ -233,7 +233,16 @@ def check_hf_sizes(config, source: str) -> None:
     check_values(source, values)
     names = getattr(config, "attribute_map", None) or {}
     _check_heads(source, get("hidden_size"), get("num_attention_heads"), get("num_key_value_heads"),
-                 getattr(config, "head_dim", None), lambda n: names.get(n, n))
+                 _attribute(config, "head_dim"), lambda n: names.get(n, n))
+
+
+def _attribute(config, name: str):
+    """A config's value of ``name``, None where it has none or where it differs per layer
+    (Gemma 4's head_dim: transformers refuses to give one value for the whole model)."""
+    try:
+        return getattr(config, name, None)
+    except Exception:    # transformers' AmbiguousGlobalPerLayerAttributeError: a per-layer value
+        return None
 
 
 def _check_heads(source: str, width, heads, kv_heads, head_dim, own) -> None:

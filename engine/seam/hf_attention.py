@@ -46,6 +46,7 @@ KEYWORDS = {
     "output_router_logits": "inert: whether a mixture of experts returns its router's logits",
     "token_type_ids": "inert: segment embeddings, added to the hidden states before the call",
     "encoder_hidden_states": "inert: cross-attention's keys and values are computed from them before the call",
+    "labels": "inert: the loss's targets, passed on by a multimodal forward (Gemma 4); no part of attention",
 }
 
 
@@ -141,12 +142,20 @@ PROBE_SOURCE, PROBE_TARGET = 5, 3
 
 def _probe(model, role: str, dev: torch.device) -> None:
     """The model's forward on the probe, its ids on ``dev``."""
-    vocab = model.get_input_embeddings().num_embeddings
+    vocab = embedding_rows(model)
     ids = lambda n: (3 + torch.arange(n, device=dev) % max(1, vocab - 3))[None]   # noqa: E731  (1, n)
     if role == "encoder-decoder":
         model(input_ids=ids(PROBE_SOURCE), decoder_input_ids=ids(PROBE_TARGET))
     else:
         model(input_ids=ids(PROBE_SOURCE))
+
+
+def embedding_rows(model) -> int:
+    """The rows of a model's input embedding: ``num_embeddings`` of a torch Embedding, the weight's
+    first dimension of any other (I-BERT's QuantEmbedding keeps no count)."""
+    table = model.get_input_embeddings()
+    rows = getattr(table, "num_embeddings", None)
+    return int(rows) if rows is not None else int(table.weight.shape[0])
 
 
 def first_of(output):
