@@ -18,6 +18,8 @@ from gui.view_options import reset_view_options
 from gui.views.registry import VIEWS
 
 BOTTOM_SHARE = 0.38     # of the window's height, the bottom docks' at the first start and after a reset
+RIGHT_SHARE = 0.32      # of the window's width, the right docks' (1600 px: ~510, as Qt's first start gave)
+RIGHT_SHARE_LARGE = 0.4  # in presentation mode: Head detail's controls take 1.5x the room (1280 px: 512)
 
 
 class DockLayout(QObject):
@@ -44,6 +46,7 @@ class DockLayout(QObject):
             window.docks[spec.title] = dock
         for dock in first_in_area.values():
             dock.raise_()
+        window.state.presentation_changed.connect(lambda _on: QTimer.singleShot(0, self, self.widen_right))
 
     def view(self, title: str) -> QWidget:
         """The view called ``title``, built the first time it is needed: views hidden behind
@@ -80,9 +83,33 @@ class DockLayout(QObject):
         return [d for d in w.docks.values() if w.dockWidgetArea(d) == Qt.DockWidgetArea.BottomDockWidgetArea]
 
     def default_sizes(self) -> None:
+        """The first start's sizes, and Reset Layout's (restoreState alone brought the right dock
+        back at ~250 px where the first start gave ~500, Head detail's tabs elided to "Hea…")."""
         bottom = self._bottom_docks()
         if bottom:
             self.window.resizeDocks(bottom[:1], [int(self.window.height() * BOTTOM_SHARE)], Qt.Orientation.Vertical)
+        self.widen_right(exact=True)
+        self.readable_tabs()
+
+    def widen_right(self, exact: bool = False) -> None:
+        """The right docks RIGHT_SHARE of the window's width (RIGHT_SHARE_LARGE in presentation
+        mode, where Head detail at 1280x800 was left a 75 x 18 px plot under its wrapped
+        controls); a wider dock the user made is kept unless ``exact``."""
+        w = self.window
+        right = [d for d in w.docks.values()
+                 if w.dockWidgetArea(d) == Qt.DockWidgetArea.RightDockWidgetArea and not d.isFloating()]
+        if not right:
+            return
+        want = int(w.width() * (RIGHT_SHARE_LARGE if w.state.presentation else RIGHT_SHARE))
+        if exact or max(d.width() for d in right) < want:
+            w.resizeDocks(right[:1], [want], Qt.Orientation.Horizontal)
+
+    def readable_tabs(self) -> None:
+        """The docks' tab bars show whole titles and scroll, never elide ("Hea… He… R…")."""
+        for bar in self.window.findChildren(QTabBar):
+            if bar.parent() is self.window:
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def reset(self) -> None:
         """View > Reset Layout: every dock where it was at the first start, shown, docked, and
@@ -110,6 +137,7 @@ class DockLayout(QObject):
             if bar.parent() is w:
                 bar.hide()
         w.restoreState(w.saveState())
+        self.readable_tabs()
         self.tab_bars_settled = True
 
     def eventFilter(self, watched, event) -> bool:
