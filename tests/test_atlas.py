@@ -156,3 +156,10 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path, capsys):
         assert main(["--device", "cpu", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert words in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+
+
+def test_docs_hold_every_definition():
+    text = (ROOT / "docs" / "atlas.md").read_text(encoding="utf-8")
+    from engine.atlas import STATISTICS
+
+    assert [s.name for s in STATISTICS if s.definition not in text or s.source not in text] == []
