@@ -34,7 +34,7 @@ from gui.input_bar import InputBar
 from gui.model_opening import ModelOpening
 from gui.output_row import OutputRow
 from gui.recordings import Recordings
-from gui.remote_fetches import RemoteFetches
+from gui.remote_fetches import RemoteFetches, shown_notes as remote_fetches_notes
 from gui.settings import app_settings, remember_folder, start_folder
 from gui.state import AppState, prompt_of
 from gui.status_line import StatusLine
@@ -302,7 +302,7 @@ class MainWindow(QMainWindow):
         self.output_row.show_for(self.state)
         if self.state.recording is None and self.statusBar().currentMessage() == self.recordings.said:
             self.statusBar().clearMessage()     # "Recording of ..." is not about what is on screen now
-        notes = list(trace.notes) if trace else []
+        notes = remote_fetches_notes(self.state, trace)
         if self.state.trace_model is not None and self.state.loaded.meta.get("untrained"):
             notes.insert(0, "This model is untrained (random weights): its attention is noise. "
                             "Open a trained one from the Model menu.")
@@ -439,7 +439,25 @@ class MainWindow(QMainWindow):
             for view in unsaved:
                 view.save_dialog(wait=True)      # written in its worker; the window waits, painting
             return not self.unsaved_views()
-        return answer == QMessageBox.StandardButton.Discard
+        if answer == QMessageBox.StandardButton.Discard:
+            for view in unsaved:                 # discarded is discarded: a second close asks nothing
+                view.unsaved = False
+            return True
+        return False
+
+    def discard_and_stop(self, timeout_s: float = 60.0) -> bool:
+        """Stop every job and wait for its thread, then drop unsaved work: a close that follows
+        asks nothing and leaves nothing running. For a caller that has already chosen Discard (the
+        tests' windows; offscreen no one answers the question). True when every thread let go."""
+        stopped = shutdown_all(timeout_s=timeout_s)   # cancelled: no late result marks work unsaved
+        for view in self.unsaved_views():
+            view.unsaved = False
+        return stopped
+
+    def _saving(self) -> bool:
+        """A file is being written: the window's export or save, or a view's (a checkpoint)."""
+        jobs = [self.save_jobs, self.export_jobs, *(getattr(v, "save_jobs", None) for v in self.views.values())]
+        return any(j is not None and j.busy for j in jobs)
 
     def closeEvent(self, event) -> None:
         if not self.confirm_discard():
@@ -453,9 +471,9 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.input_bar.save_settings()
         self.settings.sync()
-        if self.save_jobs.busy or self.export_jobs.busy:   # a file being written is the user's: finished, not cut
+        if self._saving():     # a file being written is the user's: finished, not cut
             self.statusBar().showMessage("Finishing the file being saved…")
-            process_events_until(lambda: not self.save_jobs.busy and not self.export_jobs.busy, 120)
+            process_events_until(lambda: not self._saving(), 120)
         # Ask every job to stop and give them QUIT_WAIT_S in all (a job stops at its next
         # attention site): the window goes at once, and gui.app ends the process without
         # waiting out a forward that cannot stop inside itself (each job waited 0.2 s of its

@@ -36,6 +36,16 @@ def gpt():
     return open_model(str(GPT), "cpu")
 
 
+def _same_up_to_float32(got, want) -> None:
+    """Two forwards of other batch shapes (chunks, a second key) add the same float32 numbers in
+    another order: torch splits a matmul by shape and by threads, and a loaded machine gave 7e-7
+    on terms up to ~6 (issue 53). Each term is a d_model-long float32 dot product, so its last
+    bits move by ~eps32 (1.2e-7) x its size x a few: 1e-5 of the table's largest term holds that
+    and still fails a wrong copy or position (off by 0.1 or more)."""
+    want = np.asarray(want)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+
+
 def _close(a: float, b: float, scale: float) -> bool:
     return abs(a - b) <= 1e-5 * max(1.0, scale)
 
@@ -78,10 +88,10 @@ def test_versus_is_the_same_table_for_another_key_and_the_runner_up_is_the_rows_
     order = np.argsort(-row)
     assert split.versus.key == int(order[1] if order[0] == 3 else order[0])
     again = why(gpt, REPEATED, "decoder self", 3, 3, 15, split.versus.key)
-    np.testing.assert_allclose(split.versus.terms, again.terms, atol=1e-9)
-    assert split.versus.weight == pytest.approx(again.weight, abs=1e-7)
+    _same_up_to_float32(split.versus.terms, again.terms)
+    assert split.versus.weight == pytest.approx(again.weight, abs=1e-6)   # a few float32 ulps of a weight <= 1
     diff = split.as_json()["versus"]["difference"]
-    np.testing.assert_allclose(np.array(diff), split.terms - again.terms, atol=1e-9)
+    _same_up_to_float32(np.array(diff), split.terms - again.terms)
 
 
 def test_the_induction_head_is_explained_by_the_previous_token_head(gpt):
@@ -181,6 +191,6 @@ def test_a_replay_in_chunks_gives_the_table_of_one_batch(gpt, monkeypatch):
     whole = why(gpt, REPEATED, "decoder self", 3, 3, 15, 3, versus=12, loadings=True)
     monkeypatch.setattr(score_split, "COPY_TOKENS", 40)          # 21 copies: one or two positions a forward
     chunked = why(gpt, REPEATED, "decoder self", 3, 3, 15, 3, versus=12, loadings=True)
-    np.testing.assert_allclose(chunked.terms, whole.terms, atol=1e-9)
-    np.testing.assert_allclose(chunked.versus.terms, whole.versus.terms, atol=1e-9)
-    np.testing.assert_allclose(chunked.loadings.terms, whole.loadings.terms, atol=1e-9)
+    _same_up_to_float32(chunked.terms, whole.terms)
+    _same_up_to_float32(chunked.versus.terms, whole.versus.terms)
+    _same_up_to_float32(chunked.loadings.terms, whole.loadings.terms)
