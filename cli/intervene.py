@@ -92,7 +92,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.interventions.effect import effect
+    from engine.interventions import intervention_effect
 
     body = text_of(args)          # before the model loads: a missing file costs nothing
     loaded = open_predicting(args.model, args.device or "auto", "comparing them before and after (the window "
@@ -100,6 +100,6 @@ def run(args) -> int:
     if loaded is None:
         return BAD_INPUT
     spec = spec_from(args, loaded)
-    result = effect(loaded, body, spec, target=args.target)   # InputError (exit 2): what does not fit, in numbers
+    result = intervention_effect(loaded, body, spec, target=args.target)   # InputError (exit 2): what does not fit, in numbers
     print_json({"model": loaded.name, "interventions": spec.describe(), **result.as_json(), **model_notes(loaded)})
     return 0

@@ -423,17 +423,17 @@ def test_on_the_translator_the_effect_is_read_where_the_translation_first_change
     """Issue 40: the panel compared the token after the whole translation (+0.0 %, KL 0) while
     the ablation changed a word mid-sentence; the effect is read at the first step whose choice
     the change alters."""
-    from engine.interventions.effect import effect
+    from engine.interventions.effect import intervention_effect
 
     translator = models["translator"]
     spec = Interventions().ablate([strongest_cross_head(translator)])
     text = next(t for t in TEN if model_output(translator, t, interventions=spec) != model_output(translator, t))
-    result = effect(translator, text, spec)
+    result = intervention_effect(translator, text, spec)
     framed = frame(adapter_for(translator), text)
     before, after = logits(translator, framed=framed), logits(translator, spec, framed=framed)
     changed = (before.argmax(-1) != after.argmax(-1)).nonzero().flatten().tolist()
     assert changed and result.position == changed[0] < len(result.token_ids) - 1
     assert result.predicted == int(before[changed[0]].argmax()) and result.kl > 1e-3
     assert result.relative_change < 0 and result.as_json()["position"] == changed[0]
-    gpt_effect = effect(models["gpt"], TEXT, spec=Interventions().ablate([HeadRef(DECODER_SELF, 0, 0)]))
+    gpt_effect = intervention_effect(models["gpt"], TEXT, spec=Interventions().ablate([HeadRef(DECODER_SELF, 0, 0)]))
     assert gpt_effect.position == len(gpt_effect.token_ids) - 1    # a decoder: the token after the text

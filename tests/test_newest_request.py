@@ -55,14 +55,15 @@ def _endless(name: str, ended: dict, started: threading.Event, real):
 
 def test_a_new_run_cancels_the_old_texts_lens_output_and_measure_inside_their_forwards(window_on, qtbot,
                                                                                       monkeypatch):
-    import engine.interventions.effect as effect_module
+    import engine.interventions
     import engine.interventions.lens as lens_module
     import gui.output_line
 
     w = window_on("random-gpt")
     lens, panel = _show(w, "Lens", "Interventions")
     ended, started = {}, threading.Event()
-    for module, name in ((lens_module, "logit_lens"), (effect_module, "effect"), (gui.output_line, "output_line")):
+    for module, name in ((lens_module, "logit_lens"), (engine.interventions, "intervention_effect"),
+                         (gui.output_line, "output_line")):
         monkeypatch.setattr(module, name, _endless(name, ended, started, getattr(module, name)))
     w.state.set_interventions(w.state.interventions.ablate([HeadRef(DECODER_SELF, 0, 0)], "zero"))
     w.text_edit.setText(FIRST)

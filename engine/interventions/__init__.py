@@ -6,16 +6,18 @@ AppState holds one; ``applied(spec)`` turns it into fresh seam hooks for one for
 one decoding session. Read-outs that need no edit live beside them: the logit lens
 (lens.py) and the before/after comparison of the next-token distribution (effect.py);
 value-weighted attention is a trace (engine.traces.value_weighted). Public: the record and its
-names (no torch), ``logit_lens`` and ``adapter_tokens``, listed in ``__all__`` (``effect`` from
-engine.interventions.effect: its name is its module's).
+names (no torch), ``logit_lens``, ``adapter_tokens`` and ``intervention_effect``, listed in
+``__all__``.
 """
 from engine.interventions.refs import MEAN, ZERO
 from engine.interventions.spec import Edge, HeadRef, Interventions, applied
 from engine.runtime.public import lazy
 
 _PUBLIC = {
+    "intervention_effect": "effect",
     "adapter_tokens": "lens",
     "logit_lens": "lens",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "adapter_tokens", "applied", "logit_lens"]
+__all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "adapter_tokens", "applied",
+           "intervention_effect", "logit_lens"]

@@ -59,7 +59,7 @@ def first_divergence(before: torch.Tensor, after: torch.Tensor) -> int:
 
 
 @torch.no_grad()
-def effect(loaded, text: str, spec: Interventions, target: str | None = None, k: int = 10) -> Effect:
+def intervention_effect(loaded, text: str, spec: Interventions, target: str | None = None, k: int = 10) -> Effect:
     """The next-token distribution before and after ``spec``: at the text's last position; for
     an encoder-decoder reading its own translation (no ``target``), at the first step where
     the change makes it choose another token (``first_divergence``). Interventions that do not

@@ -135,7 +135,7 @@ def problem(spec: Interventions, heads: dict, lengths: dict[str, tuple[int, int]
 def check_fits(spec: Interventions | None, adapter, framed=None) -> None:
     """InputError in one sentence when ``spec`` is malformed or names a kind, layer or head the
     model of ``adapter`` lacks, or (given the ``framed`` text) a position beyond the text; the
-    engine's own check, so a script calling effect() or logit_lens() gets the CLI's refusals.
+    engine's own check, so a script calling intervention_effect() or logit_lens() gets the CLI's refusals.
     The model's heads come from one tiny recorded forward, kept per model
     (engine.traces.estimate)."""
 

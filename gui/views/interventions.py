@@ -27,11 +27,11 @@ NO_MODEL = ("A recording holds attention, not a model: switching heads off or kn
 
 
 def _effect(loaded, text, target: str, spec, stop=None):
-    from engine.interventions.effect import effect   # torch, in the worker
+    from engine.interventions import intervention_effect   # torch, in the worker
     from engine.traces import stoppable
 
     with stoppable(stop):      # a newer request ends it within a layer
-        result = effect(loaded, text, spec, target=target or None, k=5)
+        result = intervention_effect(loaded, text, spec, target=target or None, k=5)
     tok = _decoder_tokens(loaded)
     return result, {i: tok.tokens([i])[0] for i, _ in result.before + result.after}
 

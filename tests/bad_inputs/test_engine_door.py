@@ -70,10 +70,10 @@ def test_a_second_text_that_is_not_unicode(translator, where, bad):
     Interventions(knockout=("0:0@0",)),
 ])
 def test_effect_of_a_malformed_spec(gpt, spec):
-    from engine.interventions.effect import effect
+    from engine.interventions.effect import intervention_effect
 
     with pytest.raises(InputError) as err:
-        effect(gpt, "the dog sees the cat", spec)
+        intervention_effect(gpt, "the dog sees the cat", spec)
     assert "do not fit" in one_sentence(err)
 
 
@@ -87,17 +87,17 @@ def test_effect_of_a_malformed_spec(gpt, spec):
 ])
 def test_effect_and_lens_check_heads_and_edges(gpt, spec, phrase):
     """Only the CLI checked them: the engine accepted a head or an edge the model lacks silently."""
-    from engine.interventions.effect import effect
+    from engine.interventions.effect import intervention_effect
     from engine.interventions.lens import logit_lens
 
-    for run in (lambda: effect(gpt, "the dog sees the cat", spec), lambda: logit_lens(gpt, "the dog", spec=spec)):
+    for run in (lambda: intervention_effect(gpt, "the dog sees the cat", spec), lambda: logit_lens(gpt, "the dog", spec=spec)):
         with pytest.raises(InputError, match=phrase) as err:
             run()
         one_sentence(err)
 
 
 def test_a_recording_asked_to_run_says_it_is_a_recording_and_what_it_can_do(tmp_path, capsys):
-    from engine.interventions.effect import effect
+    from engine.interventions.effect import intervention_effect
     from engine.interventions.lens import logit_lens
     from engine.traces.recording_file import load_recording
     from engine.traces.tracing import trace_text
@@ -105,7 +105,7 @@ def test_a_recording_asked_to_run_says_it_is_a_recording_and_what_it_can_do(tmp_
 
     path = synthetic_recording(tmp_path / "r.safetensors", 8)
     trace = load_recording(path)
-    for run in (lambda: logit_lens(trace, "the dog"), lambda: effect(trace, "the dog", Interventions()),
+    for run in (lambda: logit_lens(trace, "the dog"), lambda: intervention_effect(trace, "the dog", Interventions()),
                 lambda: trace_text(trace, "the dog")):
         with pytest.raises(InputError, match="This is a recording") as err:
             run()

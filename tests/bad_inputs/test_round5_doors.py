@@ -66,9 +66,9 @@ def test_a_drawing_over_an_hour_asks_for_max_seconds(tmp_path, monkeypatch, caps
     path = synthetic_recording(tmp_path / "r.safetensors", 64)
     real = traces.estimate_drawing
 
-    def slow(*args, **kwargs):            # the same estimate, as a 60,000-position recording's: 9.1 min
+    def slow(*args, **kwargs):            # the same estimate, as a huge recording's on a CPU: 2 h
         est = real(*args, **kwargs)
-        est.seconds = 546.0
+        est.seconds = 7200.0
         return est
     monkeypatch.setattr(traces, "estimate_drawing", slow)          # the CLI asks the package's face
     assert main(["export", str(path), "--out", str(tmp_path / "o"), "--view", "head"]) == 2
@@ -145,7 +145,7 @@ def _calls(d):
     from engine.experiments.run import over_pairs
     from engine.inputs import read_utf8
     from engine.interventions import logit_lens
-    from engine.interventions.effect import effect
+    from engine.interventions.effect import intervention_effect
     from engine.loading.demo import random_model
     from engine.traces import is_recording, trace_text
 
@@ -169,7 +169,7 @@ def _calls(d):
         "decode_all(settings='greedy')": lambda: decode_all(gpt, "the dog", settings="greedy"),
         "trace_text(interventions='0.0')": lambda: trace_text(gpt, "the dog", interventions="0.0"),
         "trace_text(report=5)": lambda: trace_text(gpt, "the dog", report=5),
-        "effect(k=-5)": lambda: effect(gpt, "the dog", None, k=-5),
+        "effect(k=-5)": lambda: intervention_effect(gpt, "the dog", None, k=-5),
         "logit_lens(k=-1)": lambda: logit_lens(gpt, "the dog", k=-1),
         "read_utf8(None)": lambda: read_utf8(None),
         "read_utf8(5)": lambda: read_utf8(5),
