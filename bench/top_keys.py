@@ -9,10 +9,10 @@ rotating each round, a different head each round, the same head for both):
 
 - ``before_s``: the head-by-head path, as every trace had it (``head_top_keys``: the head read
   through ``tile`` 4 MB of rows at a time, numpy's partition on each block);
-- ``after_s``: ``top_keys`` on the same head, which a recorded trace now answers itself
+- ``after_s``: ``layer_top_keys`` on the same head, which a recorded trace now answers itself
   (RecordedTrace.strongest_keys: scores and torch.topk in blocks of rows, a causal block
   scored up to its last row only);
-- ``after_every_head_s``: ``top_keys`` for all 32 heads of a layer in one call, per head;
+- ``after_every_head_s``: ``layer_top_keys`` for all 32 heads of a layer in one call, per head;
 - ``same``: whether both paths chose the same keys, and their largest weight / leftover gap.
 
 Seconds per head, medians (with the spread). On this project's 2-core machines other jobs
@@ -42,7 +42,7 @@ def bench(loaded, n: int, rounds: int) -> dict:
     import numpy as np
 
     from bench.long_context import text_of
-    from engine.inspection.top_keys import head_top_keys, top_keys
+    from engine.inspection.top_keys import head_top_keys, layer_top_keys
     from engine.traces.tracing import trace_text
 
     kind = "decoder self"
@@ -60,8 +60,8 @@ def bench(loaded, n: int, rounds: int) -> dict:
         layer, head = (3 + 5 * r) % layers, (7 + 11 * r) % heads
         got = {}
         calls = {"before": lambda: head_top_keys(trace, kind, layer, head, K),
-                 "after": lambda: top_keys(trace, kind, layer, [head], K)[head],
-                 "after_every_head": lambda: top_keys(trace, kind, layer, list(range(heads)), K)[head]}
+                 "after": lambda: layer_top_keys(trace, kind, layer, [head], K)[head],
+                 "after_every_head": lambda: layer_top_keys(trace, kind, layer, list(range(heads)), K)[head]}
         names = list(calls)
         for name in names[r % 3:] + names[:r % 3]:
             start = time.perf_counter()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.inspection.top_keys import top_keys
+from engine.inspection.top_keys import layer_top_keys
 from engine.loading.catalog import open_model
 from engine.loading.demo import random_model
 from engine.runtime import blocks
@@ -45,7 +45,7 @@ def everything(trace, kind: str) -> list[np.ndarray]:
     for how in ("one head", "mean of heads", "max of heads"):
         out.append(viewport_weights(lazy, kind, 1, heads - 1, how, (0, tq), (0, tk), (5, 7)))
         out.append(viewport_weights(fresh(trace), kind, 0, 1, how, (2, tq - 1), (1, tk), (64, 64)))
-    for h, top in top_keys(lazy, kind, 1, list(range(heads)), 3).items():
+    for h, top in layer_top_keys(lazy, kind, 1, list(range(heads)), 3).items():
         out += [top.keys, top.weights, top.leftover]
     return out
 
@@ -155,7 +155,7 @@ def test_a_long_trace_merged_into_words_reads_blocks_of_pieces(tmp_path, monkeyp
     np.testing.assert_allclose(lazy.tile(kind, 1, 2, slice(1, tq - 1), slice(2, tk)), whole[2, 1:tq - 1, 2:], atol=1e-6)
     np.testing.assert_allclose(lazy.row(kind, 1, 0, 3), whole[0, 3], atol=1e-6)
     np.testing.assert_allclose(lazy.tile(kind, 1, 1, slice(0, tq), slice(0, tk)).sum(-1), 1.0, atol=1e-5)
-    for h, top in top_keys(lazy, kind, 1, [0, heads - 1], 3).items():
+    for h, top in layer_top_keys(lazy, kind, 1, [0, heads - 1], 3).items():
         want = np.argsort(-whole[h], axis=1, kind="stable")[:, :3]
         np.testing.assert_array_equal(top.keys, want)
     assert not lazy._layers                                                # nothing held whole

@@ -7,7 +7,7 @@ tests stay fast.
 import numpy as np
 import pytest
 
-from engine.inspection.top_keys import head_top_keys, strongest, top_keys
+from engine.inspection.top_keys import head_top_keys, strongest, layer_top_keys
 from engine.loading.catalog import open_model
 from engine.loading.demo import random_model
 from engine.traces.dense import DenseTrace
@@ -48,7 +48,7 @@ def causal_dense(seed: int = 0, layers: int = 2, heads: int = 3, t: int = 37) ->
 @pytest.mark.parametrize("k", [1, 4, 40])
 def test_top_keys_of_a_dense_trace_are_numpys_top_k(chunk_bytes, k):
     trace = causal_dense()
-    tops = top_keys(trace, "decoder self", 1, [0, 2], k, chunk_bytes=chunk_bytes)
+    tops = layer_top_keys(trace, "decoder self", 1, [0, 2], k, chunk_bytes=chunk_bytes)
     for h, top in tops.items():
         keys, weights, leftover = reference(trace.attentions["decoder self"][1, h], k)
         np.testing.assert_array_equal(top.keys, keys)
@@ -111,7 +111,7 @@ def test_top_keys_of_a_recorded_trace_are_numpys_top_k_of_its_dense_heads(llama)
     dense = trace.weights("decoder self")                                  # (L, H, T, T), small here
     lazy = fresh(trace)                                                    # tiles computed from q and k
     t = dense.shape[-1]
-    tops = top_keys(lazy, "decoder self", 1, [0, 3], 4, chunk_bytes=4 * t * 3)
+    tops = layer_top_keys(lazy, "decoder self", 1, [0, 3], 4, chunk_bytes=4 * t * 3)
     assert not lazy._dense and not lazy._layers                            # never a whole layer or kind
     for h, top in tops.items():
         keys, weights, leftover = reference(dense[1, h], 4)

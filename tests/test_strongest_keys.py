@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from engine.runtime.blocks import forced
-from engine.inspection.top_keys import head_top_keys, top_keys
+from engine.inspection.top_keys import head_top_keys, layer_top_keys
 from engine.loading.catalog import open_model
 from engine.loading.demo import random_model
 from engine.seam.call import AttentionCall, Site
@@ -74,9 +74,9 @@ def every_kind_equals_the_head_by_head_path(trace):
             for k in (1, 3, tk + 5):                     # k past Tk: every key, zeros in key order
                 for keys in (None, hidden_keys(tk)):
                     every = list(range(heads))           # query heads grouped over their key head
-                    assert_same(top_keys(lazy, kind, 1, every, k, keys), head_by_head(lazy, kind, 1, every, k, keys))
+                    assert_same(layer_top_keys(lazy, kind, 1, every, k, keys), head_by_head(lazy, kind, 1, every, k, keys))
                     some = [heads - 1, 0]
-                    assert_same(top_keys(lazy, kind, 0, some, k, keys), head_by_head(lazy, kind, 0, some, k, keys))
+                    assert_same(layer_top_keys(lazy, kind, 0, some, k, keys), head_by_head(lazy, kind, 0, some, k, keys))
             assert not lazy._dense and not lazy._layers
 
 
@@ -116,7 +116,7 @@ def equal_weights_go_in_key_order(causal, k):
     trace = tied_trace(causal=causal)
     dense = trace.call("decoder self", 0).weights(0).numpy()             # (H, T, T) softmax rows
     for keys in (None, hidden_keys(23)):
-        tops = top_keys(trace, "decoder self", 0, [0, 1, 2, 3], k, keys)
+        tops = layer_top_keys(trace, "decoder self", 0, [0, 1, 2, 3], k, keys)
         for h, top in tops.items():
             want, weights, leftover = reference(dense[h], k, keys)
             np.testing.assert_array_equal(top.keys, want)
@@ -133,7 +133,7 @@ def test_a_row_with_every_key_masked_keeps_nothing_and_leaves_nothing():
     call = AttentionCall(Site("encoder self", 0), q, k, None, mask=mask)
     trace = RecordedTrace({"encoder self": [call]}, model_name="m", family="bert",
                           source_tokens=[f"s{i}" for i in range(t)], target_tokens=[])
-    tops = top_keys(trace, "encoder self", 0, [0, 1], 3)
+    tops = layer_top_keys(trace, "encoder self", 0, [0, 1], 3)
     assert_same(tops, head_by_head(trace, "encoder self", 0, [0, 1], 3))
     for top in tops.values():
         assert (top.weights[4] == 0).all() and top.leftover[4] == 0
@@ -147,4 +147,4 @@ def test_merged_and_dense_traces_read_head_by_head(traces, monkeypatch):
     trace.weights("decoder self")                                         # computed whole
     for t in (merged, trace):
         assert t.strongest_keys("decoder self", 0, [0], slice(0, 4), 2) is None
-        assert_same(top_keys(t, "decoder self", 0, [0, 3], 4), head_by_head(t, "decoder self", 0, [0, 3], 4))
+        assert_same(layer_top_keys(t, "decoder self", 0, [0, 3], 4), head_by_head(t, "decoder self", 0, [0, 3], 4))

@@ -24,9 +24,10 @@ _PUBLIC = {
     "QueryKeys": "neurons",
     "query_keys": "neurons",
     "TopKeys": "top_keys",
+    "layer_top_keys": "top_keys",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["EXPORT_LIMIT_BYTES", "ExportAsk", "ExportError", "QueryKeys", "TopKeys", "compare_traces",
-           "estimate_export", "export_trace", "layer_aggregate", "load_npz", "mechanism_report",
+           "estimate_export", "export_trace", "layer_aggregate", "layer_top_keys", "load_npz", "mechanism_report",
            "mechanism_scores", "query_keys", "recording_words", "refusal", "trace_head_statistics",
            "trace_rollout"]

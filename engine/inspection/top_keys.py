@@ -38,8 +38,8 @@ class TopKeys:
         return TopKeys(self.keys[:, :k], self.weights[:, :k], rest.astype(np.float32))
 
 
-def top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.ndarray | None = None,
-             chunk_bytes: int = CHUNK_BYTES) -> dict[int, TopKeys]:
+def layer_top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.ndarray | None = None,
+                   chunk_bytes: int = CHUNK_BYTES) -> dict[int, TopKeys]:
     """Per head of ``heads`` (one layer): its ``k`` strongest keys of every query. A trace that
     can compute them itself for several heads at once (``strongest_keys``: a recorded trace,
     from q and k, in blocks of its own size) is asked for them; any other, and a recorded
@@ -54,7 +54,7 @@ def top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.nd
 
 def together(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.ndarray | None
              ) -> dict[int, TopKeys] | None:
-    """``top_keys`` through a trace's ``strongest_keys(kind, layer, heads, rows, k, keys)``, which
+    """``layer_top_keys`` through a trace's ``strongest_keys(kind, layer, heads, rows, k, keys)``, which
     answers (keys (h, r, k), weights (h, r, k), leftover (h, r)) for queries ``rows`` in blocks
     of its own size, or None where it cannot (then None here)."""
     tq, _, k = _sizes(trace, kind, k, keys)

@@ -26,8 +26,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from gui.display import display_weights, special_mask
 from gui.views.drawings import HeadLinesDrawing
-from engine.inspection import TopKeys
-from engine.inspection.top_keys import top_keys   # a module of the same name: not on the package face
+from engine.inspection import TopKeys, layer_top_keys
 from engine.traces import base
 from gui.flow import FlowLayout
 from gui.theme import text_on
@@ -120,7 +119,7 @@ class TopKeysCache:
                 self._trace, self._tops = weakref.ref(trace), {}
             found = {h: self._tops[i] for h, i in ids.items() if i in self._tops}
         missing = [h for h in heads if h not in found]
-        found.update(top_keys(trace, kind, layer, missing, k, keys))
+        found.update(layer_top_keys(trace, kind, layer, missing, k, keys))
         with self._lock:
             if self._trace() is trace:
                 self._tops.update({ids[h]: found[h] for h in missing})
