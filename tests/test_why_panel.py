@@ -354,3 +354,25 @@ def test_in_sequence_another_model_and_a_theme_with_the_panel_open(window_on, qt
     w.dark_action.trigger()
     w.dark_action.trigger()
     assert p.shown() is shown and p.image.image is not None and not p.mark.isVisible()
+
+
+def test_every_row_and_bar_is_named_in_the_default_layout(window_on, qtbot, drawn):
+    """In the default layout (1600x1000) every other row of the split was unlabelled, the
+    loadings' strongest included, and each bar chart named 2 of its ~11 bars: the bars stand
+    beside the map at its full height and short rows get a smaller font, so every row is named.
+    The notes say what each number counts ("1 sources" read wrong)."""
+    w = window_on(GPT)
+    w.resize(1600, 1000)
+    w.reset_layout()
+    _repeated(w, qtbot, drawn)
+    w.state.ask_why(DECODER_SELF, 3, 3, 12, 2)
+    p = _split(w, qtbot)
+    qtbot.waitUntil(lambda: p.map.vb.height() > 50, timeout=10000)
+    p._fit_row_labels()
+    t = p.shown()
+    for plot, names in ((p.map, t.rows), (p.query_plot, t.query_bars[0]), (p.key_plot, t.key_bars[0])):
+        assert len(plot.getAxis("left")._tickLevels[0]) == len(names) >= 10
+    notes = " ".join(p.result.notes)
+    q, k = len(p.result.query_sources), len(p.result.key_sources)
+    assert f"{q} x {k} terms" in notes and "sources in the residual stream and a constant part" in notes
+    assert f"its {q} x {k} terms, a source or the constants a side" in p.summary.text()

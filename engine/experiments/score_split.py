@@ -236,7 +236,9 @@ def _notes(loaded, call, reading: Reading, terms: np.ndarray, score: float) -> l
         raise InputError(f"{loaded.name}'s score is not the sum of its sources' terms ({float(terms.sum()):.5g} "
                          f"against {score:.5g}): something in it is not linear in its residual stream, so it "
                          "cannot be split.")
-    notes.append(f"{len(reading.sources)} sources; the first forward took {duration(reading.seconds)}.")
+    n, (rows, cols) = len(reading.sources), terms.shape    # rows, cols: a side's sources and its constants
+    notes.append(f"{n} source{'' if n == 1 else 's'} in the residual stream and a constant part: {rows} x {cols} "
+                 f"terms; the first forward took {duration(reading.seconds)}.")
     return notes
 
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QTimer
-from PySide6.QtGui import QColor, QFontMetrics
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy,
                                QSpinBox, QVBoxLayout, QWidget)
 
@@ -54,6 +54,7 @@ EMPTY = "Right-click a cell of Head detail (or Alt+click it) and choose \"Why do
 STALE = ("Stale: the text, the model or the interventions changed since this split was computed; press Why again to "
          "split the score anew.")
 RUNNER_UP_LABEL = "runner-up"
+MIN_LABEL_PX = 9          # the smallest row label drawn before every other one is left out
 POSITIVE, NEGATIVE = QColor(200, 60, 50), QColor(50, 90, 200)   # bars: toward attending here, away from it
 
 
@@ -159,7 +160,7 @@ class WhyPanel(QWidget):
 
         self.plots = pg.GraphicsLayoutWidget()
         self.key_axis = VerticalTokenAxis("top")        # keys across the top, as in Head detail
-        self.map = self.plots.addPlot(0, 0, rowspan=2, axisItems={"top": self.key_axis})
+        self.map = self.plots.addPlot(0, 0, axisItems={"top": self.key_axis})
         self.map.invertY(True)
         self.map.setMouseEnabled(False, False)
         self.map.hideButtons()
@@ -173,8 +174,10 @@ class WhyPanel(QWidget):
         self.bar = attach_colorbar(self.map, self.image, pg.colormap.get(DIVERGING), (-1.0, 1.0))
         self.bar.axis.setWidth(None)
         self.cell_texts: list[pg.TextItem] = []
-        self.query_plot = self.plots.addPlot(0, 1, title="query side: each source over every key source")
-        self.key_plot = self.plots.addPlot(1, 1, title="key side: each source over every query source")
+        # The bars beside the map, each the map's full height (stacked, each had half of a short dock
+        # and named 2 of its ~11 bars).
+        self.query_plot = self.plots.addPlot(0, 1, title="query side: each source<br>over every key source")
+        self.key_plot = self.plots.addPlot(0, 2, title="key side: each source<br>over every query source")
         for plot in (self.query_plot, self.key_plot):
             plot.invertY(True)
             plot.setMouseEnabled(False, False)
@@ -189,6 +192,7 @@ class WhyPanel(QWidget):
             plot.vb.sigResized.connect(self._fit_row_labels)
         self.plots.ci.layout.setColumnStretchFactor(0, 3)
         self.plots.ci.layout.setColumnStretchFactor(1, 2)
+        self.plots.ci.layout.setColumnStretchFactor(2, 2)
         self.plots.setMinimumHeight(220)
         # The plots take the height the dock has, down to their minimum: their size hint (480 px) made
         # the word-wrapped panel taller than a 600 px dock, whose scroll area then hid the readout.
@@ -325,6 +329,7 @@ class WhyPanel(QWidget):
             self._say("Stopped; nothing was computed.")
             return
         self.result, self.drawing = out
+        self.readout.setText(" ")    # the hover line read the previous split
         self.shown_for, self.runner_up = inputs, not isinstance(versus, int)
         self._say(" ")
         chosen, self.show_next = self.show_next or self.table_box.currentText(), None
@@ -386,15 +391,27 @@ class WhyPanel(QWidget):
 
     def _fit_row_labels(self, *_) -> None:
         """Row labels of the map and the bars that fit the height the plots have now: every
-        label when there is room, else every k-th (a click still reads the row under it)."""
+        label when there is room, in a smaller font (down to MIN_LABEL_PX) when the rows are short,
+        and only below that every k-th (a click still reads the row under it): in the default
+        layout every other row was unlabelled, the loadings' strongest included."""
         t = self.shown()
         if t is None:
             return
-        line = QFontMetrics(self.map.getAxis("left").font()).height() + 2
+        base = QFont(self.map.getAxis("left").font())
+        line = QFontMetrics(base).height() + 2
         for plot, names, centre in ((self.map, t.rows, 0.5), (self.query_plot, t.query_bars[0], 0.0),
                                     (self.key_plot, t.key_bars[0], 0.0)):
-            step = label_step(len(names), plot.vb.height(), line)
-            plot.getAxis("left").setTicks([[(i + centre, names[i]) for i in range(0, len(names), step)]])
+            axis, row = plot.getAxis("left"), plot.vb.height() / max(1, len(names))
+            font = QFont(base)
+            if row < line:
+                px = int(row)
+                font.setPixelSize(max(MIN_LABEL_PX, px))
+                while px > MIN_LABEL_PX and QFontMetrics(font).height() > row:
+                    px -= 1
+                    font.setPixelSize(px)
+            axis.setStyle(tickFont=font)
+            step = label_step(len(names), plot.vb.height(), min(line, QFontMetrics(font).height()))
+            axis.setTicks([[(i + centre, names[i]) for i in range(0, len(names), step)]])
         fits = self.map.vb.height() >= len(t.rows) * line     # a number no taller than its cell, or none
         for item in self.cell_texts:
             item.setVisible(fits)
@@ -421,7 +438,7 @@ class WhyPanel(QWidget):
     def _summary(self, s, t: WhyTable) -> str:
         """The score, the weight, the bias or softcap where there is one, what was frozen, the
         versus key and the notes, as one paragraph."""
-        parts = [f"score <b>{_signed(s.score)}</b> (its {len(s.query_sources)} x {len(s.key_sources)} terms sum to "
+        parts = [f"score <b>{_signed(s.score)}</b> (its {len(s.query_sources)} x {len(s.key_sources)} terms, a source or the constants a side, sum to "
                  f"{_signed(s.exact_sum)}), weight <b>{s.weight:.4f}</b>"]
         if s.position_bias:
             parts.append(f"position bias {_signed(s.position_bias)}, added to the score apart from the table")
