@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from engine.loading import open_model
-    from engine.inspection.compare import compare
+    from engine.inspection import compare_models
     from engine.loading import hf_to_scratch
 
     device = args.device or "cpu"
@@ -35,7 +35,7 @@ def run(args) -> int:
                 "(or 'minilm'); give --with OTHER to compare two models.")
             return BAD_INPUT
         ours = hf_to_scratch(hf)
-        diff = compare(hf, ours, args.text, args.pair)
+        diff = compare_models(hf, ours, args.text, args.pair)
     except ValueError as exc:  # ModelLoadError, HFModelError, InputError
         say(exc)
         return BAD_INPUT

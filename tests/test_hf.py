@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from engine.loading.hf import HFModelError, load_hf_model, minilm_path
-from engine.inspection.compare import compare
+from engine.inspection.compare import compare_models
 from engine.loading.convert import hf_to_scratch
 from engine.traces.words import merge_pieces, merged_tokens, word_groups
 from engine.traces.tracing import trace_text
@@ -57,7 +57,7 @@ def test_minilm_matches_hugging_face_and_traces():
     assert loaded.name == "all-MiniLM-L6-v2" and loaded.model.config.num_attention_heads == 12
     ours = assert_same(loaded, ["time flies like an arrow .", "attention is all you need"],
                        ["fruit flies like a banana .", "said the paper"])
-    diff = compare(loaded, ours, "time flies like an arrow", pair="fruit flies like a banana")
+    diff = compare_models(loaded, ours, "time flies like an arrow", pair="fruit flies like a banana")
     assert diff["max"] < 1e-5 and len(diff["per_layer"]) == 6 and diff["tokens"][0] == "[CLS]"
     trace = trace_text(loaded, "time flies like an arrow", pair="fruit flies like a banana")
     assert trace.shape("encoder self") == (6, 12, 13, 13)
@@ -103,5 +103,5 @@ def test_a_typed_pad_token_gives_the_same_attention_in_both(tmp_path):
     our encoder must too, since masks come from the attention mask and never from ids."""
     loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
     ours = hf_to_scratch(loaded)
-    diff = compare(loaded, ours, "the dog [PAD] sees the cat")
+    diff = compare_models(loaded, ours, "the dog [PAD] sees the cat")
     assert "[PAD]" in diff["tokens"] and diff["max"] < 1e-5

@@ -161,23 +161,16 @@ def test_each_package_has_a_public_face():
             getattr(package, name)
 
 
-# A function named as its module (engine.traces.viewport.viewport): importing it onto the package
-# would shadow the module, so the face leaves it out and gui/ and cli/ name the module.
-SAME_NAME_AS_MODULE = {"viewport", "effect", "top_keys", "compare", "greedy"}
-
-
 def test_gui_and_cli_import_the_engine_through_its_packages_faces():
-    """gui/ and cli/ import engine.<package> (its __init__: what it offers), never a module
-    inside, but for a function that bears its module's name."""
+    """gui/ and cli/ import engine.<package> (its __init__: what it offers), never a module inside."""
     deep = []
     for f in sorted([*(ROOT / "gui").rglob("*.py"), *(ROOT / "cli").rglob("*.py"), ROOT / "main.py"]):
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").count(".") >= 2 \
                     and node.module.startswith("engine."):
-                names = {a.name for a in node.names}
-                if not (names <= SAME_NAME_AS_MODULE and node.module.rsplit(".", 1)[1] in names):
-                    deep.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.module}")
+                deep.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.module}")
             elif isinstance(node, ast.Import):
                 deep += [f"{f.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names
                          if a.name.startswith("engine.") and a.name.count(".") >= 2]
     assert deep == []
+

@@ -13,6 +13,7 @@ _PUBLIC = {
     "mechanism_scores": "analysis",
     "trace_head_statistics": "analysis",
     "trace_rollout": "analysis",
+    "compare_models": "compare",
     "EXPORT_LIMIT_BYTES": "export",
     "ExportAsk": "export",
     "ExportError": "export",
@@ -27,7 +28,7 @@ _PUBLIC = {
     "layer_top_keys": "top_keys",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["EXPORT_LIMIT_BYTES", "ExportAsk", "ExportError", "QueryKeys", "TopKeys", "compare_traces",
+__all__ = ["EXPORT_LIMIT_BYTES", "ExportAsk", "ExportError", "QueryKeys", "TopKeys", "compare_models", "compare_traces",
            "estimate_export", "export_trace", "layer_aggregate", "layer_top_keys", "load_npz", "mechanism_report",
            "mechanism_scores", "query_keys", "recording_words", "refusal", "trace_head_statistics",
            "trace_rollout"]

@@ -9,7 +9,7 @@ from engine.traces.tracing import trace_text
 
 
 @torch.no_grad()
-def compare(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
+def compare_models(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
     """Max absolute difference of every encoder attention map of two models on the same text."""
     from engine.inspection.analysis import compare_traces
 
