@@ -11,11 +11,28 @@ for the model lane are cancelled (only their drawings: a Patching run goes on), 
 """
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QObject, Signal
 
 from gui.views.prepared import PreparedView
 
 FETCHING = "fetching from {model}… (Esc stops)"
+# A remote Run's note, kept in a recording of it, that no longer holds once no model is behind it.
+_FETCHED_LATER = re.compile(r"q of query rows [\d,]+-[\d,]+ is here, others are fetched when a view asks\.")
+WHOLE_FILE = "the recording holds every query row, so nothing is fetched."
+PART_FILE = "no model is behind the recording to fetch the rows it does not hold."
+
+
+def shown_notes(state, trace) -> list[str]:
+    """The trace's notes as the window shows them: a recording of an ``ndif:`` Run opened from
+    its file said its rows "are fetched when a view asks", though no model is there to fetch
+    any and a whole recording holds every row (issue 53); that clause says what holds now."""
+    notes = list(trace.notes) if trace is not None else []
+    if state.recording is None:
+        return notes
+    partial = any("no model is here to fetch" in note for note in notes)   # the loader's note for some rows only
+    return [_FETCHED_LATER.sub(PART_FILE if partial else WHOLE_FILE, note) for note in notes]
 
 
 class RemoteFetches(QObject):
@@ -27,8 +44,22 @@ class RemoteFetches(QObject):
         super().__init__(window)
         self.window = window
         self.busy = False
+        self.notice: str | None = None    # the last thing a remote job said in the status bar
         self.progressed.connect(self._show)
         window.state.trace_changed.connect(self._follow)
+        window.state.request_ended.connect(self._said_over)
+        window.opening.remote_notices.said.connect(self._heard)
+
+    def _heard(self, text: str) -> None:
+        self.notice = text
+
+    def _said_over(self, *_args) -> None:
+        """A Run's "Running ... on 13 tokens" (or a fetch's "... will travel back") is about that
+        job: once it is over the status bar stops saying it (it stayed 15 s, after the Run)."""
+        bar = self.window.statusBar()
+        if self.notice is not None and bar.currentMessage() == self.notice:
+            bar.clearMessage()
+        self.notice = None
 
     def _follow(self, trace) -> None:
         if trace is not None:
@@ -40,6 +71,8 @@ class RemoteFetches(QObject):
         trace = self.window.state.trace
         name = trace.model_name if trace is not None else "the server"
         self.window.busy_label.setText(FETCHING.format(model=name) if self.busy else "")
+        if not self.busy:
+            self._said_over()
 
     def stop(self) -> bool:
         """Esc: stop the job in flight and every view's drawing waiting for one; True when one was."""

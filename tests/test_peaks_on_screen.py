@@ -103,3 +103,77 @@ def test_the_overviews_first_cell_of_a_long_text_is_painted_at_its_peak(qtbot, d
     qtbot.waitExposed(grid)
     pixels = _on_image(_rgb(grid.plot.grab().toImage()), grid.plot, grid.image)
     assert _near(pixels, lookup_table(state.colormap)[-1]).any()
+
+
+# ---- every pooled view: Head detail's whole head, its minimap, Rollout (issue 53) ----------------
+def _painted_at(widget, item, x: float, y: float) -> np.ndarray:
+    """The colour painted where ``item``'s point (x, y) (its own coordinates) lands in ``widget``."""
+    from gui.views.prepared import settle
+
+    settle(widget)                   # laid out and ranged as it will be painted
+    pixels = _rgb(widget.grab().toImage())
+    at = widget.mapFromScene(item.mapToScene(pg_point(x, y)))
+    return pixels[at.y(), at.x()]
+
+
+def pg_point(x: float, y: float):
+    from PySide6.QtCore import QPointF
+
+    return QPointF(x, y)
+
+
+def _long_causal_trace(n: int = 4013):
+    """One decoder head of ``n`` tokens, causal, every row summing to 1: q0 -> k0 is 1.0 and,
+    further down, every weight is about 1/T (the dark purple the peak was lost in)."""
+    from engine.traces.dense import DenseTrace
+
+    w = np.tril(np.random.default_rng(0).random((n, n), dtype=np.float32))
+    w /= w.sum(-1, keepdims=True)
+    return DenseTrace(attentions={"decoder self": w[None, None]}, model_name="peaks", family="gpt",
+                      target_tokens=[f"t{i}" for i in range(n)])
+
+
+def test_head_detail_and_its_minimap_paint_q0_k0_of_a_long_head_at_its_peak(qtbot, drawn):
+    """4,013 tokens in a dock-sized Head detail: the whole-head view's pixel at q0 -> k0 and the
+    minimap's are painted in the map's top colour (they showed #481B6D under the axis line and a
+    uniformly purple minimap), and the readout there names the block and its maximum."""
+    from gui.views.head_detail import HeadDetail
+
+    state = AppState()
+    view = HeadDetail(state)
+    qtbot.addWidget(view)
+    view.resize(420, 500)
+    view.show()
+    state.set_trace(_long_causal_trace())
+    drawn(view)
+    qtbot.waitExposed(view)
+    top = lookup_table(state.colormap)[-1]
+    assert _near(_painted_at(view.plot, view.image, 0.5, 0.5)[None], top).all()
+    assert view.minimap.isVisible()
+    assert _near(_painted_at(view.plot, view.minimap.image, 0.5, 0.5)[None], top).all()
+    view._on_hover(view.image.mapToScene(pg_point(0.5, 0.5)))
+    text = view.readout.text()
+    assert text.startswith("weight 1.0000 (strongest) | query 0 't0' -> key 0 't0'") and "max of the block" in text
+    assert "of queries 0-" in text and "x keys 0-" in text
+
+
+def test_rollout_paints_q0_k0_of_a_long_text_at_its_peak(qtbot):
+    """Rollout's pooled 1,024-cell map of a 4,013-token text (q0 -> k0 = 1.0, the rest about 1/T):
+    the pixel at q0 -> k0 is painted in the top colour (it was #481D6F, under the axis line)."""
+    from gui.views.drawings import RolloutDrawing
+    from gui.views.rollout import RolloutView
+
+    state = AppState()
+    view = RolloutView(state)
+    qtbot.addWidget(view)
+    view.resize(420, 500)
+    view.show()
+    m = np.tril(np.full((1004, 1004), 0.004, np.float32))
+    m[0, 0] = 1.0
+    labels = [str(4 * i) for i in range(1004)]
+    view.apply_drawing(RolloutDrawing(matrix=m, note="pooled", rows=labels, cols=labels, top=1.0))
+    qtbot.waitExposed(view)
+    top = lookup_table(state.colormap)[-1]
+    assert _near(_painted_at(view.plot, view.image, 0.5, 0.5)[None], top).all()
+    pixels = _on_image(_rgb(view.plot.grab().toImage()), view.plot, view.image)
+    assert _near(pixels, top).sum() <= 4       # the peak, not a map drawn in the top colour

@@ -41,7 +41,9 @@ from gui.elided import ElidedLabel
 from gui.theme import accent, is_dark, normal_point_size, tint
 from gui.views.token_labels import view_ticks, zoomable
 from gui.worker import Jobs, call_on_lane, drawing_lane
-from gui.views.peak_image import PeakImage
+from gui.views.peak_image import PeakImage, show_whole
+from gui.views.block_readout import describe_block, painted_block
+from gui.views.token_find import find_tokens
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")
@@ -61,36 +63,6 @@ def aggregate(layer_weights: np.ndarray, head: int, how: str) -> np.ndarray:
 def is_long(trace, kind: str) -> bool:
     _, _, tq, tk = trace.shape(kind)
     return max(tq, tk) > DETAIL_EXACT
-
-
-def _plain(token: str) -> str:
-    """A token's text as matched by Go to: no word-piece or space markers, no spaces, lower case."""
-    return "".join(token.removeprefix("##").replace("Ġ", "").replace("▁", "").split()).lower()
-
-
-def find_tokens(tokens: list[str], what: str, after: int = -1) -> tuple[int | None, int | None]:
-    """(first, last) positions of the next match of ``what`` after position ``after``, wrapping
-    round: a whole token first, else the run of tokens whose joined text holds it. One pass over
-    the tokens (a 32k-token text: milliseconds)."""
-    want = _plain(what)
-    if not want:
-        return None, None
-    plain = [_plain(t) for t in tokens]
-    order = list(range(after + 1, len(tokens))) + list(range(0, after + 1))
-    whole = next((i for i in order if plain[i] == want), None)
-    if whole is not None:
-        return whole, whole
-    starts = np.cumsum([0] + [len(p) for p in plain])          # each token's offset in the joined text
-    joined = "".join(plain)
-    begin = int(starts[after + 1]) if 0 <= after + 1 < len(starts) else 0
-    at = joined.find(want, begin)
-    if at < 0:
-        at = joined.find(want)
-    if at < 0:
-        return None, None
-    first = int(np.searchsorted(starts, at, side="right")) - 1
-    last = int(np.searchsorted(starts, at + len(want) - 1, side="right")) - 1
-    return first, last
 
 
 def short(token: str, limit: int = 12) -> str:
@@ -345,7 +317,12 @@ class HeadDetail(PreparedView, QWidget):
         self._on_selection()
 
     def _on_selection(self, *_selection) -> None:
-        """Show the state's (kind, layer, head): boxes follow without echoing back."""
+        """Show the state's (kind, layer, head): boxes follow without echoing back. The readout
+        read the head shown before: it goes (after the Why panel opened L2.H1 it still gave
+        L3.H3's weight)."""
+        d = self.drawing
+        if d is not None and (d.kind, d.layer, d.head) != (self.kind, self.layer, self.head):
+            self.readout.setText(" ")
         trace = self.trace
         kinds = trace.kinds if trace else []
         fill_kind_box(self.kind_box, kinds, self.kind)
@@ -399,15 +376,14 @@ class HeadDetail(PreparedView, QWidget):
         if d.long:
             self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
-        self.item.vb.setLimits(xMin=-0.5, xMax=tk + 0.5, yMin=-0.5, yMax=tq + 0.5)
         # Another head (or layer) of the same long text keeps the place zoomed into, so heads
         # compare at one position (the sink, a stretch of the diagonal); its block is computed
         # for the new head. A new text, a kind or a short head starts from the whole map.
         where = (d.trace, d.kind, d.long) if d.long else None
         if where is not None and where == self.zoomed_on:
             self.zoom_timer.start()
-        else:
-            self.item.setRange(xRange=(0, tk), yRange=(0, tq), padding=0.02)
+        else:                     # the first row and column (q0 -> k0, the sink) clear of the axes' lines
+            show_whole(self.item.vb, tk, tq)
         self.zoomed_on = where
         fit_row_axis(self.item.getAxis("left"), d.q_labels)   # its width now, not while painting
         self._room_below_map()
@@ -544,6 +520,10 @@ class HeadDetail(PreparedView, QWidget):
         elif hit is not None:
             q, k = d.trace.query_tokens(d.kind), d.trace.key_tokens(d.kind)
             qo, ko = hit
+            block = painted_block(d, self.image, self.zoom_image, self.zoom_block, qo, ko) if d.long else None
+            if block is not None:   # the pixel stands for a block of tokens: which, and its maximum
+                self.readout.setText(describe_block(d, *block))
+                return
             if d.long:        # one exact cell, computed from the recording
                 from engine.traces import cell
                 value = cell(d.trace, d.kind, d.layer, d.head, d.how, qo, ko)

@@ -30,7 +30,7 @@ from gui.views.kinds import fill_kind_box
 from gui.colormaps import colormap, label_colorbar, lookup_table
 from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
 from gui.elided import ElidedLabel
-from gui.views.prepared import PreparedView, prepares
+from gui.views.prepared import STALE_NOTE, PreparedView, prepares
 from gui.view_options import ViewOptions, bind_options, option
 from gui.views.peak_image import PeakImage
 
@@ -39,7 +39,6 @@ EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is 
 MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however many heads
 SINK_PIXELS = 3               # a pooled tile's first key (an attention sink) drawn apart this wide ...
 SINK_OFFSET = SINK_PIXELS + 1 # ... and a transparent pixel: the tile's own columns start here
-OLD_OPACITY = 0.3             # the previous trace's tiles while the new ones are prepared
 MAX_GRID_SHARE = 0.35         # the overview asks for at most this share of the window's height
 
 
@@ -156,8 +155,8 @@ class HeadGrid(PreparedView, QWidget):
         self.kind_box.setVisible(len(kinds) > 1)
         self.kind_label.setVisible(len(kinds) > 1)
         self._set_readout(HINT)     # the old text's tokens are gone
-        # Until the new trace's tiles come (a long text pools for seconds), the old ones are greyed.
-        self.image.setOpacity(OLD_OPACITY if self.drawing is not None and trace is not None else 1.0)
+        # Until the new trace's tiles come (a long text pools for seconds), the old ones are
+        # greyed, as every view's are (gui.views.prepared: STALE_NOTE over them).
         self.redraw()
 
     def _on_selection(self, kind: str, _layer: int, _head: int) -> None:
@@ -184,9 +183,12 @@ class HeadGrid(PreparedView, QWidget):
 
     def drawing_progress(self, record) -> None:
         _, done, total = record      # a passing state: said in the readout, not kept as the tooltip
-        old = " (the tiles shown meanwhile are the previous text's, greyed)" if self.drawing is not None else ""
+        old = f" ({STALE_NOTE})" if self.stale else ""
         self.readout.setText(f"Pooling every head of a long text for the overview: {done} of {total} layers "
                              f"done…{old}")
+
+    def forget_readout(self) -> None:
+        self._set_readout(HINT)
 
     def clear_drawing(self) -> None:
         self.image.clear()
@@ -196,7 +198,6 @@ class HeadGrid(PreparedView, QWidget):
 
     def apply_drawing(self, drawing: OverviewDrawing) -> None:
         self.mosaic, layout, self.drawn_trace, thumbs = drawing.mosaic, drawing.layout, drawing.trace, drawing.thumbs
-        self.image.setOpacity(1.0)
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
         label_colorbar(self.colorbar, self.log_box.isChecked())
         if not thumbs.exact:

@@ -129,6 +129,9 @@ class HeadStats(PreparedView, QWidget):
         # The mechanism scores are the model's behind the trace: none for a recording (not the loaded model's).
         return stats_drawing, self.state.trace, self.kind, self.state.trace_model
 
+    def stale_target(self) -> QWidget:
+        return self.table          # the numbers greyed; the kind box stays usable
+
     def clear_drawing(self) -> None:
         self.stats = None
         self.table.setRowCount(0)

@@ -19,7 +19,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from gui.theme import FOREGROUND
-from gui.views.peak_image import PeakImage
+from gui.views.peak_image import PeakImage, show_whole
 
 PIXELS = 160          # the overview array's size a side at most (pooled in the worker)
 SMALLEST, LARGEST = 40, 150   # the minimap's side on screen: none below SMALLEST, never above LARGEST
@@ -55,6 +55,7 @@ class Minimap(pg.ViewBox):
             frame.setZValue(10)
             self.addItem(frame, ignoreBounds=True)
         self.tokens = (0, 0)           # (Tq, Tk) of the head shown
+        self.shown = QRectF()          # the part of it the frame stands for
         self.set_dark(dark)
         self.setToolTip("The whole head: the frame is the part shown. Click or drag to move there.")
 
@@ -70,7 +71,7 @@ class Minimap(pg.ViewBox):
         self.image.setColorMap(cmap)
         self.image.setImage(overview, autoLevels=False, levels=(0.0, 1.0))
         self.image.setRect(QRectF(0, 0, tk, tq))
-        self.setRange(xRange=(0, tk), yRange=(0, tq), padding=0)
+        show_whole(self, tk, tq, pixels=4)       # the first key's column (a sink) clear of the border
 
     def clear(self) -> None:
         self.image.clear()
@@ -90,11 +91,16 @@ class Minimap(pg.ViewBox):
             x0, x1 = (x0 + x1 - least_x) / 2, (x0 + x1 + least_x) / 2
         if y1 - y0 < least_y:
             y0, y1 = (y0 + y1 - least_y) / 2, (y0 + y1 + least_y) / 2
+        # Just outside the part shown: on it, the frame covered the head's first row and column
+        # (the sink, q0 -> k0) whenever the whole head was in view.
+        self.shown = QRectF(x0, y0, x1 - x0, y1 - y0)
+        out_x, out_y = 2 * tk / w, 2 * tq / h
         for frame in self.frames:
-            frame.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+            frame.setRect(QRectF(x0 - out_x, y0 - out_y, x1 - x0 + 2 * out_x, y1 - y0 + 2 * out_y))
 
     def frame_rect(self) -> QRectF:
-        return self.frames[0].rect()
+        """The part framed (the frame itself is drawn just outside it)."""
+        return self.shown
 
     def _move(self, scene_pos) -> None:
         p = self.mapSceneToView(scene_pos)

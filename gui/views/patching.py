@@ -256,6 +256,7 @@ class PatchingPanel(QWidget):
         self.what_box.addItems(SEQ2SEQ_POINTS if seq2seq else POINTS)
         self.what_box.setCurrentText(chosen)
         self.what_box.blockSignals(False)
+        self.status.setText(" ")     # an error or a note about the previous model's tokens is not this one's
         if loaded is not None and not ok:
             self.status.setText(f"{loaded.name} is an encoder without a language-model head: it predicts no next "
                                 "token, so there is nothing to patch.")

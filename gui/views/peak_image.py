@@ -72,6 +72,15 @@ class PeakImage(pg.ImageItem):
             factors.append(1 if pixels <= 0 or pixels >= 1 else math.ceil(1 / pixels - 1e-9))
         return factors[0], factors[1]
 
+    def cells_under(self, row: int, col: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The image's cells, rows [r0, r1) x columns [c0, c1), that the painted pixel over cell
+        (``row``, ``col``) stands for: the block pooled into it at the last render (a readout
+        names that block and reads its maximum, as the painted colour shows it)."""
+        fy, fx = self.factors
+        h, w = self.image.shape[:2] if self.image is not None else (row + 1, col + 1)
+        r0, c0 = row // fy * fy, col // fx * fx
+        return (r0, min(h, r0 + fy)), (c0, min(w, c0 + fx))
+
     def render(self):
         factors = self.device_factors()
         self.factors = factors
@@ -96,3 +105,52 @@ class PeakImage(pg.ImageItem):
         if self.image is not None and self.device_factors() != self.factors:   # resized, zoomed: pool again
             self._renderRequired = True
             self.update()
+
+
+EDGE_PIXELS = 3       # screen pixels left around a whole map, so no axis line or border covers its edge
+
+
+def show_whole(view_box: pg.ViewBox, width: float, height: float, pixels: int = EDGE_PIXELS) -> None:
+    """Show a map of ``width`` x ``height`` (its coordinates from 0) whole in ``view_box``, with
+    ``pixels`` screen pixels of room on every side, and keep that room when the box is resized
+    while it shows the whole map. Why: an axis draws its line on the box's edge, a minimap its
+    border, and a map drawn edge to edge had its first row and column under them: at 4,013
+    tokens q0 -> k0 = 1.0 (and every head's sink column) is one screen pixel there, and the
+    view showed the next pixel's dark purple (issue 53). The limits keep that room too."""
+    def margins() -> tuple[float, float]:
+        w_px, h_px = max(view_box.width(), 8.0 * pixels), max(view_box.height(), 8.0 * pixels)
+        return pixels * width / (w_px - 2 * pixels), pixels * height / (h_px - 2 * pixels)
+
+    def fit() -> None:
+        mx, my = margins()
+        # Room enough for the smallest the box may become (a fifth of a map's side at most).
+        lx, ly = max(mx, width / 5), max(my, height / 5)
+        view_box.setLimits(xMin=-lx, xMax=width + lx, yMin=-ly, yMax=height + ly)
+        view_box.setRange(xRange=(-mx, width + mx), yRange=(-my, height + my), padding=0)
+        view_box._whole_range = view_box.viewRange()
+
+    view_box._fit_whole = fit
+    if not getattr(view_box, "_refits_whole", False):
+        view_box._refits_whole = True
+        view_box.sigResized.connect(lambda *_: _refit_if_whole(view_box))
+    fit()
+
+
+def _refit_if_whole(view_box: pg.ViewBox) -> None:
+    """A box resized while it shows the whole map keeps its room in pixels (a dock widened)."""
+    whole = getattr(view_box, "_whole_range", None)
+    if whole is not None and _same_range(view_box.viewRange(), whole):
+        view_box._fit_whole()
+
+
+def _same_range(a, b, tol: float = 1e-6) -> bool:
+    return all(abs(x - y) <= tol * max(1.0, abs(y)) for pa, pb in zip(a, b) for x, y in zip(pa, pb))
+
+
+def show_whole_again(view_box: pg.ViewBox) -> bool:
+    """Back to the whole map as ``show_whole`` last showed it (a double-click); False if none was."""
+    fit = getattr(view_box, "_fit_whole", None)
+    if fit is None:
+        return False
+    fit()
+    return True

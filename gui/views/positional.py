@@ -291,6 +291,8 @@ class PositionalOptions(ViewOptions):
 
 
 class PositionalLab(PreparedView, QWidget):
+    FOLLOWS_TRACE = False                     # drawn from its settings (and the model), not from a Run's trace
+
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state

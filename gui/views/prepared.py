@@ -16,6 +16,14 @@ piles up work. A view that needs every head of a kind at once, asked of a trace 
 for that (engine.traces.base.TraceTooLarge), is not an error: it says so in the view, with
 the numbers, and the views that pool or zoom draw as usual. ``DRAWN_OFF_THREAD`` lists the preparing functions, for the test that checks
 none of them runs on the GUI thread.
+
+One rule for what a view shows (issue 53): a view drawn from a trace that is no longer current
+is greyed, with STALE_NOTE over it, until its new drawing lands. It holds wherever the trace
+changes or a request is in flight (a Run of a new text, a model, a recording opened) and where
+the new drawing never comes (its job stopped: Esc during a remote fetch, a cancelled job): the
+base keeps, for each drawing, the state's ``trace_id`` it was asked for, and compares it with the
+state's on every change. Its readout is cleared, and the veil (gui.views.stale_cover) takes the
+mouse, so nothing old is read as current.
 """
 from __future__ import annotations
 
@@ -26,11 +34,16 @@ from PySide6.QtCore import QCoreApplication, QEvent, QTimer
 from PySide6.QtWidgets import QWidget
 
 from gui.superseded import gives_way
+from gui.views.stale_cover import StaleCover
 from gui.worker import SHARED, Jobs, accepted_parameters, call_on_lane, drawing_lane, process_events_until
 
 DRAWN_OFF_THREAD: list[Callable] = []
 HOLD_PAINT = True   # a view waiting for its new drawing does not paint its old one meanwhile
 HOLD_MS = 250       # ... for at most this long
+# What a greyed view says (the overview's progress line says the same, in brackets).
+STALE_NOTE = "Greyed: the previous text's, shown until the new drawing is in."
+STOPPED_NOTE = ("Greyed: the previous text's. Drawing the text on screen was stopped; choose a head or press Run "
+                "to draw it.")
 
 
 @dataclass
@@ -68,6 +81,7 @@ class PreparedView:
     """Mixin for a QWidget view; call ``_init_prepared`` in ``__init__``."""
 
     draw_jobs: Jobs
+    FOLLOWS_TRACE = True      # drawn from the trace (False: from settings alone, never stale with it)
 
     # The trace and the selected kind live in the view's AppState (``self.state``); read them.
     @property
@@ -84,12 +98,58 @@ class PreparedView:
         self.draw_jobs.busy_changed.connect(lambda busy: busy or self._paint_again())
         self.drawing: Any = None        # what is on screen now (the last applied drawing)
         self._drawn_trace = None        # the trace it was drawn from
+        self._asked_id = self._drawn_id = -1   # state.trace_id of the drawing asked for, and of the one shown
+        self.stale_cover: StaleCover | None = None   # made the first time the view is greyed
         # A newer request ends the drawing on its way (the overview's pooling of a long text:
         # seconds, between two layers) instead of leaving it to take the cores from the new Run.
         gives_way(self.state, self.draw_jobs, self.redraw)
+        # Bound methods, not lambdas: Qt drops them with the view (the state outlives views).
+        self.draw_jobs.busy_changed.connect(self._staleness_changed)
+        for signal in (self.state.request_started, self.state.request_ended, self.state.trace_changed):
+            signal.connect(self._staleness_changed)
 
     def drawing_job(self) -> tuple | None:
         raise NotImplementedError
+
+    # ---- the one rule: what is shown is current, or greyed and said so ------------------------
+    @property
+    def stale(self) -> bool:
+        """True while the drawing on screen is not the current trace's: a request is in flight,
+        or the trace changed and its drawing has not landed (or was stopped)."""
+        if not self.FOLLOWS_TRACE or self.drawing is None:
+            return False
+        return self.state.pending or self._drawn_id != self.state.trace_id
+
+    def stale_target(self) -> QWidget:
+        """The widget greyed while stale: the view's picture (its export target), else all of it."""
+        target = getattr(self, "export_target", None)
+        return target() if callable(target) else self
+
+    def stale_sentence(self) -> str:
+        stopped = not self.state.pending and not self.draw_jobs.busy
+        return STOPPED_NOTE if stopped else STALE_NOTE
+
+    def forget_readout(self) -> None:
+        """The hovered cell's words go when the picture goes stale (they were the old text's)."""
+        readout = getattr(self, "readout", None)
+        if readout is not None:
+            readout.setText(" ")
+
+    def _staleness_changed(self, *_args) -> None:
+        self.show_staleness()
+
+    def show_staleness(self) -> None:
+        """Grey the view with the sentence while it is stale; show it plainly once current."""
+        if self.stale:
+            if self.stale_cover is None or self.stale_cover.target is not self.stale_target():
+                if self.stale_cover is not None:
+                    self.stale_cover.uncover()
+                self.stale_cover = StaleCover(self.stale_target())
+            if not self.stale_cover.isVisible():
+                self.forget_readout()
+            self.stale_cover.cover(self.stale_sentence())
+        elif self.stale_cover is not None:
+            self.stale_cover.uncover()
 
     def drawing_jobs(self) -> list[Jobs]:
         """The jobs that draw this view from the trace (what a remote trace's fetch runs inside):
@@ -108,6 +168,7 @@ class PreparedView:
             self.draw_jobs.cancel()
             self.drawing = None
             self.clear_drawing()
+            self.show_staleness()
             return
         if HOLD_PAINT and self.trace is not self._drawn_trace and self.isVisible() and self.updatesEnabled():
             # A new trace's drawing is on its way: the old one is not painted again meanwhile
@@ -116,6 +177,7 @@ class PreparedView:
             # takes long; a zoom or a threshold on the same trace is painted as it goes.
             self.setUpdatesEnabled(False)
             QTimer.singleShot(HOLD_MS, self, self._paint_again)
+        self._asked_id = self.state.trace_id
         self.draw_jobs.start(_guarded, *job, lane=drawing_lane(self.trace),
                              on_returned=self._applied, on_yielded=self.drawing_progress)
 
@@ -127,14 +189,17 @@ class PreparedView:
             self.setUpdatesEnabled(True)
 
     def _applied(self, drawing: Any) -> None:
+        self._drawn_id = self._asked_id
         if isinstance(drawing, Refused):
             self.drawing = None
             self.clear_drawing()
             self.show_refusal(drawing.reason)
+            self.show_staleness()
             return
         self.drawing = drawing
         self._drawn_trace = self.trace
         self.apply_drawing(drawing)
+        self.show_staleness()
         settle(self)
         self._paint_again()
 

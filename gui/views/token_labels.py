@@ -42,5 +42,8 @@ def zoomable(plot_item, on_change) -> None:
 
     def reset(event):
         if event.double() and plot_item.vb.sceneBoundingRect().contains(event.scenePos()):
-            plot_item.vb.autoRange(padding=0)
+            from gui.views.peak_image import show_whole_again
+
+            if not show_whole_again(plot_item.vb):     # the whole map with room at its edges, as first shown
+                plot_item.vb.autoRange(padding=0)
     plot_item.scene().sigMouseClicked.connect(reset)

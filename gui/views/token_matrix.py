@@ -9,7 +9,7 @@ from gui.colormaps import attach_colorbar, colormap
 from gui.views.empty import hide_empty, show_empty
 from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
 from gui.views.token_labels import view_ticks, zoomable
-from gui.views.peak_image import PeakImage
+from gui.views.peak_image import PeakImage, show_whole
 
 
 class TokenMatrix(pg.PlotWidget):
@@ -27,6 +27,8 @@ class TokenMatrix(pg.PlotWidget):
         self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
         self.item.showAxis("top")
         self.item.hideAxis("bottom")
+        for axis in ("left", "top"):   # ticks outside the map, as Head detail's: inside, they covered row 0 (q0 -> k0)
+            self.item.getAxis(axis).setStyle(tickLength=4)
         state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
         self._rows: list[str] = []
         self._cols: list[str] = []
@@ -58,8 +60,7 @@ class TokenMatrix(pg.PlotWidget):
         fit_row_axis(self.item.getAxis("left"), rows)
         self._label()
         h, w = max(1, matrix.shape[0]), max(1, matrix.shape[1])
-        self.item.vb.setLimits(xMin=0, xMax=w, yMin=0, yMax=h)
-        self.item.setRange(xRange=(0, w), yRange=(0, h), padding=0)
+        show_whole(self.item.vb, w, h)      # its first row and column clear of the axes' lines
 
     def _label(self, *_args) -> None:
         vb, line = self.item.vb, self.fontMetrics().height() + 2

@@ -1,0 +1,53 @@
+"""The veil over a view whose picture is not the current text's: greyed, with the sentence why.
+
+Why a veil over the view and not each view greying its own items: the rule (gui.views.prepared:
+a view drawn from a trace that is no longer current is greyed until its new drawing lands) must
+hold for every view alike, a heatmap, a table of statistics or lines, and a view added later
+gets it without code of its own. A half-transparent widget over the view's picture greys
+whatever is under it, says why in words, and takes the mouse, so hovering the old cells reads
+nothing as current (the Head statistics table and Head detail's readout read the previous
+text's numbers under the new text's caption, issue 53).
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLabel, QWidget
+
+VEIL_ALPHA = 170          # of 255: the picture still shows through, plainly greyed
+
+
+class StaleCover(QLabel):
+    """A child of ``target`` that covers it whole while shown (it follows the target's size)."""
+
+    def __init__(self, target: QWidget):
+        super().__init__(target)
+        self.target = target
+        self.setObjectName("stale_cover")
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAutoFillBackground(True)
+        self.setMargin(12)
+        self.hide()
+        target.installEventFilter(self)
+
+    def cover(self, sentence: str) -> None:
+        """Grey the target and say ``sentence`` over it."""
+        background = QColor(self.target.palette().color(QPalette.ColorRole.Window))
+        background.setAlpha(VEIL_ALPHA)
+        palette = self.palette()
+        palette.setColor(QPalette.ColorRole.Window, background)
+        self.setPalette(palette)
+        self.setText(sentence)
+        self.setToolTip(sentence)
+        self.setGeometry(self.target.rect())
+        self.show()
+        self.raise_()
+
+    def uncover(self) -> None:
+        self.hide()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.target and event.type() == QEvent.Type.Resize:
+            self.setGeometry(self.target.rect())
+        return False
