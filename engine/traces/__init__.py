@@ -7,14 +7,6 @@ from __future__ import annotations
 
 from engine.runtime.public import lazy
 
-from engine.adapters.chat import NOT_A_MODEL_SAYS
-from engine.traces.base import AttentionTrace
-
-# A trace asked to run, decode or read a lens says what it is (engine.adapters.chat.check_prompt).
-NOT_A_MODEL_SAYS[AttentionTrace] = (
-    "This is a recording (the attention of one Run, without the model's weights): it can be drawn and exported, "
-    "but nothing can {what} on it; open the model it was recorded from.")
-
 _PUBLIC = {
     "AttentionTrace": "base",
     "RunCancelled": "base",

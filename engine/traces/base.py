@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.adapters.chat import NOT_A_MODEL_SAYS
 from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 from engine.runtime.free_memory import gib  # the one byte formatter
 
@@ -240,3 +241,9 @@ class AttentionTrace:
     @staticmethod
     def in_order(kinds) -> list[str]:
         return [k for k in KINDS if k in kinds]
+
+
+# A trace asked to run, decode or read a lens says what it is (engine.adapters.chat.check_prompt).
+NOT_A_MODEL_SAYS[AttentionTrace] = (
+    "This is a recording (the attention of one Run, without the model's weights): it can be drawn and exported, "
+    "but nothing can {what} on it; open the model it was recorded from.")
