@@ -12,11 +12,12 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit
 
+from engine.inputs import InputError
 from engine.loading import catalog, use_api_key
 from engine.runtime import SPREAD
 from gui import engine_calls
 from gui.hf_cache_dialog import HFCacheDialog
-from gui.settings import push_recent, recent_files, remember_folder, start_folder
+from gui.settings import keep_private, keep_secret, push_recent, recent_files, remember_folder, start_folder
 from gui.worker import SHARED, Jobs
 
 API_KEY_SETTING = "ndif/api_key"
@@ -67,7 +68,7 @@ class ModelOpening:
         self.current_source: str | None = None
         self.remote_notices = RemoteNotices(window)
         self.remote_notices.said.connect(lambda text: window.statusBar().showMessage(text, 15000))
-        use_api_key(str(window.settings.value(API_KEY_SETTING, "") or ""))   # for remote models' jobs
+        self._use_kept_key()
 
     # ---- menus and dialogs ---------------------------------------------------------------
     def fill_model_menu(self, name: str | None = None) -> None:
@@ -166,11 +167,34 @@ class ModelOpening:
         dialog.open()
         return dialog
 
+    def _use_kept_key(self) -> None:
+        """The key the settings hold, for remote models' jobs; the file made private (0600) while it
+        holds one; a kept key that no key can be (an older version kept any) is dropped, said once."""
+        settings = self.window.settings
+        kept = str(settings.value(API_KEY_SETTING, "") or "")
+        try:
+            use_api_key(kept)
+        except InputError as exc:
+            keep_secret(settings, API_KEY_SETTING, None)
+            self.window.statusBar().showMessage(f"{exc} It was dropped; set it again.", 15000)
+            return
+        if kept:
+            keep_private(settings)
+
     def _keep_api_key(self, key: str) -> None:
-        if key.strip():
-            self.window.settings.setValue(API_KEY_SETTING, key.strip())
-            use_api_key(key)
-            self.window.statusBar().showMessage("The NDIF API key is kept for remote models.", 5000)
+        """The key typed in File > NDIF API Key…, checked (engine.loading.ndif_key) before it is
+        kept or used: one sentence, the key never in it. Empty keeps the old."""
+        if not key:
+            return
+        try:
+            if not key.strip():
+                raise InputError("The NDIF API key is only blanks: paste the key itself (from https://login.ndif.us).")
+            use_api_key(key)               # refuses before it changes anything
+        except InputError as exc:
+            self.window.show_error("NDIF API Key", exc)
+            return
+        keep_secret(self.window.settings, API_KEY_SETTING, key.strip())
+        self.window.statusBar().showMessage("The NDIF API key is kept for remote models.", 5000)
 
     # ---- the load ------------------------------------------------------------------------
     def open_source(self, source: str) -> None:

@@ -38,3 +38,31 @@ def remember_folder(settings: QSettings, purpose: str, path: str) -> None:
     """Remember the folder of ``path`` (a file, or a folder chosen as such) for ``purpose``."""
     folder = path if os.path.isdir(path) and purpose == "models" else os.path.dirname(os.path.abspath(path))
     settings.setValue(f"folder/{purpose}", folder)
+
+
+def keep_private(settings: QSettings) -> None:
+    """The settings file readable by its owner alone (0600), made so before a secret is written:
+    QSettings writes the whole file (through a temp file that keeps the mode), and an NDIF API key
+    in a 0644 file could be read by every local user (issue 58). Not a file (the registry): nothing."""
+    path = settings.fileName()
+    if not path or not os.path.isabs(path):
+        return
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))    # created private, never world-readable
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
+
+
+def keep_secret(settings: QSettings, name: str, value: str | None) -> None:
+    """``value`` kept under ``name`` in a private settings file (keep_private), written now; None
+    removes it. (The system keyring, where one exists, would be another home: the ``keyring``
+    package is not a dependency, so the 0600 file is the one place.)"""
+    keep_private(settings)
+    if value is None:
+        settings.remove(name)
+    else:
+        settings.setValue(name, value)
+    settings.sync()
+    keep_private(settings)
