@@ -119,7 +119,7 @@ def test_closing_the_window_during_training_asks_first(window, qtbot, monkeypatc
     panel.size.setCurrentText("tiny")
     panel.steps_box.setValue(100000)
     panel.start()
-    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=60000)
+    qtbot.waitUntil(lambda: len(panel.steps) >= 1, timeout=240000)   # the corpus first: > 60 s at load 8-14
     asked = []
 
     def answer(box, button):
@@ -130,6 +130,8 @@ def test_closing_the_window_during_training_asks_first(window, qtbot, monkeypatc
     assert "still running" in asked[0]
     monkeypatch.setattr(QMessageBox, "exec", lambda box: answer(box, QMessageBox.StandardButton.Discard))
     assert window.close()
+    qtbot.waitUntil(lambda: not panel.jobs.running, timeout=60000)    # the run it started has stopped
+    assert not panel.unsaved and window.close() and len(asked) == 2  # discarded: a second close asks nothing
 
 
 CLOSE_DURING_FORWARD = r"""
