@@ -161,6 +161,40 @@ def test_each_package_has_a_public_face():
             getattr(package, name)
 
 
+def _face_names(path: Path) -> tuple[set[str], dict[str, str]]:
+    """(names a face's top level binds at run time, {name: module} of its ``if TYPE_CHECKING:`` block)."""
+    bound, typed = set(), {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.level == 0, (path, imp.lineno)
+                typed.update({a.asname or a.name: imp.module or "" for a in imp.names})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return bound, typed
+
+
+def test_each_face_states_its_lazy_names_for_tools():
+    """A face that lends names on first use (``_PUBLIC``) imports the same names, each from the
+    same module, under ``if TYPE_CHECKING:``, so pyright types them and "go to definition" lands in
+    the engine; and ``__all__`` is exactly what the face binds or lends, nothing more."""
+    import importlib
+
+    for path in sorted((ROOT / "engine").glob("*/__init__.py")):
+        name = f"engine.{path.parent.name}"
+        package = importlib.import_module(name)
+        bound, typed = _face_names(path)
+        table = {n: f"{name}.{m}" for n, m in getattr(package, "_PUBLIC", {}).items()}
+        assert typed == table, (path, set(typed) ^ set(table))
+        assert bound.isdisjoint(typed), (path, bound & set(typed))
+        assert set(package.__all__) - bound == set(typed), (path, set(package.__all__) - bound ^ set(typed))
+
+
 def test_gui_and_cli_import_the_engine_through_its_packages_faces():
     """gui/ and cli/ import engine.<package> (its __init__: what it offers), never a module inside."""
     deep = []

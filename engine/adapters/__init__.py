@@ -8,6 +8,8 @@ family), and the chat form's questions (chat.py: ``reads_chat``, ``check_prompt`
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
 from engine.inputs import check_kind
 from engine.loading.loaded import LoadedModel
@@ -32,6 +34,10 @@ def _make(loaded):
 
     return {"translator": TranslatorAdapter, "gpt": GPTAdapter, "bert": BertAdapter}[loaded.family](loaded)
 
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.adapters.base import Adapter, Framed
+    from engine.adapters.chat import check_prompt, reads_chat
 
 _PUBLIC = {
     "Adapter": "base",

@@ -4,7 +4,15 @@ read back without the model (read.py). Each head statistic is one row-block redu
 list, ``STATISTICS`` (statistics.py). Public: the names gui/ and cli/ use, listed in ``__all__``."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.atlas.build import DEFAULT_LENGTH, DEFAULT_TOP, build_atlas
+    from engine.atlas.read import atlas_summary, head_detail
+    from engine.atlas.state import load_state
+    from engine.atlas.statistics import STATISTICS, Statistic
 
 _PUBLIC = {
     "STATISTICS": "statistics",

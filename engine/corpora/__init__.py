@@ -4,7 +4,12 @@ plays for the GPT (shakespeare.py), and a user's own text (english_text.py). Pub
 splits a training run reads and the label of a corpus (sources.py)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.corpora.sources import corpus_label, text_splits, translation_splits
 
 _PUBLIC = {
     "corpus_label": "sources",

@@ -5,7 +5,14 @@ what its cache will need (cost.py). Public: ``DecodeSession``, ``decode_all``, `
 ``DecodeSettings``, ``DecodeStep``, ``STRATEGIES``, and ``frame`` (a Run's framing with that output)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
+    from engine.decoding.records import DecodeResult, DecodeSettings, DecodeStep, STRATEGIES
+    from engine.decoding.session import DecodeSession, decode_all, model_output
 
 _PUBLIC = {
     "OWN_OUTPUT_TOKENS": "greedy",

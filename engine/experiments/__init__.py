@@ -14,7 +14,16 @@ mechanism (the seam and module hooks), shared with ablation and knockout. Public
 """
 from engine.experiments.names import (DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, METHODS, METRICS, POINTS,
                                       SEQ2SEQ_POINTS)
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.experiments.attribution import agreement
+    from engine.experiments.pairs import PromptPair, frame_pair, next_tokens, read_pairs
+    from engine.experiments.run import experiment, over_pairs
+    from engine.experiments.score_split import RUNNER_UP, why, why_steps
+    from engine.experiments.why_result import ScoreSplit
 
 _PUBLIC = {
     "agreement": "attribution",

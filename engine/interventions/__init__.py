@@ -11,7 +11,13 @@ names (no torch), ``logit_lens``, ``adapter_tokens`` and ``intervention_effect``
 """
 from engine.interventions.refs import MEAN, ZERO
 from engine.interventions.spec import Edge, HeadRef, Interventions, applied
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.interventions.effect import intervention_effect
+    from engine.interventions.lens import adapter_tokens, logit_lens
 
 _PUBLIC = {
     "intervention_effect": "effect",

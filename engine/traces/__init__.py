@@ -5,7 +5,20 @@ trace out, and a recording file (recording_file.py) keeps one. Public: the names
 use, listed in ``__all__``."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.runtime.public import lazy
+
+if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
+    from engine.traces.base import AttentionTrace, RunCancelled, TraceTooLarge
+    from engine.traces.dense import DenseTrace
+    from engine.traces.estimate import RunTooLarge, estimate_drawing
+    from engine.traces.pooling import bin_span, pool_2d
+    from engine.traces.recorded import RecordedTrace
+    from engine.traces.recording_file import (RecordingError, is_recording, load_recording, recording_target,
+                                              save_recording)
+    from engine.traces.tracing import stoppable, trace_text
+    from engine.traces.viewport import cell, viewport_weights
 
 _PUBLIC = {
     "AttentionTrace": "base",
