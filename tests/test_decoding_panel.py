@@ -142,3 +142,23 @@ def test_beam_hypotheses_wrap_whole_instead_of_being_cut(panel, qtbot):
     assert metrics.horizontalAdvance(text) > tree.columnWidth(0)   # too wide for one line
     assert tree.visualItemRect(item).height() >= 2 * metrics.lineSpacing()
     assert item.toolTip(0) == text
+
+
+def test_after_three_steps_every_alignment_row_shows_without_scrolling(window, qtbot):
+    """In the default layout (1600x1000) the Decoding dock showed 1 of 3 alignment rows after 3
+    steps and had to be scrolled: its plots' size hints made the panel 560 px tall in a 340 px
+    dock. The plots now take the height the dock has."""
+    window.resize(1600, 1000)
+    window.reset_layout()
+    dock = window.docks["Decoding"]
+    dock.show()
+    dock.raise_()
+    panel = window.view("Decoding")
+    step_and_wait(panel, qtbot, 3)
+    assert len(panel.history) == 3
+    scroll = panel.parentWidget().parentWidget()
+    qtbot.waitUntil(lambda: panel.height() <= scroll.viewport().height())
+    assert not scroll.verticalScrollBar().isVisible()
+    plot = panel.alignment
+    assert plot.isVisible() and plot.height() >= 150           # 3 rows, each taller than a line
+    assert plot.mapTo(panel, plot.rect().bottomLeft()).y() <= scroll.viewport().height()

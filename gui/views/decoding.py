@@ -15,8 +15,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, QPushButton, QSlider, QSpinBox,
-                               QSplitter, QStyledItemDelegate, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, QPushButton, QSizePolicy, QSlider,
+                               QSpinBox, QSplitter, QStyledItemDelegate, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from engine.decoding import STRATEGIES, DecodeSettings, DecodeStep
 from gui.flow import FlowLayout
@@ -60,6 +61,9 @@ def _close_on_model_thread(steps) -> None:
     work, which belongs on the model thread), and only after a step still running there."""
     if steps is not None:
         lane_pool(MODEL).start(steps.close)
+
+
+MIN_PLOT_HEIGHT = 140     # px: a plot of the panel shrinks to this before the dock scrolls
 
 
 class _WrappedRows(QStyledItemDelegate):
@@ -195,6 +199,12 @@ class DecodingPanel(QWidget):
         for w in (self.bars, align_box, self.heads, self.beams):
             split.addWidget(w)
         split.setSizes([220, 360, 300, 260])
+        # The plots take the height the dock has, down to a small minimum: their size hints (the
+        # alignment's 480 px) made the panel 560 px tall in a 340 px dock, which then scrolled and
+        # showed 1 of 3 alignment rows after 3 steps.
+        # (A splitter's size hint is its widgets' whatever their policy: the splitter's own is set.)
+        split.setMinimumHeight(MIN_PLOT_HEIGHT)
+        split.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
