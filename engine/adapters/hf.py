@@ -222,8 +222,14 @@ class HFSeq2SeqAdapter(HFAdapter):
 
     @property
     def start_id(self) -> int:
-        c = self.model.config
-        return c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
+        """The decoder's first token: the config's, else the generation config's (transformers 5
+        keeps it there for some families, T5's among them), else the padding id."""
+        c, g = self.model.config, getattr(self.model, "generation_config", None)
+        for found in (getattr(c, "decoder_start_token_id", None), getattr(g, "decoder_start_token_id", None),
+                      getattr(c, "pad_token_id", None), getattr(g, "pad_token_id", None)):
+            if isinstance(found, int):
+                return found
+        return 0
 
     def frame(self, text, pair=None, target=None, written=None):
         notes = []

@@ -39,6 +39,7 @@ KEYWORDS = {
     "sliding_window": "read: said for the user; the window is in the mask",
     "is_causal": "read: a call with no mask is causal unless it says False",
     "s_aux": "read: one sink logit per query head, one more term in each row's softmax denominator (gpt-oss)",
+    "sinks": "read: as s_aux (Inkling 2's name, shaped (B, Hq, Tq, 1)); one logit per token is refused",
     "position_ids": "inert: the positions are in the queries and keys already (rotary is applied before the call)",
     "use_cache": "inert: the cache is updated before the call; its keys and values are the ones handed over",
     "output_attentions": "inert: the weights are never returned by the model; a recording keeps what they come from",
@@ -72,14 +73,23 @@ def interface_call(module, query, key, value, attention_mask, scaling=None, drop
                          bias=kwargs.get("position_bias"), scale=scale, softcap=float(softcap) if softcap else None,
                          window=kwargs.get("sliding_window"), dropout=dropout, module=module,
                          causal=bool(is_causal) and attention_mask is None and query.shape[2] > 1,
-                         sink=_sink(module, kwargs.get("s_aux"), query.shape[1]))
+                         sink=_sink(module, kwargs.get("s_aux", kwargs.get("sinks")), query.shape[1]))
 
 
 def _sink(module, s_aux, n_heads: int) -> torch.Tensor | None:
-    """gpt-oss's ``s_aux`` as the call's sink: (Hq,), one logit per query head; SiteError for
-    any other shape (a sink per token would need more than the call holds)."""
+    """gpt-oss's ``s_aux`` (or Inkling 2's ``sinks``) as the call's sink: (Hq,), one logit per query
+    head; a (B, Hq, Tq, 1) tensor the same in every row is one too. SiteError for a logit that
+    differs per token (Inkling 2 projects it from each token's hidden state): the call holds one
+    per head."""
     if s_aux is None:
         return None
+    if isinstance(s_aux, torch.Tensor) and s_aux.dim() == 4 and s_aux.shape[1] == n_heads and s_aux.shape[-1] == 1:
+        per_head = s_aux[:1, :, :1]                                      # (1, Hq, 1, 1)
+        if not bool((s_aux == per_head).all()):
+            raise SiteError(f"{type(module).__name__} gives each token its own attention-sink logit (sinks of shape "
+                            f"{tuple(s_aux.shape)}, computed from the token), and attnscope's seam applies one sink "
+                            "logit per head, so it cannot show this model exactly.")
+        s_aux = per_head
     if not isinstance(s_aux, torch.Tensor) or s_aux.numel() != n_heads or not s_aux.is_floating_point():
         shape = tuple(s_aux.shape) if isinstance(s_aux, torch.Tensor) else type(s_aux).__name__
         raise SiteError(f"{type(module).__name__} passes attention sinks (s_aux) of shape {shape}, not one number per "
@@ -200,20 +210,37 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
     sites, modules = [], set()
     for module, tq, tk in found.seen:
         kind = kind_of.get((tq, tk))
-        if kind is None or id(module) in modules:
-            raise SiteError(f"{type(model).__name__}'s attention calls do not line up with its layers "
-                            "(a module shared across layers, or an unusual shape), so attnscope cannot name them.")
+        if kind is None:
+            raise SiteError(f"{type(model).__name__}'s {type(module).__name__} attends from {tq} queries to {tk} keys "
+                            f"on a {PROBE_SOURCE}-token probe: its keys are not the tokens (compressed or pooled), so "
+                            "attnscope cannot draw its attention as token-to-token weights.")
+        if id(module) in modules:
+            raise SiteError(f"{type(model).__name__} calls one attention module ({type(module).__name__}) in more "
+                            "than one layer, so attnscope cannot tell its layers apart.")
         modules.add(id(module))
         site = Site(kind, counts.get(kind, 0))
         counts[kind] = site.layer + 1
         module.attnscope_site = site
         sites.append(site)
+    _one_head_count(type(model).__name__, [(m.attnscope_site, found.calls[id(m)].q.shape[1]) for m, _, _ in found.seen])
     if not sites:
         raise SiteError(f"{type(model).__name__} made no attention call through the seam: it computes attention its "
                         "own way, not through transformers' attention interface, so attnscope cannot see its heads.")
     by_site = {module.attnscope_site: outputs[id(module)] for module, _, _ in found.seen if id(module) in outputs}
     calls = {module.attnscope_site: found.calls[id(module)] for module, _, _ in found.seen}
     return sites, by_site, calls
+
+
+def _one_head_count(name: str, heads: list[tuple[Site, int]]) -> None:
+    """Every layer of one kind has as many query heads (a trace is (layers, heads, Tq, Tk) per kind);
+    SiteError naming two layers that differ (Inkling's sliding layers have 64 heads, its full ones 4)."""
+    first: dict[str, tuple[Site, int]] = {}
+    for site, h in heads:
+        seen = first.setdefault(site.kind, (site, h))
+        if seen[1] != h:
+            raise SiteError(f"{name}'s layers have different numbers of query heads ({seen[1]} in {seen[0]}, {h} in "
+                            f"{site}), and attnscope draws every layer of a kind of attention with one number of "
+                            "heads, so it cannot show this model.")
 
 
 # How far an attention module's output through the seam may be from its eager output on the same
