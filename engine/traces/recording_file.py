@@ -33,6 +33,7 @@ from engine.traces.recorded import RecordedTrace
 from engine.inputs import check_kind
 from engine.traces.base import AttentionTrace
 from engine.traces.partial import FACTS, PartialTrace
+from engine.traces.pooling import bins
 
 FORMAT = "attnscope-recording"
 VERSION = 2                        # version 1 and sinks: an attnscope that knows no sinks must not read them
@@ -168,8 +169,9 @@ def _meta(path: Path) -> dict:
         raise RecordingError(f"{path.name}: its description is {len(raw):,} bytes, too large to be a recording's.")
     try:
         meta = json.loads(raw)
-    except ValueError:
-        raise RecordingError(f"{path.name}: its description is not valid JSON; the file is damaged.") from None
+    except (ValueError, RecursionError):               # RecursionError: nested past Python's limit
+        raise RecordingError(f"{path.name}: its description is not valid JSON, or nested deeper than a recording's "
+                             "is; the file is damaged.") from None
     if not isinstance(meta, dict):
         raise RecordingError(f"{path.name}: its description is not a JSON object; the file is damaged.")
     return meta
@@ -250,6 +252,11 @@ def _load_partial(path: Path, meta: dict, tokens: list[str]) -> PartialTrace:
     if not (isinstance(overviews, list) and all(isinstance(o, list) and len(o) == 2 and _count(o[0])
                                                 and o[1] in ("max", "mean") for o in overviews)):
         raise RecordingError(f"{name}: its overviews are not (pixels, pooling) pairs; {damaged}.")
+    if any(not 1 <= o[0] <= t for o in overviews) or len({tuple(o) for o in overviews}) != len(overviews):
+        raise RecordingError(f"{name}: its overview sizes {[o[0] for o in overviews]} are not distinct counts of "
+                             f"pixels from 1 to its {t:,} tokens; {damaged}.")
+    if not rows and not overviews:
+        raise RecordingError(f"{name}: it holds no exact query rows and no overview, nothing to draw; {damaged}.")
     for n, site in enumerate(sites):
         if site.get("kind") != DECODER_SELF or site.get("layer") != n or set(FACTS) - set(site):
             raise RecordingError(f"{name}: its layer {n} is not described as a decoder's self-attention layer; "
@@ -271,7 +278,7 @@ def _load_partial(path: Path, meta: dict, tokens: list[str]) -> PartialTrace:
         raise RecordingError(f"{name}: its shared masks name tensors it does not hold; {damaged}.")
     for written, others in same.items():
         tensors.update(dict.fromkeys(others, tensors[written]))
-    _check_partial(name, tensors, sites, rows, len(overviews), t)
+    _check_partial(name, tensors, sites, rows, overviews, t, same)
     notes = [str(n) for n in meta.get("notes") or []] + [
         f"Opened from the recording {name}: query rows {', '.join(f'{a:,}-{b - 1:,}' for a, b in rows) or 'none'} "
         f"of {t:,} are exact; no model is here to fetch the others."]
@@ -280,14 +287,20 @@ def _load_partial(path: Path, meta: dict, tokens: list[str]) -> PartialTrace:
                                   family=str(meta.get("family", "")), tokens=tokens, notes=notes)
 
 
-def _check_partial(name: str, tensors: dict, sites: list[dict], rows: list, overviews: int, t: int) -> None:
+def _check_partial(name: str, tensors: dict, sites: list[dict], rows: list, overviews: list, t: int,
+                   same: dict) -> None:
     """RecordingError in one sentence for a version-3 file's tensor missing, of the wrong shape
     or not finite (the shapes PartialTrace.held writes)."""
-    def need(key: str, shape: tuple | None = None, dims: int | None = None) -> torch.Tensor:
+    named: set[str] = set()
+
+    def need(key: str, shape: tuple | None = None, dims: int | None = None, kind: str = "float") -> torch.Tensor:
         value = tensors.get(key)
+        named.add(key)
         if value is None or (shape is not None and tuple(value.shape) != shape) or (
                 dims is not None and value.dim() != dims):
             raise RecordingError(f"{name}: its {key} is missing or of the wrong shape; the file is damaged.")
+        if not _kind_of(kind, value):
+            raise RecordingError(f"{name}: its {key} is of {value.dtype}, not {_KINDS_SAID[kind]}; the file is damaged.")
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             raise RecordingError(f"{name}: its {key} holds values that are not numbers (NaN or infinite); "
                                  "the file is damaged.")
@@ -307,15 +320,32 @@ def _check_partial(name: str, tensors: dict, sites: list[dict], rows: list, over
             need(f"{DECODER_SELF}/{n}/rows/{i}/q", (heads, b - a, k.shape[2]))
             for part in ("mask", "bias"):
                 if f"{DECODER_SELF}/{n}/rows/{i}/{part}" in tensors:
-                    value = need(f"{DECODER_SELF}/{n}/rows/{i}/{part}", dims=4)
+                    value = need(f"{DECODER_SELF}/{n}/rows/{i}/{part}", dims=4, kind=part)
                     if value.shape[-1] != t:
                         raise RecordingError(f"{name}: its {part} of rows {a}-{b - 1} does not match its keys; "
                                              "the file is damaged.")
-    for i in range(overviews):
-        pooled = need(f"overview/{i}/pooled", dims=4)                                # (L, H, rows, cols)
-        need(f"overview/{i}/sink", tuple(pooled.shape[:3]))
-        if tuple(pooled.shape[:2]) != (len(sites), heads):
-            raise RecordingError(f"{name}: its overview {i} is not one tile per layer and head; the file is damaged.")
+    for i, (size, _) in enumerate(overviews):
+        side = bins(t, size)
+        need(f"overview/{i}/pooled", (len(sites), heads, side, side), kind="pixels")     # (L, H, rows, cols)
+        need(f"overview/{i}/sink", (len(sites), heads, side), kind="pixels")
+    extra = sorted(set(tensors) - named - {n for others in same.values() for n in others})
+    if extra:
+        raise RecordingError(f"{name}: it holds {extra[0]}, which its description does not name (its rows or "
+                             "overviews were edited); the file is damaged.")
+
+
+_KINDS_SAID = {"float": "floating point", "pixels": "16-, 32- or 64-bit floating point",
+               "mask": "true/false or floating point", "bias": "floating point"}
+
+
+def _kind_of(kind: str, value: torch.Tensor) -> bool:
+    """Whether ``value``'s dtype is what a recording's ``kind`` of tensor holds (the overview's
+    pixels are read by numpy, which has no bfloat16; a mask is boolean or additive)."""
+    if kind == "pixels":
+        return value.dtype in (torch.float16, torch.float32, torch.float64)
+    if kind == "mask":
+        return value.dtype == torch.bool or value.is_floating_point()
+    return value.is_floating_point()
 
 
 def _count(value) -> bool:
@@ -394,6 +424,8 @@ def _checked_call(path, site, parts, desc, pieces, tokens) -> AttentionCall:
         t = parts[extra]
         if t is not None and (t.dim() != 4 or t.shape[-1] != k.shape[2]):
             raise RecordingError(f"{name}: its {extra} does not match its keys; the file is damaged.")
+        if t is not None and not _kind_of(extra, t):
+            raise RecordingError(f"{name}: its {extra} is of {t.dtype}, not {_KINDS_SAID[extra]}; the file is damaged.")
     sink = parts[SINK]
     if sink is not None and (tuple(sink.shape) != (q.shape[1],) or not sink.is_floating_point()):
         raise RecordingError(f"{name}: its attention sinks are not one number per query head; the file is damaged.")
