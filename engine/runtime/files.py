@@ -22,6 +22,7 @@ import contextlib
 import os
 import re
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Iterator
@@ -34,9 +35,26 @@ from engine.runtime.free_memory import check_memory, gib
 
 
 def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
+    """The mode a new file gets under this process's umask, read without setting the umask: the
+    old ``os.umask(0)`` then back left, for a moment, every file another thread of the window
+    created world-writable (issue 58). Linux says the umask in /proc; elsewhere a probe file in
+    the temp folder, created 0666, shows what the umask leaves."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    probe = os.path.join(tempfile.gettempdir(), f".attnscope-umask-{os.getpid()}-{threading.get_ident()}")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        return os.stat(probe).st_mode & 0o777
+    except OSError:
+        return 0o644                              # the common umask 022, when nothing can tell
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
 
 
 def _running(pid: int) -> bool:
