@@ -247,16 +247,13 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
         a["sample.q"][layer, :, slot] = (call.q[0, :, pos].float() * root).cpu().numpy()
         kv = torch.arange(H, device=dev) // call.group
         a["sample.k"][layer, :, slot] = (call.k[0, kv, pos + offset].float() * root).cpu().numpy()
-    wanted: dict[int, list[tuple[str, int, int]]] = {}                           # row -> (array, head, slot)
-    for l, h, slot, pos in new_top:
-        if l == layer:
-            wanted.setdefault(pos, []).append(("top", h, slot))
-    for slot, pos in new_sample:
-        wanted.setdefault(pos, []).extend(("sample", h, slot) for h in range(H))
-    sums = {s.name: torch.zeros(H, dtype=torch.float64, device=dev) for s in STATISTICS}
-    counts = {s.name: torch.zeros((), dtype=torch.float64, device=dev) for s in STATISTICS}
-    hists = {s.name: torch.zeros(H * BINS, dtype=torch.float64, device=dev) for s in STATISTICS}
-    tops = {s.name: s.upper(n) for s in STATISTICS}
+    mine = [(h, pos, slot) for l, h, slot, pos in new_top if l == layer]
+    sample = [(h, pos, slot) for slot, pos in new_sample for h in range(H)]
+    wanted = {kind: tuple(np.array(col, np.int64) for col in zip(*rows)) for kind, rows in
+              (("top", mine), ("sample", sample)) if rows}                   # kind -> (heads, rows, slots)
+    S = len(STATISTICS)
+    vals = torch.zeros(S, H, tq, device=dev)                                     # each row's value of each statistic
+    valid = torch.ones(S, tq, dtype=torch.bool, device=dev)                      # the rows each one counts
     lse_all = call.lse[0].float() if call.lse is not None else None
     causal = _causal(call)
     groups = token_groups(ids)
@@ -269,26 +266,44 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
             r1, c = min(tq, r0 + rows_per_block(dev, H * tk, "select")), tk
         s = call.scores(0, None, slice(r0, r1), slice(0, c))                    # (H, r, c)
         lse = lse_all[:, r0:r1] if lse_all is not None else call.log_denominators(s, 0)
-        w = s.sub_(lse[..., None]).exp_().nan_to_num_(nan=0.0)                   # (H, r, c) exact weights
+        # log-weights, a masked cell's -inf held at -1e30 (its weight exp(-1e30) is exactly 0, and
+        # 0 x -1e30 is 0): the entropy is then one dot product of weights and log-weights, no log
+        logw = s.sub_(lse[..., None])          # a row with every key masked (padding) is NaN: all -1e30, weights 0
+        logw = logw.clamp_min_(-1e30) if causal else logw.nan_to_num_(nan=-1e30, neginf=-1e30)
+        w = torch.exp(logw)                                                       # (H, r, c) exact weights
         qpos = torch.arange(r0, r1, device=dev) + offset
         keys = torch.stack([torch.ones(c, device=dev), torch.arange(c, device=dev, dtype=torch.float32)], 1)
         pair_rows, pair_keys, has = copies(groups, r0, r1, offset)
         rows = Rows(qpos=qpos, keys=keys, causal=causal, copy_rows=torch.as_tensor(pair_rows, device=dev),
-                    copy_keys=torch.as_tensor(pair_keys, device=dev), has_copy=torch.as_tensor(has, device=dev))
-        for stat in STATISTICS:
-            v, valid = stat.reduce(w, rows)                                      # (H, r), (r,) | None
-            weight = torch.ones(v.shape[1], dtype=torch.float64, device=dev) if valid is None else valid.double()
-            sums[stat.name] += (v.double() * weight).sum(1)
-            counts[stat.name] += weight.sum()
-            b = (v / tops[stat.name] * BINS).floor_().clamp_(0, BINS - 1).long()
-            b += torch.arange(H, device=dev)[:, None] * BINS
-            hists[stat.name].index_add_(0, b.ravel(), weight.expand(H, -1).ravel())
-        _strongest(a, w, r0, r1, offset, wanted, layer)
+                    copy_keys=torch.as_tensor(pair_keys, device=dev), has_copy=torch.as_tensor(has, device=dev),
+                    logw=logw)
+        for i, stat in enumerate(STATISTICS):
+            v, ok = stat.reduce(w, rows)                                         # (H, r), (r,) | None
+            vals[i, :, r0:r1] = v
+            if ok is not None:
+                valid[i, r0:r1] = ok
+        _strongest(a, w, r0, r1, wanted, layer)
+        del s, logw, w
         r0 = r1
-    for stat in STATISTICS:
-        a[f"stat.{stat.name}.sum"][layer] += sums[stat.name].cpu().numpy()
-        a[f"stat.{stat.name}.count"][layer] += float(counts[stat.name])
-        a[f"stat.{stat.name}.hist"][layer] += hists[stat.name].view(H, BINS).cpu().numpy()
+    _fold(a, layer, vals, valid, torch.tensor([st.upper(n) for st in STATISTICS], device=dev))
+
+
+def _fold(a: dict, layer: int, vals: torch.Tensor, valid: torch.Tensor, tops: torch.Tensor) -> None:
+    """One layer's row values (S, H, T) and the rows each statistic counts (S, T) into the
+    running float64 sums, counts and histograms."""
+    S, H, _ = vals.shape
+    weight = valid.double()[:, None, :]                                           # (S, 1, T)
+    sums = (vals.double() * weight).sum(-1)                                       # (S, H)
+    counts = valid.sum(-1).double()                                               # (S,)
+    bins = (vals / tops[:, None, None] * BINS).floor_().clamp_(0, BINS - 1).long()
+    bins += torch.arange(S * H, device=vals.device).view(S, H, 1) * BINS
+    hist = torch.bincount(bins.ravel(), weight.expand(S, H, -1).ravel(), minlength=S * H * BINS)
+    hist = hist.view(S, H, BINS).cpu().numpy()
+    sums, counts = sums.cpu().numpy(), counts.cpu().numpy()
+    for i, stat in enumerate(STATISTICS):
+        a[f"stat.{stat.name}.sum"][layer] += sums[i]
+        a[f"stat.{stat.name}.count"][layer] += counts[i]
+        a[f"stat.{stat.name}.hist"][layer] += hist[i]
 
 
 def _causal(call) -> bool:
@@ -312,16 +327,15 @@ def _causal(call) -> bool:
 _TRIANGLES: dict = {}     # the last mask checked -> whether it hides every key after its query
 
 
-def _strongest(a: dict, w: torch.Tensor, r0: int, r1: int, offset: int, wanted: dict, layer: int) -> None:
+def _strongest(a: dict, w: torch.Tensor, r0: int, r1: int, wanted: dict, layer: int) -> None:
     """The strongest keys (and their weights) of the kept rows that fall in this block."""
-    picks = [(pos, kind, h, slot) for pos in range(r0, r1) for kind, h, slot in wanted.get(pos, ())]
-    if not picks:
-        return
-    heads = torch.tensor([h for _, _, h, _ in picks], device=w.device)
-    rows = torch.tensor([pos - r0 for pos, *_ in picks], device=w.device)
-    k = min(STRONGEST, w.shape[-1])
-    vals, cols = torch.topk(w[heads, rows], k, dim=-1)                          # (n, k)
-    vals, cols = vals.cpu().numpy(), cols.cpu().numpy()
-    for n, (_, kind, h, slot) in enumerate(picks):
-        a[f"{kind}.keys"][layer, h, slot, :k] = cols[n]
-        a[f"{kind}.weights"][layer, h, slot, :k] = vals[n]
+    for kind, (heads, rows, slots) in wanted.items():
+        inside = (rows >= r0) & (rows < r1)
+        if not inside.any():
+            continue
+        h, r, sl = heads[inside], rows[inside], slots[inside]
+        k = min(STRONGEST, w.shape[-1])
+        picked = w[torch.as_tensor(h, device=w.device), torch.as_tensor(r - r0, device=w.device)]   # (n, c)
+        vals, cols = torch.topk(picked, k, dim=-1)                                # (n, k)
+        a[f"{kind}.keys"][layer, h, sl, :k] = cols.cpu().numpy()
+        a[f"{kind}.weights"][layer, h, sl, :k] = vals.cpu().numpy()

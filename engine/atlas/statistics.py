@@ -28,6 +28,7 @@ class Rows:
     copy_rows: torch.Tensor     # (P,) long: the block's row of each (query, earlier copy of its token) pair
     copy_keys: torch.Tensor     # (P,) long: that earlier copy's position
     has_copy: torch.Tensor      # (r,) bool: the query's token came before
+    logw: torch.Tensor          # (H, r, c) log-weights, a masked cell's held at -1e30 (its weight is 0)
 
 
 def copies(ids, r0: int, r1: int, offset: int = 0):
@@ -70,7 +71,7 @@ def _on_pairs(w: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor) -> torch.
     """(H, r, c) weights, P (row, key) pairs -> (H, r): each row's weight summed over its pairs' keys."""
     out = w.new_zeros(w.shape[0], w.shape[1])
     if len(rows):
-        out.index_add_(1, rows, w[:, rows, keys])
+        out.index_add_(1, rows, w.reshape(w.shape[0], -1).index_select(1, rows * w.shape[-1] + keys))
     return out
 
 
@@ -83,7 +84,7 @@ def _diagonal(w: torch.Tensor, rows: Rows, shift: int) -> tuple[torch.Tensor, to
 
 
 def entropy(w, rows):
-    return torch.special.entr(w).sum(-1), None
+    return -torch.einsum("hrc,hrc->hr", w, rows.logw), None
 
 
 def distance(w, rows):
