@@ -12,6 +12,7 @@ import torch
 from engine.atlas import build_atlas, load_state
 from engine.atlas.corpus import documents
 from engine.atlas.read import atlas_summary, head_detail, means
+from engine.atlas.similarity import similarity, similarity_rows
 from engine.atlas.statistics import LOCAL_WINDOW, NAMES
 from engine.loading.catalog import open_model
 from engine.traces import RunCancelled
@@ -48,7 +49,7 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
     framing = len(adapter.frame_ids([5])[0].target_ids) - 1
     sums = {n: 0.0 for n in NAMES}
     counts = {n: 0.0 for n in NAMES}
-    acts = []
+    acts, gram = [], 0.0
     for index, body in enumerate(documents(adapter, corpus, LENGTH - framing)):
         if index == DOCS:
             break
@@ -76,6 +77,8 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
             "duplicate": (w * earlier_copy).sum(-1)[..., has],
             "induction": (w * after_copy).sum(-1)[..., has],
         }
+        x = w[:, :, similarity_rows(index, T)].reshape(w.shape[0] * w.shape[1], -1)   # (L*H, n*T)
+        gram = gram + x @ x.T
         for name, v in rows.items():
             sums[name] += v.sum(-1)
             counts[name] += v.shape[-1]
@@ -91,7 +94,7 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
                 vec = torch.einsum("thv,hvd->htd", zh, weight.view(H, dv, -1))
             doc_acts.append(vec.norm(dim=-1).numpy())                             # (H, T)
         acts.append(np.stack(doc_acts))
-    return {n: sums[n] / counts[n] for n in NAMES}, acts
+    return {**{n: sums[n] / counts[n] for n in NAMES}, "gram": gram}, acts
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
@@ -103,6 +106,7 @@ def test_every_mean_equals_a_dense_reference_and_top_contexts_a_brute_force_rank
     got = means(state)
     for name in NAMES:
         np.testing.assert_allclose(got[name], ref[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(similarity(state.arrays["sim.gram"]), similarity(ref["gram"]), rtol=1e-5, atol=1e-6)
     L, H = got["entropy"].shape
     for layer in range(L):
         for head in range(H):
@@ -138,6 +142,7 @@ def test_the_bundled_gpts_roles(tmp_path):
     assert np.unravel_index(np.argmax(got["previous"]), got["previous"].shape) == (2, 1)
     summary = atlas_summary(load_state(tmp_path / "gpt.safetensors"))
     assert summary["documents"] == 3 and len(summary["heads"]) == 16 and set(summary["definitions"]) == set(NAMES)
+    assert sorted(summary["similarity"]["order"]) == sorted(h["name"] for h in summary["heads"])
 
 
 def test_bad_input_is_one_sentence_and_exit_2(tmp_path, capsys):

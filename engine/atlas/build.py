@@ -23,6 +23,7 @@ import torch
 from engine.adapters import adapter_for
 from engine.atlas.corpus import corpus_files, documents, fingerprint
 from engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
+from engine.atlas.similarity import fold_gram, similarity_rows
 from engine.atlas.statistics import STATISTICS, Rows, copies, token_groups
 from engine.inputs import InputError
 from engine.kinds import QUERY_SIDE
@@ -175,8 +176,12 @@ def add_document(state: AtlasState, adapter, framed, kind: str, doc: int, norms:
     kept = set(int(t) for t in windows[[p for *_, p in new_top] + [p for _, p in new_sample]].ravel() if t >= 0)
     first = {t: i for i, t in reversed(list(enumerate(ids)))}
     state.tokens.update({t: tokens[first[t]] for t in kept if t not in state.tokens})
+    sim_rows = similarity_rows(doc, T)
+    whole = torch.zeros(len(calls), calls[0].q.shape[1], len(sim_rows), calls[0].k.shape[2],
+                        device=calls[0].q.device)                               # (L, H, n, Tk) rows read in every head
     for layer, call in enumerate(calls):
-        _layer_pass(state, call, layer, ids_np, new_top, new_sample)
+        _layer_pass(state, call, layer, ids_np, new_top, new_sample, (sim_rows, whole[layer]))
+    fold_gram(a, whole)
     state.meta["tokens_done"] = int(state.meta["tokens_done"]) + T
 
 
@@ -234,7 +239,7 @@ def _merge_sample(a: dict, M: int, doc: int, T: int, ids: np.ndarray, windows: n
     return out
 
 
-def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, new_sample) -> None:
+def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, new_sample, similar) -> None:
     """Every statistic of every head of one layer, a block of query rows at a time, and the
     strongest keys of the rows kept (top contexts, sample), with their queries and keys."""
     a, n = state.arrays, state.meta["length"]
@@ -283,6 +288,10 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
             if ok is not None:
                 valid[i, r0:r1] = ok
         _strongest(a, w, r0, r1, wanted, layer)
+        sim_rows, whole = similar                                                 # (n,), (H, n, Tk)
+        inside = np.flatnonzero((sim_rows >= r0) & (sim_rows < r1))
+        if len(inside):
+            whole[:, inside, :c] = w[:, sim_rows[inside] - r0]
         del s, logw, w
         r0 = r1
     _fold(a, layer, vals, valid, torch.tensor([st.upper(n) for st in STATISTICS], device=dev))

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.atlas.similarity import seriation, similarity
 from engine.atlas.state import BINS, AtlasState
 from engine.atlas.statistics import STATISTICS
 from engine.inputs import InputError
 
 DECILES = np.arange(1, 10) / 10
+SIMILAR = 5          # most similar heads listed per head
 PER_DECILE = 3       # decile samples shown per activation decile
 
 
@@ -52,10 +54,17 @@ def atlas_summary(state: AtlasState) -> dict:
                 hist = state.arrays[f"stat.{s.name}.hist"][layer, head]
                 entry[s.name] = {"mean": _num(mean[s.name][layer, head]), "deciles": deciles(hist, s.upper(m["length"]))}
             heads.append(entry)
+    sim = similarity(state.arrays["sim.gram"])
+    names = [h["name"] for h in heads]
+    for i, entry in enumerate(heads):
+        near = [j for j in np.argsort(-sim[i], kind="stable") if j != i][:SIMILAR]
+        entry["similar"] = [{"head": names[j], "cosine": round(float(sim[i, j]), 5)} for j in near]
     return {"model": m["model"], "family": m["family"], "kind": m["kind"], "corpus": m["corpus"],
             "length": m["length"], "documents": state.docs_done, "tokens": int(m["tokens_done"]),
             "layers": L, "heads_per_layer": H,
             "definitions": {s.name: {"definition": s.definition, "tip": s.tip, "source": s.source} for s in STATISTICS},
+            "similarity": {"measure": "cosine of the heads' attention rows on the same rows of every document "
+                                      "(8 a document, read whole)", "order": [names[i] for i in seriation(sim)]},
             "heads": heads}
 
 

@@ -57,6 +57,7 @@ class AtlasState:
         a["sample.keys"], a["sample.weights"] = np.full((L, H, M, STRONGEST), -1, np.int64), np.zeros((L, H, M, STRONGEST), np.float32)
         a["sample.q"] = np.zeros((L, H, M, meta["head_dim"]), np.float32)
         a["sample.k"] = np.zeros((L, H, M, meta["head_dim"]), np.float32)
+        a["sim.gram"] = np.zeros((L * H, L * H))
         meta.setdefault("docs_done", 0)
         meta.setdefault("tokens_done", 0)
         return cls(meta, a)
