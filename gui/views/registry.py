@@ -41,4 +41,5 @@ VIEWS: list[ViewSpec] = [
     ViewSpec("Lens", lazy("lens", "LensView"), "bottom"),
     ViewSpec("Patching", lazy("patching", "PatchingPanel"), "bottom"),
     ViewSpec("Why", lazy("why_panel", "WhyPanel"), "bottom"),
+    ViewSpec("Atlas", lazy("atlas", "AtlasView"), "bottom"),
 ]
