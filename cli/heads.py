@@ -18,11 +18,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from engine.inputs import InputError
     from engine.inspection import mechanism_report
+    from engine.remote import remote_of
 
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
+    if (remote_of(loaded) or {}).get("mode") == "ndif":       # its forward would run on the meta device
+        raise InputError(f"{loaded.name} runs on NDIF and has no weights here, and heads runs the model's forward "
+                         f"here: record a text there (attnscope record {args.model} ...) to see its heads, or run the "
+                         "folder here with ATTNSCOPE_NDIF=local.")
     loaded.model.eval()
     print_json({"model": loaded.name, "family": loaded.family, **mechanism_report(loaded), **model_notes(loaded)})
     return 0

@@ -7,6 +7,7 @@ layer is the model's own prediction.
 from __future__ import annotations
 
 from cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
+from cli.why import check_target
 
 
 def register(sub) -> None:
@@ -27,6 +28,7 @@ def run(args) -> int:
     loaded = open_predicting(args.model, args.device or "auto", "the logit lens")
     if loaded is None:
         return BAD_INPUT
+    check_target(loaded, args.target)
     if remote_of(loaded) is not None:            # ndif:MODEL: read where it is served, one nnsight job
         lens = remote_lens(loaded, body)
     else:

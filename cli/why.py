@@ -21,10 +21,36 @@ def _kind(value: str) -> str:
     return KINDS[value]
 
 
-def _position(value: str) -> int:
-    if not value.isdigit():
-        raise argparse.ArgumentTypeError(f"a position is a whole number from 0, got {value!r}")
+MAX_DIGITS = 7            # positions, layers and heads up to 9,999,999: past any text or model
+
+
+def _number(value: str, what: str) -> int:
+    """A whole number of ASCII digits (str.isdigit takes '²', which int() refuses), bounded."""
+    if not (value.isascii() and value.isdecimal() and len(value) <= MAX_DIGITS):
+        raise argparse.ArgumentTypeError(f"{what} is a whole number from 0 to {10 ** MAX_DIGITS - 1:,} in the digits "
+                                         f"0-9, got {_shown(value)}")
     return int(value)
+
+
+def _shown(value: str) -> str:
+    said = repr(value)
+    return said if len(said) <= 40 else said[:36] + "...'"
+
+
+def _position(value: str) -> int:
+    return _number(value, "a position")
+
+
+def _head(value: str):
+    """L.H, optionally after enc:, dec: or cross: (cli.intervene.head_arg), each number checked."""
+    rest = value.partition(":")[2] if value.partition(":")[0] in KIND_PREFIX else value
+    layer, dot, head = rest.partition(".")
+    if not dot:
+        raise argparse.ArgumentTypeError(f"expected a head as L.H such as 1.3 (optionally cross:1.3), got "
+                                         f"{_shown(value)}")
+    _number(layer, "a head's layer (L of L.H)")
+    _number(head, "a head's number (H of L.H)")
+    return head_arg(value)
 
 
 def register(sub) -> None:
@@ -33,7 +59,7 @@ def register(sub) -> None:
     add_text_options(p, chat=True)
     p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix (default: its own "
                                                              "greedy output)")
-    p.add_argument("--head", type=head_arg, required=True, help="the head as L.H (layer.head, 0-based); may start "
+    p.add_argument("--head", type=_head, required=True, help="the head as L.H (layer.head, 0-based); may start "
                                                                 "with enc:, dec: or cross:")
     p.add_argument("--kind", type=_kind, default=None, help="encoder self, decoder self or cross (or enc, dec, cross); "
                                                             "default: the decoder's self-attention (an encoder's)")
@@ -57,8 +83,19 @@ def run(args) -> int:
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
+    check_target(loaded, args.target)
     kind = head_kind or args.kind or default_kind(loaded)
     split = why(loaded, body, kind, layer, head, args.query, args.key, versus=args.versus, loadings=args.loadings,
                 target=args.target)
     print_json({**split.as_json(), **model_notes(loaded)})
     return 0
+
+
+def check_target(loaded, target) -> None:
+    """--target given to a model with no decoder prefix to take (what why and lens would drop)."""
+    from engine.inputs import InputError
+
+    if target is not None and loaded.role != "encoder-decoder":
+        raise InputError(f"--target is an encoder-decoder's decoder prefix, and {loaded.name} is "
+                         f"{'an' if loaded.role[0] in 'ae' else 'a'} {loaded.role}, which reads --text alone: put the "
+                         "whole text in --text.")

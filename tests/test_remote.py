@@ -122,6 +122,7 @@ def test_a_refused_connection_is_one_sentence_and_never_shows_the_key(tmp_path, 
     monkeypatch.setenv("NDIF_API_KEY", "secret-key-123")
     import nnsight
     monkeypatch.setattr(nnsight.CONFIG.API, "HOST", "http://127.0.0.1:9")       # nothing listens there
+    monkeypatch.setenv("NDIF_HOST", "http://127.0.0.1:9")          # plain http: the host the user named
     monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", None)                     # set from the variable, then undone
     from nnsight.modeling import huggingface
     monkeypatch.setitem(huggingface._ID_CACHE, "tiny/llama", "tiny/llama")    # the hub's answer, known: no lookup

@@ -154,14 +154,13 @@ class Adapter:
         for layer, block in enumerate(self.residual_blocks(kind)):
             names = {id(m): n for n, m in block.named_modules()}
             leaves = [m for m in block.modules() if id(m) not in inside and not list(m.children())
-                      and not isinstance(m, torch.nn.Embedding) and getattr(m, "weight", None) is not None
-                      and m.weight.dim() == 2 and m.weight.data_ptr() not in projections]
+                      and not isinstance(m, torch.nn.Embedding) and _matrices(m, projections)]
             if not leaves:
                 raise InputError(f"{self.loaded.name}: layer {layer} has no MLP module, so its MLP output cannot be "
                                  "read.")
             common = _smallest_holding(block, leaves, names)
             weighted = [m for m in common.modules() if not list(m.children())
-                        and any(p.dim() == 2 for p in m.parameters(recurse=False))]
+                        and any(p.dim() >= 2 for p in m.parameters(recurse=False))]
             clean = common is not block and all(m in leaves for m in weighted) \
                 and not any(id(m) in inside for m in common.modules())
             out.append(common if clean else leaves[-1])
@@ -313,6 +312,13 @@ def without_byte_pieces(pieces: list[str], specials: set[int]) -> list[int]:
 def as_numpy(rows: torch.Tensor | None, b: int) -> np.ndarray | None:
     return None if rows is None else rows[b].float().cpu().numpy()
 
+
+
+def _matrices(module, projections: set) -> bool:
+    """Whether a leaf holds weights of two dimensions or more (a linear layer's, or a mixture of
+    experts' stacked (E, ., .) ones, gpt-oss's), none of them an attention output projection."""
+    held = [p for p in module.parameters(recurse=False) if p.dim() >= 2]
+    return bool(held) and not any(p.data_ptr() in projections for p in held)
 
 def _smallest_holding(block: torch.nn.Module, leaves: list, names: dict) -> torch.nn.Module:
     """The deepest module of ``block`` that holds every one of ``leaves`` (by qualified names)."""

@@ -135,6 +135,8 @@ class Reading:
     sources: list[tuple[str, str]] = field(default_factory=list)   # (name, side), in the order they enter
     heads: dict[Site, torch.Tensor] = field(default_factory=dict)  # (H, |P|, Dv) each head's output
     mlps: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)    # (side, layer) -> (|P|, D)
+    mlp_extras: dict[tuple[str, int], int] = field(default_factory=dict)   # an MLP that returns (out, ...):
+    #   how many items follow its output (a mixture of experts' router scores, which its block drops)
     inputs: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)  # (side, name) -> (|P|, D)
     scales: dict[int, list[torch.Tensor]] = field(default_factory=dict)        # id(norm) -> per call (1, |P|, ..., 1)
     centres: dict[int, bool] = field(default_factory=dict)                     # id(norm) -> subtracts the mean
@@ -225,6 +227,9 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
 
     def on_mlp(module, _args, out):
         _, side, layer = parts.mlps[id(module)]
+        if isinstance(out, tuple):                 # (what it adds to the stream, router scores): gpt-oss's experts
+            reading.mlp_extras[(side, layer)] = len(out) - 1
+            out = out[0]
         reading.mlps[(side, layer)] = _positions(out, at[side], lengths[side], "MLP")[0].detach()
         reading.add_source(source_name(f"L{layer}.mlp", side, enc_dec), side)
 
@@ -353,7 +358,12 @@ def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[i
     def mlp(module):
         _, side, layer = parts.mlps[id(module)]
         key = (source_name(f"L{layer}.mlp", side, enc_dec), side)
-        return lambda: own(reading.mlps[(side, layer)][picks[side]], key)
+        extras = reading.mlp_extras.get((side, layer))
+
+        def out():
+            value = own(reading.mlps[(side, layer)][picks[side]], key)
+            return value if extras is None else (value, *([None] * extras))
+        return out
 
     def on_adder(_module, args, _out):
         side = sides.embedding()

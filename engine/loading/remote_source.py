@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.errors import HFModelError, ModelLoadError, first_line
 from engine.loading.ndif_key import checked_key
+from engine.loading.remote_config import check_ndif_loaded, check_ndif_name, read_served_config, read_served_tokenizer
 
 PREFIX = "ndif:"
 MODE_VARIABLE = "ATTNSCOPE_NDIF"
@@ -52,8 +53,10 @@ def open_remote(given: str, open_here):
     name = str(given).strip()[len(PREFIX):].strip()
     if not name:
         raise ModelLoadError("Name the model after ndif:, as NDIF serves it: ndif:meta-llama/Llama-3.1-70B, say.")
+    check_ndif_name(name)
     if local_mode():
         loaded = open_here(name)
+        check_ndif_loaded(name, loaded)
         loaded.meta["ndif"] = {"model": name, "mode": "local"}
         return loaded
     return _on_meta(name, _config_folder(name))
@@ -84,20 +87,18 @@ def _config_folder(name: str) -> Path:
 def _on_meta(name: str, folder: Path):
     """The decoder of ``folder``'s config, built on the meta device, with its tokenizer."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from engine.loading.loaded import LoadedModel
 
+    config, dtype = read_served_config(folder, f"{PREFIX}{name}")    # dtype as served: what the estimates count
+    tokenizer = read_served_tokenizer(folder, f"{PREFIX}{name}")
     try:
-        config = AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
-        dtype = getattr(config, "dtype", None)            # as served (bf16 for most): what the estimates count
-        dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype or "bfloat16"), torch.bfloat16)
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, trust_remote_code=False, dtype=dtype)
     except Exception as exc:
-        raise HFModelError(f"ndif:{name}: its config and tokenizer in {folder} do not make a language model that "
-                           f"transformers knows ({first_line(exc, 160)}).") from None
+        raise HFModelError(f"ndif:{name}: its config in {folder} does not make a language model transformers can "
+                           f"build ({first_line(exc, 160)}).") from None
     model.config._name_or_path = name                   # the key NDIF knows it by
     model.eval()
     meta = {"ndif": {"model": name, "mode": "ndif"}, "source": f"{PREFIX}{name}", "hf_config": config.to_dict(),

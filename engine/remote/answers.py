@@ -12,21 +12,19 @@ itself cannot be used: it does not read pickle protocol 4, which nnsight's answe
 
 The key goes in nnsight's headers to ``CONFIG.API.HOST`` (the ``NDIF_HOST`` variable, else
 https://api.ndif.us): ``checked_host`` refuses, before anything is sent, a host that is not an
-``https://`` address; plain ``http://`` only to this machine (loopback) or to the very host the
-user named in NDIF_HOST.
+``https://`` address; plain ``http://`` only to the very host the user named in NDIF_HOST
+(engine.loading.ndif_key.key_may_go, the one rule of where the key may go).
 """
 from __future__ import annotations
 
 import functools
 import io
-import os
 import pickle
 from urllib.parse import urlsplit
 
 from engine.errors import RemoteJobError
 
 HOST_VARIABLE = "NDIF_HOST"
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def shown(text: str, limit: int = 60) -> str:
@@ -36,21 +34,22 @@ def shown(text: str, limit: int = 60) -> str:
 
 
 def checked_host(host) -> str:
-    """``host`` (nnsight's CONFIG.API.HOST) when the key may be sent there; RemoteJobError
-    naming it, before anything is sent, when it is not an https:// address with a host name."""
+    """``host`` (nnsight's CONFIG.API.HOST) when the key may be sent there: an address with a host
+    name, in printable ASCII, that engine.loading.ndif_key.key_may_go allows (https, or plain
+    http to the very host the user named in NDIF_HOST); else RemoteJobError naming it, before
+    anything is sent."""
+    from engine.loading.ndif_key import key_may_go
+
     try:
-        parts = urlsplit(str(host))
-        name = parts.hostname
+        name = urlsplit(str(host)).hostname
     except ValueError:
-        parts, name = None, None
-    plain = isinstance(host, str) and host.isascii() and host.isprintable() and " " not in host
-    named = os.environ.get(HOST_VARIABLE, "").strip().rstrip("/")
-    http_ok = name in LOOPBACK or str(host).rstrip("/") == named          # asked for by name, or this machine
-    if plain and parts is not None and name and (parts.scheme == "https" or (parts.scheme == "http" and http_ok)):
-        return str(host).rstrip("/")
-    raise RemoteJobError(f"The NDIF host {shown(host)} is not an https:// address, and the API key is sent only over "
-                         f"https: nothing was sent; set {HOST_VARIABLE} to https://<host>, or unset it for "
-                         "https://api.ndif.us.")
+        name = None
+    if not (isinstance(host, str) and host.isascii() and host.isprintable() and " " not in host and name):
+        raise RemoteJobError(f"The NDIF host {shown(host)} is not an https:// address with a host name, so the API key "
+                             f"is not sent there and nothing was sent: set {HOST_VARIABLE} to https://<host>, or unset "
+                             "it for https://api.ndif.us.")
+    key_may_go(host)
+    return host.rstrip("/")
 
 
 @functools.lru_cache(maxsize=1)

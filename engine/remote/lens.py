@@ -41,7 +41,7 @@ def remote_lens(loaded, text: str, spec=None, k: int = 5) -> Lens:
     framed = frame(adapter_for(loaded), text)
     check_interventions(spec, loaded, len(framed.target_ids))
     spec = None if spec is None or spec.empty else spec
-    blocks, norm, head = tail_paths(loaded)
+    blocks, norm, head = tail_paths(loaded, session.ops)
     softcap = getattr(loaded.model.config.get_text_config(), "final_logit_softcapping", None)
     back = lens_job(session, framed.target_ids, blocks, norm, head, softcap, k, spec)
     if float(back["tail_error"]) > TAIL_ATOL:
@@ -55,21 +55,40 @@ def remote_lens(loaded, text: str, spec=None, k: int = 5) -> Lens:
                 back["final"].numpy().astype(np.float32))
 
 
-def tail_paths(loaded) -> tuple[list[str], str | None, str]:
+def tail_paths(loaded, ops: list[tuple[str, str]]) -> tuple[list[str], str | None, str]:
     """(each decoder block's module path, the final norm's, the unembedding's) in ``loaded.model``
-    (the same names in the model nnsight sends the job to). The norm: the last module outside
-    the blocks with weights of one dimension, after the blocks (the local lens finds it by a
-    forward, which a model with no weights here cannot run)."""
+    (the same names in the model nnsight sends the job to). The blocks: the one ModuleList whose
+    i-th child holds the i-th attention op (``ops``, engine.remote.jobs.attention_ops, read from
+    the source): a model served by NDIF is built here on the meta device, never attached to the
+    seam, so the adapter's blocks (found from the seam's sites) are not there to find. The norm:
+    the last module outside the blocks with weights of one dimension, after the blocks (the
+    local lens finds it by a forward, which a model with no weights here cannot run)."""
     adapter = adapter_for(loaded)
     names = {id(m): n for n, m in loaded.model.named_modules()}
-    blocks = [names[id(b)] for b in adapter.residual_blocks()]
+    blocks = _blocks_of(loaded, [path for path, _ in ops])
+    modules = dict(loaded.model.named_modules())
     head = adapter.unembedding()
-    inside = {id(m) for b in adapter.residual_blocks() for m in b.modules()} | {id(m) for m in head.modules()}
+    inside = {id(m) for b in blocks for m in modules[b].modules()} | {id(m) for m in head.modules()}
     order = list(loaded.model.named_modules())
     last_block = max(i for i, (_, m) in enumerate(order) if id(m) in inside and id(m) != id(head))
     after = [n for n, m in order[last_block + 1:] if id(m) not in inside and not list(m.children())
              and any(p.dim() == 1 for p in m.parameters(recurse=False))]
     return blocks, (after[-1] if after else None), names[id(head)]
+
+
+def _blocks_of(loaded, op_paths: list[str]) -> list[str]:
+    """The paths of the ModuleList's children that hold the attention ops at ``op_paths``, one
+    each, in layer order; InputError in one sentence when no ModuleList does."""
+    import torch
+
+    for name, modules in loaded.model.named_modules():
+        if not isinstance(modules, torch.nn.ModuleList) or len(modules) != len(op_paths) or not len(modules):
+            continue
+        paths = [f"{name}.{i}" if name else str(i) for i in range(len(modules))]
+        if all(op.startswith(path + ".") for op, path in zip(op_paths, paths)):
+            return paths
+    raise InputError(f"{loaded.name}'s attention modules are not one to a block of one list of blocks, so attnscope "
+                     "cannot tell which block's output to read the logit lens from.")
 
 
 def lens_job(session, ids: list[int], blocks: list[str], norm: str | None, head: str, softcap, k: int,
