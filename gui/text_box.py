@@ -81,6 +81,13 @@ class TextBox(QPlainTextEdit):
             self._tab_width()
             self.updateGeometry()
 
+    def resizeEvent(self, event) -> None:
+        """The wrapped lines change with the width too (the window narrowed, presentation mode's
+        font): the box stayed one line tall and hid the second line of a text that wrapped then."""
+        super().resizeEvent(event)                    # lays the document out at the new width
+        if self.sizeHint().height() != self.height():
+            self.updateGeometry()
+
     def _tab_width(self) -> None:
         """A tab as wide as four spaces (Qt's default is 80 pixels: a tab looked like a gap of ten words)."""
         self.setTabStopDistance(4 * self.fontMetrics().horizontalAdvance(" "))

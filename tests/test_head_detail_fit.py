@@ -67,6 +67,32 @@ def test_presentation_mode_never_shrinks_the_rows_labels_below_the_normal_size(q
         apply_font(False)
 
 
+def test_rows_as_tall_as_their_labels_are_all_labelled_in_presentation_mode(qtbot, drawn):
+    """Presentation mode at 1280x800: 9 query rows of ~14.6 px, labels 14 px tall at the normal
+    size; 4 of the 9 were left out (each label was asked 2 px of gap more than its row)."""
+    from gui.theme import apply_font
+
+    apply_font(True)
+    try:
+        view = _detail(qtbot, drawn, (420, 300), presentation=True)
+        left = view.item.getAxis("left")
+        row_px = QFontMetrics(left.style["tickFont"]).height()
+        vb = view.item.vb
+        vb.setYRange(0, 9, padding=0)                              # 9 rows shown
+        qtbot.waitUntil(lambda: abs(vb.viewRange()[1][1] - vb.viewRange()[1][0] - 9) < 0.5)
+        rows_tall = lambda: row_px <= vb.height() / 9 < row_px + 2   # noqa: E731
+        for height in range(200, 600, 2):                         # a map whose rows are as tall as a label
+            view.resize(420, height)
+            QApplication.processEvents()
+            if rows_tall():
+                break
+        assert rows_tall(), vb.height()
+        view._label_axes()
+        assert len(left._tickLevels[0]) == len(TOKENS)                  # every row, none left out
+    finally:
+        apply_font(False)
+
+
 def test_presentation_mode_keeps_the_large_labels_where_they_fit(qtbot, drawn):
     from gui.theme import PRESENTATION_SCALE, apply_font, normal_point_size
 

@@ -64,3 +64,27 @@ def test_line_breaks_and_tabs_show_and_return_runs_while_shift_return_breaks_the
     qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
     qtbot.keyClicks(box, "d")
     assert box.text() == "a\tb\nc\nd" and edits[-1] == "a\tb\nc\nd" and runs == [True]
+
+
+def test_a_text_that_wraps_when_the_box_narrows_shows_its_second_line(qtbot):
+    """Presentation mode at 1280x800 hid the text box's second line: a text on one line at
+    1600 px wrapped when the window narrowed, and the box stayed one line tall (its height
+    followed the text's changes only, not its width's)."""
+    from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+    from gui.text_box import TextBox
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    box = TextBox()
+    QHBoxLayout(host).addWidget(box)
+    box.setText("the big dog sees the small cat and the cat runs away .")
+    host.resize(900, 200)
+    host.show()
+    qtbot.waitUntil(lambda: box.isVisible())
+    one_line = box.height()
+    assert box.document().size().height() == 1
+    host.resize(180, 200)                                          # narrower: the text wraps
+    qtbot.waitUntil(lambda: box.document().size().height() >= 2)
+    lines = int(box.document().size().height())
+    qtbot.waitUntil(lambda: box.height() >= one_line + (min(lines, 4) - 1) * box.fontMetrics().lineSpacing())

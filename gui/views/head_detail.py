@@ -459,7 +459,9 @@ class HeadDetail(PreparedView, QWidget):
             left.setStyle(tickFont=font)
             if q:
                 fit_row_axis(left, q)        # as wide as its labels in the font they now have
-        self.item.getAxis("left").setTicks([view_ticks(q, vb, False, QFontMetrics(font).height() + 2)])
+        row_px = QFontMetrics(font).height()      # a label's height, and its 2 px gap only where rows have it
+        gap = 2 if per_row >= row_px + 2 else 0   # (F5 at 1280x800: 14 px labels in 14.6 px rows, 4 of 9 dropped)
+        self.item.getAxis("left").setTicks([view_ticks(q, vb, False, row_px + gap)])
         self.key_axis.set_ticks(k, view_ticks(k, vb, True, line))
 
     def _cell_at(self, scene_pos) -> tuple[int, int] | None:
