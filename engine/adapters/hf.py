@@ -89,12 +89,15 @@ class HFAdapter(Adapter):
     def lean(self, last_only: bool) -> dict:
         """The forward's keywords for ``last_only`` (Adapter.forward): no cache, and the last
         position's logits only where the model's forward takes ``logits_to_keep`` (its older
-        name ``num_logits_to_keep`` too)."""
+        name ``num_logits_to_keep`` too) and does not then skip queries (Gemma 4's KV-shared
+        layers do: engine.seam.hf_attention.trims_queries, asked once when it is opened)."""
         if not last_only:
             return {}
         accepted = inspect.signature(self.model.forward).parameters
         kept = {"use_cache": False} if "use_cache" in accepted else {}
         for name in ("logits_to_keep", "num_logits_to_keep"):
+            if getattr(self.model, "attnscope_trims_queries", False):   # Gemma 4: every query is needed
+                break
             if name in accepted:
                 kept[name] = 1
                 break

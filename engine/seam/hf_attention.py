@@ -150,14 +150,30 @@ class _Discovery(SeamHook):
 PROBE_SOURCE, PROBE_TARGET = 5, 3
 
 
-def _probe(model, role: str, dev: torch.device) -> None:
-    """The model's forward on the probe, its ids on ``dev``."""
+def _probe(model, role: str, dev: torch.device, **kwargs) -> None:
+    """The model's forward on the probe, its ids on ``dev`` (``kwargs``: more keywords to the forward)."""
     vocab = embedding_rows(model)
     ids = lambda n: (3 + torch.arange(n, device=dev) % max(1, vocab - 3))[None]   # noqa: E731  (1, n)
     if role == "encoder-decoder":
-        model(input_ids=ids(PROBE_SOURCE), decoder_input_ids=ids(PROBE_TARGET))
+        model(input_ids=ids(PROBE_SOURCE), decoder_input_ids=ids(PROBE_TARGET), **kwargs)
     else:
-        model(input_ids=ids(PROBE_SOURCE))
+        model(input_ids=ids(PROBE_SOURCE), **kwargs)
+
+
+@torch.no_grad()
+def trims_queries(model, role: str, dev: torch.device) -> bool:
+    """Whether ``logits_to_keep=1`` makes the model skip queries at some attention call (Gemma 4's
+    KV-shared layers compute only the kept positions' queries): a Run, which asks for the last
+    logits only, must then not ask it, or those layers' rows would be missing. One probe forward."""
+    import inspect
+
+    if "logits_to_keep" not in inspect.signature(model.forward).parameters:
+        return False
+    found = _Discovery()
+    with hooks(found):
+        _probe(model, role, dev, logits_to_keep=1, use_cache=False)
+    full = {PROBE_SOURCE, PROBE_TARGET}
+    return any(tq not in full for _, tq, _ in found.seen)
 
 
 def embedding_rows(model) -> int:
@@ -306,6 +322,7 @@ def attach(model, role: str, dev: torch.device) -> list[str]:
         share = diff / (rel * max(scale, 1e-6)) if diff == diff else float("inf")   # NaN: refused
         if worst is None or share > worst[0]:
             worst = (share, site, diff, scale)
+    assert worst is not None                        # eager holds a site (above)
     share, site, diff, scale = worst
     if share > 1:
         raise SiteError(f"{name} through attnscope's seam does not compute what it computes itself: on a "
@@ -314,6 +331,7 @@ def attach(model, role: str, dev: torch.device) -> list[str]:
                         f"allowed in {str(model.dtype).removeprefix('torch.')} ({rel:g} of their largest magnitude, "
                         f"{scale:.3g}), so attnscope will not show it.")
     _check_weights(name, calls, eager_weights, rel)
+    model.attnscope_trims_queries = trims_queries(model, role, dev)
     return []
 
 
