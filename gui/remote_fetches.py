@@ -85,6 +85,7 @@ class RemoteFetches(QObject):
                 for jobs in view.drawing_jobs():
                     if jobs.busy:
                         jobs.cancel()
-        self.window.statusBar().showMessage(f"Fetching from {trace.model_name} stopped; nothing of it was kept, "
-                                            "and the views show what they drew before.", 6000)
+        self.window.statusBar().showMessage(f"Fetching from {trace.model_name} stopped; nothing of it was kept, and "
+                                            "the views show what they drew before, greyed (click one to draw it).",
+                                            6000)
         return True

@@ -6,6 +6,7 @@ during a remote fetch."""
 import threading
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
 import gui.engine_calls
 from gui.views.prepared import STALE_NOTE, STOPPED_NOTE
@@ -87,9 +88,10 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
     for view in (detail, stats):
         view.draw_jobs.cancel()                       # ... and stopped, as RemoteFetches.stop does
     assert _greyed(detail, STOPPED_NOTE) and _greyed(stats, STOPPED_NOTE)
-    window.state.select(head=1)                       # choosing a head draws it
+    for view in (detail, stats):                      # a click on the veil draws it
+        qtbot.mouseClick(view.stale_cover, Qt.MouseButton.LeftButton)
     drawn(detail, stats)
-    qtbot.waitUntil(lambda: _current(detail), timeout=20000)
+    assert _current(detail) and _current(stats)
 
     # 5. a model change: greyed while it loads, then the new model's Run, current
     with qtbot.waitSignal(window.state.model_changed, timeout=30000):
@@ -128,3 +130,37 @@ def test_head_detail_readout_follows_a_head_opened_elsewhere(window, qtbot, draw
     assert detail.readout.text().strip() == ""
     drawn(detail)
     assert (detail.drawing.layer, detail.drawing.head) == (1, 1)
+
+
+def test_lines_about_a_run_or_a_model_go_with_it(window, qtbot):
+    """Patching's status (an error about the previous model's tokens) goes with a model change;
+    an ndif: Run's "Running ... on 13 tokens" goes when its Run is over."""
+    patching, = _open(window, "Patching")
+    patching.status.setText("The answer ' cat' is not one token of random translator.")
+    with qtbot.waitSignal(window.state.model_changed, timeout=30000):
+        window.open_source("random-gpt")
+    assert "not one token" not in patching.status.text()
+    qtbot.waitUntil(lambda: window.state.trace is not None and not window.run_jobs.busy, timeout=30000)
+    window.state.begin_request()
+    window.opening.remote_notices.said.emit("Running some-model on 13 tokens: 2 MB will travel back.")
+    assert window.statusBar().currentMessage().startswith("Running some-model")
+    window.state.end_request()
+    assert window.statusBar().currentMessage() == ""
+
+
+def test_a_remote_recording_does_not_promise_fetches():
+    """A recording of an ndif: Run, opened from its file, has no model to fetch rows with: its Run's
+    note says what the file holds instead of "others are fetched when a view asks"."""
+    from types import SimpleNamespace
+
+    from gui.remote_fetches import PART_FILE, WHOLE_FILE, shown_notes
+
+    run_note = ("Run on NDIF: 1,024 bytes came back in 1.0 s; q of query rows 4,000-4,012 is here, others are "
+                "fetched when a view asks.")
+    trace = SimpleNamespace(notes=[run_note, "Opened from the recording r.safetensors."])
+    assert shown_notes(SimpleNamespace(recording=None), trace)[0] == run_note        # the live Run: true
+    whole = shown_notes(SimpleNamespace(recording="r.safetensors"), trace)
+    assert "fetched when a view asks" not in " ".join(whole) and WHOLE_FILE in whole[0]
+    trace.notes.append("Opened from the recording r: query rows 4,000-4,012 of 4,013 are exact; no model is here "
+                       "to fetch the others.")
+    assert PART_FILE in shown_notes(SimpleNamespace(recording="r"), trace)[0]

@@ -42,8 +42,7 @@ HOLD_PAINT = True   # a view waiting for its new drawing does not paint its old 
 HOLD_MS = 250       # ... for at most this long
 # What a greyed view says (the overview's progress line says the same, in brackets).
 STALE_NOTE = "Greyed: the previous text's, shown until the new drawing is in."
-STOPPED_NOTE = ("Greyed: the previous text's. Drawing the text on screen was stopped; choose a head or press Run "
-                "to draw it.")
+STOPPED_NOTE = "Greyed: the previous text's. Drawing the text on screen was stopped: click here to draw it."
 
 
 @dataclass
@@ -135,6 +134,11 @@ class PreparedView:
         if readout is not None:
             readout.setText(" ")
 
+    def _draw_stopped(self) -> None:
+        """The veil clicked: a drawing that was stopped (Esc) is asked again; one on its way waits."""
+        if self.stale and not self.state.pending and not self.draw_jobs.busy:
+            self.redraw()
+
     def _staleness_changed(self, *_args) -> None:
         self.show_staleness()
 
@@ -145,6 +149,7 @@ class PreparedView:
                 if self.stale_cover is not None:
                     self.stale_cover.uncover()
                 self.stale_cover = StaleCover(self.stale_target())
+                self.stale_cover.clicked.connect(self._draw_stopped)
             if not self.stale_cover.isVisible():
                 self.forget_readout()
             self.stale_cover.cover(self.stale_sentence())

@@ -10,7 +10,7 @@ text's numbers under the new text's caption, issue 53).
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -18,7 +18,10 @@ VEIL_ALPHA = 170          # of 255: the picture still shows through, plainly gre
 
 
 class StaleCover(QLabel):
-    """A child of ``target`` that covers it whole while shown (it follows the target's size)."""
+    """A child of ``target`` that covers it whole while shown (it follows the target's size);
+    a click on it says ``clicked`` (a view whose drawing was stopped draws again)."""
+
+    clicked = Signal()
 
     def __init__(self, target: QWidget):
         super().__init__(target)
@@ -46,6 +49,11 @@ class StaleCover(QLabel):
 
     def uncover(self) -> None:
         self.hide()
+
+    def mouseReleaseEvent(self, event) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit()
+        event.accept()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.target and event.type() == QEvent.Type.Resize:
