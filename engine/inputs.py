@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
+_F = TypeVar("_F")                 # a callback handed back as given (check_callback)
 MAX_TEXT_FILE_BYTES = 16 << 20     # a long context: 16 MB of text is millions of tokens
 
 
@@ -26,7 +28,7 @@ def check_count(value, what: str, least: int = 1) -> int:
     return value
 
 
-def check_callback(fn, what: str):
+def check_callback(fn: _F, what: str) -> _F:
     """``fn`` when it is None or can be called (``what``: "stop", "report"), else InputError."""
     if fn is not None and not callable(fn):
         raise InputError(f"The argument {what} must be a function to call (or None), not {fn!r:.40}.")
@@ -110,7 +112,7 @@ def check_text(text: str, what: str = "run") -> str:
     script that calls it gets the CLI's and the window's refusals (no text, bytes that are not
     UTF-8, lone surrogates, something that is not text at all). A Chat has each turn checked."""
     if isinstance(text, Chat):
-        return check_chat(text, what)
+        return check_chat(text, what)   # pyright: ignore[reportReturnType]  (a Chat passes as text)
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")

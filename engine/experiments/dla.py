@@ -79,7 +79,8 @@ def direct_logit_attribution(loaded, pair: FramedPair, metric: str = LOGIT_DIFF,
                               pair.answers, metric))
     clean = float(metric_of(run.last_logits, pair.answers, metric))
     x = first_of(run.blocks[-1])[0, -1].float()                                      # (D,) the final residual stream
-    parts, labels = [run.at[(RESID_PRE, 0)][-1].float()], ["embed"]
+    parts = [run.at[(RESID_PRE, 0)][-1].float()]
+    labels: list = ["embed"]        # "embed", ("head", layer, head), ("bias", layer), ("mlp", layer)
     for layer in range(points.layers):
         w_out, _ = adapter.output_projection(Site(DECODER_SELF, layer))             # (D, H * Dv)
         heads = run.at[(HEADS, layer)][:, -1].float()                               # (H, Dv)

@@ -318,6 +318,7 @@ def _common(trace: AttentionTrace, what: str) -> dict:
 def _heads(trace: AttentionTrace, ask: ExportAsk) -> list[tuple[str, int, int]]:
     """(kind, layer, head) of every head asked, in the order the arrays hold them."""
     if ask.what == "head":
+        assert ask.kind is not None             # ExportAsk.resolved filled it in
         return [(ask.kind, ask.layer, ask.head)]
     return [(kind, layer, head) for kind in ask.kinds(trace)
             for layer in range(trace.shape(kind)[0]) for head in range(trace.shape(kind)[1])]

@@ -103,8 +103,8 @@ def counting_tensors(reporter: Reporter):
             yield item
         reporter.building(total, total)
 
-    loading.tqdm = counted
+    loading.tqdm = counted   # pyright: ignore[reportPrivateImportUsage]  (transformers' own bar, swapped)
     try:
         yield
     finally:
-        loading.tqdm = original
+        loading.tqdm = original   # pyright: ignore[reportPrivateImportUsage]

@@ -59,6 +59,8 @@ def shift_encoding(pe_row: torch.Tensor, k: float, base: float = 10000.0) -> tor
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table (a buffer, not a parameter) to token embeddings."""
 
+    pe: torch.Tensor        # (max_len, D), a buffer: declared so tools see a tensor, not "Tensor | Module"
+
     def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0):
         super().__init__()
         self.base = base

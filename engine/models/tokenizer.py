@@ -108,7 +108,7 @@ class Tokenizer:
     mask_id = property(lambda self: self.hf.token_to_id(MASK))
 
     @property
-    def special_ids(self) -> set[int]:
+    def special_ids(self) -> set[int | None]:     # None: a special this vocabulary lacks
         return {self.hf.token_to_id(t) for t in SPECIALS}
 
     def encode(self, text: str) -> list[int]:

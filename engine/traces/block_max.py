@@ -96,8 +96,8 @@ def block_maxima(call, b: int, tq: int, tk: int, kb: int) -> torch.Tensor:
 def _kernel():
     """The Triton kernel, or None where Triton is not installed."""
     try:
-        import triton
-        import triton.language as tl
+        import triton   # pyright: ignore[reportMissingImports]  (CUDA machines only)
+        import triton.language as tl   # pyright: ignore[reportMissingImports]
     except ImportError:
         return None
 

@@ -177,7 +177,7 @@ def _meta(path: Path) -> dict:
     return meta
 
 
-def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace:
+def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace | PartialTrace:
     """The trace a recording file holds, every check passed; RecordingError otherwise."""
     from safetensors import safe_open
 
