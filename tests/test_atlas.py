@@ -17,6 +17,7 @@ from engine.atlas.statistics import LOCAL_WINDOW, NAMES
 from engine.loading.catalog import open_model
 from engine.traces import RunCancelled
 from tests.hf_tiny import tiny_folder
+from tests.test_attention_sinks import sink_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT = ROOT / "resources" / "checkpoints" / "gpt.safetensors"
@@ -44,8 +45,9 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
     adapter = adapter_for(loaded)
     model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
     arch = model.config.model_type
-    blocks = model.model.layers if arch == "llama" else model.transformer.h
-    projections = [b.self_attn.o_proj if arch == "llama" else b.attn.c_proj for b in blocks]
+    linear = arch != "gpt2"                                                       # o_proj: Linear (D, H * Dv)
+    blocks = model.model.layers if linear else model.transformer.h
+    projections = [b.self_attn.o_proj if linear else b.attn.c_proj for b in blocks]
     framing = len(adapter.frame_ids([5])[0].target_ids) - 1
     sums = {n: 0.0 for n in NAMES}
     counts = {n: 0.0 for n in NAMES}
@@ -71,6 +73,7 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
             "entropy": -(w * np.log(np.where(w > 0, w, 1.0))).sum(-1),
             "distance": (w * np.abs(i - j)).sum(-1),
             "sink": w[..., 0],
+            "learned_sink": np.clip(1.0 - w.sum(-1), 0.0, None),
             "previous": w[..., np.arange(1, T), np.arange(T - 1)],
             "self": w[..., np.arange(T), np.arange(T)],
             "local": (w * (np.abs(i - j) <= LOCAL_WINDOW)).sum(-1),
@@ -88,7 +91,7 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
             H = model.config.num_attention_heads
             dv = z.shape[-1] // H
             zh = z.double().view(T, H, dv)
-            if arch == "llama":                                                   # Linear: (D, H * Dv)
+            if linear:                                                            # Linear: (D, H * Dv)
                 vec = torch.einsum("thv,dhv->htd", zh, weight.view(-1, H, dv))
             else:                                                                 # Conv1D: (H * Dv, D)
                 vec = torch.einsum("thv,hvd->htd", zh, weight.view(H, dv, -1))
@@ -97,9 +100,10 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
     return {**{n: sums[n] / counts[n] for n in NAMES}, "gram": gram}, acts
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gpt_oss"])
 def test_every_mean_equals_a_dense_reference_and_top_contexts_a_brute_force_ranking(arch, corpus, tmp_path):
-    folder = tiny_folder(tmp_path, arch)
+    """A Llama with grouped key/value heads, GPT-2, and gpt-oss with learned sinks (rows below 1)."""
+    folder = sink_folder(tmp_path, arch) if arch == "gpt_oss" else tiny_folder(tmp_path, arch)
     loaded = open_model(str(folder), "cpu")
     state = build_atlas(loaded, tmp_path / "a.safetensors", corpus=corpus, length=LENGTH, docs=DOCS, top=TOP)
     ref, acts = reference(folder, loaded, corpus)

@@ -99,6 +99,12 @@ def sink(w, rows):
     return w[:, :, 0], None
 
 
+def learned_sink(w, rows):
+    """A model with attention sinks (gpt-oss's learned logit per head) gives each row's softmax one
+    more term that reads no value: its share is what the row's weights leave of 1."""
+    return (1.0 - w.sum(-1)).clamp_min_(0.0), None
+
+
 def previous(w, rows):
     return _diagonal(w, rows, 1)
 
@@ -137,6 +143,9 @@ STATISTICS: list[Statistic] = [
     Statistic("sink", "a_i0: the weight on the first token",
               "weight on the first token (the attention sink)", sink, _one,
               "attention sinks (Xiao et al., 2023, StreamingLLM)"),
+    Statistic("learned_sink", "1 - sum_j a_ij: the share of a learned sink (a softmax term that reads no value; "
+              "0 in a model without one)", "weight on the model's learned sink", learned_sink, _one,
+              "learned attention sinks (gpt-oss, OpenAI 2025; Sun et al., 2024, Massive activations)"),
     Statistic("previous", "a_i,i-1: the weight on the token just before (queries i >= 1)",
               "weight on the previous token", previous, _one,
               "previous-token heads (Olsson et al., 2022, In-context learning and induction heads)"),
