@@ -169,7 +169,7 @@ def _calls(d):
         "decode_all(settings='greedy')": lambda: decode_all(gpt, "the dog", settings="greedy"),
         "trace_text(interventions='0.0')": lambda: trace_text(gpt, "the dog", interventions="0.0"),
         "trace_text(report=5)": lambda: trace_text(gpt, "the dog", report=5),
-        "effect(k=-5)": lambda: intervention_effect(gpt, "the dog", None, k=-5),
+        "intervention_effect(k=-5)": lambda: intervention_effect(gpt, "the dog", None, k=-5),
         "logit_lens(k=-1)": lambda: logit_lens(gpt, "the dog", k=-1),
         "read_utf8(None)": lambda: read_utf8(None),
         "read_utf8(5)": lambda: read_utf8(5),
@@ -184,7 +184,7 @@ CALLS = ["frame_pair(None)", "frame_pair(a recording)", "frame_pair(a str)", "fr
          "frame_pair(target=a surrogate)", "frame_pair(pair=None)", "experiment(metric='bogus')",
          "experiment(max_batch='x')", "experiment(stop=5)", "experiment(another model)", "over_pairs(None)",
          "next_tokens(k=-1)", "next_tokens(an encoder)", "decode_all(settings='greedy')",
-         "trace_text(interventions='0.0')", "trace_text(report=5)", "effect(k=-5)", "logit_lens(k=-1)",
+         "trace_text(interventions='0.0')", "trace_text(report=5)", "intervention_effect(k=-5)", "logit_lens(k=-1)",
          "read_utf8(None)", "read_utf8(5)", "read_pairs(None)", "read_pairs(5)", "is_recording(None)",
          "is_recording(5)"]
 
