@@ -57,7 +57,7 @@ def run_command(args) -> int:
     except (ValueError, OSError) as exc:  # ModelLoadError, InputError, an unknown device, a full disk, ...
         if os.environ.get("ATTNSCOPE_DEBUG"):
             raise
-        say(exc)
+        say(_said_of_os_error(exc) if isinstance(exc, OSError) else exc)
         return BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - a bug: one line that says so, not a traceback
         if os.environ.get("ATTNSCOPE_DEBUG"):
@@ -65,6 +65,18 @@ def run_command(args) -> int:
         say(f"internal error ({type(exc).__name__}: {exc}); this is a bug, please report it with the command. "
             "ATTNSCOPE_DEBUG=1 shows the details.")
         return 1
+
+
+def _said_of_os_error(exc: OSError) -> str:
+    """An OSError as one sentence: a name too long for the file system said so (the OS's raw
+    "[Errno 36] File name too long: '...'" quoted all 5,000 characters), any other as it is."""
+    import errno
+
+    if exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 60 else f"{name[:40]}…{name[-12:]}"
+        return f"A file name is too long for the file system ({len(name):,} characters: {shown}); give a shorter one."
+    return str(exc)
 
 
 if __name__ == "__main__":

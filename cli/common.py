@@ -160,9 +160,19 @@ def out_folder(value: str) -> Path:
     """A folder to write into: it may not exist yet, but must not be a file
     (``writable_problem`` then tries it for real, before the work starts)."""
     path = Path(value).expanduser()
+    _fits(path, "--out folder")
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{value} is a file; give a folder to write into")
     return path
+
+
+def _fits(path: Path, what: str) -> None:
+    """argparse's one sentence for a name too long for the file system (exists() would raise)."""
+    from engine.inputs import too_long
+
+    said = too_long(path, what)
+    if said:
+        raise argparse.ArgumentTypeError(said)
 
 
 def writable_problem(folder: Path) -> str | None:
@@ -179,10 +189,39 @@ def writable_problem(folder: Path) -> str | None:
     return None
 
 
+def kept_file(path: Path, force: bool) -> str | None:
+    """Why ``path`` is not written (None if it may be): an existing file is the user's until
+    --force says otherwise (export replaced grid.png or trace.npz without a word, issue 58)."""
+    if force or not (path.exists() or path.is_symlink()) or _an_export(path):
+        return None
+    return f"{path} already exists: attnscope will not write over it; choose another --out folder, or add --force"
+
+
+def _an_export(path: Path) -> bool:
+    """Whether ``path`` is a regular file attnscope's export wrote, known by its content: an NPZ
+    with export's members (what, model_name, notes), a CSV with export's header. An image carries
+    no such mark, so it is never replaced without --force."""
+    import zipfile
+
+    try:
+        if not path.is_file() or path.is_symlink():
+            return False
+        if path.suffix == ".npz":
+            with zipfile.ZipFile(path) as z:
+                return {"what.npy", "model_name.npy", "notes.npy"} <= set(z.namelist())
+        if path.suffix == ".csv":
+            with open(path, "rb") as f:
+                return f.readline(200).startswith(b"kind,layer,head,")
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+    return False
+
+
 def out_checkpoint(value: str) -> Path:
     """A .safetensors file to save to, checked before any training starts."""
     from engine.loading import CheckpointError, check_checkpoint_path
 
+    _fits(Path(value).expanduser(), "checkpoint")
     try:
         return check_checkpoint_path(Path(value).expanduser())
     except CheckpointError as exc:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from cli.common import (BAD_INPUT, add_text_options, image_size, int_in, open_or_explain, out_folder, print_json,
-                        say, text, text_of, writable_problem)
+from cli.common import (BAD_INPUT, add_text_options, image_size, int_in, kept_file, open_or_explain, out_folder,
+                        print_json, say, text, text_of, writable_problem)
 
 VIEWS = ("grid", "head", "lines", "pooled")   # pooled: numbers only (npz, csv)
 
@@ -26,6 +26,8 @@ def register(sub) -> None:
     p.add_argument("--target", default=None, type=text, help="translator: a target prefix (default: its own translation)")
     p.add_argument("--pair", default=None, type=text, help="BERT: a second sentence")
     p.add_argument("--out", required=True, type=out_folder, help="folder to write into")
+    p.add_argument("--force", action="store_true", help="replace a file of the same name in --out (by default an "
+                   "existing file is never written over)")
     p.add_argument("--view", choices=VIEWS, default="grid",
                    help="grid: every head (npz/csv: of --kind, or of every kind); head: --layer/--head of --kind; "
                         "lines: each query's strongest keys (an image); pooled: the overview's pooled numbers "
@@ -59,7 +61,8 @@ def run(args) -> int:
     from engine.remote import remote_of, trace_remote
     from engine.traces import trace_text
 
-    problem = writable_problem(args.out)
+    problem = writable_problem(args.out) or (args.format not in ("npz", "csv") and
+                                             kept_file(args.out / f"{args.view}.{args.format}", args.force))
     if problem:
         say(problem)
         return BAD_INPUT
@@ -146,6 +149,10 @@ def _write_numbers(args, trace, out) -> int:
             return BAD_INPUT
         if est.seconds > SAY_ESTIMATE_S:
             say(f"exporting {est.what}: {est.describe()}")
+        problem = kept_file(out / ask.file_name(args.format), args.force)
+        if problem:
+            say(problem)
+            return BAD_INPUT
         bar = _ProgressBar(f"exporting {ask.what}", unit="layer" if what == "pooled" else "weight")
         path = export_trace(trace, out / ask.file_name(args.format), ask, args.format, report=bar)
     except ExportError as exc:

@@ -6,7 +6,7 @@ and a note says so once; words the vocabulary lacks are listed once each. No tor
 """
 from __future__ import annotations
 
-
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -44,10 +44,33 @@ def check_kind(value, types, what: str, expected: str):
     return value
 
 
+MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4096        # what Linux, macOS and Windows file systems take at most
+
+
+def too_long(path, what: str) -> str | None:
+    """One sentence when ``path`` is longer than a file system takes (a part past 255 bytes, the
+    whole past 4,096): the OS said a raw "[Errno 36] File name too long" or, where a check called
+    exists() first, a traceback (issue 58); None when it fits."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+    try:
+        longest = max((len(os.fsencode(part)) for part in Path(text).parts), default=0)
+        whole = len(os.fsencode(text))
+    except (UnicodeError, ValueError):
+        return f"The name of the {what} cannot be written as a file name on this system."
+    if longest > MAX_NAME_BYTES or whole > MAX_PATH_BYTES:
+        return (f"The name of the {what} is too long for the file system ({whole:,} bytes, a part of {longest:,}; at most "
+                f"{MAX_NAME_BYTES} a part and {MAX_PATH_BYTES:,} in all): give a shorter one.")
+    return None
+
+
 def check_path(path, what: str) -> Path:
-    """``path`` as a Path when it is a non-empty str or path, else InputError naming ``what``."""
+    """``path`` as a Path when it is a non-empty str or path that fits a file system, else
+    InputError naming ``what``."""
     if isinstance(path, bytes) or not isinstance(path, (str, Path)) or not str(path).strip():
         raise InputError(f"The {what} is a path to a file, not {path!r:.40}.")
+    said = too_long(path, what)
+    if said:
+        raise InputError(said)
     return Path(path)
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.remote_source import PREFIX as REMOTE, open_remote
 from engine.errors import ModelLoadError
+from engine.inputs import too_long
 from engine.runtime.device import SPREAD, pick_device
 
 if TYPE_CHECKING:
@@ -116,6 +117,8 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     try:
         if given.strip().lower().startswith(REMOTE):   # ndif:NAME, run where NDIF serves it (remote_source.py)
             return open_remote(given, lambda name: open_model(name, device, progress, stop))
+        if too_long(given, "model"):                                # exists() would raise ENAMETOOLONG
+            raise ModelLoadError(too_long(given, "model"))
         path = Path(given).expanduser()                            # 1: resolve
         missing = not path.exists() and not path.is_symlink()
         if given in RANDOM_SOURCES:

@@ -30,7 +30,7 @@ from engine.runtime.device import pick_device
 from engine.runtime.files import atomic_path
 from engine.seam.call import AttentionCall, Site
 from engine.traces.recorded import RecordedTrace
-from engine.inputs import check_kind
+from engine.inputs import check_kind, too_long
 from engine.traces.base import AttentionTrace
 from engine.traces.partial import FACTS, PartialTrace
 from engine.traces.pooling import bins
@@ -64,6 +64,9 @@ def recording_target(path: str | Path, replace: bool = False) -> Path:
     if not _is_path(path) or str(path).strip() == ".":                  # Path("") is "."
         got = "an empty name" if isinstance(path, (str, Path)) else repr(path)
         raise RecordingError(f"Give the name of the .safetensors file to write the recording to (got {got}).")
+    said = too_long(path, "recording")
+    if said:
+        raise RecordingError(said)
     path = Path(path).expanduser()
     if path.is_dir():
         raise RecordingError(f"{path} is a folder; give the name of a .safetensors file to write the recording to.")
@@ -184,6 +187,9 @@ def load_recording(path: str | Path, device: str = "cpu") -> RecordedTrace | Par
     if not _is_path(path):
         raise RecordingError(f"Give the path of a recording file (.safetensors written by attnscope record or "
                              f"File > Save Recording), not {path!r}.")
+    said = too_long(path, "recording")
+    if said:
+        raise RecordingError(said)
     path = Path(path)
     device = _device(device, path)
     meta = _meta(path)
