@@ -49,7 +49,7 @@ SHRINK = {
     "linear_key_head_dim": 8, "linear_value_head_dim": 8, "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 8,
     "mamba_expand": 2, "mamba_n_groups": 1, "mamba_headdim": 8, "ssm_state_size": 8, "state_size": 8,
     "hidden_size_per_layer_input": 8, "kv_channels": 8,
-    "swa_num_attention_heads": 8, "swa_num_key_value_heads": 2, "swa_head_dim": 8,
+    "rotary_dim": 4, "swa_num_attention_heads": 8, "swa_num_key_value_heads": 2, "swa_head_dim": 8,
 }
 LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 
@@ -135,6 +135,11 @@ def _shrunk(raw: dict, vocab: int) -> dict:
     for key, value in SHRINK.items():
         if key in raw and value is not None and not isinstance(raw[key], (list, dict)):
             raw[key] = value
+    if "kv_lora_rank" in raw:                    # multi-head latent attention: one key head per query head,
+        if "num_key_value_heads" in raw:         # rotary over qk_rope_head_dim
+            raw["num_key_value_heads"] = raw.get("num_attention_heads", SHRINK["num_attention_heads"])
+        if "head_dim" in raw and "qk_rope_head_dim" in raw:
+            raw["head_dim"] = SHRINK["qk_rope_head_dim"]
     for key in ("vocab_size", "vocab_size_per_layer_input", "unpadded_vocab_size"):
         if key in raw:
             raw[key] = vocab
@@ -243,8 +248,8 @@ def compare(folder: Path, role: str) -> dict:
             "note": "; ".join([f"{compared} layers", *notes])}
 
 
-class _TimedOut(Exception):
-    pass
+class _TimedOut(BaseException):
+    """The sweep's own limit: a BaseException, so no ``except Exception`` on the way turns it into a refusal."""
 
 
 def sweep_one(root: Path, family: str, role: str, timeout: int = 0) -> dict:

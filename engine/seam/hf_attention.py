@@ -224,15 +224,23 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
                "encoder-decoder": {(5, 5): ENCODER_SELF, (3, 3): DECODER_SELF, (3, 5): CROSS}}[role]
     counts: dict[str, int] = {}
     sites, modules = [], set()
+    prev = None
+    layers = getattr(model.config.get_text_config(), "num_hidden_layers", None)
+    shared = isinstance(layers, int) and len(found.ids) < layers      # ALBERT: fewer modules than layers
     for module, tq, tk in found.seen:
         kind = kind_of.get((tq, tk))
         if kind is None:
             raise SiteError(f"{type(model).__name__}'s {type(module).__name__} attends from {tq} queries to {tk} keys "
                             f"on a {PROBE_SOURCE}-token probe: its keys are not the tokens (compressed or pooled), so "
                             "attnscope cannot draw its attention as token-to-token weights.")
+        if id(module) in modules and prev is module and not shared:
+            raise SiteError(f"{type(model).__name__}'s {type(module).__name__} calls its attention function more than "
+                            "once in a layer (a differential or multi-pass attention), and attnscope draws one softmax "
+                            "per layer, so it cannot show this model.")
         if id(module) in modules:
             raise SiteError(f"{type(model).__name__} calls one attention module ({type(module).__name__}) in more "
                             "than one layer, so attnscope cannot tell its layers apart.")
+        prev = module
         modules.add(id(module))
         site = Site(kind, counts.get(kind, 0))
         counts[kind] = site.layer + 1
@@ -240,8 +248,9 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
         sites.append(site)
     _one_head_count(type(model).__name__, [(m.attnscope_site, found.calls[id(m)].q.shape[1]) for m, _, _ in found.seen])
     if not sites:
-        raise SiteError(f"{type(model).__name__} made no attention call through the seam: it computes attention its "
-                        "own way, not through transformers' attention interface, so attnscope cannot see its heads.")
+        raise SiteError(f"{type(model).__name__} made no attention call through the seam: it mixes its tokens its "
+                        "own way (attention in its own classes, or a state-space or Fourier layer), not through "
+                        "transformers' attention interface, so attnscope cannot see its heads.")
     by_site = {module.attnscope_site: outputs[id(module)] for module, _, _ in found.seen if id(module) in outputs}
     calls = {module.attnscope_site: found.calls[id(module)] for module, _, _ in found.seen}
     return sites, by_site, calls
