@@ -23,6 +23,7 @@ import pickle
 from urllib.parse import urlsplit
 
 from engine.errors import RemoteJobError
+from engine.loading.ndif_key import key_may_go
 
 HOST_VARIABLE = "NDIF_HOST"
 
@@ -38,8 +39,6 @@ def checked_host(host) -> str:
     name, in printable ASCII, that engine.loading.ndif_key.key_may_go allows (https, or plain
     http to the very host the user named in NDIF_HOST); else RemoteJobError naming it, before
     anything is sent."""
-    from engine.loading.ndif_key import key_may_go
-
     try:
         name = urlsplit(str(host)).hostname
     except ValueError:
