@@ -4,7 +4,8 @@ nnsight trace (jobs.py) that reduces each attention call where the tensors are (
 and brings back k, each row's log-sum-exp, the overview's pixels and the asked rows of q;
 ``trace_remote`` (run.py) hands a RemoteTrace (trace.py) that every view reads like a
 recording; ``remote_lens`` (lens.py) reads the logit lens there. What will travel is
-estimated first (estimate.py). Public: the names gui/ and cli/ use, listed in ``__all__``."""
+estimated first (estimate.py); a server's answer is read as data only, and the key goes only to
+an https host (answers.py). Public: the names gui/ and cli/ use, listed in ``__all__``."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
