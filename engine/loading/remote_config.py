@@ -32,12 +32,14 @@ def check_ndif_name(name: str) -> None:
     """ModelLoadError for a name ``ndif:`` cannot take: attnscope's bundled models and toys, a file."""
     from engine.loading.catalog import MINILM, RANDOM_SOURCES, bundled_names
 
-    word = name.strip().lower()
+    word, path = name.strip().lower(), Path(name).expanduser()
+    if path.is_dir():                     # the user's own folder comes first, as resolve_name has it
+        return
     if word in RANDOM_SOURCES:
         raise not_for_ndif(name, "one of attnscope's untrained toys")
     if word in bundled_names() or word == MINILM:
         raise not_for_ndif(name, "a model bundled with attnscope")
-    if Path(name).expanduser().is_file():
+    if path.is_file():
         raise not_for_ndif(name, "a file (a checkpoint), not a folder")
 
 
