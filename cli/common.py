@@ -34,7 +34,7 @@ class OneLineParser(argparse.ArgumentParser):
         (engine.loading.catalog.resolve_name: "gpt", "translator", minilm, random-<family>)."""
         text = super().format_help()
         if any(action.dest in ("model", "checkpoint") for action in self._actions):
-            from engine.loading.catalog import models_help
+            from engine.loading import models_help
 
             text += "\n" + textwrap.fill(models_help(), 100) + "\n"
         return text

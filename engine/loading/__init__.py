@@ -11,7 +11,7 @@ from engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
     from engine.loading.cache_listing import cached_snapshots, checked
-    from engine.loading.catalog import open_model
+    from engine.loading.catalog import models_help, open_model
     from engine.loading.checkpoint import (CheckpointError, check_checkpoint_path, load_checkpoint,
                                            save_checkpoint)
     from engine.loading.convert import hf_to_scratch
@@ -24,6 +24,7 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
 _PUBLIC = {
     "cached_snapshots": "cache_listing",
     "checked": "cache_listing",
+    "models_help": "catalog",
     "open_model": "catalog",
     "CheckpointError": "checkpoint",
     "check_checkpoint_path": "checkpoint",
@@ -39,5 +40,5 @@ _PUBLIC = {
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["CheckpointError", "LoadedModel", "accelerate_missing", "cache_dir", "cached_snapshots",
-           "check_checkpoint_path", "checked", "hf_to_scratch", "load_checkpoint", "open_model",
+           "check_checkpoint_path", "checked", "hf_to_scratch", "load_checkpoint", "models_help", "open_model",
            "local_mode", "random_model", "save_checkpoint", "use_api_key"]
