@@ -178,6 +178,8 @@ class PatchingPanel(QWidget):
         self.bar = attach_colorbar(self.item, self.image, pg.colormap.get(DIVERGING), (-1.0, 1.0))
         self.bar.axis.setWidth(None)   # as wide as its longest label: pyqtgraph's fixed 45 px cut "-0.005" and
         #                                presentation mode's larger labels at the window's edge
+        self._room_for_bar_ends()
+        state.presentation_changed.connect(lambda _on: self._room_for_bar_ends())
         self.readout = ElidedLabel(" ")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -377,6 +379,14 @@ class PatchingPanel(QWidget):
         return f"Attribution against exact patching over these cells: r = {r:.3f}."
 
     # ---- drawing --------------------------------------------------------------------------------
+    def _room_for_bar_ends(self) -> None:
+        """Half a line above and below the map for the colour bar's end labels, centred on its
+        edges: with no title or axis there (nothing patched yet) F5 cut "1.0" and "-1.0" in half."""
+        fonts = (self.bar.axis.style.get("tickFont") or self.bar.axis.font(), QApplication.font())
+        half = max(QFontMetrics(font).height() for font in fonts) // 2 + 2
+        for row in (1, 3):                   # the plot's top and bottom axes' rows
+            self.item.layout.setRowMinimumHeight(row, half)
+
     def draw(self) -> None:
         d = self.drawing
         if d is None:

@@ -241,7 +241,9 @@ def _clocks(rows: np.ndarray, pos: int, w: np.ndarray) -> tuple:
     """(depths, titles, points (C, 2), trail x (T, C), trail y (T, C)): each drawn pair's point
     (sin(pos w_i), cos(pos w_i)) and the TRAIL positions before it, from rows (>= pos + 1, D)."""
     depths = clock_depths(rows.shape[1])
-    titles = [f"i = {j}: w = {w[j]:.3g} rad/pos, turn every {2 * np.pi / w[j]:.3g}" for j in depths]
+    # Two short lines: on one ("i = 27: w = 0.000422 rad/pos, turn every 1.49e+04") a title was
+    # wider than its quarter of the dock, and F5 cut the last column's at the dock's edge.
+    titles = [f"i = {j}: w = {w[j]:.3g} rad/pos<br>a turn every {2 * np.pi / w[j]:.3g}" for j in depths]
     sines = 2 * np.array(depths)
     trail = rows[max(0, pos - TRAIL):pos]  # (T, D)
     points = np.stack([rows[pos, sines], rows[pos, sines + 1]], axis=1)
@@ -409,6 +411,8 @@ class PositionalLab(PreparedView, QWidget):
             box.valueChanged.connect(lambda *_: self.redraw_position())
         self.position.valueChanged.connect(lambda *_: self.redraw_position())
         state.model_changed.connect(self._on_model)
+        # After the window restyles the plots in the new font (gui.theme.restyle_plots).
+        state.presentation_changed.connect(lambda _on: QTimer.singleShot(0, self, self._fit_clock_titles))
         state.trace_changed.connect(self._on_trace)
         state.colormap_changed.connect(self._on_colormap)
         self._built = False  # the plots are filled when the panel is first shown: a fast start
@@ -540,6 +544,15 @@ class PositionalLab(PreparedView, QWidget):
             if n < len(depths):
                 plot.setTitle(titles[n])
                 self.clocks.append((plot, point, trail, depths[n]))
+        self._fit_clock_titles()
+
+    def _fit_clock_titles(self) -> None:
+        """Each clock's title row as tall as its two lines, in the font it has now (pyqtgraph
+        fixes 30 px: the second line lay on the clock)."""
+        for plot, *_rest in self.clocks:
+            tall = int(plot.titleLabel.item.boundingRect().height()) + 2
+            plot.titleLabel.setMaximumHeight(tall)
+            plot.layout.setRowFixedHeight(0, tall)
 
     def _show_position(self, p: PositionDrawing) -> None:
         """The clocks and their trails, the offsets, the similarity curve and RoPE's two hands."""
