@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 
 from cli.common import BAD_INPUT, int_in, open_or_explain, print_json, say
 
@@ -57,10 +58,17 @@ def _build(args) -> int:
     if loaded is None:
         return BAD_INPUT
 
+    started, first = time.monotonic(), []
+
     def report(progress) -> None:
         _, done, asked = progress
-        print(f"\ratlas: {done:,}{'' if asked is None else f' of {asked:,}'} documents", end="", file=sys.stderr,
-              flush=True)
+        first.append(done)                    # the first report of this session: resumed documents are not timed
+        eta = ""
+        if asked is not None and done > first[0]:
+            left = (time.monotonic() - started) / (done - first[0] + 1) * (asked - done)
+            eta = f", about {left:,.0f} s left"
+        print(f"\ratlas: {done:,}{'' if asked is None else f' of {asked:,}'} documents{eta}", end="",
+              file=sys.stderr, flush=True)
 
     state = build_atlas(loaded, args.out, corpus=args.corpus, length=args.length, docs=args.docs, top=args.top,
                         report=report)

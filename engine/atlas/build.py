@@ -23,11 +23,12 @@ import torch
 from engine.adapters import adapter_for
 from engine.atlas.corpus import corpus_files, documents, fingerprint
 from engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
-from engine.atlas.similarity import fold_gram, similarity_rows
+from engine.atlas.similarity import ROWS, fold_gram, similarity_rows
 from engine.atlas.statistics import STATISTICS, Rows, copies, token_groups
 from engine.inputs import InputError
 from engine.kinds import QUERY_SIDE
 from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
+from engine.runtime.free_memory import available_memory, gib
 from engine.seam import SeamHook, Site, hooks, recording
 from engine.traces import RunCancelled
 from engine.traces.estimate import check_run
@@ -105,6 +106,7 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
                     corpus_fingerprint=fingerprint(corpus_path), length=length, framing=framing, top=top,
                     samples=samples, docs_asked=docs)
         state = AtlasState.empty(meta)
+    _check_fits(state, loaded.device, loaded.name)
     norms = _HeadNorms(adapter, kind, state.meta["layers"])
     done = state.docs_done
     for index, ids in enumerate(documents(adapter, corpus_path, body)):
@@ -128,6 +130,24 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
         raise InputError(f"The corpus {corpus_path} gave no document of two tokens or more.")
     state.save(out)
     return state
+
+
+def _check_fits(state: AtlasState, device, name: str) -> None:
+    """The pass's own memory, beside the Run that check_run estimates: the summaries (heaps,
+    sample, histograms, similarity: bounded by the model and the options, never the corpus),
+    held twice while a document is merged, and a document's working arrays (each row's value
+    of every statistic, the rows read whole for similarity, three score blocks). Said in the
+    file's metadata; an atlas that does not fit is refused with the numbers."""
+    m = state.meta
+    held = sum(v.nbytes for v in state.arrays.values())
+    per_doc = 4 * m["length"] * m["heads"] * (len(STATISTICS) + m["layers"] * (ROWS + 1)) \
+        + 3 * score_block_bytes(device, "select")
+    m["memory"] = {"summaries_bytes": int(held), "per_document_bytes": int(per_doc)}
+    free = available_memory()
+    if 2 * held + per_doc > free:
+        raise InputError(f"An atlas of {name} holds {gib(held)} of summaries (twice while a document is merged) "
+                         f"and {gib(per_doc)} a document beside the Run; {gib(free)} is free. Lower --top, "
+                         "--length or the sample.")
 
 
 def _check_same(state, loaded, corpus_path, length, top, samples, out) -> None:

@@ -61,7 +61,7 @@ def atlas_summary(state: AtlasState) -> dict:
         entry["similar"] = [{"head": names[j], "cosine": round(float(sim[i, j]), 5)} for j in near]
     return {"model": m["model"], "family": m["family"], "kind": m["kind"], "corpus": m["corpus"],
             "length": m["length"], "documents": state.docs_done, "tokens": int(m["tokens_done"]),
-            "layers": L, "heads_per_layer": H,
+            "layers": L, "heads_per_layer": H, "memory": m.get("memory", {}),
             "definitions": {s.name: {"definition": s.definition, "tip": s.tip, "source": s.source} for s in STATISTICS},
             "similarity": {"measure": "cosine of the heads' attention rows on the same rows of every document "
                                       "(8 a document, read whole)", "order": [names[i] for i in seriation(sim)]},
