@@ -25,4 +25,5 @@ _PUBLIC = {
     "head_detail": "read",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = sorted(_PUBLIC)
+__all__ = ["DEFAULT_LENGTH", "DEFAULT_TOP", "STATISTICS", "Statistic", "atlas_summary", "build_atlas", "head_detail",
+           "load_state"]
