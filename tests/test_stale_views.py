@@ -6,6 +6,7 @@ during a remote fetch."""
 import threading
 
 import pyqtgraph as pg
+import pytest
 from PySide6.QtCore import Qt
 
 import gui.engine_calls
@@ -21,10 +22,28 @@ def _open(window, *titles):
     return [window.view(title) for title in titles]
 
 
-def _greyed(view, sentence: str) -> bool:
+def _veiled(view, sentence: str) -> bool:
     cover = view.stale_cover
     return (view.stale and cover is not None and cover.isVisible() and cover.text() == sentence
             and cover.geometry() == view.stale_target().rect())
+
+
+_QTBOT = []
+
+
+def _greyed(view, sentence: str) -> bool:
+    """Stale, and greyed with ``sentence`` once the veil's short delay is over (no flicker for a short Run)."""
+    if not view.stale:
+        return False
+    _QTBOT[-1].waitUntil(lambda: _veiled(view, sentence), timeout=5000)
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _bot(qtbot):
+    _QTBOT.append(qtbot)
+    yield
+    _QTBOT.pop()
 
 
 def _current(view) -> bool:
@@ -68,10 +87,11 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
     assert _current(detail) and _current(stats)
 
     # 3. a Run of another text: greyed until each view's new drawing lands, then current
-    monkeypatch.undo()
+    gate = _gated_runs(monkeypatch)
     window.text_edit.setText(LONG)
     window.run()
     assert _greyed(detail, STALE_NOTE) and _greyed(stats, STALE_NOTE)
+    gate.set()
     qtbot.waitUntil(lambda: window.state.text == LONG and not window.run_jobs.busy, timeout=30000)
     drawn(detail, stats)
     assert _current(detail) and _current(stats)
@@ -94,9 +114,16 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
     assert _current(detail) and _current(stats)
 
     # 5. a model change: greyed while it loads, then the new model's Run, current
+    gate, load = threading.Event(), gui.engine_calls.open_model
+
+    def held_load(source, device, report=None, stop=None):   # a load that takes a while, held
+        gate.wait(30)
+        return (yield from load(source, device, report, stop))
+    monkeypatch.setattr(gui.engine_calls, "open_model", held_load)
     with qtbot.waitSignal(window.state.model_changed, timeout=30000):
         window.open_source("random-gpt")
         assert window.state.pending and _greyed(detail, STALE_NOTE) and _greyed(stats, STALE_NOTE)
+        gate.set()
     qtbot.waitUntil(lambda: window.state.trace is not None and not window.run_jobs.busy, timeout=30000)
     drawn(detail, stats)
     assert _current(detail) and _current(stats)
@@ -110,7 +137,7 @@ def test_the_veil_takes_the_mouse_so_old_cells_are_not_read(window_on, qtbot, dr
     gate = _gated_runs(monkeypatch)
     window.text_edit.setText(LONG)
     window.run()
-    assert detail.stale_cover.isVisible()
+    qtbot.waitUntil(lambda: detail.stale_cover is not None and detail.stale_cover.isVisible(), timeout=5000)
     centre = detail.plot.mapFromScene(detail.item.vb.mapViewToScene(pg.Point(0.5, 0.5)))
     assert detail.plot.childAt(centre) is detail.stale_cover
     gate.set()

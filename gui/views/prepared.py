@@ -40,6 +40,7 @@ from gui.worker import SHARED, Jobs, accepted_parameters, call_on_lane, drawing_
 DRAWN_OFF_THREAD: list[Callable] = []
 HOLD_PAINT = True   # a view waiting for its new drawing does not paint its old one meanwhile
 HOLD_MS = 250       # ... for at most this long
+VEIL_DELAY_MS = 150  # a view stale this long is greyed (a short text's drawing lands sooner)
 # What a greyed view says (the overview's progress line says the same, in brackets).
 STALE_NOTE = "Greyed: the previous text's, shown until the new drawing is in."
 STOPPED_NOTE = "Greyed: the previous text's. Drawing the text on screen was stopped: click here to draw it."
@@ -99,6 +100,8 @@ class PreparedView:
         self._drawn_trace = None        # the trace it was drawn from
         self._asked_id = self._drawn_id = -1   # state.trace_id of the drawing asked for, and of the one shown
         self.stale_cover: StaleCover | None = None   # made the first time the view is greyed
+        self._veil_timer = QTimer(self, singleShot=True, interval=VEIL_DELAY_MS)
+        self._veil_timer.timeout.connect(self._veil)
         # A newer request ends the drawing on its way (the overview's pooling of a long text:
         # seconds, between two layers) instead of leaving it to take the cores from the new Run.
         gives_way(self.state, self.draw_jobs, self.redraw)
@@ -143,18 +146,29 @@ class PreparedView:
         self.show_staleness()
 
     def show_staleness(self) -> None:
-        """Grey the view with the sentence while it is stale; show it plainly once current."""
-        if self.stale:
-            if self.stale_cover is None or self.stale_cover.target is not self.stale_target():
-                if self.stale_cover is not None:
-                    self.stale_cover.uncover()
-                self.stale_cover = StaleCover(self.stale_target())
-                self.stale_cover.clicked.connect(self._draw_stopped)
-            if not self.stale_cover.isVisible():
-                self.forget_readout()
-            self.stale_cover.cover(self.stale_sentence())
-        elif self.stale_cover is not None:
-            self.stale_cover.uncover()
+        """Grey the view with the sentence while it is stale (after VEIL_DELAY_MS: a short text's
+        Run, typed live, is drawn sooner, and a veil on every keystroke flickered); show it
+        plainly once current. The readout goes at once."""
+        if not self.stale:
+            self._veil_timer.stop()
+            if self.stale_cover is not None:
+                self.stale_cover.uncover()
+            return
+        if self.stale_cover is not None and self.stale_cover.isVisible():
+            self.stale_cover.cover(self.stale_sentence())       # the sentence may change (stopped)
+        elif not self._veil_timer.isActive():
+            self.forget_readout()
+            self._veil_timer.start()
+
+    def _veil(self) -> None:
+        if not self.stale:
+            return
+        if self.stale_cover is None or self.stale_cover.target is not self.stale_target():
+            if self.stale_cover is not None:
+                self.stale_cover.uncover()
+            self.stale_cover = StaleCover(self.stale_target())
+            self.stale_cover.clicked.connect(self._draw_stopped)
+        self.stale_cover.cover(self.stale_sentence())
 
     def drawing_jobs(self) -> list[Jobs]:
         """The jobs that draw this view from the trace (what a remote trace's fetch runs inside):
