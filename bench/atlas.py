@@ -25,6 +25,7 @@ LENGTHS = tuple(int(n) for n in os.environ.get("ATTNSCOPE_BENCH_LENGTHS", "1024,
 REPEATS = int(os.environ.get("ATTNSCOPE_BENCH_REPEATS", "2"))
 DOCS = int(os.environ.get("ATTNSCOPE_BENCH_DOCS", "2"))
 DEVICE = os.environ.get("ATTNSCOPE_BENCH_DEVICE", "cpu")
+WARMUP = int(os.environ.get("ATTNSCOPE_BENCH_WARMUP", "1"))    # untimed rounds first (0: at 4k a round is minutes)
 GOAL = 1.5
 
 
@@ -65,7 +66,7 @@ def main() -> None:
             build_atlas(loaded, scratch / f"atlas-{n}-{runs[0]}.safetensors", corpus=corpus, length=n, docs=DOCS)
             _sync()
 
-        times = interleaved({"forwards": forwards, "atlas": atlas}, REPEATS, warmup=1)
+        times = interleaved({"forwards": forwards, "atlas": atlas}, REPEATS, warmup=WARMUP)
         result["lengths"][str(n)] = {
             "tokens_per_document": int(ids[0].shape[1]),
             "sdpa_forwards_s": summary([t / 1e3 for t in times["forwards"]], 2),

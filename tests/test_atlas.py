@@ -38,24 +38,27 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
     """Every statistic's mean (L, H) and every position's activation (docs, L, H, T), from the
     eager attention weights of transformers' own model (output_attentions) and the heads'
     outputs entering its output projection: no part of the seam or the atlas."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModel, AutoModelForCausalLM
 
     from engine.adapters import adapter_for
 
     adapter = adapter_for(loaded)
-    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    encoder = loaded.role == "encoder"
+    side = (lambda f: f.source_ids) if encoder else (lambda f: f.target_ids)
+    model = (AutoModel if encoder else AutoModelForCausalLM).from_pretrained(folder, attn_implementation="eager").eval()
     arch = model.config.model_type
-    linear = arch != "gpt2"                                                       # o_proj: Linear (D, H * Dv)
-    blocks = model.model.layers if linear else model.transformer.h
-    projections = [b.self_attn.o_proj if linear else b.attn.c_proj for b in blocks]
-    framing = len(adapter.frame_ids([5])[0].target_ids) - 1
+    linear = arch != "gpt2"                                                       # Linear (D, H * Dv)
+    blocks = model.encoder.layer if encoder else model.model.layers if linear else model.transformer.h
+    projections = [b.attention.output.dense if encoder else b.self_attn.o_proj if linear else b.attn.c_proj
+                   for b in blocks]
+    framing = len(side(adapter.frame_ids([5])[0])) - 1
     sums = {n: 0.0 for n in NAMES}
     counts = {n: 0.0 for n in NAMES}
     acts, gram = [], 0.0
     for index, body in enumerate(documents(adapter, corpus, LENGTH - framing)):
         if index == DOCS:
             break
-        ids = np.array(adapter.frame_ids(body)[0].target_ids)
+        ids = np.array(side(adapter.frame_ids(body)[0]))
         seen = []
         handles = [p.register_forward_pre_hook(lambda m, a: seen.append(a[0][0].detach())) for p in projections]
         with torch.no_grad():
@@ -100,9 +103,10 @@ def reference(folder: Path, loaded, corpus: Path) -> tuple[dict, np.ndarray]:
     return {**{n: sums[n] / counts[n] for n in NAMES}, "gram": gram}, acts
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2", "gpt_oss"])
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gpt_oss", "bert"])
 def test_every_mean_equals_a_dense_reference_and_top_contexts_a_brute_force_ranking(arch, corpus, tmp_path):
-    """A Llama with grouped key/value heads, GPT-2, and gpt-oss with learned sinks (rows below 1)."""
+    """A Llama with grouped key/value heads, GPT-2, gpt-oss with learned sinks (rows below 1), and
+    BERT (every key seen: no causal shortcut)."""
     folder = sink_folder(tmp_path, arch) if arch == "gpt_oss" else tiny_folder(tmp_path, arch)
     loaded = open_model(str(folder), "cpu")
     state = build_atlas(loaded, tmp_path / "a.safetensors", corpus=corpus, length=LENGTH, docs=DOCS, top=TOP)
@@ -172,3 +176,15 @@ def test_docs_hold_every_definition():
     from engine.atlas import STATISTICS
 
     assert [s.name for s in STATISTICS if s.definition not in text or s.source not in text] == []
+
+
+def test_a_family_without_piece_ids_reads_its_corpus(corpus, tmp_path):
+    """Our BERT has no ``piece_ids``: the corpus is read through its framing, the framing's tokens cut."""
+    from engine.adapters import adapter_for
+
+    loaded = open_model("random-bert", "cpu")
+    body = next(documents(adapter_for(loaded), corpus, 6))
+    framed = adapter_for(loaded).frame(TEXT.splitlines()[0])
+    assert body == framed.source_ids[1:7]
+    state = build_atlas(loaded, tmp_path / "bert.safetensors", corpus=corpus, length=16, docs=2, top=2, samples=8)
+    assert state.docs_done == 2 and np.isfinite(means(state)["entropy"]).all()

@@ -66,11 +66,32 @@ def _lines(path: Path) -> Iterator[str]:
         raise InputError(f"{path} cannot be read as a corpus ({exc}).") from None
 
 
+def _piece_reader(adapter):
+    """``text -> ids`` as the tokenizer makes them inside a text: the adapter's ``piece_ids``, or
+    for a family without one (our BERT) its framing of the text with the framing's own tokens cut
+    (how many lead and end, read off the framing of one token)."""
+    try:
+        adapter.piece_ids("a")
+        return adapter.piece_ids
+    except NotImplementedError:
+        pass
+    framed, starts = adapter.frame_ids([adapter.plain_token_ids()[0]])
+    (kind, lead), = starts.items()
+    side = "source_ids" if len(getattr(framed, "source_ids")) else "target_ids"
+    end = len(getattr(framed, side)) - 1 - lead
+
+    def pieces(text: str) -> list[int]:
+        ids = getattr(adapter.frame(text), side) if text.strip() else []
+        return ids[lead:len(ids) - end]
+    return pieces
+
+
 def documents(adapter, path: str | Path | None, body: int) -> Iterator[list[int]]:
     """Token ids of each document, ``body`` tokens each (the last may be shorter), read in order.
     ``body`` is the length less the model's own framing (its [EOS] or BOS). InputError when
     the corpus has no text at all."""
-    newline = adapter.piece_ids("\n")
+    pieces = _piece_reader(adapter)
+    newline = pieces("\n")
     pending: list[int] = []
     any_text = False
     for f in corpus_files(path):
@@ -78,7 +99,7 @@ def documents(adapter, path: str | Path | None, body: int) -> Iterator[list[int]
             if not line.strip():
                 continue
             any_text = True
-            pending += adapter.piece_ids(line) + newline
+            pending += pieces(line) + newline
             while len(pending) >= body:
                 yield pending[:body]
                 pending = pending[body:]
