@@ -67,10 +67,10 @@ def test_close_during_long_run_leaves_nothing_running(qtbot):
 
     seen = []
     w.run_jobs.start(endless, on_yielded=seen.append)
-    qtbot.waitUntil(lambda: len(seen) > 0)
+    qtbot.waitUntil(lambda: len(seen) > 0, timeout=60000)     # after the model thread's drawings (load 18: > 5 s)
     w.close()
     assert not w.run_jobs.busy
-    assert active_threads() == 0
+    qtbot.waitUntil(lambda: active_threads() == 0, timeout=60000)   # cancelled: it ends at its next yield
 
 
 def test_head_detail_keys_move_between_heads_and_layers(window, qtbot, drawn):

@@ -29,21 +29,23 @@ def panel(qtbot):
 def test_short_run_gives_curve_probes_and_a_checkpoint(panel, qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 
+    panel.steps_box.setValue(20)       # two probes as with 40 steps, in half the time (240 s ran out
+    panel.probe_every.setValue(8)      # at load 18 on 2 cores with 40)
     panel.start()
     qtbot.waitUntil(lambda: panel.trained is not None, timeout=WAIT)
     qtbot.waitUntil(lambda: not panel.jobs.busy, timeout=WAIT)
-    assert panel.steps[-1] == 40 and len(panel.steps) == len(panel.losses) >= 2
+    assert panel.steps[-1] == 20 and len(panel.steps) == len(panel.losses) >= 2
     x, y = panel.train_curve.getData()
     assert list(x) == panel.steps and len(y) == len(panel.losses)
-    assert len(panel.probes) == 2 and [p.step for p in panel.probes] == [15, 30]
+    assert len(panel.probes) == 2 and [p.step for p in panel.probes] == [8, 16]
     assert panel.lapse_state.trace is panel.probes[-1].trace
     panel.slider.setValue(0)
-    assert panel.lapse_state.trace is panel.probes[0].trace and "step 15" in panel.lapse_label.text()
+    assert panel.lapse_state.trace is panel.probes[0].trace and "step 8" in panel.lapse_label.text()
     path = tmp_path / "mine.safetensors"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(path), ""))
     panel.save_dialog(wait=True)
     assert load_checkpoint(path).family == "translator"
-    assert [p.step for p in load_timelapse(timelapse_path(path))] == [15, 30]
+    assert [p.step for p in load_timelapse(timelapse_path(path))] == [8, 16]
     assert panel.save_button.isEnabled() and not panel.stop_button.isEnabled()
 
 
