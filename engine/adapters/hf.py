@@ -301,15 +301,13 @@ class _Seq2SeqStepper(Stepper):
     """An encoder-decoder: the source encoded once, the decoder stepped with its cache."""
 
     def __init__(self, adapter: HFSeq2SeqAdapter, text, settings):
-        from transformers.modeling_outputs import BaseModelOutput
-
         loaded, model = adapter.loaded, adapter.model
         self.cache_field = cache_field(model)
         self.notes = []
         enc = encode_text(adapter.tok, text, None, loaded.max_len, self.notes)
         enc = {k: adapter._tensor(v) for k, v in enc.items() if k != "token_type_ids"}
         self.model, self.mask = model, enc.get("attention_mask")
-        self.memory = BaseModelOutput(last_hidden_state=model.get_encoder()(**enc).last_hidden_state)
+        self.memory = model.get_encoder()(**enc)   # its own output type: Switch keeps its router's logits there
         self.source_tokens = readable_tokens(adapter.tok, enc["input_ids"][0].tolist())
         self.prompt_ids = [adapter.start_id]
         self.tokenizer = adapter.tokens
@@ -328,9 +326,7 @@ class _Seq2SeqStepper(Stepper):
         return newest_rows(calls_of(calls, DECODER_SELF), self.length), newest_rows(calls_of(calls, CROSS))
 
     def reorder(self, index):
-        from transformers.modeling_outputs import BaseModelOutput
-
         self.past.reorder_cache(index)
-        self.memory = BaseModelOutput(last_hidden_state=self.memory.last_hidden_state.index_select(0, index))
+        self.memory.last_hidden_state = self.memory.last_hidden_state.index_select(0, index)
         if self.mask is not None:
             self.mask = self.mask.index_select(0, index)
