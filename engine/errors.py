@@ -7,7 +7,15 @@ and the window shows it in a dialog. What users type is refused with engine.inpu
 from __future__ import annotations
 
 
-class ModelLoadError(ValueError):
+class OneLine:
+    """A mixin for the project's errors: the message as one line, whatever was quoted in it (a
+    tensor's repr spans lines: 'not tensor([[0, 0, 0],\n [0, 0, 0]])' broke the one sentence)."""
+
+    def __str__(self) -> str:
+        return " ".join(line.strip() for line in super().__str__().splitlines() if line.strip())
+
+
+class ModelLoadError(OneLine, ValueError):
     """A model that cannot be opened, with a message for the user that names the file."""
 
 

@@ -18,6 +18,9 @@ MAX_TEXT_FILE_BYTES = 16 << 20     # a long context: 16 MB of text is millions o
 class InputError(ValueError):
     """A problem with the text a user gave, worded for the user."""
 
+    def __str__(self) -> str:       # one line whatever was quoted (engine.errors.OneLine: the same rule)
+        return " ".join(line.strip() for line in super().__str__().splitlines() if line.strip())
+
 
 # ---- the engine's doors for values that are not texts: one sentence for a script's slip --------
 def check_count(value, what: str, least: int = 1) -> int:
@@ -40,7 +43,8 @@ def check_kind(value, types, what: str, expected: str):
     {expected}, not ..." (a script's None reached attribute errors deep inside)."""
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple)
                                                                                  else (types,))):
-        raise InputError(f"The argument {what} must be {expected}, not {value!r:.40}.")
+        shown = " ".join(repr(value).split())          # one line: a tensor's repr has several
+        raise InputError(f"The argument {what} must be {expected}, not {shown:.40}.")
     return value
 
 

@@ -23,7 +23,7 @@ def chat_template(loaded) -> str | None:
 def reads_chat(loaded) -> bool:
     """Whether ``loaded`` takes a prompt as a chat: a Hugging Face decoder whose tokenizer
     carries a chat template (the window shows its chat toggle for these alone)."""
-    return loaded is not None and loaded.role == "decoder" and chat_template(loaded) is not None
+    return isinstance(loaded, LoadedModel) and loaded.role == "decoder" and chat_template(loaded) is not None
 
 
 def check_prompt(loaded, text, what: str = "run", remote: bool = False):

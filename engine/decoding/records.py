@@ -5,9 +5,12 @@ steps from here, so it imports neither torch nor the decoder until a step is ask
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from engine.inputs import InputError, check_count
 
 STRATEGIES = ("greedy", "beam", "sample")
 
@@ -23,6 +26,21 @@ class DecodeSettings:
     top_p: float = 1.0             # 1.0: no nucleus cut
     seed: int = 0
     n_candidates: int = 8          # candidates reported per step
+
+    def __post_init__(self) -> None:
+        """InputError in one sentence for settings no decoding has ('bogus' was a plain ValueError
+        at the first step; a NaN temperature sampled nothing)."""
+        if self.strategy not in STRATEGIES:
+            raise InputError(f"The decoding strategy is one of {', '.join(STRATEGIES)}, not {self.strategy!r:.40}.")
+        for name, least in (("max_new_tokens", 0), ("beam_width", 1), ("top_k", 0), ("seed", 0),
+                            ("n_candidates", 1)):
+            check_count(getattr(self, name), name, least)
+        for name in ("length_penalty", "temperature", "top_p"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+                    (name != "length_penalty" and value < 0):
+                raise InputError(f"The decoding setting {name} is a finite number{'' if name == 'length_penalty' else ' from 0'}, "
+                                 f"not {value!r:.40}.")
 
 
 @dataclass

@@ -80,6 +80,10 @@ def over_pairs(loaded, pairs: list[PromptPair], method: str = EXACT, what=(HEADS
     "Patching N pairs: ..." once the estimate is known."""
     if not isinstance(pairs, (list, tuple)) or not pairs:
         raise InputError("There are no prompt pairs to patch: give at least one (clean, corrupt, answer, wrong).")
+    odd = next((p for p in pairs if not isinstance(p, PromptPair)), None)
+    if odd is not None:                           # a list of texts reached pairs[i].line as an AttributeError
+        raise InputError(f"Each prompt pair is a PromptPair (engine.experiments.read_pairs), not a "
+                         f"{type(odd).__name__}.")
 
     def framed_at(i: int):
         try:

@@ -38,6 +38,7 @@ from typing import Callable
 
 import numpy as np
 
+from engine.errors import OneLine
 from engine.inspection.export_files import NpzWriter, compressed_bytes, csv_field, csv_header, csv_lines
 from engine.runtime.files import atomic_path, open_npz
 from engine.runtime.free_memory import gib
@@ -58,7 +59,7 @@ WEIGHT_CHARS = 10                  # a weight in a CSV line, about ("0.00123457"
 POOLED_CSV_SECONDS = 0.5e-6        # a pooled pixel's CSV line (measured: 0.46 us a line on 2 cores)
 
 
-class ExportError(ValueError):
+class ExportError(OneLine, ValueError):
     """An export that cannot be made as asked, said in one sentence."""
 
 

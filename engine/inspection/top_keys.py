@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.inputs import InputError, check_count, check_kind
+from engine.traces.base import AttentionTrace
 from engine.traces.strongest import strongest
 
 CHUNK_BYTES = 4 * 2**20     # one block of query rows of one head: (rows, Tk) float32 at most this
@@ -46,6 +48,11 @@ def layer_top_keys(trace, kind: str, layer: int, heads: list[int], k: int, keys:
     trace that reads its heads another way, goes head by head through ``tile``
     (``head_top_keys``, ``chunk_bytes`` of one head's rows at a time). Both give the same keys
     and weights."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
+    if not isinstance(heads, (list, tuple, range)) or not all(isinstance(h, int) and not isinstance(h, bool)
+                                                               for h in heads):
+        raise InputError(f"The argument heads is a list of head numbers, not {heads!r:.40}.")
+    check_count(k, "k (the keys to keep)", least=0)
     found = together(trace, kind, layer, list(heads), k, keys) if heads else None
     if found is not None:
         return found

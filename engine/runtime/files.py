@@ -30,7 +30,7 @@ from typing import Iterator
 import numpy as np
 
 from engine.errors import ModelLoadError
-from engine.inputs import check_path
+from engine.inputs import InputError, check_path
 from engine.runtime.free_memory import check_memory, gib
 
 
@@ -91,7 +91,7 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
     """
     path = check_path(path, "file to write")
     if path.is_dir():
-        raise IsADirectoryError(f"{path} is a folder; give a file name.")
+        raise WriteError(f"{path} is a folder; give a file name.")
     ext = path.suffix if suffix is None else suffix
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -162,13 +162,13 @@ def open_npz(path: str | Path, what: str) -> Iterator[np.lib.npyio.NpzFile]:
     path = check_path(path, what)
     try:
         if not path.is_file():
-            raise ValueError("no such file" if not path.exists() else "not a regular file")
+            raise InputError("no such file" if not path.exists() else "not a regular file")
         check_archive(path, ratio=50)
         with np.load(path, allow_pickle=False) as f:
             yield f
     except ModelLoadError as exc:
-        raise ValueError(f"{path.name} cannot be opened as a {what}: {exc}") from None
+        raise InputError(f"{path.name} cannot be opened as a {what}: {exc}") from None
     except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError, zipfile.BadZipFile,
             UnicodeError, MemoryError, RuntimeError) as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise ValueError(f"{path.name} is not a readable {what} ({detail}).") from None
+        raise InputError(f"{path.name} is not a readable {what} ({detail}).") from None

@@ -10,7 +10,7 @@ a copy of the scores.
 from __future__ import annotations
 
 import numbers
-from engine.inputs import check_kind
+from engine.inputs import InputError, check_count, check_kind
 
 import math
 
@@ -56,6 +56,13 @@ def pool_blocks(x: torch.Tensor, b: int, how: str) -> torch.Tensor:
 def pool_2d(x: torch.Tensor, rows: int, cols: int, how: str) -> torch.Tensor:
     """(..., Tq, Tk) -> (..., rows, cols)."""
     check_kind(x, torch.Tensor, "x", "a torch tensor")
+    check_count(rows, "rows (pixels)")
+    check_count(cols, "cols (pixels)")
+    if how not in ("max", "mean"):
+        raise InputError(f"The pooling is 'max' or 'mean', not {how!r:.40}.")
+    if x.dim() < 2 or not x.is_floating_point():
+        raise InputError(f"The argument x must be a floating-point map of at least 2 dimensions, not {x.dim()} "
+                         f"of {x.dtype}.")
     return pool_last(pool_last(x, cols, how).transpose(-1, -2), rows, how).transpose(-1, -2)
 
 

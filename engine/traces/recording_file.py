@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from engine.errors import OneLine
 from engine.kinds import DECODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE
 from engine.runtime.device import pick_device
 from engine.runtime.files import atomic_path
@@ -45,7 +46,7 @@ SINK = "sink"                      # per site, (Hq,): one per head, whatever the
 SHARED = ("mask", "bias")          # often one tensor for every layer: stored once, named by the sites
 
 
-class RecordingError(ValueError):
+class RecordingError(OneLine, ValueError):
     """A recording file that cannot be opened, said in one sentence for the user."""
 
 

@@ -15,7 +15,7 @@ import torch
 
 from engine.runtime.blocks import rows_per_block
 from engine.traces.pooling import bins, pool_last
-from engine.inputs import check_kind
+from engine.inputs import InputError, check_kind
 from engine.traces.base import AttentionTrace
 
 
@@ -30,6 +30,13 @@ def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tu
     """(min(r, px_h), min(c, px_w)) float32 for queries [rows) x keys [cols): exact weights,
     pooled by max to the pixels when the block has more tokens than pixels. ``how``: "one
     head", "mean of heads" or "max of heads" (as Head detail offers)."""
+    check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
+    for value, what in ((rows, "rows"), (cols, "cols"), (pixels, "pixels")):
+        if not (isinstance(value, (tuple, list)) and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise InputError(f"The argument {what} is a pair of whole numbers (start, stop), not {value!r:.40}.")
+    if how not in ("one head", "mean of heads", "max of heads"):
+        raise InputError(f"The heads are shown as 'one head', 'mean of heads' or 'max of heads', not {how!r:.40}.")
     (r0, r1), (c0, c1) = rows, cols
     out_r, out_c = bins(r1 - r0, pixels[0]), bins(c1 - c0, pixels[1])
     heads = heads_of(trace, kind, head, how)
