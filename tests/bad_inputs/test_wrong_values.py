@@ -19,7 +19,7 @@ import tempfile
 import pytest
 import torch
 
-from tests.bad_inputs.test_every_door import NONE_IS_AN_ANSWER, _public_functions
+from tests.bad_inputs.test_every_door import _public_functions
 
 CALL_SECONDS = 20.0
 FOLDER = tempfile.mkdtemp(prefix="attnscope-door-")
