@@ -68,6 +68,9 @@ OVERRIDES: dict[str, dict] = {
     "gemma4_text": {"attention_k_eq_v": True, "num_kv_shared_layers": 2, "num_hidden_layers": 4,
                     "layer_types": ["sliding_attention", "full_attention"] * 2,
                     "per_layer_config": {"1": {"head_dim": 16}, "3": {"head_dim": 16}}},
+    # T5Gemma masks pad ids in the decoder: a start token equal to the pad id would make row 0 see no key
+    # (attnscope reads 0 there, eager an arbitrary key); real T5Gemma starts with its BOS
+    "t5gemma": {"decoder_start_token_id": 1},
     "gemma4_assistant": {"hidden_size_per_layer_input": 0},
     "gemma4_unified_assistant": {"hidden_size_per_layer_input": 0},
     "granitemoehybrid": {"layer_types": ["mamba", "attention"]},

@@ -154,10 +154,24 @@ def _probe(model, role: str, dev: torch.device, **kwargs) -> None:
     """The model's forward on the probe, its ids on ``dev`` (``kwargs``: more keywords to the forward)."""
     vocab = embedding_rows(model)
     ids = lambda n: (3 + torch.arange(n, device=dev) % max(1, vocab - 3))[None]   # noqa: E731  (1, n)
-    if role == "encoder-decoder":
-        model(input_ids=ids(PROBE_SOURCE), decoder_input_ids=ids(PROBE_TARGET), **kwargs)
+    if role == "encoder-decoder":      # the decoder starts as a Run's does: its start token (often the pad id)
+        target = ids(PROBE_TARGET)
+        start = _start_id(model)
+        if start is not None and 0 <= start < vocab:
+            target[0, 0] = start
+        model(input_ids=ids(PROBE_SOURCE), decoder_input_ids=target, **kwargs)
     else:
         model(input_ids=ids(PROBE_SOURCE), **kwargs)
+
+
+def _start_id(model) -> int | None:
+    """An encoder-decoder's first decoder token: the config's, the generation config's, the pad id."""
+    c, g = model.config, getattr(model, "generation_config", None)
+    for found in (getattr(c, "decoder_start_token_id", None), getattr(g, "decoder_start_token_id", None),
+                  getattr(c, "pad_token_id", None)):
+        if isinstance(found, int):
+            return found
+    return None
 
 
 @torch.no_grad()
