@@ -241,8 +241,6 @@ def _clocks(rows: np.ndarray, pos: int, w: np.ndarray) -> tuple:
     """(depths, titles, points (C, 2), trail x (T, C), trail y (T, C)): each drawn pair's point
     (sin(pos w_i), cos(pos w_i)) and the TRAIL positions before it, from rows (>= pos + 1, D)."""
     depths = clock_depths(rows.shape[1])
-    # Two short lines: on one ("i = 27: w = 0.000422 rad/pos, turn every 1.49e+04") a title was
-    # wider than its quarter of the dock, and F5 cut the last column's at the dock's edge.
     titles = [f"i = {j}: w = {w[j]:.3g} rad/pos<br>a turn every {2 * np.pi / w[j]:.3g}" for j in depths]
     sines = 2 * np.array(depths)
     trail = rows[max(0, pos - TRAIL):pos]  # (T, D)
@@ -411,8 +409,7 @@ class PositionalLab(PreparedView, QWidget):
             box.valueChanged.connect(lambda *_: self.redraw_position())
         self.position.valueChanged.connect(lambda *_: self.redraw_position())
         state.model_changed.connect(self._on_model)
-        # After the window restyles the plots in the new font (gui.theme.restyle_plots).
-        state.presentation_changed.connect(lambda _on: QTimer.singleShot(0, self, self._fit_clock_titles))
+        state.presentation_changed.connect(lambda _on: QTimer.singleShot(0, self, self._fit_clock_titles))  # restyled
         state.trace_changed.connect(self._on_trace)
         state.colormap_changed.connect(self._on_colormap)
         self._built = False  # the plots are filled when the panel is first shown: a fast start
@@ -532,9 +529,8 @@ class PositionalLab(PreparedView, QWidget):
             self._clock_plots.append((plot, point, trail))
 
     def _build_clocks(self, depths: list[int], titles: list[str]) -> None:
-        """Give each circle its depth for the current d_model and base (only when they change:
-        a new title lays the plots out again). A title keeps the size it has: 8pt, or the
-        theme's (restyle_plots) when the plots were made before the window styled them."""
+        """Each circle's depth for the d_model and base (only when they change: a new title lays the plots
+        out again). A title keeps its size: 8pt, or the theme's (restyle_plots) if made before it."""
         if titles == self._clock_titles:
             return
         self._clock_titles = titles
@@ -547,10 +543,8 @@ class PositionalLab(PreparedView, QWidget):
         self._fit_clock_titles()
 
     def _fit_clock_titles(self) -> None:
-        """Each clock's title row as tall as its two lines, in the font it has now (pyqtgraph
-        fixes 30 px: the second line lay on the clock)."""
-        for plot, *_rest in self.clocks:
-            tall = int(plot.titleLabel.item.boundingRect().height()) + 2
+        """Each clock's two-line title (one was cut at the dock's edge) in a row as tall (pyqtgraph: 30 px)."""
+        for plot, tall in ((c[0], int(c[0].titleLabel.item.boundingRect().height()) + 2) for c in self.clocks):
             plot.titleLabel.setMaximumHeight(tall)
             plot.layout.setRowFixedHeight(0, tall)
 
