@@ -146,7 +146,7 @@ def _shrunk(raw: dict, vocab: int) -> dict:
     for key in ("vocab_size", "vocab_size_per_layer_input", "unpadded_vocab_size"):
         if key in raw:
             raw[key] = vocab
-    for key, value in (("pad_token_id", 0), ("bos_token_id", 1), ("eos_token_id", 2)):
+    for key, value in (("pad_token_id", 0), ("bos_token_id", 1), ("eos_token_id", 2), ("decoder_start_token_id", 0)):
         if key in raw:
             raw[key] = value
     return raw
