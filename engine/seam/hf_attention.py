@@ -48,6 +48,14 @@ KEYWORDS = {
     "token_type_ids": "inert: segment embeddings, added to the hidden states before the call",
     "encoder_hidden_states": "inert: cross-attention's keys and values are computed from them before the call",
     "labels": "inert: the loss's targets, passed on by a multimodal forward (Gemma 4); no part of attention",
+    "decoder_input_ids": "inert: a speech model's forward passes its decoder's ids on; the queries are computed already",
+    "cache": "inert: transformers 5's name of the cache, updated before the call (as use_cache)",
+    "deterministic": "inert: asks a flash kernel for a fixed summation order; the seam's order is its own",
+}
+# Keywords that change nothing when None and select keys otherwise (sparse attention): accepted
+# as None, refused naming them when they hold a selection.
+NONE_ONLY = {
+    "block_indices": "a sparse attention's chosen key blocks (MiniMax M3): None attends every key the mask allows",
 }
 
 
@@ -62,7 +70,7 @@ def interface_call(module, query, key, value, attention_mask, scaling=None, drop
     """What transformers hands an attention function, as the seam's AttentionCall: here, and
     where a model runs under nnsight (engine.remote reads the same arguments from the
     attention-interface op's inputs). A keyword not in KEYWORDS is refused (UnknownKeyword)."""
-    unknown = [k for k in kwargs if k not in KEYWORDS]
+    unknown = [k for k in kwargs if k not in KEYWORDS and not (k in NONE_ONLY and kwargs[k] is None)]
     if unknown:
         raise UnknownKeyword(module, unknown, kwargs)
     scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
