@@ -50,6 +50,7 @@ KEYWORDS = {
     "labels": "inert: the loss's targets, passed on by a multimodal forward (Gemma 4); no part of attention",
     "decoder_input_ids": "inert: a speech model's forward passes its decoder's ids on; the queries are computed already",
     "cache": "inert: transformers 5's name of the cache, updated before the call (as use_cache)",
+    "logits_to_keep": "inert: which positions' logits the head computes, after attention (GOT-OCR2 passes it on)",
     "deterministic": "inert: asks a flash kernel for a fixed summation order; the seam's order is its own",
 }
 # Keywords that change nothing when None and select keys otherwise (sparse attention): accepted
