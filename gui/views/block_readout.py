@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.traces import bin_span
-
 
 def painted_block(d, image, zoom_image, zoom_block, qo: int, ko: int):
     """The tokens, queries [a, b) x keys [c, e), the painted pixel over token (``qo``, ``ko``) of
     the long drawing ``d`` stands for: in ``zoom_image`` over ``zoom_block`` when that covers it
     (the zoomed part lies over the whole head), else in ``image``; None when it is one cell."""
+    from engine.traces import bin_span    # here, not at the top: engine.traces.pooling imports torch, and the window is on screen before torch is
+
     tq, tk = d.long
     spans = [((0, tq), (0, tk), image)]
     if zoom_block is not None and zoom_image.image is not None:
