@@ -174,6 +174,17 @@ after the earlier copy; its largest key-side source is the previous-token head L
 interventions it was computed for: once one changes it is marked stale and greyed; press
 <b>Why again</b>. A recording opened without its model cannot be split: it holds queries and keys,
 not the sources that wrote them.</p>"""
+PAGES["Atlas"] = """<h2>Atlas</h2>
+<p>What every head does across a corpus, not on one text. Build an atlas with
+<code>attnscope atlas MODEL --corpus PATH --out A.safetensors</code> (one recorded pass over the
+documents; the same command resumes it), then <b>Open atlas…</b> here. No model is needed to read it.</p>
+<p>The <b>scatter</b> has one point per head: choose any metric for x, for y and for the colour
+(entropy, mean distance, sink, previous-token, self, local-window, duplicate-token and induction
+mass, and the head's output norm). Hover a point to name its head; click it to see its metrics'
+deciles, its most similar heads, its top contexts (the query in [brackets], its strongest keys in
+&lt;angles&gt;), samples from each decile of its activation, and its queries and keys projected
+together by PCA (with the share of variance the projection keeps). An atlas of another model than
+the one open says so. Every definition is in docs/atlas.md.</p>"""
 PAGES["Kinds of attention"] = f"<h2>Kinds of attention</h2>{KINDS}{MAPS}"
 
 

@@ -145,6 +145,7 @@ def test_alt_click_asks_and_a_head_name_opens_that_head(window_on, qtbot, drawn,
     assert w.state.interventions.empty                                     # Alt+click knocks nothing out
     p = _split(w, qtbot)
     assert tuple(p.asked) == (DECODER_SELF, 3, 3, 9, 3)
+    scene = detail.item.vb.mapViewToScene(pg.Point(3 + 0.5, 9 + 0.5))     # anew: the Why dock moved the layout
     qtbot.mouseClick(detail.plot.viewport(), Qt.MouseButton.RightButton, pos=detail.plot.mapFromScene(scene))
     menu = detail.findChild(QMenu)                                         # a right-click: the cell's menu
     qtbot.waitUntil(lambda: menu is not None and menu.isVisible(), timeout=5000)
