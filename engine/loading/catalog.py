@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.loading.bundled import (CHECKPOINTS, DEFAULT_ORDER, MINILM, RANDOM_SOURCES, RESOURCES,  # noqa: F401 - the face
+                                     bundled_checkpoints, bundled_names, models_help, named_models, resolve_name)
 from engine.loading.hub_cache import looks_like_hub_id
 from engine.loading.remote_source import PREFIX as REMOTE, open_remote
 from engine.errors import ModelLoadError
@@ -29,54 +31,6 @@ if TYPE_CHECKING:
     import torch
 
     from engine.loading.loaded import LoadedModel
-
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
-CHECKPOINTS = RESOURCES / "checkpoints"
-# The window opens on the first of these that exists.
-DEFAULT_ORDER = ("translator.safetensors", "gpt.safetensors")
-RANDOM_SOURCES = ("random-translator", "random-gpt", "random-bert")
-MINILM = "minilm"
-
-
-def bundled_checkpoints() -> list[Path]:
-    """The trained checkpoints shipped in resources/checkpoints, default first."""
-    found = sorted(CHECKPOINTS.glob("*.safetensors"))
-    order = {name: i for i, name in enumerate(DEFAULT_ORDER)}
-    return sorted(found, key=lambda p: (order.get(p.name, len(order)), p.name))
-
-
-def bundled_names() -> dict[str, Path]:
-    """The names the window's Model menu gives the bundled models ("gpt (bundled)"), without
-    the mark: {"translator": .../translator.safetensors, "gpt": .../gpt.safetensors}."""
-    return {p.stem: p for p in bundled_checkpoints()}
-
-
-def named_models() -> list[str]:
-    """Every model a user may name by a word instead of a path, in the order --help lists them."""
-    return [*bundled_names(), MINILM, *RANDOM_SOURCES]
-
-
-def models_help() -> str:
-    """One line for --help: the names ``resolve_name`` understands."""
-    bundled = ", ".join(bundled_names()) or "none installed"
-    return (f"A MODEL may also be named: {bundled} (the bundled trained models, as the window's Model menu "
-            f"names them), {MINILM} (all-MiniLM-L6-v2), {', '.join(RANDOM_SOURCES)} (untrained toys).")
-
-
-def resolve_name(source: str) -> str:
-    """The one resolver of a model's short name, for the window and every command: a bundled
-    model's name ("gpt", or the menu's "gpt (bundled)") is its checkpoint's path, unless a file or
-    folder of that name is where the user stands (theirs comes first). Anything else is returned
-    as given (a path, a hub id, minilm, random-<family>, ndif:...)."""
-    given = str(source)
-    word = given.strip()
-    if word.lower().endswith("(bundled)"):
-        word = word[: -len("(bundled)")].strip()
-    path = bundled_names().get(word.lower())
-    if path is None or (word == given and Path(given).expanduser().exists()):
-        return given
-    return str(path)
-
 
 def default_source() -> str:
     bundled = bundled_checkpoints()

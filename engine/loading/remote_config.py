@@ -30,7 +30,7 @@ def not_for_ndif(name: str, what: str) -> ModelLoadError:
 
 def check_ndif_name(name: str) -> None:
     """ModelLoadError for a name ``ndif:`` cannot take: attnscope's bundled models and toys, a file."""
-    from engine.loading.catalog import MINILM, RANDOM_SOURCES, bundled_names
+    from engine.loading.bundled import MINILM, RANDOM_SOURCES, bundled_names
 
     word, path = name.strip().lower(), Path(name).expanduser()
     if path.is_dir():                     # the user's own folder comes first, as resolve_name has it

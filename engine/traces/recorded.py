@@ -21,7 +21,7 @@ import torch
 from engine.kinds import KEY_SIDE, QUERY_SIDE
 from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from engine.seam.call import AttentionCall
-from engine.traces import block_max
+import engine.traces.block_max as block_max
 from engine.runtime.free_memory import gib
 from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
 from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
@@ -352,7 +352,7 @@ class RecordedTrace(AttentionTrace):
 
     def densify(self, limit: int = DENSE_LIMIT_BYTES) -> "RecordedTrace":
         """Compute every head now (in the worker) when all of them fit in ``limit`` bytes."""
-        from engine.traces import base
+        import engine.traces.base as base
 
         if self.nbytes() <= min(limit, base.DENSE_VIEW_BYTES):
             for kind in self.kinds:
