@@ -151,12 +151,13 @@ class Session:
             return
         from nnsight import CONFIG
 
-        if api_key():                         # the settings' or NDIF_API_KEY, for nnsight's backend
-            CONFIG.API.APIKEY = api_key()
+        self.host = checked_host(CONFIG.API.HOST)     # first: a host the key may not go to never gets it
+        # The settings' or NDIF_API_KEY, checked (engine.loading.ndif_key): always ours, never nnsight's own
+        # read of the variable, so a key of blanks is "no key is set" rather than a blank key sent.
+        CONFIG.API.APIKEY = api_key()
         if not CONFIG.API.APIKEY:
             raise RemoteJobError(f"No NDIF API key is set: put yours in File > NDIF API Key… or in the {KEY_VARIABLE} "
                                  "environment variable (get one at https://login.ndif.us), then run again.")
-        self.host = checked_host(CONFIG.API.HOST)
 
 
 def model_key(model, hub_id: str) -> str:

@@ -165,6 +165,21 @@ def test_the_key_goes_only_over_https_to_the_host_named(snapshot, ndif, monkeypa
         assert sent["post"] == host
 
 
+def test_a_key_of_blanks_is_no_key_even_where_nnsight_read_it_itself(snapshot, ndif, monkeypatch):
+    """nnsight reads NDIF_API_KEY into its CONFIG on its own: a variable of blanks must still be
+    "no key is set", never a blank key sent (issue 58)."""
+    import nnsight
+
+    from engine.remote import trace_remote
+
+    monkeypatch.setenv("NDIF_API_KEY", "   ")
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", "   ")
+    sent = _stand_in(monkeypatch, [])
+    with pytest.raises(RemoteJobError) as err:
+        trace_remote(open_model(f"ndif:{snapshot}", "cpu"), TEXT)
+    assert "No NDIF API key is set" in _said(err) and not sent
+
+
 def test_offline_the_hub_is_blamed_not_ndif_and_nothing_is_said_before(snapshot, ndif, monkeypatch, capsys):
     from nnsight.modeling import huggingface
 
