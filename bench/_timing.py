@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine.runtime.memory import keep_freed_memory
+from attnscope.engine.runtime.memory import keep_freed_memory
 
 keep_freed_memory()
 
@@ -52,7 +52,7 @@ _SCRATCH: list[tempfile.TemporaryDirectory] = []
 def on_worker(fn: Callable[[], object]) -> Callable[[], object]:
     """``fn`` made to run on the app's model thread (gui.worker.call_on_lane); the caller
     waits for it (a call made on that thread itself runs at once)."""
-    from gui.worker import MODEL, call_on_lane
+    from attnscope.gui.worker import MODEL, call_on_lane
 
     return lambda: call_on_lane(MODEL, fn)
 

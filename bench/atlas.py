@@ -34,10 +34,10 @@ def main() -> None:
 
     from bench._timing import interleaved, machine, ratio, scratch_dir, summary
     from bench.long_context import bare_forward, build, text_of
-    from engine.adapters import adapter_for
-    from engine.atlas import build_atlas
-    from engine.atlas.corpus import documents
-    from engine.loading.catalog import open_model
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.atlas import build_atlas
+    from attnscope.engine.atlas.corpus import documents
+    from attnscope.engine.loading.catalog import open_model
 
     if DEVICE == "cpu":
         torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))

@@ -43,10 +43,10 @@ def text_of(tokenizer, n: int) -> str:
 def main() -> None:
     from transformers import AutoModel
 
-    from engine.loading.convert import hf_to_scratch
-    from engine.loading.hf import load_hf_model, minilm_path
-    from engine.seam import recording
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.loading.convert import hf_to_scratch
+    from attnscope.engine.loading.hf import load_hf_model, minilm_path
+    from attnscope.engine.seam import recording
+    from attnscope.engine.traces.tracing import trace_text
 
     loaded = load_hf_model(minilm_path())
     eager = AutoModel.from_pretrained(minilm_path(), attn_implementation="eager").eval()

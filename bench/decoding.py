@@ -40,7 +40,7 @@ ROUNDS = 12   # each model's pairs come in this many turns, paced over the bench
 
 def _session_times(loaded, text: str) -> tuple[float, list[float]]:
     """(first step ms, the later steps' ms) of one greedy session on ``text``."""
-    from engine.decoding.session import DecodeSession, DecodeSettings
+    from attnscope.engine.decoding.session import DecodeSession, DecodeSettings
 
     start = time.perf_counter()
     session = DecodeSession(loaded, text, DecodeSettings(strategy="greedy", max_new_tokens=STEPS))
@@ -54,7 +54,7 @@ def _session_times(loaded, text: str) -> tuple[float, list[float]]:
 
 def _text(loaded, n_tokens: int, words: str) -> tuple[str, int]:
     """A text of about ``n_tokens`` input tokens for ``loaded`` (fewer if it truncates)."""
-    from engine.decoding.session import DecodeSession
+    from attnscope.engine.decoding.session import DecodeSession
 
     text, n = words, 0
     while True:
@@ -95,7 +95,7 @@ class SessionPairs:
 
 
 def main() -> None:
-    from engine.loading import catalog
+    from attnscope.engine.loading import catalog
 
     torch.manual_seed(0)
     about, pairs = {}, {}
@@ -111,7 +111,7 @@ def main() -> None:
         long_, n_long = _text(loaded, longest, words)
         about[path.stem] = {"model": loaded.name, "input_tokens": {"short": n_short, "long": n_long}}
         pairs[path.stem] = SessionPairs(loaded, {"short": short, "long": long_})
-    from tests.hf_tiny import tiny_folder
+    from tests.helpers.hf_tiny import tiny_folder
 
     folder = tiny_folder(scratch_dir("attnscope-bench-decode-"), "gpt2", width=512, layers=6,
                          heads=8, positions=1024)

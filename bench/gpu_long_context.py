@@ -60,7 +60,7 @@ def build(folder: Path, shape: str, positions: int) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tests.hf_tiny import _bpe_tokenizer
+    from tests.helpers.hf_tiny import _bpe_tokenizer
 
     config = LlamaConfig(**SHAPES[shape], max_position_embeddings=positions, rope_theta=500000.0,
                          bos_token_id=1, eos_token_id=2, pad_token_id=0)
@@ -123,10 +123,10 @@ def exactness(trace) -> dict:
 def measure(loaded, n: int) -> dict:
     import torch
 
-    from engine.adapters import adapter_for
-    from engine.seam.hf_attention import NAME
-    from engine.traces.tracing import trace_text
-    from engine.traces.viewport import viewport_weights
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.seam.hf_attention import NAME
+    from attnscope.engine.traces.tracing import trace_text
+    from attnscope.engine.traces.viewport import viewport_weights
 
     model, tok = loaded.model, loaded.tokenizer
     text = text_of(tok, n)
@@ -161,8 +161,8 @@ def measure(loaded, n: int) -> dict:
     out["run_and_overview_over_forward"] = round((out["run_s"] + out["overview_s"]) / out["forward_s"], 2)
     out["dense_weights_would_be_gb"] = round(trace.dense_bytes(KIND) / 2**30, 1)
     out["exact"] = exactness(trace)
-    from engine.seam import call as seam_call
-    from engine.traces import block_max
+    from attnscope.engine.seam import call as seam_call
+    from attnscope.engine.traces import block_max
     q = trace.call(KIND, 0).q
     half_on_gpu = q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)      # the only path with a choice
     out["scores_by"] = ("bmm into float32" if seam_call._HALF_BMM[0] else "upcast float32 matmul") if half_on_gpu \
@@ -171,7 +171,7 @@ def measure(loaded, n: int) -> dict:
     if out["overview_by"] != "torch blocks" and not _TRITON_COMPILED[0]:   # this overview_s paid the kernel's compile
         out["overview_s_includes_triton_compile"] = _TRITON_COMPILED[0] = True
     if out["overview_by"] != "torch blocks" and n == 32768:       # the same pixels the torch way, for comparison
-        from engine.traces.recorded import RecordedTrace
+        from attnscope.engine.traces.recorded import RecordedTrace
 
         again = RecordedTrace(trace.calls, model_name="again", family="llama", source_tokens=[],
                               target_tokens=trace.target_tokens)
@@ -227,7 +227,7 @@ def check_goals(shapes: dict) -> dict:
 def run_shape(shape: str, lengths: list[int], root: Path) -> dict:
     import torch
 
-    from engine.loading.catalog import open_model
+    from attnscope.engine.loading.catalog import open_model
 
     folder = root / f"llama-{shape}-shape"
     result = {}

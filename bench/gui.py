@@ -77,7 +77,7 @@ def _fresh_settings() -> None:
 
 def open_window(source: str):
     """The real window on ``source``, shown, its first trace drawn everywhere."""
-    from gui.main_window import MainWindow
+    from attnscope.gui.window.main_window import MainWindow
 
     _fresh_settings()
     w = MainWindow(source=source, device="cpu")
@@ -110,7 +110,7 @@ class ColdStart:
     starts both, the order alternating (the untimed first call fills the page cache)."""
 
     def __init__(self):
-        from engine.loading import catalog
+        from attnscope.engine.loading import catalog
 
         self.args = {"default": [], "minilm": ["--model", catalog.MINILM]}
         self.rows = {name: [] for name in self.args}
@@ -140,8 +140,8 @@ class ColdStart:
 # ---- one Run in the real window ------------------------------------------------------------
 def _text_of(loaded, tokens: int) -> tuple[str, int]:
     """A text of ``tokens`` input tokens for ``loaded`` (or its longest input, if shorter)."""
-    from engine.traces.tracing import trace_text
-    from gui.input_bar import DEFAULT_TEXT
+    from attnscope.engine.traces.tracing import trace_text
+    from attnscope.gui.window.input_bar import DEFAULT_TEXT
 
     sentence = DEFAULT_TEXT.get(loaded.family, DEFAULT_TEXT[loaded.role])
     text = sentence
@@ -158,8 +158,8 @@ class RunToAllHeadsDrawn:
     The baseline, the bare trace_text the worker calls, alternates with it in each call."""
 
     def __init__(self, source: str, tokens: int, per_call: int = 8):
-        from engine.traces.tracing import trace_text
-        from gui.views.prepared import PreparedView
+        from attnscope.engine.traces.tracing import trace_text
+        from attnscope.gui.drawing.prepared import PreparedView
 
         self.w = w = open_window(source)
         self.loaded = loaded = w.state.loaded
@@ -224,7 +224,7 @@ class RunToAllHeadsDrawn:
 
 
 def window_with_every_view():
-    from engine.loading import catalog
+    from attnscope.engine.loading import catalog
 
     w = open_window(catalog.MINILM)
     w.resize(1400, 900)
@@ -238,7 +238,7 @@ def window_with_every_view():
 
 
 def _busy(w) -> bool:
-    from gui.views.prepared import PreparedView
+    from attnscope.gui.drawing.prepared import PreparedView
     jobs = [w.run_jobs, w.model_jobs] + [v.draw_jobs for v in w.views.values() if isinstance(v, PreparedView)]
     jobs += [v.jobs for v in w.views.values() if hasattr(v, "jobs")]
     return any(j.busy for j in jobs)
@@ -342,10 +342,10 @@ class HeadLinesPaint:
     painted (a grab), with the worker's preparation and the GUI thread's part apart."""
 
     def __init__(self, app, per_call: int = 2):
-        from engine.loading.hf import load_hf_model, minilm_path
-        from engine.traces.tracing import trace_text
-        from gui.state import AppState
-        from gui.views.head_lines import HeadLines
+        from attnscope.engine.loading.hf import load_hf_model, minilm_path
+        from attnscope.engine.traces.tracing import trace_text
+        from attnscope.gui.state import AppState
+        from attnscope.gui.views.head_lines import HeadLines
 
         loaded = on_worker(lambda: load_hf_model(minilm_path()))()
         self.trace = trace = on_worker(lambda: trace_text(loaded, MEDIUM))()
@@ -361,7 +361,7 @@ class HeadLinesPaint:
         self.totals, self.prepare, self.apply, self.grab = [], [], [], []
 
     def __call__(self, timed: bool) -> None:
-        from gui.views.head_lines import lines_drawing
+        from attnscope.gui.views.head_lines import lines_drawing
 
         view, heads = self.view, list(range(self.n_heads))
         for _ in range(self.per_call):
@@ -396,9 +396,9 @@ class GridRedraws:
     """New traces into a 12 x 12 heads grid, each drawn and grabbed (a full render)."""
 
     def __init__(self, tokens: int, per_call: int = 18):
-        from engine.traces.dense import DenseTrace
-        from gui.state import AppState
-        from gui.views.head_grid import HeadGrid
+        from attnscope.engine.traces.dense import DenseTrace
+        from attnscope.gui.state import AppState
+        from attnscope.gui.views.head_grid import HeadGrid
 
         rng = np.random.default_rng(0)
         self.traces = []
@@ -434,7 +434,7 @@ ROUNDS = 12   # every figure's repetitions come in this many turns, spread over 
 
 
 def main() -> None:
-    from engine.loading import catalog
+    from attnscope.engine.loading import catalog
 
     app = application()
     cold = ColdStart()

@@ -31,13 +31,13 @@ from bench._timing import interleaved, machine, on_worker, ratio, run_main, scra
 def _archs() -> tuple[str, ...]:
     """Every architecture the tests open (tests/hf_tiny.ARCHITECTURES): 15 since Mistral,
     Gemma 2 (soft cap, sliding windows), Phi-3, Qwen3, ELECTRA and Marian joined."""
-    from tests.hf_tiny import ARCHITECTURES
+    from tests.helpers.hf_tiny import ARCHITECTURES
     return ARCHITECTURES
 
 
 def _folder(root: Path, arch: str) -> Path:
     """A 6-layer, 8-head, 512-wide random model of ``arch`` with the test tokenizers."""
-    from tests.hf_tiny import tiny_folder
+    from tests.helpers.hf_tiny import tiny_folder
     return tiny_folder(root, arch, width=512, layers=6, heads=8, positions=1024)
 
 
@@ -51,7 +51,7 @@ def _text(tokenizer, n_tokens: int) -> str:
 
 
 def bench(loaded, tokens: int, repeats: int = 15) -> dict:
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.traces.tracing import trace_text
 
     model, tok = loaded.model, loaded.tokenizer
     text = _text(tok, tokens)
@@ -77,7 +77,7 @@ def bench(loaded, tokens: int, repeats: int = 15) -> dict:
 
 
 def main() -> None:
-    from engine.loading.catalog import open_model
+    from attnscope.engine.loading.catalog import open_model
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     root = scratch_dir("attnscope-bench-hf-")

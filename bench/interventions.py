@@ -36,7 +36,7 @@ ROUNDS = int(os.environ.get("ATTNSCOPE_BENCH_ROUNDS", "6"))
 
 def _text(loaded, tokens: int) -> str:
     """Words of the tiny tokenizer until the prompt is ``tokens`` long."""
-    from engine.adapters import adapter_for
+    from attnscope.engine.adapters import adapter_for
 
     words = "the big dog sees the small cat . time flies like an arrow ; fruit flies like a banana ."
     text = words
@@ -51,11 +51,11 @@ def _text(loaded, tokens: int) -> str:
 
 class ToggleOverRun:
     def __init__(self, folder: str, tokens: int, per_call: int):
-        from engine.interventions import HeadRef
+        from attnscope.engine.interventions import HeadRef
 
         self.w = w = open_window(folder)
         self.text = on_worker(lambda: _text(w.state.loaded, tokens))()
-        self.tokens = len(on_worker(lambda: __import__("engine.adapters", fromlist=["adapter_for"])
+        self.tokens = len(on_worker(lambda: __import__("attnscope.engine.adapters", fromlist=["adapter_for"])
                                     .adapter_for(w.state.loaded).frame(self.text).target_ids)())
         w.text_edit.setText(self.text)
         self._wait(w.run)
@@ -107,7 +107,7 @@ class ToggleOverRun:
 
 
 def main() -> None:
-    from tests.hf_tiny import tiny_folder
+    from tests.helpers.hf_tiny import tiny_folder
 
     application()
     root = scratch_dir("attnscope-bench-interventions-")

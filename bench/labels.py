@@ -28,9 +28,9 @@ def main() -> None:
     import numpy as np
 
     from bench._timing import machine
-    from engine.adapters.hf_text import readable_tokens
-    from engine.traces.words import merge_pieces, merged_tokens, word_groups
-    from tests.hf_tiny import _bpe_tokenizer
+    from attnscope.engine.adapters.hf_text import readable_tokens
+    from attnscope.engine.traces.words import merge_pieces, merged_tokens, word_groups
+    from tests.helpers.hf_tiny import _bpe_tokenizer
 
     tok = _bpe_tokenizer("decoder")
     words = "the big dog sees the small cat and the cat sees a bananas dog because it is small".split()

@@ -55,7 +55,7 @@ class LensOverRun:
         return (time.perf_counter() - start) * 1e3
 
     def __call__(self, timed: bool) -> None:
-        import engine.interventions.lens as lens
+        import attnscope.engine.interventions.lens as lens
 
         reader = lens._reader
 
@@ -89,7 +89,7 @@ class LensOverRun:
 
 
 def main() -> None:
-    from tests.hf_tiny import tiny_folder
+    from tests.helpers.hf_tiny import tiny_folder
 
     application()
     root = scratch_dir("attnscope-bench-lens-")

@@ -50,7 +50,7 @@ def build(folder: Path) -> Path:
     import torch
     import transformers as tf
 
-    from tests.hf_tiny import _bpe_tokenizer
+    from tests.helpers.hf_tiny import _bpe_tokenizer
 
     if (folder / "model.safetensors.index.json").exists():
         return folder
@@ -65,10 +65,10 @@ def build(folder: Path) -> Path:
 def child(kind: str, folder: str) -> dict:
     """One load in this process; what it took."""
     if kind == "attnscope":
-        from engine.runtime.memory import keep_freed_memory
+        from attnscope.engine.runtime.memory import keep_freed_memory
         keep_freed_memory()          # as attnscope's main() does first
-        from engine.loading.catalog import open_model
-        import engine.loading.hf  # noqa: F401  (imports transformers, as the others do before the clock)
+        from attnscope.engine.loading.catalog import open_model
+        import attnscope.engine.loading.hf  # noqa: F401  (imports transformers, as the others do before the clock)
     import torch
     import transformers as tf
     before = _maxrss()

@@ -45,7 +45,7 @@ def build(folder: Path) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tests.hf_tiny import _bpe_tokenizer
+    from tests.helpers.hf_tiny import _bpe_tokenizer
 
     torch.manual_seed(0)
     LlamaForCausalLM(LlamaConfig(**SHAPE, bos_token_id=1, eos_token_id=2, pad_token_id=0)).save_pretrained(folder)
@@ -57,7 +57,7 @@ def bare_forward(model, ids) -> None:
     seam switched off for it: the baseline the benches divide by."""
     import torch
 
-    from engine.seam.hf_attention import NAME
+    from attnscope.engine.seam.hf_attention import NAME
 
     model.set_attn_implementation("sdpa")
     try:
@@ -82,12 +82,12 @@ def child(folder: str, n: int) -> dict:
 
     from bench._app import application
     from bench._timing import interleaved, ratio, summary
-    from engine.loading.catalog import open_model
-    from engine.traces.tracing import trace_text
-    from gui.state import AppState
-    from gui.views.head_detail import HeadDetail
-    from gui.views.head_grid import HeadGrid
-    from gui.views.prepared import wait_until_drawn
+    from attnscope.engine.loading.catalog import open_model
+    from attnscope.engine.traces.tracing import trace_text
+    from attnscope.gui.state import AppState
+    from attnscope.gui.views.head_detail import HeadDetail
+    from attnscope.gui.views.head_grid import HeadGrid
+    from attnscope.gui.drawing.prepared import wait_until_drawn
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     app = application()

@@ -40,7 +40,7 @@ class Forward:
     def __init__(self, loaded, per_call: int = 2):
         import torch
 
-        from engine.traces.tracing import trace_text
+        from attnscope.engine.traces.tracing import trace_text
 
         enc = loaded.tokenizer(TEXT, return_tensors="pt", truncation=True, max_length=loaded.max_len)
         self.traces: list = []
@@ -81,10 +81,10 @@ class ViewDraws:
     view has its own AppState), ``per_call`` times."""
 
     def __init__(self, app, loaded, traces, per_call: int = 2):
-        from gui.state import AppState
-        from gui.views.head_grid import HeadGrid
-        from gui.views.prepared import wait_until_drawn
-        from gui.views.registry import VIEWS, ViewSpec
+        from attnscope.gui.state import AppState
+        from attnscope.gui.views.head_grid import HeadGrid
+        from attnscope.gui.drawing.prepared import wait_until_drawn
+        from attnscope.gui.views.registry import VIEWS, ViewSpec
 
         self.views = {}
         for spec in [ViewSpec("Heads grid", HeadGrid)] + VIEWS:
@@ -104,7 +104,7 @@ class ViewDraws:
         self.times = {title: [] for title in self.views}
 
     def __call__(self, timed: bool) -> None:
-        from gui.views.prepared import wait_until_drawn
+        from attnscope.gui.drawing.prepared import wait_until_drawn
 
         for _ in range(self.per_call):   # the untimed first call builds the items
             self.calls += 1
@@ -134,7 +134,7 @@ ROUNDS = 11   # the forward's and the views' repetitions come in this many turns
 
 def main() -> None:
     app = application()
-    from engine.loading.hf import load_hf_model, minilm_path
+    from attnscope.engine.loading.hf import load_hf_model, minilm_path
 
     loaded = on_worker(lambda: load_hf_model(minilm_path()))()
     forward = Forward(loaded)

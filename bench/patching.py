@@ -63,7 +63,7 @@ def build(folder: Path, arch: str, sizes: dict) -> None:
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-    from tests.hf_tiny import _bpe_tokenizer
+    from tests.helpers.hf_tiny import _bpe_tokenizer
 
     torch.manual_seed(0)
     config, model = (GPT2Config, GPT2LMHeadModel) if arch == "gpt2" else (LlamaConfig, LlamaForCausalLM)
@@ -74,8 +74,8 @@ def build(folder: Path, arch: str, sizes: dict) -> None:
 def pair_of(loaded, tokens: int):
     """A pair of ``tokens`` tokens each (BOS included): the clean text, and the same with its
     middle word changed; answers by id."""
-    from engine.adapters import adapter_for
-    from engine.experiments.pairs import PromptPair, frame_pair
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.experiments.pairs import PromptPair, frame_pair
 
     adapter = adapter_for(loaded)
     words = "the big dog sees the small cat and the cat sees a dog because it is small".split()
@@ -91,10 +91,10 @@ def pair_of(loaded, tokens: int):
 def case(name: str, arch: str, sizes: dict, tokens: int, root: Path) -> dict:
     import torch
 
-    from engine.adapters import adapter_for
-    from engine.experiments.attribution import attribution_patching
-    from engine.experiments.patching import exact_patching, run_to_end
-    from engine.loading.catalog import open_model
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.experiments.attribution import attribution_patching
+    from attnscope.engine.experiments.patching import exact_patching, run_to_end
+    from attnscope.engine.loading.catalog import open_model
 
     folder = root / name
     on_model_thread(lambda: build(folder, arch, sizes))()

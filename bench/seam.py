@@ -38,7 +38,7 @@ SHAPE = dict(hidden_size=1024, num_hidden_layers=16, num_attention_heads=32, num
 def build():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from engine.seam.hf_attention import assign_sites
+    from attnscope.engine.seam.hf_attention import assign_sites
 
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(**SHAPE)).eval()
@@ -47,8 +47,8 @@ def build():
 
 
 def bench(model, tokens: int, repeats: int, with_eager: bool) -> dict:
-    from engine.seam import recording
-    from engine.seam.hf_attention import NAME
+    from attnscope.engine.seam import recording
+    from attnscope.engine.seam.hf_attention import NAME
 
     ids = torch.randint(3, SHAPE["vocab_size"], (1, tokens))
     kept = {}

@@ -42,8 +42,8 @@ def bench(loaded, n: int, rounds: int) -> dict:
     import numpy as np
 
     from bench.long_context import text_of
-    from engine.inspection.top_keys import head_top_keys, layer_top_keys
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.inspection.top_keys import head_top_keys, layer_top_keys
+    from attnscope.engine.traces.tracing import trace_text
 
     kind = "decoder self"
     trace = trace_text(loaded, text_of(loaded.tokenizer, n))
@@ -85,7 +85,7 @@ def main() -> None:
     import torch
 
     from bench.long_context import build
-    from engine.loading.catalog import open_model
+    from attnscope.engine.loading.catalog import open_model
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     folder = scratch_dir("attnscope-bench-topkeys-") / "llama-1b-shape"

@@ -23,9 +23,9 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from bench._timing import machine, on_worker, run_main, summary  # noqa: E402
-from engine.corpora.german import make_splits  # noqa: E402
-from engine.models.positional import SinusoidalPositionalEncoding  # noqa: E402
-from engine.training.loops import SIZES, TrainConfig, build_translator, encode_pairs, _pad  # noqa: E402
+from attnscope.engine.corpora.german import make_splits  # noqa: E402
+from attnscope.engine.models.positional import SinusoidalPositionalEncoding  # noqa: E402
+from attnscope.engine.training.loops import SIZES, TrainConfig, build_translator, encode_pairs, _pad  # noqa: E402
 
 
 class TorchTranslator(nn.Module):

@@ -34,8 +34,8 @@ def main() -> None:
 
     from bench._timing import interleaved, ratio, scratch_dir, summary
     from bench.long_context import SHAPE, bare_forward, build, text_of
-    from engine.experiments import why
-    from engine.loading.catalog import open_model
+    from attnscope.engine.experiments import why
+    from attnscope.engine.loading.catalog import open_model
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     folder = scratch_dir("attnscope-why-") / "model"

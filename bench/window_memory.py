@@ -48,7 +48,7 @@ def resident_gb() -> float:
 
 def model_folder(root: Path) -> Path:
     """The tiny chat Llama of the tests, made 256 wide, 4 layers x 8 heads, 8k positions."""
-    import tests.hf_tiny as tiny
+    import tests.helpers.hf_tiny as tiny
 
     plain = tiny.tiny_folder
 
@@ -74,8 +74,8 @@ def main() -> None:
     app = application()
     folder, text = model_folder(root / "models"), long_text(root / "long.txt")
 
-    from gui.main_window import MainWindow
-    from gui.worker import active_threads
+    from attnscope.gui.window.main_window import MainWindow
+    from attnscope.gui.worker import active_threads
 
     window = MainWindow(source=str(folder), device="cpu")
     window.resize(1600, 1000)
@@ -101,7 +101,7 @@ def main() -> None:
     after, steps, tokens = [], [], 0
     for i in range(RUNS):
         if i == 2:   # a recording saved, opened, then replaced by the next Run
-            from engine.traces.recording_file import save_recording
+            from attnscope.engine.traces.recording_file import save_recording
 
             path = save_recording(window.state.trace, root / "run.recording.safetensors", replace=True)
             window.open_recording(str(path))

@@ -12,7 +12,7 @@ import re
 import sys
 import time
 
-from cli.common import BAD_INPUT, int_in, open_or_explain, print_json, say
+from attnscope.cli.common import BAD_INPUT, int_in, open_or_explain, print_json, say
 
 
 def register(sub) -> None:
@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.atlas import atlas_summary, head_detail, load_state
+    from attnscope.engine.atlas import atlas_summary, head_detail, load_state
 
     if args.out is None:
         if not args.source.endswith(".safetensors") or not args.json:
@@ -52,7 +52,7 @@ def run(args) -> int:
 
 
 def _build(args) -> int:
-    from engine.atlas import build_atlas
+    from attnscope.engine.atlas import build_atlas
 
     loaded = open_or_explain(args.source, args.device or "auto")
     if loaded is None:

@@ -34,7 +34,7 @@ class OneLineParser(argparse.ArgumentParser):
         (engine.loading.catalog.resolve_name: "gpt", "translator", minilm, random-<family>)."""
         text = super().format_help()
         if any(action.dest in ("model", "checkpoint") for action in self._actions):
-            from engine.loading import models_help
+            from attnscope.engine.loading import models_help
 
             text += "\n" + textwrap.fill(models_help(), 100) + "\n"
         return text
@@ -76,7 +76,7 @@ def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False)
 
 def text(value: str) -> str:
     """A text argument: valid Unicode (invalid UTF-8 on a command line arrives as lone surrogates)."""
-    from engine.inputs import text_problem
+    from attnscope.engine.inputs import text_problem
 
     problem = text_problem(value)
     if problem:
@@ -125,7 +125,7 @@ def text_of(args):
     """The text ``add_text_options`` asked for: the argument, or the file read by the one reader
     (engine.inputs.read_utf8), or the command's default; with ``--chat`` an engine.inputs.Chat.
     None when the command may go without one; InputError (one sentence, exit 2) otherwise."""
-    from engine.inputs import Chat, InputError, read_utf8
+    from attnscope.engine.inputs import Chat, InputError, read_utf8
 
     given, path = getattr(args, "text", None), getattr(args, "text_file", None)
     if given is not None and path is not None:
@@ -168,7 +168,7 @@ def out_folder(value: str) -> Path:
 
 def _fits(path: Path, what: str) -> None:
     """argparse's one sentence for a name too long for the file system (exists() would raise)."""
-    from engine.inputs import too_long
+    from attnscope.engine.inputs import too_long
 
     said = too_long(path, what)
     if said:
@@ -219,7 +219,7 @@ def _an_export(path: Path) -> bool:
 
 def out_checkpoint(value: str) -> Path:
     """A .safetensors file to save to, checked before any training starts."""
-    from engine.loading import CheckpointError, check_checkpoint_path
+    from attnscope.engine.loading import CheckpointError, check_checkpoint_path
 
     _fits(Path(value).expanduser(), "checkpoint")
     try:
@@ -229,7 +229,7 @@ def out_checkpoint(value: str) -> Path:
 
 
 def device(value: str) -> str:
-    from engine.runtime import CHOICES
+    from attnscope.engine.runtime import CHOICES
 
     kind, _, index = value.strip().lower().partition(":")
     if kind not in CHOICES or (index and not (kind == "cuda" and index.isdigit())):
@@ -242,7 +242,7 @@ def open_or_explain(path: str, device: str = "cpu"):
     """The model at ``path``, or None after a one-line message on stderr (no traceback).
     A load that takes a while shows a progress bar on stderr, on a terminal only (a script
     reading stderr sees errors alone)."""
-    from engine.loading import open_model
+    from attnscope.engine.loading import open_model
 
     bar = LoadBar()
     try:
@@ -267,7 +267,7 @@ def open_predicting(path: str, device: str, needs: str):
 
 
 class LoadBar:
-    """engine.loading.progress records as a tqdm bar on stderr, in percent with the loader's
+    """attnscope.engine.loading.progress records as a tqdm bar on stderr, in percent with the loader's
     words (tensors built, bytes read). Shown only on a terminal and only for a load that has
     taken LOAD_BAR_DELAY_S: a small model opens without a flash of bar."""
 

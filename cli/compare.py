@@ -6,7 +6,7 @@ attnscope's own encoder (the proof that our BERT is BERT). With --with, any two 
 that tokenize the same way: two checkpoints of one architecture, ours against theirs."""
 from __future__ import annotations
 
-from cli.common import BAD_INPUT, add_text_options, model_notes, print_json, say, text, text_of
+from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, print_json, say, text, text_of
 
 
 def register(sub) -> None:
@@ -19,9 +19,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.loading import open_model
-    from engine.inspection import compare_models
-    from engine.loading import hf_to_scratch
+    from attnscope.engine.loading import open_model
+    from attnscope.engine.inspection import compare_models
+    from attnscope.engine.loading import hf_to_scratch
 
     device = args.device or "cpu"
     args.text = text_of(args)
@@ -46,8 +46,8 @@ def run(args) -> int:
 
 
 def _compare_two(a, b, args) -> int:
-    from engine.inspection import compare_traces
-    from engine.traces import trace_text
+    from attnscope.engine.inspection import compare_traces
+    from attnscope.engine.traces import trace_text
 
     ta, tb = trace_text(a, args.text, pair=args.pair), trace_text(b, args.text, pair=args.pair)
     shared = [k for k in ta.kinds if k in tb.kinds]

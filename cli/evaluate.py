@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import BAD_INPUT, int_in, model_notes, open_or_explain, print_json, say
+from attnscope.cli.common import BAD_INPUT, int_in, model_notes, open_or_explain, print_json, say
 
 MAX_TRAIN_PAIRS = 1_000_000  # the synthetic corpus rebuilt for the split: ~1 s per 20,000 pairs
 
@@ -37,8 +37,8 @@ def _whole(training: dict, key: str, lo: int, hi: int, default: int) -> int:
 def evaluate(loaded, limit: int | None = 1000, corpus: str | None = None) -> dict:
     """Scores of ``loaded`` on its held-out split. ``corpus``: the file the user named, if any;
     a corpus file named only in the checkpoint is never opened."""
-    from engine.corpora import text_splits, translation_splits
-    from engine.training import language_model_scores, translator_report
+    from attnscope.engine.corpora import text_splits, translation_splits
+    from attnscope.engine.training import language_model_scores, translator_report
 
     if loaded.family not in ("translator", "gpt"):
         raise ValueError(f"there is nothing to evaluate for a {loaded.family} model")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from cli.common import (BAD_INPUT, add_text_options, image_size, int_in, kept_file, open_or_explain, out_folder,
+from attnscope.cli.common import (BAD_INPUT, add_text_options, image_size, int_in, kept_file, open_or_explain, out_folder,
                         print_json, say, text, text_of, writable_problem)
 
 VIEWS = ("grid", "head", "lines", "pooled")   # pooled: numbers only (npz, csv)
@@ -57,16 +57,16 @@ SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and s
 
 
 def run(args) -> int:
-    from engine.inputs import InputError
-    from engine.remote import remote_of, trace_remote
-    from engine.traces import trace_text
+    from attnscope.engine.inputs import InputError
+    from attnscope.engine.remote import remote_of, trace_remote
+    from attnscope.engine.traces import trace_text
 
     problem = writable_problem(args.out) or (args.format not in ("npz", "csv") and
                                              kept_file(args.out / f"{args.view}.{args.format}", args.force))
     if problem:
         say(problem)
         return BAD_INPUT
-    from engine.traces import is_recording, load_recording
+    from attnscope.engine.traces import is_recording, load_recording
 
     body = text_of(args)
     if body is None or is_recording(args.model):    # a recording draws with no model
@@ -103,7 +103,7 @@ def run(args) -> int:
         say(f"--layer must be below {layers} and --head below {heads} for this model's {kind} attention "
             f"(got layer {args.layer}, head {args.head})")
         return BAD_INPUT
-    from engine.traces import estimate_drawing
+    from attnscope.engine.traces import estimate_drawing
 
     est = estimate_drawing(trace, kind, layers * heads if args.view == "grid" else 1)
     if est.seconds > args.max_seconds:
@@ -115,7 +115,7 @@ def run(args) -> int:
     if est.seconds > SAY_ESTIMATE_S:
         say(f"drawing the {args.view} view: {est.describe()}")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no display needed
-    from gui.render import render_view
+    from attnscope.gui.render import render_view
 
     w, h = args.size
     bar = _ProgressBar(f"drawing the {args.view} view")
@@ -132,7 +132,7 @@ def run(args) -> int:
 def _write_numbers(args, trace, out) -> int:
     """--format npz/csv: what --view asks, estimated (one line when it takes a while), refused
     past the export limit, written with a progress bar."""
-    from engine.inspection import ExportAsk, ExportError, estimate_export, export_trace, refusal
+    from attnscope.engine.inspection import ExportAsk, ExportError, estimate_export, export_trace, refusal
 
     if args.view == "lines":
         say("--view lines draws each query's strongest keys as an image (png, svg); for --format "

@@ -7,7 +7,7 @@ previous-token head to the token just before. Works for every model attnscope op
 """
 from __future__ import annotations
 
-from cli.common import BAD_INPUT, model_notes, open_or_explain, print_json
+from attnscope.cli.common import BAD_INPUT, model_notes, open_or_explain, print_json
 
 
 def register(sub) -> None:
@@ -18,9 +18,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.inputs import InputError
-    from engine.inspection import mechanism_report
-    from engine.remote import remote_of
+    from attnscope.engine.inputs import InputError
+    from attnscope.engine.inspection import mechanism_report
+    from attnscope.engine.remote import remote_of
 
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
+from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
 
 KIND_PREFIX = {"enc": "encoder self", "dec": "decoder self", "cross": "cross"}
 SYNTAX = ("heads are L.H (layer.head, 0-based); knockouts QUERY:KEY@LAYERS, positions 0-based over the ids fed "
@@ -64,7 +64,7 @@ def default_kind(loaded) -> str:
 
 def spec_from(args, loaded):
     """The Interventions the options ask for, kinds defaulted for this model."""
-    from engine.interventions import MEAN, ZERO, Edge, HeadRef, Interventions
+    from attnscope.engine.interventions import MEAN, ZERO, Edge, HeadRef, Interventions
 
     dflt = default_kind(loaded)
     spec = Interventions()
@@ -92,7 +92,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.interventions import intervention_effect
+    from attnscope.engine.interventions import intervention_effect
 
     body = text_of(args)          # before the model loads: a missing file costs nothing
     loaded = open_predicting(args.model, args.device or "auto", "comparing them before and after (the window "

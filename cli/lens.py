@@ -6,8 +6,8 @@ layer is the model's own prediction.
 """
 from __future__ import annotations
 
-from cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
-from cli.why import check_target
+from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
+from attnscope.cli.why import check_target
 
 
 def register(sub) -> None:
@@ -21,8 +21,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.interventions import logit_lens
-    from engine.remote import remote_lens, remote_of
+    from attnscope.engine.interventions import logit_lens
+    from attnscope.engine.remote import remote_lens, remote_of
 
     body = text_of(args)
     loaded = open_predicting(args.model, args.device or "auto", "the logit lens")

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import BAD_INPUT, int_in, model_notes, open_predicting, print_json, say, text
+from attnscope.cli.common import BAD_INPUT, int_in, model_notes, open_predicting, print_json, say, text
 
 
 def register(sub) -> None:
-    from engine.experiments import METHODS, METRICS, SEQ2SEQ_POINTS
+    from attnscope.engine.experiments import METHODS, METRICS, SEQ2SEQ_POINTS
 
     p = sub.add_parser("patch", help="activation / attribution patching and direct logit attribution over a prompt "
                                      "pair (JSON)", description=__doc__.split("\n\n", 1)[1])
@@ -62,8 +62,8 @@ def pairs_of(args):
     """The prompt pairs the options give, or InputError in one sentence."""
     from dataclasses import replace
 
-    from engine.experiments import PromptPair, read_pairs
-    from engine.inputs import Chat, InputError, read_utf8
+    from attnscope.engine.experiments import PromptPair, read_pairs
+    from attnscope.engine.inputs import Chat, InputError, read_utf8
 
     for name in ("clean", "corrupt"):                # a text a command line cannot carry (128 KB an argument)
         path = getattr(args, f"{name}_file")
@@ -110,8 +110,8 @@ def progress_lines():
 
 
 def run(args) -> int:
-    from engine.experiments import experiment, frame_pair, over_pairs
-    from engine.runtime import drive
+    from attnscope.engine.experiments import experiment, frame_pair, over_pairs
+    from attnscope.engine.runtime import drive
 
     if args.batch is not None and args.batch < 1:
         say("--batch must be at least 1")

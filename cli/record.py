@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import BAD_INPUT, add_text_options, open_or_explain, print_json, say, text, text_of
+from attnscope.cli.common import BAD_INPUT, add_text_options, open_or_explain, print_json, say, text, text_of
 
 def register(sub) -> None:
     p = sub.add_parser("record", help="run a model on a text and save its recording (queries, keys) as one file")
@@ -23,8 +23,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.remote import remote_of, trace_remote
-    from engine.traces import recording_target, save_recording, trace_text
+    from attnscope.engine.remote import remote_of, trace_remote
+    from attnscope.engine.traces import recording_target, save_recording, trace_text
 
     body = text_of(args)
     out = recording_target(args.out)     # before the Run: never over a user's file (RecordingError, exit 2)

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 
-from cli.common import BAD_INPUT, float_in, int_in, out_checkpoint, print_json, say, writable_problem
+from attnscope.cli.common import BAD_INPUT, float_in, int_in, out_checkpoint, print_json, say, writable_problem
 
 
 def register(sub) -> None:
@@ -45,11 +45,11 @@ def register(sub) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from engine.loading import CheckpointError, check_checkpoint_path, save_checkpoint
-    from engine.corpora import corpus_label, text_splits, translation_splits
-    from engine.runtime import pick_device
-    from engine.training import language_model_scores, translator_report
-    from engine.training import GPT_RECIPE, TrainConfig, run_training, train_gpt, train_translator
+    from attnscope.engine.loading import CheckpointError, check_checkpoint_path, save_checkpoint
+    from attnscope.engine.corpora import corpus_label, text_splits, translation_splits
+    from attnscope.engine.runtime import pick_device
+    from attnscope.engine.training import language_model_scores, translator_report
+    from attnscope.engine.training import GPT_RECIPE, TrainConfig, run_training, train_gpt, train_translator
 
     try:
         device = pick_device(args.device or "auto")

@@ -8,7 +8,7 @@ summarise it.
 """
 from __future__ import annotations
 
-from cli.common import (BAD_INPUT, add_text_options, float_in, int_in, model_notes, open_or_explain, print_json,
+from attnscope.cli.common import (BAD_INPUT, add_text_options, float_in, int_in, model_notes, open_or_explain, print_json,
                         say, text_of)
 
 MAX_BEAM = 64            # each beam keeps a KV cache and a (vocabulary)-wide score row
@@ -39,8 +39,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.decoding import DecodeSettings, decode_all
-    from engine.inputs import InputError, unknown_words
+    from attnscope.engine.decoding import DecodeSettings, decode_all
+    from attnscope.engine.inputs import InputError, unknown_words
 
     body = text_of(args)
     loaded = open_or_explain(args.checkpoint, args.device or "auto")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import BAD_INPUT, add_text_options, model_notes, open_or_explain, print_json, text, text_of
-from cli.intervene import KIND_PREFIX, default_kind, head_arg
+from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, open_or_explain, print_json, text, text_of
+from attnscope.cli.intervene import KIND_PREFIX, default_kind, head_arg
 
 KINDS = {**KIND_PREFIX, **{k: k for k in KIND_PREFIX.values()}}
 
@@ -73,8 +73,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engine.experiments import why
-    from engine.inputs import InputError
+    from attnscope.engine.experiments import why
+    from attnscope.engine.inputs import InputError
 
     body = text_of(args)
     head_kind, layer, head = args.head
@@ -93,7 +93,7 @@ def run(args) -> int:
 
 def check_target(loaded, target) -> None:
     """--target given to a model with no decoder prefix to take (what why and lens would drop)."""
-    from engine.inputs import InputError
+    from attnscope.engine.inputs import InputError
 
     if target is not None and loaded.role != "encoder-decoder":
         raise InputError(f"--target is an encoder-decoder's decoder prefix, and {loaded.name} is "

@@ -4,7 +4,7 @@ Pure PyTorch + tokenizers + safetensors. Nothing here imports Qt: the GUI observ
 engine, never the reverse. Its packages stack in layers, from the bottom up: kinds, errors,
 inputs < roles, runtime < seam, corpora < models < loading < adapters < decoding <
 interventions < traces < inspection, experiments < training. A package imports only the
-layers below it, counting imports inside functions (tests/test_layering.py holds it; the why
+layers below it, counting imports inside functions (tests/gui/test_layering.py holds it; the why
 is in docs/layout.md), and each package's ``__init__`` is its public face for gui/ and cli/.
 """
 

@@ -4,7 +4,7 @@ code for each family; this says only what the family is (beside engine.kinds, wh
 the kinds)."""
 from __future__ import annotations
 
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 
 # Every family is one of three roles; tracing, decoding and the views speak roles.
 ROLE_OF_FAMILY = {

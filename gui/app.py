@@ -14,7 +14,7 @@ def run_app(args) -> int:
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
+    from attnscope.gui.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("attnscope")

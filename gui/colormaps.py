@@ -34,7 +34,7 @@ def label_colorbar(bar: pg.ColorBarItem, log_scale: bool) -> None:
     """The bar's numbers as its colours mean them: weights 0 to 1, or with "log colour" on,
     1e-4 to 1 a decade a step (gui.display.log_colour): the bar read 0 to 1
     linearly while the map was coloured by the logarithm."""
-    from gui.display import LOG_DECADES
+    from attnscope.gui.display import LOG_DECADES
 
     if not log_scale:
         bar.axis.setTicks(None)

@@ -45,7 +45,7 @@ def _theme(dark: bool):
     """The light or dark theme while a view is drawn; the one before is back afterwards."""
     import pyqtgraph as pg
 
-    from gui.theme import apply_theme, is_dark
+    from attnscope.gui.theme import apply_theme, is_dark
 
     app = QApplication.instance()
     before = (is_dark(), pg.getConfigOption("background"), pg.getConfigOption("foreground"), app.palette())
@@ -73,21 +73,21 @@ def render_view(loaded, trace, view: str, kind: str, layer: int, head: int, size
 
 def _render(app, loaded, trace, view: str, kind: str, layer: int, head: int, size: str, path: Path,
             dark: bool, progress, timeout_s: float) -> Path:
-    from gui.export import export_target, export_widget
-    from gui.state import AppState
-    from gui.theme import restyle_plots
-    from gui.views.prepared import wait_until_drawn
+    from attnscope.gui.window.export import export_target, export_widget
+    from attnscope.gui.state import AppState
+    from attnscope.gui.theme import restyle_plots
+    from attnscope.gui.drawing.prepared import wait_until_drawn
 
     state = AppState()
     state.dark = dark
     if loaded is not None:          # a recording draws with no model
         state.set_model(loaded)
     if view == "grid":
-        from gui.views.head_grid import HeadGrid as View
+        from attnscope.gui.views.head_grid import HeadGrid as View
     elif view == "head":
-        from gui.views.head_detail import HeadDetail as View
+        from attnscope.gui.views.head_detail import HeadDetail as View
     else:
-        from gui.views.head_lines import HeadLines as View
+        from attnscope.gui.views.head_lines import HeadLines as View
     widget = View(state)            # before the trace: its first drawing already reports its progress
     if progress is not None:
         own = widget.drawing_progress

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.adapters import reads_chat
-from engine.inputs import Chat
-from engine.interventions import Interventions
-from engine.loading import LoadedModel
-from engine.traces import AttentionTrace
+from attnscope.engine.adapters import reads_chat
+from attnscope.engine.inputs import Chat
+from attnscope.engine.interventions import Interventions
+from attnscope.engine.loading import LoadedModel
+from attnscope.engine.traces import AttentionTrace
 
 
 def prompt_of(text: str, chat: bool = False, system: str = "") -> str | Chat:

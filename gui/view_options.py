@@ -148,7 +148,7 @@ class OptionsBinding:
 
 def bind_options(view: QWidget, cls: type[ViewOptions], settings: QSettings | None = None) -> OptionsBinding:
     """Bind ``cls`` to ``view``'s widgets (``view.option_binding``), the saved options shown."""
-    from gui.settings import app_settings
+    from attnscope.gui.settings import app_settings
 
     view.option_binding = OptionsBinding(view, cls, settings if settings is not None else app_settings())
     return view.option_binding
@@ -157,7 +157,7 @@ def bind_options(view: QWidget, cls: type[ViewOptions], settings: QSettings | No
 def reset_view_options(views, settings: QSettings | None = None) -> None:
     """View > Reset Layout: every view of ``views`` (widgets) that binds options back to its
     defaults, and the options saved for views not built yet forgotten (built, they show defaults)."""
-    from gui.settings import app_settings
+    from attnscope.gui.settings import app_settings
 
     settings = settings if settings is not None else app_settings()
     for view in views:

@@ -31,7 +31,7 @@ made a Run in the window with every view open take 1.4 s from Run to painted at 
 (MiniLM), against 0.4-1.0 s with the drawings side by side on the pool. Hence one rule:
 
 **Attention computed from a recording (torch maths that grows with T squared) runs on the
-MODEL lane; SHARED never computes it.** tests/test_thread_rule.py holds it: every view draws
+MODEL lane; SHARED never computes it.** tests/gui/test_thread_rule.py holds it: every view draws
 a fresh recording, and each computation from it (AttentionCall.scores) is noted with its lane.
 
 - ``MODEL``: every job that runs a model or other torch maths (open, Run, decode, compare,

@@ -4,7 +4,7 @@ its own eager attention (issue 57).
 For each model type with a causal-LM, masked-LM or seq2seq class: a tiny random model is built
 from transformers' own config class (the sizes in SHRINK, a family's own fixes in OVERRIDES:
 the one table of per-family build changes), saved with ``save_pretrained`` beside a tokenizer
-assembled locally (tests/hf_tiny.py), opened the way ``attnscope export`` opens it
+assembled locally (tests/helpers/hf_tiny.py), opened the way ``attnscope export`` opens it
 (``open_model``, then ``trace_text``) and each kind's weights compared with the same folder
 loaded with ``attn_implementation="eager"`` and ``output_attentions=True``.
 
@@ -167,7 +167,7 @@ def build(root: Path, family: str, role: str) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
 
-    from tests.hf_tiny import _bpe_tokenizer, _wordpiece_tokenizer
+    from tests.helpers.hf_tiny import _bpe_tokenizer, _wordpiece_tokenizer
 
     folder = Path(root) / family
     tokenizer = _wordpiece_tokenizer() if role == "encoder" else _bpe_tokenizer(role)
@@ -195,13 +195,13 @@ def compare(folder: Path, role: str) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
 
-    from engine.errors import ModelLoadError
-    from engine.inputs import InputError
-    from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
-    from engine.loading.catalog import open_model
-    from engine.adapters import adapter_for
-    from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.errors import ModelLoadError
+    from attnscope.engine.inputs import InputError
+    from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+    from attnscope.engine.loading.catalog import open_model
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
+    from attnscope.engine.traces.tracing import trace_text
 
     try:
         loaded = open_model(str(folder), "cpu")
@@ -289,7 +289,7 @@ def _first(exc: BaseException) -> str:
 
 
 def run(names=None, timeout: int = 0, out=sys.stdout) -> list[dict]:
-    from engine.runtime.quiet import quiet_transformers
+    from attnscope.engine.runtime.quiet import quiet_transformers
 
     known = families()
     chosen = [n for n in (names or known) if n in known]

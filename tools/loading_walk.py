@@ -42,7 +42,7 @@ def _carries(value, marks: list, depth: int = 0) -> bool:
 
 def walk(source: str, device: str = "cpu", folder: Path | None = None) -> list[str]:
     """The modules of the functions that carried ``source`` on, in the order first called."""
-    from cli.common import LoadBar, open_or_explain
+    from attnscope.cli.common import LoadBar, open_or_explain
 
     bar = LoadBar()
     marks: list = [source, device, bar, *([folder] if folder else [])]
@@ -65,10 +65,12 @@ def walk(source: str, device: str = "cpu", folder: Path | None = None) -> list[s
             seen.add((code.co_filename, code.co_firstlineno))
             order.append(f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}")
             for a in args:        # what a stage hands on (a description, a reporter) carries the source too
-                if a is not None and not isinstance(a, (str, int, float, bool, Path)) and a not in marks:
+                # not an array (a tensor's == answers elementwise, and data carries no source); by identity
+                if a is not None and not isinstance(a, (str, int, float, bool, Path)) and not hasattr(a, "shape") \
+                        and not any(a is m for m in marks):
                     marks.append(a)
 
-    import cli.common as common
+    import attnscope.cli.common as common
 
     original = common.LoadBar
     common.LoadBar = lambda: bar
@@ -103,8 +105,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import os
 
-    from engine.loading.catalog import bundled_checkpoints
-    from tests.hf_sharded import build_model, put_in_cache, save_sharded
+    from attnscope.engine.loading.catalog import bundled_checkpoints
+    from tests.helpers.hf_sharded import build_model, put_in_cache, save_sharded
 
     results = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -92,9 +92,9 @@ def main() -> None:
     from bench._app import application, spin
 
     application()
-    import gui.worker as worker
-    from engine.loading import catalog
-    from gui.main_window import MainWindow
+    import attnscope.gui.worker as worker
+    from attnscope.engine.loading import catalog
+    from attnscope.gui.window.main_window import MainWindow
 
     source = next(str(p) for p in catalog.bundled_checkpoints() if "gpt" in p.stem)
     window = MainWindow(source=source, device="cpu")

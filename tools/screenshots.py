@@ -32,7 +32,7 @@ LONG_TOKENS_SHOWN = 128   # Head detail's long-text mode from this many tokens (
 
 
 def _wait(until, what: str, timeout_s: float = 120.0) -> None:
-    from gui.worker import process_events_until
+    from attnscope.gui.worker import process_events_until
 
     if not process_events_until(until, timeout_s):
         raise TimeoutError(f"the window did not finish {what} in time")
@@ -45,7 +45,7 @@ def _settled(w) -> bool:
 
 
 def _window(source: str):
-    from gui.main_window import MainWindow
+    from attnscope.gui.window.main_window import MainWindow
 
     w = MainWindow(source=source, device="cpu")
     w.resize(*SIZE)
@@ -82,7 +82,7 @@ def _save(widget, path: Path) -> None:
 
 def main_window(out: Path) -> None:
     """The window on the bundled translator: every head of every layer, one open large."""
-    from engine.kinds import CROSS
+    from attnscope.engine.kinds import CROSS
 
     w = _window(TRANSLATOR)
     _run(w, SENTENCE)
@@ -94,8 +94,8 @@ def main_window(out: Path) -> None:
 
 def interventions(out: Path) -> None:
     """One cross-attention head switched off: its tile marked, the translation changed."""
-    from engine.interventions import HeadRef
-    from engine.kinds import CROSS
+    from attnscope.engine.interventions import HeadRef
+    from attnscope.engine.kinds import CROSS
 
     w = _window(TRANSLATOR)
     _run(w, SENTENCE)
@@ -114,7 +114,7 @@ def long_head_detail(out: Path) -> None:
     """Head detail on the bundled GPT's longest text (256 tokens of Shakespeare), in the mode
     the app uses past 1,024 tokens (here from 128, so the bundled model shows it): the map
     pooled to the screen's pixels, the minimap, exact cells computed for the part zoomed in."""
-    import gui.views.head_detail as detail
+    import attnscope.gui.views.head_detail as detail
 
     detail.DETAIL_EXACT = LONG_TOKENS_SHOWN
     text = gzip.open(ROOT / "resources/corpora/shakespeare.txt.gz", "rt", encoding="utf-8").read(20_000)

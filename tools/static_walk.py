@@ -59,9 +59,11 @@ def imported(tree: ast.AST, face: dict[str, dict[str, str]], trees) -> dict[str,
     """name used -> (module, function) for engine functions imported anywhere in ``tree``."""
     out = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("engine"):
+        # rooms are named as the files lie (engine.loading.pipeline); the code imports attnscope.engine...
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and \
+                (node.module or "").removeprefix("attnscope.").startswith("engine"):
             for a in node.names:
-                module = node.module
+                module = node.module.removeprefix("attnscope.")
                 if module in face and a.name in face[module]:
                     module = face[module][a.name]
                 if module in trees and a.name in functions(trees[module]):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
-from engine.inputs import check_kind
-from engine.loading.loaded import LoadedModel
+from attnscope.engine.runtime.public import lazy
+from attnscope.engine.inputs import check_kind
+from attnscope.engine.loading.loaded import LoadedModel
 
 
 def adapter_for(loaded):
@@ -26,18 +26,18 @@ def adapter_for(loaded):
 
 def _make(loaded):
     if loaded.is_hf:
-        from engine.adapters.hf import HFDecoderAdapter, HFEncoderAdapter, HFSeq2SeqAdapter
+        from attnscope.engine.adapters.hf import HFDecoderAdapter, HFEncoderAdapter, HFSeq2SeqAdapter
 
         return {"encoder": HFEncoderAdapter, "decoder": HFDecoderAdapter,
                 "encoder-decoder": HFSeq2SeqAdapter}[loaded.role](loaded)
-    from engine.adapters.scratch import BertAdapter, GPTAdapter, TranslatorAdapter
+    from attnscope.engine.adapters.scratch import BertAdapter, GPTAdapter, TranslatorAdapter
 
     return {"translator": TranslatorAdapter, "gpt": GPTAdapter, "bert": BertAdapter}[loaded.family](loaded)
 
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.adapters.base import Adapter, Framed
-    from engine.adapters.chat import check_prompt, reads_chat
+    from attnscope.engine.adapters.base import Adapter, Framed
+    from attnscope.engine.adapters.chat import check_prompt, reads_chat
 
 _PUBLIC = {
     "Adapter": "base",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from engine.inputs import InputError
-from engine.kinds import DECODER_SELF
-from engine.seam import AttentionCall, Site, recording
+from attnscope.engine.inputs import InputError
+from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.seam import AttentionCall, Site, recording
 
 
 @dataclass

@@ -9,8 +9,8 @@ refuses the chat form in one sentence rather than inventing a format.
 """
 from __future__ import annotations
 
-from engine.inputs import Chat, InputError, check_text
-from engine.loading.loaded import LoadedModel
+from attnscope.engine.inputs import Chat, InputError, check_text
+from attnscope.engine.loading.loaded import LoadedModel
 
 
 def chat_template(loaded) -> str | None:
@@ -65,8 +65,8 @@ def chat_ids(tokenizer, chat: Chat, name: str) -> list[int]:
     """The ids of ``chat`` as the tokenizer's template writes it, with the generation prompt
     (the start of the assistant's turn); the template's own special tokens (BOS, turn marks)
     included, so nothing is put in front of them."""
-    from engine.adapters.chat_limits import TemplateLimit
-    from engine.adapters.chat_process import render
+    from attnscope.engine.adapters.chat_limits import TemplateLimit
+    from attnscope.engine.adapters.chat_process import render
 
     try:
         text = render(tokenizer, chat.messages)   # the template is code of the model's author: a capped child

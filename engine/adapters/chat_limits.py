@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from engine.inputs import MAX_TEXT_FILE_BYTES
+from attnscope.engine.inputs import MAX_TEXT_FILE_BYTES
 
 MAX_OUTPUT_CHARS = MAX_TEXT_FILE_BYTES      # 16 Mi: as large as a text file attnscope reads
 MAX_SECONDS = 5.0                           # a real template renders in milliseconds

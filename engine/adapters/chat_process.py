@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 
-from engine.adapters.chat_limits import MAX_OUTPUT_CHARS, TemplateLimit, limited_rendering
+from attnscope.engine.adapters.chat_limits import MAX_OUTPUT_CHARS, TemplateLimit, limited_rendering
 
 MAX_EXTRA_BYTES = 256 << 20         # the child's address space may grow this much past its parent's
 HARD_SECONDS = 8.0                  # the child is killed past this, whatever line it is on

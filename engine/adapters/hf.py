@@ -13,12 +13,12 @@ import inspect
 
 import torch
 
-from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
-from engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
-from engine.adapters.chat import chat_ids, end_ids
-from engine.inputs import Chat, InputError, keep_end, within_reach
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.seam import SeamHook, hooks
+from attnscope.engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
+from attnscope.engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
+from attnscope.engine.adapters.chat import chat_ids, end_ids
+from attnscope.engine.inputs import Chat, InputError, keep_end, within_reach
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from attnscope.engine.seam import SeamHook, hooks
 
 
 def special_frame(tokenizer) -> tuple[list[int], list[int]]:

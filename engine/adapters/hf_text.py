@@ -5,8 +5,8 @@ import functools
 import inspect
 import re
 
-from engine.loading.loaded import LoadedModel
-from engine.models.tokenizer import BYTES_AS_LABELS
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.models.tokenizer import BYTES_AS_LABELS
 
 
 def readable_tokens(tokenizer, ids) -> list[str]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
-from engine.inputs import InputError, keep_end, keep_start, unknown_note, within_reach
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.models.layers import MultiHeadAttention
-from engine.models.tokenizer import normalisation_note, raw_pieces
+from attnscope.engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
+from attnscope.engine.inputs import InputError, keep_end, keep_start, unknown_note, within_reach
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from attnscope.engine.models.layers import MultiHeadAttention
+from attnscope.engine.models.tokenizer import normalisation_note, raw_pieces
 
 
 class ScratchAdapter(Adapter):

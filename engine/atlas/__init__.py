@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.atlas.build import DEFAULT_LENGTH, DEFAULT_TOP, build_atlas
-    from engine.atlas.read import atlas_summary, head_detail
-    from engine.atlas.state import load_state
-    from engine.atlas.statistics import STATISTICS, Statistic
+    from attnscope.engine.atlas.build import DEFAULT_LENGTH, DEFAULT_TOP, build_atlas
+    from attnscope.engine.atlas.read import atlas_summary, head_detail
+    from attnscope.engine.atlas.state import load_state
+    from attnscope.engine.atlas.statistics import STATISTICS, Statistic
 
 _PUBLIC = {
     "STATISTICS": "statistics",

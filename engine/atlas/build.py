@@ -20,18 +20,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.adapters import adapter_for
-from engine.atlas.corpus import corpus_files, documents, fingerprint
-from engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
-from engine.atlas.similarity import ROWS, fold_gram, similarity_rows
-from engine.atlas.statistics import STATISTICS, Rows, copies, token_groups
-from engine.inputs import InputError
-from engine.kinds import QUERY_SIDE
-from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
-from engine.runtime.free_memory import available_memory, gib
-from engine.seam import SeamHook, Site, hooks, recording
-from engine.traces import RunCancelled
-from engine.traces.estimate import check_run
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.atlas.corpus import corpus_files, documents, fingerprint
+from attnscope.engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
+from attnscope.engine.atlas.similarity import ROWS, fold_gram, similarity_rows
+from attnscope.engine.atlas.statistics import STATISTICS, Rows, copies, token_groups
+from attnscope.engine.inputs import InputError
+from attnscope.engine.kinds import QUERY_SIDE
+from attnscope.engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
+from attnscope.engine.runtime.free_memory import available_memory, gib
+from attnscope.engine.seam import SeamHook, Site, hooks, recording
+from attnscope.engine.traces import RunCancelled
+from attnscope.engine.traces.estimate import check_run
 
 DEFAULT_LENGTH = 4096
 DEFAULT_TOP = 32

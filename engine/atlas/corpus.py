@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from engine.inputs import InputError
+from attnscope.engine.inputs import InputError
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "resources" / "corpora" / "shakespeare.txt.gz"
 

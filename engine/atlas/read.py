@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.atlas.similarity import seriation, similarity
-from engine.atlas.state import BINS, AtlasState
-from engine.atlas.statistics import STATISTICS
-from engine.inputs import InputError
+from attnscope.engine.atlas.similarity import seriation, similarity
+from attnscope.engine.atlas.state import BINS, AtlasState
+from attnscope.engine.atlas.statistics import STATISTICS
+from attnscope.engine.inputs import InputError
 
 DECILES = np.arange(1, 10) / 10
 SIMILAR = 5          # most similar heads listed per head

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.atlas.state import SAMPLE_SEED
+from attnscope.engine.atlas.state import SAMPLE_SEED
 
 ROWS = 8       # query rows per document read in every head
 

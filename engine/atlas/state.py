@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atlas.statistics import STATISTICS
-from engine.inputs import InputError
-from engine.runtime.files import atomic_path
+from attnscope.engine.atlas.statistics import STATISTICS
+from attnscope.engine.inputs import InputError
+from attnscope.engine.runtime.files import atomic_path
 
 VERSION = 1
 BINS = 64            # each statistic's histogram: BINS equal bins from 0 to its top

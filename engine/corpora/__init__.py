@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.corpora.sources import corpus_label, text_splits, translation_splits
+    from attnscope.engine.corpora.sources import corpus_label, text_splits, translation_splits
 
 _PUBLIC = {
     "corpus_label": "sources",

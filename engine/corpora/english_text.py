@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.inputs import read_utf8
+from attnscope.engine.inputs import read_utf8
 
 
 MAX_CORPUS_BYTES = 512 << 20  # training reads the whole corpus into memory, several times over

@@ -43,7 +43,8 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine.corpora.german_lexicon import (ADJECTIVES, BE, FREQUENCY_ADVERBS, MODALS, NAMES, NOUNS, PRONOUNS,
+from attnscope.engine.resources import resource
+from attnscope.engine.corpora.german_lexicon import (ADJECTIVES, BE, FREQUENCY_ADVERBS, MODALS, NAMES, NOUNS, PRONOUNS,
                                            SAY_VERBS, TIME_ADVERBS, VERBS, Adjective, Noun, Verb)
 
 # ---- German declension ----------------------------------------------------------------
@@ -638,6 +639,6 @@ def make_splits(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test
 def handwritten_pairs() -> list[tuple[str, str]]:
     """Sentences written by hand (as people type them: capitals, punctuation attached) in the
     grammar's words but not made by it, with German checked by hand: resources/corpora."""
-    from engine.corpora.pairs_file import read_pairs_tsv
+    from attnscope.engine.corpora.pairs_file import read_pairs_tsv
 
-    return read_pairs_tsv(Path(__file__).resolve().parents[2] / "resources" / "corpora" / "handwritten_en_de.tsv")
+    return read_pairs_tsv(resource("corpora", "handwritten_en_de.tsv"))

@@ -7,7 +7,7 @@ reader takes any tab-separated file of a few named columns (a file of prompt pai
 from __future__ import annotations
 
 from pathlib import Path
-from engine.inputs import read_utf8
+from attnscope.engine.inputs import read_utf8
 
 
 def read_tsv_rows(path: str | Path, columns: tuple[str, ...], items: str, limit: int | None = None,
@@ -17,7 +17,7 @@ def read_tsv_rows(path: str | Path, columns: tuple[str, ...], items: str, limit:
     lacks a field (its number, the layout expected and the line itself are named). ``strip``
     false keeps each field's spaces (a prompt pair's answer ' Mary' is not 'Mary'); ``numbered``
     puts each row's line number first."""
-    from engine.corpora.english_text import MAX_CORPUS_BYTES
+    from attnscope.engine.corpora.english_text import MAX_CORPUS_BYTES
 
     path = Path(path)
     text = read_utf8(path, what, MAX_CORPUS_BYTES)

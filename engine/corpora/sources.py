@@ -16,9 +16,9 @@ def translation_splits(corpus: str | None = None, seed: int = 0, n_train: int = 
     """train / valid / test pairs: the synthetic grammar by default, else a TSV pairs file
     shuffled by ``seed`` and split 90 / 5 / 5."""
     if corpus is None:
-        from engine.corpora.german import make_splits
+        from attnscope.engine.corpora.german import make_splits
         return make_splits(seed=seed, n_train=n_train)
-    from engine.corpora.pairs_file import read_pairs_tsv
+    from attnscope.engine.corpora.pairs_file import read_pairs_tsv
     pairs = read_pairs_tsv(corpus)
     if len(pairs) < 3:   # one held out for validation and one for the test score leave none to learn from
         raise ValueError(f"{Path(corpus).name} holds {len(pairs)} sentence pair{'s' * (len(pairs) != 1)}; training needs "
@@ -33,9 +33,9 @@ def text_splits(corpus: str | None = None, seed: int = 0) -> tuple[list[str], li
     runs of speeches held out (engine.corpora.shakespeare); else a UTF-8 text file whose
     lines are shuffled by ``seed``, one in twenty held out."""
     if corpus is None:
-        from engine.corpora.shakespeare import contiguous_split, shakespeare_lines
+        from attnscope.engine.corpora.shakespeare import contiguous_split, shakespeare_lines
         return contiguous_split(shakespeare_lines(), seed)
-    from engine.corpora.english_text import read_text_file
+    from attnscope.engine.corpora.english_text import read_text_file
     lines = [line.strip() for line in read_text_file(corpus).splitlines() if line.strip()]
     if len(lines) < 2:   # the one line would be held out, leaving nothing to learn from
         raise ValueError(f"{Path(corpus).name} has {len(lines)} line{'s' * (len(lines) != 1)} of text; training needs at "

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
-    from engine.decoding.records import DecodeResult, DecodeSettings, DecodeStep, STRATEGIES
-    from engine.decoding.session import DecodeSession, decode_all, model_output
+    from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
+    from attnscope.engine.decoding.records import DecodeResult, DecodeSettings, DecodeStep, STRATEGIES
+    from attnscope.engine.decoding.session import DecodeSession, decode_all, model_output
 
 _PUBLIC = {
     "OWN_OUTPUT_TOKENS": "greedy",

@@ -6,7 +6,7 @@ added, per beam; the bytes per token are read off the adapter's tiny recorded fo
 """
 from __future__ import annotations
 
-from engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, available_memory, gib
+from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, available_memory, gib
 
 
 def check_decoding(adapter, prompt_tokens: int, new_tokens: int, beams: int, name: str) -> int:

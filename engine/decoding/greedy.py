@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from engine.adapters.base import Framed
-from engine.decoding.cost import check_decoding
-from engine.decoding.records import DecodeSettings
-from engine.inputs import check_kind
-from engine.adapters.base import Adapter
+from attnscope.engine.adapters.base import Framed
+from attnscope.engine.decoding.cost import check_decoding
+from attnscope.engine.decoding.records import DecodeSettings
+from attnscope.engine.inputs import check_kind
+from attnscope.engine.adapters.base import Adapter
 
 OWN_OUTPUT_TOKENS = 64      # the most tokens an encoder-decoder writes as its own output (a Run, the output line)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.inputs import InputError, check_count
+from attnscope.engine.inputs import InputError, check_count
 
 STRATEGIES = ("greedy", "beam", "sample")
 

@@ -18,15 +18,15 @@ from typing import Generator
 
 import torch
 
-from engine.adapters import adapter_for
-from engine.adapters.base import as_numpy as _rows
-from engine.adapters.chat import check_prompt
-from engine.decoding.cost import check_decoding
-from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame, greedy_text
-from engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
-from engine.inputs import InputError, check_kind
-from engine.loading.loaded import LoadedModel
-from engine.seam import hooks
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.base import as_numpy as _rows
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.cost import check_decoding
+from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame, greedy_text
+from attnscope.engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
+from attnscope.engine.inputs import InputError, check_kind
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.seam import hooks
 
 
 class DecodeSession:

@@ -12,18 +12,18 @@ logit difference into each head's and MLP's share; score_split.py splits one att
 mechanism (the seam and module hooks), shared with ablation and knockout. Public: the names
 (names.py, no torch) and the entry points gui/ and cli/ use, listed in ``__all__``.
 """
-from engine.experiments.names import (DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, METHODS, METRICS, POINTS,
+from attnscope.engine.experiments.names import (DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, METHODS, METRICS, POINTS,
                                       SEQ2SEQ_POINTS)
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.experiments.attribution import agreement
-    from engine.experiments.pairs import PromptPair, frame_pair, next_tokens, read_pairs
-    from engine.experiments.run import experiment, over_pairs
-    from engine.experiments.score_split import RUNNER_UP, why, why_steps
-    from engine.experiments.why_result import ScoreSplit
+    from attnscope.engine.experiments.attribution import agreement
+    from attnscope.engine.experiments.pairs import PromptPair, frame_pair, next_tokens, read_pairs
+    from attnscope.engine.experiments.run import experiment, over_pairs
+    from attnscope.engine.experiments.score_split import RUNNER_UP, why, why_steps
+    from attnscope.engine.experiments.why_result import ScoreSplit
 
 _PUBLIC = {
     "agreement": "attribution",

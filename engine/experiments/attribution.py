@@ -17,15 +17,15 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from engine.experiments.pairs import FramedPair
-from engine.experiments.patching import ATTRIBUTION, Progress, check_interventions, check_points, result_frame
-from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, Points, capture, edited,
+from attnscope.engine.experiments.pairs import FramedPair
+from attnscope.engine.experiments.patching import ATTRIBUTION, Progress, check_interventions, check_points, result_frame
+from attnscope.engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, Points, capture, edited,
                                        last_position_only, metric_of)
-from engine.adapters import adapter_for
-from engine.interventions import Interventions, applied
-from engine.traces.base import RunCancelled
-from engine.inputs import check_kind
-from engine.experiments.patching import PatchResult
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.interventions import Interventions, applied
+from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.inputs import check_kind
+from attnscope.engine.experiments.patching import PatchResult
 
 
 def gradients(points: Points, framed, answers, metric: str, interventions: Interventions | None = None

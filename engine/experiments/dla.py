@@ -19,16 +19,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.adapters import adapter_for
-from engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
-from engine.experiments.pairs import FramedPair
-from engine.experiments.patching import DLA, check_interventions, result_frame
-from engine.experiments.points import ATTN_OUT, HEADS, LOGIT_DIFF, MLP_OUT, RESID_PRE, Points, capture, metric_of
-from engine.inputs import InputError
-from engine.interventions import Interventions
-from engine.kinds import DECODER_SELF
-from engine.seam import Site
-from engine.seam.hf_attention import first_of
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
+from attnscope.engine.experiments.pairs import FramedPair
+from attnscope.engine.experiments.patching import DLA, check_interventions, result_frame
+from attnscope.engine.experiments.points import ATTN_OUT, HEADS, LOGIT_DIFF, MLP_OUT, RESID_PRE, Points, capture, metric_of
+from attnscope.engine.inputs import InputError
+from attnscope.engine.interventions import Interventions
+from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.seam import Site
+from attnscope.engine.seam.hf_attention import first_of
 
 
 class FrozenNorm:

@@ -1,6 +1,6 @@
 """The names of the experiments' choices, without torch: the command-line parser and the
-window offer them before any model (and torch) is loaded (tests/test_startup.py)."""
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+window offer them before any model (and torch) is loaded (tests/gui/test_startup.py)."""
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 
 HEADS, HEADS_BY_POS, RESID_PRE, ATTN_OUT, MLP_OUT = "heads", "heads-by-pos", "resid-pre", "attn-out", "mlp-out"
 # An encoder-decoder's other heads: cross-attention (queries over the decoder's ids) and the

@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.adapters import adapter_for
-from engine.adapters.base import Framed
-from engine.adapters.chat import check_prompt, not_a_model
-from engine.adapters.hf_text import byte_labels
-from engine.corpora.pairs_file import read_tsv_rows
-from engine.inputs import InputError, check_count, check_optional_text, check_path
-from engine.interventions import applied
-from engine.interventions.lens import adapter_tokens
-from engine.loading.loaded import LoadedModel
-from engine.models.tokenizer import raw_pieces
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.base import Framed
+from attnscope.engine.adapters.chat import check_prompt, not_a_model
+from attnscope.engine.adapters.hf_text import byte_labels
+from attnscope.engine.corpora.pairs_file import read_tsv_rows
+from attnscope.engine.inputs import InputError, check_count, check_optional_text, check_path
+from attnscope.engine.interventions import applied
+from attnscope.engine.interventions.lens import adapter_tokens
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.models.tokenizer import raw_pieces
 
 COLUMNS = ("clean", "corrupt", "answer", "wrong answer")
 

@@ -27,20 +27,20 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from engine.adapters import adapter_for
-from engine.experiments.names import ATTRIBUTION, DLA, EXACT  # noqa: F401 - the methods' names, used from here
-from engine.experiments.pairs import FramedPair
-from engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, POINTS,
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.experiments.names import ATTRIBUTION, DLA, EXACT  # noqa: F401 - the methods' names, used from here
+from attnscope.engine.experiments.pairs import FramedPair
+from attnscope.engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, POINTS,
                                        SEQ2SEQ_POINTS, Activations, Points, capture, edited, last_position_only,
                                        metric_of, skipped, skipping)
-from engine.inputs import InputError
-from engine.interventions import Interventions, applied
-from engine.interventions.refs import MEAN
-from engine.interventions.spec import check_fits
-from engine.runtime.free_memory import MEMORY_SHARE, free_bytes, gib
-from engine.runtime.steps import drive as run_to_end  # noqa: F401 - drives a patching generator headless
-from engine.traces.base import RunCancelled
-from engine.traces.estimate import estimate_run
+from attnscope.engine.inputs import InputError
+from attnscope.engine.interventions import Interventions, applied
+from attnscope.engine.interventions.refs import MEAN
+from attnscope.engine.interventions.spec import check_fits
+from attnscope.engine.runtime.free_memory import MEMORY_SHARE, free_bytes, gib
+from attnscope.engine.runtime.steps import drive as run_to_end  # noqa: F401 - drives a patching generator headless
+from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.estimate import estimate_run
 MAX_BATCH_TOKENS = 8192      # tokens in one batch of patched copies: plenty for a CPU's cache, and a GPU's launches
 
 

@@ -23,15 +23,15 @@ from typing import Callable
 
 import torch
 
-from engine.interventions import Interventions, applied
-from engine.kinds import ENCODER_SELF
-from engine.runtime.modules import handing_back
-from engine.seam import SeamHook, Site, hooks
+from attnscope.engine.interventions import Interventions, applied
+from attnscope.engine.kinds import ENCODER_SELF
+from attnscope.engine.runtime.modules import handing_back
+from attnscope.engine.seam import SeamHook, Site, hooks
 
-from engine.experiments.names import (ATTN_OUT, CROSS_HEADS, CROSS_HEADS_BY_POS, ENCODER_HEADS,  # noqa: F401
+from attnscope.engine.experiments.names import (ATTN_OUT, CROSS_HEADS, CROSS_HEADS_BY_POS, ENCODER_HEADS,  # noqa: F401
                                       ENCODER_HEADS_BY_POS, HEAD_KIND, HEADS, HEADS_BY_POS, LOGIT_DIFF, LOGPROB,
                                       METRICS, MLP_OUT, POINTS, RESID_PRE, SEQ2SEQ_POINTS)
-from engine.inputs import InputError
+from attnscope.engine.inputs import InputError
 # The activation each point patches: a head by position patches the same tensor as a head.
 ACTIVATION = {HEADS: HEADS, HEADS_BY_POS: HEADS, RESID_PRE: RESID_PRE, ATTN_OUT: ATTN_OUT, MLP_OUT: MLP_OUT,
               CROSS_HEADS: CROSS_HEADS, CROSS_HEADS_BY_POS: CROSS_HEADS,

@@ -31,20 +31,20 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from engine.experiments.names import ATTRIBUTION, DLA, EXACT
-from engine.experiments.pairs import FramedPair
-from engine.experiments.patching import (MAX_BATCH_TOKENS, Dims, PatchResult, Progress, batches, check_points,
+from attnscope.engine.experiments.names import ATTRIBUTION, DLA, EXACT
+from attnscope.engine.experiments.pairs import FramedPair
+from attnscope.engine.experiments.patching import (MAX_BATCH_TOKENS, Dims, PatchResult, Progress, batches, check_points,
                                          result_frame, takes_means)
-from engine.experiments.points import HEADS, LOGIT_DIFF, metric_of
-from engine.inputs import InputError
-from engine.remote.estimate import (DOWNLOAD_BYTES_PER_S, SERVER_FLOPS, Travel, check_travel, model_dims)
-from engine.remote.jobs import Session, received_bytes
-from engine.remote.run import check_remote_interventions as check_interventions
-from engine.remote.run import session_for
-from engine.remote.server import changed, layer_call
-from engine.runtime.free_memory import gib
-from engine.traces.base import RunCancelled
-from engine.traces.estimate import duration
+from attnscope.engine.experiments.points import HEADS, LOGIT_DIFF, metric_of
+from attnscope.engine.inputs import InputError
+from attnscope.engine.remote.estimate import (DOWNLOAD_BYTES_PER_S, SERVER_FLOPS, Travel, check_travel, model_dims)
+from attnscope.engine.remote.jobs import Session, received_bytes
+from attnscope.engine.remote.run import check_remote_interventions as check_interventions
+from attnscope.engine.remote.run import session_for
+from attnscope.engine.remote.server import changed, layer_call
+from attnscope.engine.runtime.free_memory import gib
+from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.estimate import duration
 
 METRIC_BYTES = 4             # one float32 a run back
 

@@ -12,15 +12,15 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from engine.experiments.pairs import FramedPair, PromptPair, frame_pair
-from engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
-from engine.experiments.patching import PatchResult, Progress, exact_patching
-from engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF, METRICS
-from engine.experiments.remote_patching import remote_patching
-from engine.inputs import InputError, check_callback, check_count
-from engine.interventions import Interventions
-from engine.loading.loaded import LoadedModel
-from engine.traces.estimate import duration
+from attnscope.engine.experiments.pairs import FramedPair, PromptPair, frame_pair
+from attnscope.engine.experiments.names import ATTRIBUTION, DLA, EXACT, METHODS
+from attnscope.engine.experiments.patching import PatchResult, Progress, exact_patching
+from attnscope.engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF, METRICS
+from attnscope.engine.experiments.remote_patching import remote_patching
+from attnscope.engine.inputs import InputError, check_callback, check_count
+from attnscope.engine.interventions import Interventions
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.traces.estimate import duration
 
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
@@ -47,11 +47,11 @@ def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool =
     if method == EXACT:
         return (yield from exact_patching(loaded, pair, what, noising, metric, max_batch, stop, interventions))
     if method == ATTRIBUTION:
-        from engine.experiments.attribution import attribution_patching
+        from attnscope.engine.experiments.attribution import attribution_patching
 
         return (yield from attribution_patching(loaded, pair, what, noising, metric, stop, interventions))
     if method == DLA:
-        from engine.experiments.dla import direct_logit_attribution
+        from attnscope.engine.experiments.dla import direct_logit_attribution
 
         yield Progress(0, 1, "Direct logit attribution: one forward of each text")
         return direct_logit_attribution(loaded, pair, metric, interventions)

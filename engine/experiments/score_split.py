@@ -22,19 +22,19 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from engine.adapters import adapter_for
-from engine.adapters.chat import check_prompt
-from engine.decoding.greedy import frame
-from engine.experiments.patching import Progress
-from engine.experiments.stream import SOURCE, TARGET, Reading, asked_call, read, replay, sides_of
-from engine.experiments.why_result import BIAS, Loadings, ScoreSplit, Versus
-from engine.inputs import InputError, check_callback, check_optional_text
-from engine.interventions import applied
-from engine.loading.loaded import LoadedModel
-from engine.runtime.free_memory import free_bytes, gib
-from engine.seam import Site
-from engine.traces.base import RunCancelled
-from engine.traces.estimate import duration
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.experiments.patching import Progress
+from attnscope.engine.experiments.stream import SOURCE, TARGET, Reading, asked_call, read, replay, sides_of
+from attnscope.engine.experiments.why_result import BIAS, Loadings, ScoreSplit, Versus
+from attnscope.engine.inputs import InputError, check_callback, check_optional_text
+from attnscope.engine.interventions import applied
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.runtime.free_memory import free_bytes, gib
+from attnscope.engine.seam import Site
+from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.estimate import duration
 
 RUNNER_UP = "runner-up"      # ``versus``: the row's strongest key other than ``key``
 EXACT_CELLS = 64             # loadings are exact (every row, every key) up to this many query positions

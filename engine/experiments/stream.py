@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
-from engine.inputs import InputError
-from engine.interventions import applied
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, QUERY_SIDE
-from engine.runtime.modules import handing_back
-from engine.seam import AttentionCall, SeamHook, Site, hooks
+from attnscope.engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
+from attnscope.engine.inputs import InputError
+from attnscope.engine.interventions import applied
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, QUERY_SIDE
+from attnscope.engine.runtime.modules import handing_back
+from attnscope.engine.seam import AttentionCall, SeamHook, Site, hooks
 
 SOURCE, TARGET = "source", "target"          # the sides of engine.kinds.QUERY_SIDE / KEY_SIDE
 TYPE_ROWS = 16     # an embedding table outside the blocks with this many rows or fewer holds token types

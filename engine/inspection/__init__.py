@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.inspection.analysis import (compare_traces, layer_aggregate, mechanism_report,
+    from attnscope.engine.inspection.analysis import (compare_traces, layer_aggregate, mechanism_report,
                                             mechanism_scores, trace_head_statistics, trace_rollout)
-    from engine.inspection.compare import compare_models
-    from engine.inspection.export import (EXPORT_LIMIT_BYTES, ExportAsk, ExportError, estimate_export,
+    from attnscope.engine.inspection.compare import compare_models
+    from attnscope.engine.inspection.export import (EXPORT_LIMIT_BYTES, ExportAsk, ExportError, estimate_export,
                                           export_trace, load_npz, recording_words, refusal)
-    from engine.inspection.neurons import QueryKeys, query_keys
-    from engine.inspection.top_keys import TopKeys, layer_top_keys
+    from attnscope.engine.inspection.neurons import QueryKeys, query_keys
+    from attnscope.engine.inspection.top_keys import TopKeys, layer_top_keys
 
 _PUBLIC = {
     "compare_traces": "analysis",

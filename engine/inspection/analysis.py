@@ -11,13 +11,13 @@ import weakref
 
 import numpy as np
 
-from engine.adapters import adapter_for
-from engine.kinds import CROSS, QUERY_SIDE
-from engine.traces import base
-from engine.traces.base import TraceTooLarge, layer_started, sizes_apart
-from engine.inputs import check_kind
-from engine.traces.base import AttentionTrace
-from engine.loading.loaded import LoadedModel
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.kinds import CROSS, QUERY_SIDE
+from attnscope.engine.traces import base
+from attnscope.engine.traces.base import TraceTooLarge, layer_started, sizes_apart
+from attnscope.engine.inputs import check_kind
+from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.loading.loaded import LoadedModel
 
 
 def layer_aggregate(weights: np.ndarray, how: str = "mean") -> np.ndarray:
@@ -269,7 +269,7 @@ def _mechanism_forward(loaded) -> dict:
     """{"kinds": kind -> scores, "fed": kind -> ids fed on that side, "starts", "half"}."""
     import torch
 
-    from engine.seam import recording   # torch: analysis.py imports none until a forward is asked for
+    from attnscope.engine.seam import recording   # torch: analysis.py imports none until a forward is asked for
 
     adapter = adapter_for(loaded)
     ids = repeated_random_tokens(adapter.plain_token_ids(), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))

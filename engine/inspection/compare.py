@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import torch
 
-from engine.loading.loaded import LoadedModel
-from engine.models.outputs import ENCODER_SELF
-from engine.traces.tracing import trace_text
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.models.outputs import ENCODER_SELF
+from attnscope.engine.traces.tracing import trace_text
 
 
 @torch.no_grad()
 def compare_models(a: LoadedModel, b: LoadedModel, text: str, pair: str | None = None) -> dict:
     """Max absolute difference of every encoder attention map of two models on the same text."""
-    from engine.inspection.analysis import compare_traces
+    from attnscope.engine.inspection.analysis import compare_traces
 
     ta, tb = trace_text(a, text, pair=pair), trace_text(b, text, pair=pair)
     result = compare_traces(ta, tb, ENCODER_SELF)

@@ -38,13 +38,13 @@ from typing import Callable
 
 import numpy as np
 
-from engine.errors import OneLine
-from engine.inspection.export_files import NpzWriter, compressed_bytes, csv_field, csv_header, csv_lines
-from engine.runtime.files import atomic_path, open_npz
-from engine.runtime.free_memory import gib
-from engine.traces.base import AttentionTrace, RunCancelled, sizes_apart
-from engine.traces.dense import DenseTrace
-from engine.inputs import check_kind, check_path
+from attnscope.engine.errors import OneLine
+from attnscope.engine.inspection.export_files import NpzWriter, compressed_bytes, csv_field, csv_header, csv_lines
+from attnscope.engine.runtime.files import atomic_path, open_npz
+from attnscope.engine.runtime.free_memory import gib
+from attnscope.engine.traces.base import AttentionTrace, RunCancelled, sizes_apart
+from attnscope.engine.traces.dense import DenseTrace
+from attnscope.engine.inputs import check_kind, check_path
 
 WHATS = ("head", "kind", "trace", "pooled")
 FORMATS = ("npz", "csv")
@@ -148,7 +148,7 @@ class ExportEstimate:
     def describe(self) -> str:
         """'4 layers x 8 heads x 4,071 x 4,071 tokens = 2.0 GiB as float32: an NPZ file of about
         868.9 MiB, about 60 s'."""
-        from engine.traces.estimate import duration   # torch: export.py imports none until an estimate is said
+        from attnscope.engine.traces.estimate import duration   # torch: export.py imports none until an estimate is said
 
         took = ("" if self.seconds is None else ", a moment" if self.seconds < 0.05
                 else f", about {duration(self.seconds)}")
@@ -192,7 +192,7 @@ def estimate_export(trace: AttentionTrace, ask: ExportAsk, fmt: str, measure: bo
             cells, raw = cells + n, raw + 4 * (n + L * H * _pixels(tq))
             file += 4 * n if fmt == "npz" else n * (len(kind) + 30 + WEIGHT_CHARS)
             if measure:
-                from engine.traces.estimate import estimate_drawing   # torch, to time a sample: imported when asked
+                from attnscope.engine.traces.estimate import estimate_drawing   # torch, to time a sample: imported when asked
 
                 seconds += estimate_drawing(trace, kind, L * H).seconds + (
                     n * POOLED_CSV_SECONDS if fmt == "csv" else 0.0)
@@ -341,7 +341,7 @@ def _head_blocks(trace: AttentionTrace, kind: str, layer: int, head: int, progre
 
 
 def _rows_per_block(trace: AttentionTrace, keys: int) -> int:
-    from engine.runtime.blocks import rows_per_block   # torch, for the trace's device: imported when writing
+    from attnscope.engine.runtime.blocks import rows_per_block   # torch, for the trace's device: imported when writing
 
     return rows_per_block(trace.device, keys, "view")
 
@@ -426,14 +426,14 @@ def _write_pooled(trace: AttentionTrace, ask: ExportAsk, tmp: Path, fmt: str, pr
 
 def _pixels(tokens: int) -> int:
     """Pixels a side of ``tokens`` pooled to POOLED_PIXELS, as ``thumbnails`` pools them."""
-    from engine.traces.pooling import bins   # torch, as the pooling itself: imported when asked
+    from attnscope.engine.traces.pooling import bins   # torch, as the pooling itself: imported when asked
 
     return bins(tokens, POOLED_PIXELS)
 
 
 def _bins(tokens: int, n: int) -> np.ndarray:
     """(n, 2) the [start, stop) tokens of each of the ``n`` pixels ``thumbnails`` pooled ``tokens`` to."""
-    from engine.traces.pooling import block   # torch, as the pooling itself: imported when asked
+    from attnscope.engine.traces.pooling import block   # torch, as the pooling itself: imported when asked
 
     starts = np.arange(n, dtype=np.int64) * block(tokens, POOLED_PIXELS)
     return np.stack([starts, np.minimum(starts + block(tokens, POOLED_PIXELS), tokens)], axis=1)

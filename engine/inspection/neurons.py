@@ -4,7 +4,7 @@ The seam recorded every attention call of the Run (engine.seam): the queries and
 the model used them (after rotary; the key head a grouped query head shares), the mask,
 additive bias (T5's relative positions), scale and softcap. So the view needs no second
 forward, and softmax(q . k * scale + bias) over the keys the mask allows is the trace's
-head exactly, for every family and architecture (tests/test_neurons.py). With merged word
+head exactly, for every family and architecture (tests/gui/test_neurons.py). With merged word
 pieces, a word's row is its pieces' rows merged the way the trace merges them.
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.kinds import KEY_SIDE, QUERY_SIDE
-from engine.traces.base import AttentionTrace
-from engine.traces.words import merge_pieces
-from engine.inputs import check_kind
+from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces.words import merge_pieces
+from attnscope.engine.inputs import check_kind
 
 
 @dataclass

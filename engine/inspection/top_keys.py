@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.inputs import InputError, check_count, check_kind
-from engine.traces.base import AttentionTrace
-from engine.traces.strongest import strongest
+from attnscope.engine.inputs import InputError, check_count, check_kind
+from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces.strongest import strongest
 
 CHUNK_BYTES = 4 * 2**20     # one block of query rows of one head: (rows, Tk) float32 at most this
 

@@ -9,15 +9,15 @@ value-weighted attention is a trace (engine.traces.value_weighted). Public: the 
 names (no torch), ``logit_lens``, ``adapter_tokens`` and ``intervention_effect``, listed in
 ``__all__``.
 """
-from engine.interventions.refs import MEAN, ZERO
-from engine.interventions.spec import Edge, HeadRef, Interventions, applied
+from attnscope.engine.interventions.refs import MEAN, ZERO
+from attnscope.engine.interventions.spec import Edge, HeadRef, Interventions, applied
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.interventions.effect import intervention_effect
-    from engine.interventions.lens import adapter_tokens, logit_lens
+    from attnscope.engine.interventions.effect import intervention_effect
+    from attnscope.engine.interventions.lens import adapter_tokens, logit_lens
 
 _PUBLIC = {
     "intervention_effect": "effect",

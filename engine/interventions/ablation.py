@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.interventions.refs import ZERO, HeadRef
-from engine.seam import SeamHook, Site
+from attnscope.engine.interventions.refs import ZERO, HeadRef
+from attnscope.engine.seam import SeamHook, Site
 
 
 class HeadAblation(SeamHook):

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.adapters import adapter_for
-from engine.adapters.chat import check_prompt
-from engine.decoding.greedy import frame
-from engine.decoding.session import kl_divergence
-from engine.inputs import InputError, check_count, check_optional_text
-from engine.interventions.spec import Interventions, applied, check_fits, notes_of
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.decoding.session import kl_divergence
+from attnscope.engine.inputs import InputError, check_count, check_optional_text
+from attnscope.engine.interventions.spec import Interventions, applied, check_fits, notes_of
 
 
 @dataclass

@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import torch
 
-from engine.interventions.refs import Edge
-from engine.kinds import CROSS
-from engine.seam import AttentionCall, SeamHook, Site
+from attnscope.engine.interventions.refs import Edge
+from attnscope.engine.kinds import CROSS
+from attnscope.engine.seam import AttentionCall, SeamHook, Site
 
 
 class Knockout(SeamHook):

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.adapters import adapter_for
-from engine.adapters.chat import check_prompt
-from engine.decoding.greedy import frame
-from engine.inputs import InputError, check_count, check_kind, check_optional_text
-from engine.interventions.spec import Interventions, applied, check_fits
-from engine.runtime.modules import handing_back
-from engine.seam.hf_attention import first_of
-from engine.loading.loaded import LoadedModel
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.inputs import InputError, check_count, check_kind, check_optional_text
+from attnscope.engine.interventions.spec import Interventions, applied, check_fits
+from attnscope.engine.runtime.modules import handing_back
+from attnscope.engine.seam.hf_attention import first_of
+from attnscope.engine.loading.loaded import LoadedModel
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, replace
 
-from engine.inputs import InputError
-from engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
-from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from attnscope.engine.inputs import InputError
+from attnscope.engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
+from attnscope.engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 
 __all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "check_fits", "malformed", "marked",
            "notes_of", "problem"]
@@ -51,8 +51,8 @@ class Interventions:
 
     def hooks(self) -> list:
         """Fresh seam hooks for one forward or one decoding session (none when empty)."""
-        from engine.interventions.ablation import HeadAblation   # torch: only when a model runs
-        from engine.interventions.knockout import Knockout
+        from attnscope.engine.interventions.ablation import HeadAblation   # torch: only when a model runs
+        from attnscope.engine.interventions.knockout import Knockout
 
         out = []
         if self.ablated:
@@ -106,7 +106,7 @@ def problem(spec: Interventions, heads: dict, lengths: dict[str, tuple[int, int]
     query heads): a kind, layer or head it does not have; with ``lengths`` (kind -> (queries,
     keys) of the text fed), a position beyond the text. None if it fits. Ranges are compared
     by their ends: ``0-1000000000`` is refused with the text's length, never walked."""
-    from engine.interventions.refs import bounds
+    from attnscope.engine.interventions.refs import bounds
 
     layers: dict[str, int] = {}
     for s in heads:
@@ -169,7 +169,7 @@ def marked(made: list, calls: dict) -> dict:
 def applied(spec: Interventions | None):
     """``with applied(spec) as hooks: model(...)``: the forward runs with ``spec``; ``hooks``
     are the seam hooks made for it (a Knockout among them marks the recorded calls)."""
-    from engine.seam import hooks   # torch: spec.py (the record AppState holds) imports none at start-up
+    from attnscope.engine.seam import hooks   # torch: spec.py (the record AppState holds) imports none at start-up
 
     why = malformed(spec) if spec is not None else None
     if why:                          # a script's slip ("0.0" for an Interventions): one sentence, not its AttributeError

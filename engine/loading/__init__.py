@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.loading.cache_listing import cached_snapshots, checked
-    from engine.loading.catalog import models_help, open_model
-    from engine.loading.checkpoint import (CheckpointError, check_checkpoint_path, load_checkpoint,
+    from attnscope.engine.loading.cache_listing import cached_snapshots, checked
+    from attnscope.engine.loading.catalog import models_help, open_model
+    from attnscope.engine.loading.checkpoint import (CheckpointError, check_checkpoint_path, load_checkpoint,
                                            save_checkpoint)
-    from engine.loading.convert import hf_to_scratch
-    from engine.loading.demo import random_model
-    from engine.loading.hub_cache import cache_dir
-    from engine.loading.loaded import LoadedModel
-    from engine.loading.placement import accelerate_missing
-    from engine.loading.remote_source import local_mode, use_api_key
+    from attnscope.engine.loading.convert import hf_to_scratch
+    from attnscope.engine.loading.demo import random_model
+    from attnscope.engine.loading.hub_cache import cache_dir
+    from attnscope.engine.loading.loaded import LoadedModel
+    from attnscope.engine.loading.placement import accelerate_missing
+    from attnscope.engine.loading.remote_source import local_mode, use_api_key
 
 _PUBLIC = {
     "cached_snapshots": "cache_listing",

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import HFModelError, ModelLoadError, first_line
-from engine.loading.check import Plan
-from engine.loading.checkpoint_format import CheckpointError, damaged, name_list
-from engine.loading.describe import Description
-from engine.loading.loaded import LoadedModel
-from engine.loading.progress import LoadCancelled, Reporter, counting_tensors
-from engine.models import FAMILIES
-from engine.runtime.quiet import quiet_transformers
-from engine.seam.hf_attention import NAME as SEAM, embedding_rows, register as register_seam
+from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
+from attnscope.engine.loading.check import Plan
+from attnscope.engine.loading.checkpoint_format import CheckpointError, damaged, name_list
+from attnscope.engine.loading.describe import Description
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.loading.progress import LoadCancelled, Reporter, counting_tensors
+from attnscope.engine.models import FAMILIES
+from attnscope.engine.runtime.quiet import quiet_transformers
+from attnscope.engine.seam.hf_attention import NAME as SEAM, embedding_rows, register as register_seam
 
 SIDE_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                    "added_tokens.json", "vocab.json")
@@ -40,7 +40,7 @@ def build(files: Description, plan: Plan, progress=None, stop=None) -> LoadedMod
         return build_folder(files, plan, progress, stop)
     if files.kind == "checkpoint":
         return _build_checkpoint(files, plan)
-    from engine.loading.demo import random_model
+    from attnscope.engine.loading.demo import random_model
     return random_model(files.source.family).to(plan.device)
 
 
@@ -224,7 +224,7 @@ def _check_integers(source: str, weights, model) -> None:
     """Whole-number tensors in the files only where the model declares that tensor whole-number
     itself (DeepSeek-V4's router table ``ffn.gate.tid2eid``, a position-id buffer): anywhere else
     they would be cast into floating-point weights, and the model would compute with them."""
-    from engine.loading.describe import INTEGER_DTYPES
+    from attnscope.engine.loading.describe import INTEGER_DTYPES
 
     stored = {n for n, t in (weights.tensors if weights else {}).items() if t.dtype in INTEGER_DTYPES}
     if not stored:

@@ -1,14 +1,16 @@
 """The models shipped with attnscope and the short names a user may give them ("gpt", "minilm",
 "random-gpt"): the one resolver of a model's name, for the window and every command.
 
-Apart from engine.loading.catalog (which opens a model) so that a lower stage that only needs the
+Apart from attnscope.engine.loading.catalog (which opens a model) so that a lower stage that only needs the
 names (engine.loading.remote_config refuses ``ndif:gpt``) asks them without an import circle.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+from attnscope.engine.resources import resource
+
+RESOURCES = resource()
 CHECKPOINTS = RESOURCES / "checkpoints"
 # The window opens on the first of these that exists.
 DEFAULT_ORDER = ("translator.safetensors", "gpt.safetensors")
@@ -39,18 +41,3 @@ def models_help() -> str:
     bundled = ", ".join(bundled_names()) or "none installed"
     return (f"A MODEL may also be named: {bundled} (the bundled trained models, as the window's Model menu "
             f"names them), {MINILM} (all-MiniLM-L6-v2), {', '.join(RANDOM_SOURCES)} (untrained toys).")
-
-
-def resolve_name(source: str) -> str:
-    """The one resolver of a model's short name, for the window and every command: a bundled
-    model's name ("gpt", or the menu's "gpt (bundled)") is its checkpoint's path, unless a file or
-    folder of that name is where the user stands (theirs comes first). Anything else is returned
-    as given (a path, a hub id, minilm, random-<family>, ndif:...)."""
-    given = str(source)
-    word = given.strip()
-    if word.lower().endswith("(bundled)"):
-        word = word[: -len("(bundled)")].strip()
-    path = bundled_names().get(word.lower())
-    if path is None or (word == given and Path(given).expanduser().exists()):
-        return given
-    return str(path)

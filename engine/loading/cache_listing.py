@@ -11,11 +11,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.loading.check import check_folder
-from engine.loading.describe import describe_folder, read_config
-from engine.loading.hub_cache import cache_dir, cached_snapshot, newest_snapshot
-from engine.errors import ModelLoadError
-from engine.inputs import check_kind
+from attnscope.engine.loading.check import check_folder
+from attnscope.engine.loading.describe import describe_folder, read_config
+from attnscope.engine.loading.hub_cache import cache_dir, cached_snapshot, newest_snapshot
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.inputs import check_kind
 
 
 @dataclass(frozen=True)

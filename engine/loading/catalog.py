@@ -19,18 +19,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.loading.bundled import (CHECKPOINTS, DEFAULT_ORDER, MINILM, RANDOM_SOURCES, RESOURCES,  # noqa: F401 - the face
-                                     bundled_checkpoints, bundled_names, models_help, named_models, resolve_name)
-from engine.loading.hub_cache import looks_like_hub_id
-from engine.loading.remote_source import PREFIX as REMOTE, open_remote
-from engine.errors import ModelLoadError
-from engine.inputs import too_long
-from engine.runtime.device import SPREAD, pick_device
+from attnscope.engine.loading.bundled import (CHECKPOINTS, DEFAULT_ORDER, MINILM, RANDOM_SOURCES, RESOURCES,  # noqa: F401 - the face
+                                     bundled_checkpoints, bundled_names, models_help, named_models)
+from attnscope.engine.loading.hub_cache import looks_like_hub_id
+from attnscope.engine.loading.remote_source import PREFIX as REMOTE, open_remote
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.inputs import too_long
+from attnscope.engine.runtime.device import SPREAD, pick_device
 
 if TYPE_CHECKING:
     import torch
 
-    from engine.loading.loaded import LoadedModel
+    from attnscope.engine.loading.loaded import LoadedModel
+
+def resolve_name(source: str) -> str:
+    """The one resolver of a model's short name, for the window and every command: a bundled
+    model's name ("gpt", or the menu's "gpt (bundled)") is its checkpoint's path, unless a file or
+    folder of that name is where the user stands (theirs comes first). Anything else is returned
+    as given (a path, a hub id, minilm, random-<family>, ndif:...)."""
+    given = str(source)
+    word = given.strip()
+    if word.lower().endswith("(bundled)"):
+        word = word[: -len("(bundled)")].strip()
+    path = bundled_names().get(word.lower())
+    if path is None or (word == given and Path(given).expanduser().exists()):
+        return given
+    return str(path)
+
 
 def default_source() -> str:
     bundled = bundled_checkpoints()
@@ -56,18 +71,18 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     fails) becomes one too, so callers catch one type and show one sentence."""
     import torch
 
-    from engine.loading.pipeline import load
-    from engine.loading.source import Source
+    from attnscope.engine.loading.pipeline import load
+    from attnscope.engine.loading.source import Source
 
     if not (device is None or isinstance(device, (str, torch.device))):
         raise ModelLoadError(f"The device to open {source} on is a name such as 'auto', 'cpu', 'cuda', 'cuda:1', 'mps' "
                              f"or '{SPREAD}' (or a torch.device), not {device!r:.40}.")
+    given = resolve_name(source)   # "gpt" -> resources/checkpoints/gpt.safetensors
     try:
         dev = device if isinstance(device, torch.device) else pick_device(device)
     except ValueError as exc:          # an unknown device, or one this machine lacks
         raise ModelLoadError(f"{source} cannot be opened there: {exc}.") from None
     spread = isinstance(device, str) and device.strip().lower() == SPREAD
-    given = resolve_name(source)   # "gpt" -> resources/checkpoints/gpt.safetensors
     try:
         if given.strip().lower().startswith(REMOTE):   # ndif:NAME, run where NDIF serves it (remote_source.py)
             return open_remote(given, lambda name: open_model(name, device, progress, stop))
@@ -78,12 +93,12 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
         if given in RANDOM_SOURCES:
             found = Source(given, "random", None)
         elif given == MINILM:
-            from engine.loading.describe import minilm_path
+            from attnscope.engine.loading.describe import minilm_path
             found = Source(given, "folder", Path(minilm_path()))
         elif path.is_dir():
             found = Source(given, "folder", path)
         elif missing and looks_like_hub_id(given):
-            from engine.loading.hf import hub_folder
+            from attnscope.engine.loading.hf import hub_folder
             folder, reporter = hub_folder(given, progress, stop, spread)
             found = Source(given, "folder", folder, local=False, reporter=reporter)
         elif missing:

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from engine.errors import HFModelError, ModelLoadError, first_line
-from engine.loading.checkpoint_format import FORMAT_VERSION, CheckpointError
-from engine.loading.describe import ITEM_BYTES, Description, WeightFiles
-from engine.models import FAMILIES
-from engine.models.tokenizer import Tokenizer
-from engine.runtime.device import compute_device
-from engine.runtime.free_memory import check_memory
-from engine.runtime.quiet import quiet_transformers
+from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
+from attnscope.engine.loading.checkpoint_format import FORMAT_VERSION, CheckpointError
+from attnscope.engine.loading.describe import ITEM_BYTES, Description, WeightFiles
+from attnscope.engine.models import FAMILIES
+from attnscope.engine.models.tokenizer import Tokenizer
+from attnscope.engine.runtime.device import compute_device
+from attnscope.engine.runtime.free_memory import check_memory
+from attnscope.engine.runtime.quiet import quiet_transformers
 
 if TYPE_CHECKING:
-    from engine.loading.placement import SpreadPlan
+    from attnscope.engine.loading.placement import SpreadPlan
 
 # transformers' BertConfig defaults, for the values a config.json leaves out
 BERT_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -353,7 +353,7 @@ def check_folder(files: Description, device: torch.device | str = "cpu", spread:
     """Everything about a Hugging Face folder that can be checked before transformers touches
     it, the memory included: the weights' bytes in the dtype they will be held in on ``device``
     (``spread``: over every device and the disk, checked by engine.loading.placement instead)."""
-    from engine.loading.placement import plan_spread
+    from attnscope.engine.loading.placement import plan_spread
 
     source, raw, weights = str(files.folder), files.config, files.weights
     dtype, note = load_dtype(weights.dtype, compute_device() if spread else device)

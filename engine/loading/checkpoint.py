@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
-from engine.loading.checkpoint_format import FORMAT, FORMAT_VERSION, CheckpointError  # noqa: F401 - named here too
-from engine.loading.loaded import LoadedModel
-from engine.errors import ModelLoadError
-from engine.models import FAMILIES
-from engine.models.tokenizer import Tokenizer
-from engine.runtime.files import atomic_path
-from engine.inputs import check_kind, check_path
+from attnscope.engine.loading.checkpoint_format import FORMAT, FORMAT_VERSION, CheckpointError  # noqa: F401 - named here too
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.models import FAMILIES
+from attnscope.engine.models.tokenizer import Tokenizer
+from attnscope.engine.runtime.files import atomic_path
+from attnscope.engine.inputs import check_kind, check_path
 
 # ---- saving ----------------------------------------------------------------------------
 def checkpoint_metadata(loaded: LoadedModel, training: dict | None = None) -> dict[str, str]:
@@ -98,8 +98,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Loa
     through the loader's stages (engine.loading.pipeline.load): described
     (engine.loading.checkpoint_format.read_file), checked, built, its weights read."""
     check_path(path, "checkpoint to open")
-    from engine.loading.pipeline import load
-    from engine.loading.source import Source
+    from attnscope.engine.loading.pipeline import load
+    from attnscope.engine.loading.source import Source
 
     path = Path(path)
     try:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import ModelLoadError, first_line
-from engine.runtime.files import check_archive
-from engine.models import GPTConfig
-from engine.models.tokenizer import ByteTokenizer
+from attnscope.engine.errors import ModelLoadError, first_line
+from attnscope.engine.runtime.files import check_archive
+from attnscope.engine.models import GPTConfig
+from attnscope.engine.models.tokenizer import ByteTokenizer
 
 FORMAT = "attnscope"
 FORMAT_VERSION = 1

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.loading.loaded import LoadedModel
-from engine.errors import HFModelError
-from engine.models import Bert, BertConfig
-from engine.inputs import check_kind
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.errors import HFModelError
+from attnscope.engine.models import Bert, BertConfig
+from attnscope.engine.inputs import check_kind
 
 
 class HFTokenizerAdapter:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.loading.loaded import LoadedModel
-from engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
-from engine.models.tokenizer import Tokenizer
-from engine.inputs import InputError
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.models import Bert, BertConfig, GPT, GPTConfig, Translator, TranslatorConfig
+from attnscope.engine.models.tokenizer import Tokenizer
+from attnscope.engine.inputs import InputError
 
 _SAMPLE = [
     "the big dog sees the small cat .",

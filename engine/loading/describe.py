@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from engine.errors import HFModelError, ModelLoadError, first_line
-from engine.runtime.files import check_archive, check_regular_file
+from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
+from attnscope.engine.runtime.files import check_archive, check_regular_file
 
 if TYPE_CHECKING:
-    from engine.loading.checkpoint_format import CheckpointFile
-    from engine.loading.source import Source
+    from attnscope.engine.loading.checkpoint_format import CheckpointFile
+    from attnscope.engine.loading.source import Source
 
 MAX_CONFIG_BYTES = 1 << 20     # a config.json is a few kB; more is not a config
 
@@ -115,7 +115,7 @@ def describe(source: Source) -> Description:
     if source.kind == "folder":
         return describe_folder(source.path, source)
     if source.kind == "checkpoint":
-        from engine.loading.checkpoint_format import read_file
+        from attnscope.engine.loading.checkpoint_format import read_file
         check_regular_file(source.path)
         return Description("checkpoint", source, checkpoint=read_file(source.path))
     return Description(source.kind, source)

@@ -22,16 +22,16 @@ from pathlib import Path
 
 import torch
 
-from engine.loading.check import (BERT_DEFAULTS, check_hf_sizes, hf_config,  # noqa: F401 - the stages' names,
+from attnscope.engine.loading.check import (BERT_DEFAULTS, check_hf_sizes, hf_config,  # noqa: F401 - the stages' names,
                                   memory_needed)                               # imported from here
-from engine.loading.describe import (INDEX, SINGLE, TOKENIZER_FILES, find_weights, hf_role,  # noqa: F401
+from attnscope.engine.loading.describe import (INDEX, SINGLE, TOKENIZER_FILES, find_weights, hf_role,  # noqa: F401
                                      minilm_path, read_config, read_index)
-from engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
-from engine.loading.loaded import LoadedModel
-from engine.loading.progress import LoadCancelled, Reporter, size_of
-from engine.errors import HFModelError, ModelLoadError, first_line
-from engine.runtime.free_memory import check_memory, gib
-from engine.runtime.device import SPREAD, pick_device
+from attnscope.engine.loading.hub_cache import cache_dir, cached_snapshot, looks_like_hub_id
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.loading.progress import LoadCancelled, Reporter, size_of
+from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
+from attnscope.engine.runtime.free_memory import check_memory, gib
+from attnscope.engine.runtime.device import SPREAD, pick_device
 
 
 def _online(timeout: float = 2.0) -> bool:
@@ -72,7 +72,7 @@ def _download(name: str, reporter: Reporter, spread: bool = False) -> Path:
     refused before its weights are fetched."""
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
-    from engine.loading.hub_cache import unreferenced_unless_finished
+    from attnscope.engine.loading.hub_cache import unreferenced_unless_finished
 
     cache = cache_dir()
     with unreferenced_unless_finished(name, cache=cache):
@@ -195,7 +195,7 @@ def hub_folder(name: str, progress=None, stop=None, spread: bool = False) -> tup
     that was killed part way resumes), and the Reporter the download's progress went to (None
     when nothing was downloaded), whose bar the build goes on with. ``spread``: the model may go
     to the disk (no memory check before it)."""
-    from engine.loading.hub_cache import lacks_weights
+    from attnscope.engine.loading.hub_cache import lacks_weights
 
     snapshot = cached_snapshot(name)
     if snapshot is not None and not lacks_weights(snapshot):
@@ -226,8 +226,8 @@ def load_hf_model(path_or_name: str, device: str | torch.device = "cpu", progres
 
     ``progress`` gets engine.loading.progress.LoadProgress records; once ``stop()`` is true
     the load ends with LoadCancelled and nothing of it is kept."""
-    from engine.loading.pipeline import load
-    from engine.loading.source import Source
+    from attnscope.engine.loading.pipeline import load
+    from attnscope.engine.loading.source import Source
 
     spread = str(device) == SPREAD
     dev = pick_device(SPREAD) if spread else torch.device(device)

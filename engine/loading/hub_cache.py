@@ -24,8 +24,8 @@ import os
 import re
 from pathlib import Path
 
-from engine.errors import ModelLoadError
-from engine.loading.describe import INDEX, SINGLE, read_index
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.loading.describe import INDEX, SINGLE, read_index
 
 # "org/name" or a bare "name" (the hub's old canonical models); never a path with more parts.
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")

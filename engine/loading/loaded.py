@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.roles import KINDS_OF_FAMILY, ROLE_OF_FAMILY
-from engine.runtime.device import input_device
+from attnscope.engine.roles import KINDS_OF_FAMILY, ROLE_OF_FAMILY
+from attnscope.engine.runtime.device import input_device
 
 if TYPE_CHECKING:
     import torch

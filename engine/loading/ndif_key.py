@@ -12,8 +12,8 @@ import os
 import string
 from urllib.parse import urlsplit
 
-from engine.errors import RemoteJobError
-from engine.inputs import InputError
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.inputs import InputError
 
 MAX_KEY_CHARS = 512                 # NDIF's keys are tens of characters; a header line is not a file
 HOST_VARIABLE = "NDIF_HOST"         # nnsight's own variable: a host the user asked for by name

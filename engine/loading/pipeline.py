@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.errors import ModelLoadError
-from engine.runtime.device import input_device
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.runtime.device import input_device
 
 if TYPE_CHECKING:
     import torch
 
-    from engine.loading.loaded import LoadedModel
-    from engine.loading.source import Source
+    from attnscope.engine.loading.loaded import LoadedModel
+    from attnscope.engine.loading.source import Source
 
 
 def load(found: Source, device: torch.device, progress=None, stop=None, spread: bool = False) -> LoadedModel:
@@ -36,10 +36,10 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
     records from the build (after a download's, which took the first part of the bar); once
     ``stop()`` is true the load ends with LoadCancelled and nothing of it is kept. A refusal
     is the source's own error type: HFModelError for a folder, CheckpointError for a file."""
-    from engine.loading.build import build
-    from engine.loading.check import check
-    from engine.loading.describe import describe
-    from engine.seam.hf_attention import SiteError, attach   # torch: the pipeline imports none until it builds
+    from attnscope.engine.loading.build import build
+    from attnscope.engine.loading.check import check
+    from attnscope.engine.loading.describe import describe
+    from attnscope.engine.seam.hf_attention import SiteError, attach   # torch: the pipeline imports none until it builds
 
     files = None
     try:

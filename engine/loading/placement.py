@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.errors import ModelLoadError
-from engine.runtime.free_memory import MEMORY_SHARE, available_memory, gib
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.runtime.free_memory import MEMORY_SHARE, available_memory, gib
 
 
 def accelerate_missing() -> str | None:

@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.errors import ModelLoadError
-from engine.runtime.free_memory import gib
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.runtime.free_memory import gib
 
 MIN_STEP = 0.005          # report when the bar would move by at least half a percent
 BUILD_SHARE = 0.3         # building the model (tensors handed over) is the first 30 % of the bar

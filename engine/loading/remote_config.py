@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.errors import HFModelError, ModelLoadError, first_line
+from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
 
 SERVED_DTYPES = ("bfloat16", "float16", "float32")
 JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
@@ -30,7 +30,7 @@ def not_for_ndif(name: str, what: str) -> ModelLoadError:
 
 def check_ndif_name(name: str) -> None:
     """ModelLoadError for a name ``ndif:`` cannot take: attnscope's bundled models and toys, a file."""
-    from engine.loading.bundled import MINILM, RANDOM_SOURCES, bundled_names
+    from attnscope.engine.loading.bundled import MINILM, RANDOM_SOURCES, bundled_names
 
     word, path = name.strip().lower(), Path(name).expanduser()
     if path.is_dir():                     # the user's own folder comes first, as resolve_name has it
@@ -54,8 +54,8 @@ def read_served_config(folder: Path, source: str):
     sentence each), with the dtype the model is served in."""
     import torch
 
-    from engine.loading.check import HEADS, LAYERS, VOCAB, WIDTH, check_values, hf_config
-    from engine.loading.describe import hf_role, read_config
+    from attnscope.engine.loading.check import HEADS, LAYERS, VOCAB, WIDTH, check_values, hf_config
+    from attnscope.engine.loading.describe import hf_role, read_config
 
     try:
         raw = read_config(folder)
@@ -82,8 +82,8 @@ def read_served_tokenizer(folder: Path, source: str):
     for one that is not UTF-8, not JSON or nested past reading."""
     from transformers import AutoTokenizer
 
-    from engine.loading.check import check_tokenizer_files
-    from engine.loading.describe import TOKENIZER_FILES
+    from attnscope.engine.loading.check import check_tokenizer_files
+    from attnscope.engine.loading.describe import TOKENIZER_FILES
 
     check_tokenizer_files(source, tuple(f for f in TOKENIZER_FILES if (folder / f).is_file()))
     for name in JSON_FILES:

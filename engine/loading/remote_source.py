@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.errors import HFModelError, ModelLoadError, first_line
-from engine.loading.ndif_key import checked_key
-from engine.loading.remote_config import check_ndif_loaded, check_ndif_name, read_served_config, read_served_tokenizer
+from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
+from attnscope.engine.loading.ndif_key import checked_key
+from attnscope.engine.loading.remote_config import check_ndif_loaded, check_ndif_name, read_served_config, read_served_tokenizer
 
 PREFIX = "ndif:"
 MODE_VARIABLE = "ATTNSCOPE_NDIF"
@@ -65,7 +65,7 @@ def open_remote(given: str, open_here):
 def _config_folder(name: str) -> Path:
     """Where the config and tokenizer of ``name`` are: the folder itself, the cache's snapshot,
     or those files alone downloaded into the cache (never the weights)."""
-    from engine.loading.hub_cache import cached_snapshot, looks_like_hub_id
+    from attnscope.engine.loading.hub_cache import cached_snapshot, looks_like_hub_id
 
     path = Path(name).expanduser()
     if path.is_dir():
@@ -89,7 +89,7 @@ def _on_meta(name: str, folder: Path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from engine.loading.loaded import LoadedModel
+    from attnscope.engine.loading.loaded import LoadedModel
 
     config, dtype = read_served_config(folder, f"{PREFIX}{name}")    # dtype as served: what the estimates count
     tokenizer = read_served_tokenizer(folder, f"{PREFIX}{name}")

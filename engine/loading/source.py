@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.errors import HFModelError, ModelLoadError
+from attnscope.engine.errors import HFModelError, ModelLoadError
 
 if TYPE_CHECKING:
-    from engine.loading.progress import Reporter
+    from attnscope.engine.loading.progress import Reporter
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,6 @@ class Source:
     @property
     def error(self) -> type[ModelLoadError]:
         """The load error type for this kind of source (what its loader always raised)."""
-        from engine.loading.checkpoint_format import CheckpointError
+        from attnscope.engine.loading.checkpoint_format import CheckpointError
 
         return {"folder": HFModelError, "checkpoint": CheckpointError}.get(self.kind, ModelLoadError)

@@ -5,9 +5,9 @@ checkpoint loader, the trainer and the GUI use to build a model from a config.
 """
 from __future__ import annotations
 
-from engine.models.bert import Bert, BertConfig
-from engine.models.gpt import GPT, GPTConfig
-from engine.models.translator import Translator, TranslatorConfig
+from attnscope.engine.models.bert import Bert, BertConfig
+from attnscope.engine.models.gpt import GPT, GPTConfig
+from attnscope.engine.models.translator import Translator, TranslatorConfig
 
 FAMILIES = {
     "translator": (Translator, TranslatorConfig),

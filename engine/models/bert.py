@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.models.layers import FeedForward, MultiHeadAttention, key_mask
-from engine.models.common import init_weights
-from engine.models.outputs import ENCODER_SELF, ModelOutput
-from engine.models.positional import LearnedPositionalEmbedding
-from engine.seam import Site
+from attnscope.engine.models.layers import FeedForward, MultiHeadAttention, key_mask
+from attnscope.engine.models.common import init_weights
+from attnscope.engine.models.outputs import ENCODER_SELF, ModelOutput
+from attnscope.engine.models.positional import LearnedPositionalEmbedding
+from attnscope.engine.seam import Site
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Attention weights are never returned by a layer: every call goes through the seam
 (engine.seam), which computes the output with the fused kernel and lets a recorder keep the
-queries and keys the weights come from (tests/test_attention.py checks both against eager).
+queries and keys the weights come from (tests/engine/test_attention.py checks both against eager).
 
 Masks are boolean and broadcastable to (B, H, T_query, T_key): True means "may attend".
 """
@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from engine.seam import AttentionCall, Site, attend
+from attnscope.engine.seam import AttentionCall, Site, attend
 
 KVCache = tuple[torch.Tensor, torch.Tensor]  # (B, H, T_past, Dh) each
 

@@ -10,7 +10,7 @@ import torch
 
 # The attention kinds live in engine.kinds (no torch: the window imports them at start-up);
 # the models name their sites by them, so they are importable from here as well.
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE  # noqa: F401
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE  # noqa: F401
 
 
 @dataclass

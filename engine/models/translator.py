@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.models.layers import FeedForward, MultiHeadAttention, causal_mask, key_mask
-from engine.models.common import init_weights
-from engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
-from engine.models.positional import SinusoidalPositionalEncoding
-from engine.seam import Site
+from attnscope.engine.models.layers import FeedForward, MultiHeadAttention, causal_mask, key_mask
+from attnscope.engine.models.common import init_weights
+from attnscope.engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF, ModelOutput
+from attnscope.engine.models.positional import SinusoidalPositionalEncoding
+from attnscope.engine.seam import Site
 
 
 @dataclass

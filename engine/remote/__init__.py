@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.remote.estimate import model_dims, travel_estimate
-    from engine.remote.jobs import remote_of, served_models
-    from engine.remote.lens import remote_lens
-    from engine.remote.run import trace_remote
-    from engine.remote.trace import RemoteTrace
+    from attnscope.engine.remote.estimate import model_dims, travel_estimate
+    from attnscope.engine.remote.jobs import remote_of, served_models
+    from attnscope.engine.remote.lens import remote_lens
+    from attnscope.engine.remote.run import trace_remote
+    from attnscope.engine.remote.trace import RemoteTrace
 
 _PUBLIC = {
     "model_dims": "estimate",

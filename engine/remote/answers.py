@@ -22,8 +22,8 @@ import io
 import pickle
 from urllib.parse import urlsplit
 
-from engine.errors import RemoteJobError
-from engine.loading.ndif_key import key_may_go
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.loading.ndif_key import key_may_go
 
 HOST_VARIABLE = "NDIF_HOST"
 

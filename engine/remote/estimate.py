@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import RemoteJobError
-from engine.inputs import InputError, check_count, check_kind
-from engine.loading.loaded import LoadedModel
-from engine.runtime.free_memory import available_memory, gib
-from engine.traces.estimate import duration
-from engine.traces.pooling import bins
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.inputs import InputError, check_count, check_kind
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.runtime.free_memory import available_memory, gib
+from attnscope.engine.traces.estimate import duration
+from attnscope.engine.traces.pooling import bins
 
 JOB_SECONDS = 3600                  # NDIF's job time limit, by default
 SERVER_FLOPS = 100e12               # assumed: what NDIF's GPUs give attnscope's scores (bf16, after overheads)

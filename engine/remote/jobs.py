@@ -25,13 +25,13 @@ from contextvars import Context, ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import RemoteJobError, first_line
-from engine.inputs import check_kind
-from engine.interventions.spec import notes_of
-from engine.loading.hub_cache import looks_like_hub_id
-from engine.loading.loaded import LoadedModel
-from engine.loading.remote_source import KEY_VARIABLE, MODE_VARIABLE, api_key
-from engine.remote.answers import checked_host, read_answers_as_data, shown
+from attnscope.engine.errors import RemoteJobError, first_line
+from attnscope.engine.inputs import check_kind
+from attnscope.engine.interventions.spec import notes_of
+from attnscope.engine.loading.hub_cache import looks_like_hub_id
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.loading.remote_source import KEY_VARIABLE, MODE_VARIABLE, api_key
+from attnscope.engine.remote.answers import checked_host, read_answers_as_data, shown
 
 
 def remote_of(loaded: LoadedModel) -> dict | None:
@@ -57,8 +57,7 @@ class Session:
         import nnsight
         from nnsight import CONFIG, TransformersModel
 
-        import engine
-
+        import attnscope.engine as engine
         nnsight.register(engine)                         # our server-side code travels by value
         _keep_bindings_loaded()
         read_answers_as_data()                           # a server's answer never runs code here
@@ -95,7 +94,7 @@ class Session:
         import nnsight
         import torch
 
-        from engine.remote.server import changed, layer_call, reduce_call
+        from attnscope.engine.remote.server import changed, layer_call, reduce_call
 
         model, ops = self.model, self.ops
         spec = None if interventions is None or interventions.empty else interventions

@@ -15,16 +15,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.adapters import adapter_for
-from engine.adapters.chat import check_prompt
-from engine.decoding.greedy import frame
-from engine.errors import RemoteJobError
-from engine.inputs import InputError, check_count
-from engine.interventions.lens import Lens, adapter_tokens
-from engine.remote.run import check_remote_interventions as check_interventions
-from engine.remote.run import session_for
-from engine.remote.server import changed, layer_call
-from engine.seam.hf_attention import first_of
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.inputs import InputError, check_count
+from attnscope.engine.interventions.lens import Lens, adapter_tokens
+from attnscope.engine.remote.run import check_remote_interventions as check_interventions
+from attnscope.engine.remote.run import session_for
+from attnscope.engine.remote.server import changed, layer_call
+from attnscope.engine.seam.hf_attention import first_of
 
 TAIL_ATOL = 1e-4            # the last layer read through the tail vs the model's logits, float32
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import weakref
 
-from engine.adapters import adapter_for
-from engine.adapters.chat import check_prompt
-from engine.decoding.greedy import frame
-from engine.errors import RemoteJobError
-from engine.inputs import InputError, check_callback
-from engine.interventions.spec import malformed, problem
-from engine.kinds import DECODER_SELF
-from engine.loading.loaded import LoadedModel
-from engine.remote.estimate import check_travel, model_dims, travel_estimate
-from engine.remote.jobs import Session, remote_of
-from engine.remote.trace import RemoteTrace
-from engine.seam import Site
-from engine.traces.base import RunCancelled
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.inputs import InputError, check_callback
+from attnscope.engine.interventions.spec import malformed, problem
+from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.remote.estimate import check_travel, model_dims, travel_estimate
+from attnscope.engine.remote.jobs import Session, remote_of
+from attnscope.engine.remote.trace import RemoteTrace
+from attnscope.engine.seam import Site
+from attnscope.engine.traces.base import RunCancelled
 
 DEFAULT_ROWS = 256          # the queries whose q comes back with the Run: the last ones
 DEFAULT_OVERVIEW = 256      # the overview's pixels a side, pooled there by max

@@ -24,11 +24,11 @@ from dataclasses import replace
 
 import torch
 
-from engine.interventions.spec import marked
-from engine.kinds import DECODER_SELF, QUERY_SIDE
-from engine.seam import AttentionCall, Site, attend, hooks
-from engine.seam.hf_attention import interface_call
-from engine.traces.recorded import RecordedTrace
+from attnscope.engine.interventions.spec import marked
+from attnscope.engine.kinds import DECODER_SELF, QUERY_SIDE
+from attnscope.engine.seam import AttentionCall, Site, attend, hooks
+from attnscope.engine.seam.hf_attention import interface_call
+from attnscope.engine.traces.recorded import RecordedTrace
 
 
 def layer_call(args: tuple, kwargs: dict, layer: int) -> AttentionCall:

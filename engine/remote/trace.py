@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import threading
 
-from engine.errors import RemoteJobError
-from engine.remote.estimate import check_travel, travel_estimate
-from engine.traces.base import RunCancelled
-from engine.traces.estimate import duration
-from engine.traces.partial import PartialTrace, RowsNotHeld
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.remote.estimate import check_travel, travel_estimate
+from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.estimate import duration
+from attnscope.engine.traces.partial import PartialTrace, RowsNotHeld
 
 
 class FetchStopped(RowsNotHeld, RunCancelled):

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.runtime.device import CHOICES, SPREAD, available_devices, pick_device
-    from engine.runtime.files import atomic_path, open_npz
-    from engine.runtime.free_memory import free_bytes, gib
-    from engine.runtime.memory import keep_freed_memory
-    from engine.runtime.steps import drive
+    from attnscope.engine.runtime.device import CHOICES, SPREAD, available_devices, pick_device
+    from attnscope.engine.runtime.files import atomic_path, open_npz
+    from attnscope.engine.runtime.free_memory import free_bytes, gib
+    from attnscope.engine.runtime.memory import keep_freed_memory
+    from attnscope.engine.runtime.steps import drive
 
 _PUBLIC = {
     "CHOICES": "device",

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 
 import torch
 
-from engine.runtime.free_memory import free_bytes
+from attnscope.engine.runtime.free_memory import free_bytes
 
 CPU_SCORE_BYTES = 4 * 2**20        # the overview's pooling on a CPU: cache-sized
 CPU_VIEW_BYTES = 64 * 2**20        # Head detail's viewport on a CPU: one head's rows, pooled at once

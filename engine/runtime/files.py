@@ -29,9 +29,9 @@ from typing import Iterator
 
 import numpy as np
 
-from engine.errors import ModelLoadError
-from engine.inputs import InputError, check_path
-from engine.runtime.free_memory import check_memory, gib
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.inputs import InputError, check_path
+from attnscope.engine.runtime.free_memory import check_memory, gib
 
 
 def _umask_mode() -> int:

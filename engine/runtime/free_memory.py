@@ -11,8 +11,8 @@ import numbers
 import os
 from pathlib import Path
 
-from engine.errors import ModelLoadError
-from engine.inputs import InputError
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.inputs import InputError
 
 MEMORY_SHARE = 0.8             # refuse a model or a job that needs more than this share of the free memory
 

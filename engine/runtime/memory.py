@@ -10,7 +10,7 @@ and the kernel zeroes each page (on the virtual machines here a fresh page cost 
 MB, ~100 ms). Measured on the model thread, MiniLM at 512 tokens with weights: 3,000-23,000
 page faults per forward and 105-141 ms, against 2 faults and 94 ms for the same forward
 without weights; with ``keep_freed_memory`` the forward with weights took 2 faults and
-94-97 ms. Replaying a Run's blocks (tests/test_memory.py): 18,433 fresh pages per Run
+94-97 ms. Replaying a Run's blocks (tests/engine/test_memory.py): 18,433 fresh pages per Run
 without, none with.
 
 The price: the process keeps what it freed (that replay: 195 MB resident against 109 MB,

@@ -2,12 +2,12 @@
 
 Each engine package lists in its ``__init__`` what gui/ and cli/ may import from it (``__all__``)
 and the module each name lives in; ``lazy(package, names)`` gives the package the module
-``__getattr__`` (PEP 562) that imports that module on first use. So ``from engine.traces import
+``__getattr__`` (PEP 562) that imports that module on first use. So ``from attnscope.engine.traces import
 trace_text`` works, and the window still starts before torch is imported.
 
 Tools read no ``__getattr__``: each face also imports the same names for real under ``if
 TYPE_CHECKING:`` (never true at run time), so pyright types them and "go to definition" lands
-in their module. tests/test_layering.py holds the block, the table and ``__all__`` to one list.
+in their module. tests/gui/test_layering.py holds the block, the table and ``__all__`` to one list.
 """
 from __future__ import annotations
 

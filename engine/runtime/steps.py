@@ -2,7 +2,7 @@
 run, a patching experiment); the window's worker advances it step by step, headless callers
 drive it to its end here."""
 from __future__ import annotations
-from engine.inputs import check_kind
+from attnscope.engine.inputs import check_kind
 
 from typing import Callable, Generator
 

@@ -10,8 +10,8 @@ Without an editing hook the output comes from the fused kernel, never from eager
 Our ``MultiHeadAttention`` calls ``attend`` directly; Hugging Face models reach it through
 one function registered with transformers' ``AttentionInterface`` (``hf_attention``).
 """
-from engine.seam.attend import SeamHook, attend, hooks
-from engine.seam.call import AttentionCall, Site
-from engine.seam.recorder import Recorder, recording
+from attnscope.engine.seam.attend import SeamHook, attend, hooks
+from attnscope.engine.seam.call import AttentionCall, Site
+from attnscope.engine.seam.recorder import Recorder, recording
 
 __all__ = ["AttentionCall", "Recorder", "SeamHook", "Site", "attend", "hooks", "recording"]

@@ -18,7 +18,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from engine.seam.call import AttentionCall, Site, softmax_rows
+from attnscope.engine.seam.call import AttentionCall, Site, softmax_rows
 
 _HOOKS: ContextVar[tuple] = ContextVar("attnscope_seam_hooks", default=())
 

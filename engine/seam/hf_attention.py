@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
-from engine.runtime.device import input_device
-from engine.seam.attend import SeamHook, attend, hooks
-from engine.seam.call import AttentionCall, Site
+from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+from attnscope.engine.runtime.device import input_device
+from attnscope.engine.seam.attend import SeamHook, attend, hooks
+from attnscope.engine.seam.call import AttentionCall, Site
 
 NAME = "attnscope"
 _registered = False

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 
-from engine.seam.attend import SeamHook, hooks
-from engine.seam.call import AttentionCall, Site
+from attnscope.engine.seam.attend import SeamHook, hooks
+from attnscope.engine.seam.call import AttentionCall, Site
 
 
 class Recorder(SeamHook):

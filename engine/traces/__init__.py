@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.traces.base import AttentionTrace, RunCancelled, TraceTooLarge
-    from engine.traces.dense import DenseTrace
-    from engine.traces.estimate import RunTooLarge, estimate_drawing
-    from engine.traces.pooling import bin_span, pool_2d
-    from engine.traces.recorded import RecordedTrace
-    from engine.traces.recording_file import (RecordingError, is_recording, load_recording, recording_target,
+    from attnscope.engine.traces.base import AttentionTrace, RunCancelled, TraceTooLarge
+    from attnscope.engine.traces.dense import DenseTrace
+    from attnscope.engine.traces.estimate import RunTooLarge, estimate_drawing
+    from attnscope.engine.traces.pooling import bin_span, pool_2d
+    from attnscope.engine.traces.recorded import RecordedTrace
+    from attnscope.engine.traces.recording_file import (RecordingError, is_recording, load_recording, recording_target,
                                               save_recording)
-    from engine.traces.tracing import stoppable, trace_text
-    from engine.traces.viewport import cell, viewport_weights
+    from attnscope.engine.traces.tracing import stoppable, trace_text
+    from attnscope.engine.traces.viewport import cell, viewport_weights
 
 _PUBLIC = {
     "AttentionTrace": "base",

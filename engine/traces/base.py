@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.adapters.chat import NOT_A_MODEL_SAYS
-from engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
-from engine.runtime.free_memory import gib  # the one byte formatter
+from attnscope.engine.adapters.chat import NOT_A_MODEL_SAYS
+from attnscope.engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from attnscope.engine.runtime.free_memory import gib  # the one byte formatter
 
 # A view that needs every head of a kind at once stops here. Past it, Head statistics and
 # Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
@@ -99,8 +99,8 @@ class AttentionTrace:
         it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
         import torch
 
-        from engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
-        from engine.traces.pooling import block, pool_blocks
+        from attnscope.engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
+        from attnscope.engine.traces.pooling import block, pool_blocks
 
         L, H, tq, tk = self.shape(kind)
         rb, kb = block(tq, size), block(tk, size)
@@ -125,7 +125,7 @@ class AttentionTrace:
         ``step`` query rows at a time (default: what one block may hold on the trace's device,
         engine.runtime.blocks). For work that needs a whole layer (the overview's pooling, head
         statistics, rollout) without ever holding one."""
-        from engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
+        from attnscope.engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
 
         _, H, tq, tk = self.shape(kind)
         step = step or rows_per_block(self.device, H * tk)

@@ -22,7 +22,7 @@ import functools
 import os
 
 import torch
-from engine.seam.call import AttentionCall
+from attnscope.engine.seam.call import AttentionCall
 
 
 def _fits(call) -> bool:
@@ -54,7 +54,7 @@ def _agrees(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
     """Whether the kernel gives the torch path's maxima on a small random causal call of this
     kind (grouped heads, a ragged last pixel, rows and keys cut short): a compiler or a GPU
     that computes otherwise falls back to torch instead of drawing other numbers."""
-    from engine.traces.pooling import pool_blocks
+    from attnscope.engine.traces.pooling import pool_blocks
 
     g = torch.Generator(device="cpu").manual_seed(0)
     q = torch.randn(1, 4, 420, dim, generator=g).to(device=device, dtype=dtype)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.traces.base import AttentionTrace
+from attnscope.engine.traces.base import AttentionTrace
 
 
 @dataclass

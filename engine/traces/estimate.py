@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.kinds import KEY_SIDE, QUERY_SIDE
-from engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free_where, gib
-from engine.traces.recorded import DENSE_LIMIT_BYTES
-from engine.inputs import check_kind
-from engine.traces.base import AttentionTrace
+from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free_where, gib
+from attnscope.engine.traces.recorded import DENSE_LIMIT_BYTES
+from attnscope.engine.inputs import check_kind
+from attnscope.engine.traces.base import AttentionTrace
 
 
 @dataclass
@@ -110,7 +110,7 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     import dataclasses
 
-    from engine.traces.recorded import RecordedTrace
+    from attnscope.engine.traces.recorded import RecordedTrace
 
     _layers, n_heads, tq, tk = trace.shape(kind)
     if not trace.computes_on_demand(kind):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.kinds import DECODER_SELF
-from engine.runtime.free_memory import gib
-from engine.seam.call import AttentionCall
-from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
-from engine.traces.recorded import LAYER_BYTES, RecordedTrace
+from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.runtime.free_memory import gib
+from attnscope.engine.seam.call import AttentionCall
+from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
+from attnscope.engine.traces.recorded import LAYER_BYTES, RecordedTrace
 
 FACTS = ("scale", "softcap", "window", "causal", "heads")     # per layer, plain numbers
 

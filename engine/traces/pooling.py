@@ -10,7 +10,7 @@ a copy of the scores.
 from __future__ import annotations
 
 import numbers
-from engine.inputs import InputError, check_count, check_kind
+from attnscope.engine.inputs import InputError, check_count, check_kind
 
 import math
 

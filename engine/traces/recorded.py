@@ -18,15 +18,15 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from engine.kinds import KEY_SIDE, QUERY_SIDE
-from engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
-from engine.seam.call import AttentionCall
-import engine.traces.block_max as block_max
-from engine.runtime.free_memory import gib
-from engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
-from engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
-from engine.traces.strongest import strongest
-from engine.traces.words import merge_pieces, word_starts
+from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
+from attnscope.engine.seam.call import AttentionCall
+import attnscope.engine.traces.block_max as block_max
+from attnscope.engine.runtime.free_memory import gib
+from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
+from attnscope.engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
+from attnscope.engine.traces.strongest import strongest
+from attnscope.engine.traces.words import merge_pieces, word_starts
 
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once, and kept
 LAYER_BYTES = 2**30               # one layer's every head at once, at most
@@ -352,7 +352,7 @@ class RecordedTrace(AttentionTrace):
 
     def densify(self, limit: int = DENSE_LIMIT_BYTES) -> "RecordedTrace":
         """Compute every head now (in the worker) when all of them fit in ``limit`` bytes."""
-        import engine.traces.base as base
+        import attnscope.engine.traces.base as base
 
         if self.nbytes() <= min(limit, base.DENSE_VIEW_BYTES):
             for kind in self.kinds:

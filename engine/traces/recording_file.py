@@ -25,16 +25,16 @@ from pathlib import Path
 
 import torch
 
-from engine.errors import OneLine
-from engine.kinds import DECODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE
-from engine.runtime.device import pick_device
-from engine.runtime.files import atomic_path
-from engine.seam.call import AttentionCall, Site
-from engine.traces.recorded import RecordedTrace
-from engine.inputs import check_kind, too_long
-from engine.traces.base import AttentionTrace
-from engine.traces.partial import FACTS, PartialTrace
-from engine.traces.pooling import bins
+from attnscope.engine.errors import OneLine
+from attnscope.engine.kinds import DECODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE
+from attnscope.engine.runtime.device import pick_device
+from attnscope.engine.runtime.files import atomic_path
+from attnscope.engine.seam.call import AttentionCall, Site
+from attnscope.engine.traces.recorded import RecordedTrace
+from attnscope.engine.inputs import check_kind, too_long
+from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces.partial import FACTS, PartialTrace
+from attnscope.engine.traces.pooling import bins
 
 FORMAT = "attnscope-recording"
 VERSION = 2                        # version 1 and sinks: an attnscope that knows no sinks must not read them

@@ -12,17 +12,17 @@ import contextlib
 
 import torch
 
-from engine.adapters import adapter_for
-from engine.adapters.chat import check_prompt
-from engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
-from engine.inputs import check_callback, check_optional_text
-from engine.interventions.spec import applied, marked, notes_of
-from engine.loading.loaded import LoadedModel
-from engine.seam import SeamHook, hooks, recording
-from engine.traces.base import RunCancelled
-from engine.traces.estimate import check_run
-from engine.traces.recorded import RecordedTrace
-from engine.traces.words import merged_tokens, word_groups
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
+from attnscope.engine.inputs import check_callback, check_optional_text
+from attnscope.engine.interventions.spec import applied, marked, notes_of
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.seam import SeamHook, hooks, recording
+from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.estimate import check_run
+from attnscope.engine.traces.recorded import RecordedTrace
+from attnscope.engine.traces.words import merged_tokens, word_groups
 
 
 class _Progress(SeamHook):
@@ -88,7 +88,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
                           notes=notes, groups=groups,
                           pieces={"source": framed.source_tokens, "target": framed.target_tokens})
     if value_weighted:
-        from engine.traces.value_weighted import value_weighted as weighed
+        from attnscope.engine.traces.value_weighted import value_weighted as weighed
 
         return weighed(trace.densify(), calls, adapter)
     return trace.densify()

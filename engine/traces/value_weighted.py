@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.seam import AttentionCall
-from engine.traces.base import AttentionTrace
+from attnscope.engine.seam import AttentionCall
+from attnscope.engine.traces.base import AttentionTrace
 
 
 def head_vectors(call: AttentionCall, w_out: torch.Tensor, head: int, b: int = 0) -> torch.Tensor:

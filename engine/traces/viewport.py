@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.runtime.blocks import rows_per_block
-from engine.traces.pooling import bins, pool_last
-from engine.inputs import InputError, check_kind
-from engine.traces.base import AttentionTrace
+from attnscope.engine.runtime.blocks import rows_per_block
+from attnscope.engine.traces.pooling import bins, pool_last
+from attnscope.engine.inputs import InputError, check_kind
+from attnscope.engine.traces.base import AttentionTrace
 
 
 def heads_of(trace, kind: str, head: int, how: str) -> list[int]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.runtime.public import lazy
+from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from engine.training.evaluation import language_model_scores, translation_scores, translator_report
-    from engine.training.loops import run_training, train_gpt, train_translator
-    from engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
-    from engine.training.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
+    from attnscope.engine.training.evaluation import language_model_scores, translation_scores, translator_report
+    from attnscope.engine.training.loops import run_training, train_gpt, train_translator
+    from attnscope.engine.training.records import GPT_RECIPE, TrainConfig, TrainProgress
+    from attnscope.engine.training.timelapse import Probe, load_timelapse, save_timelapse, timelapse_path
 
 _PUBLIC = {
     "language_model_scores": "evaluation",

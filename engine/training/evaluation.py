@@ -11,12 +11,12 @@ from collections import Counter
 
 import torch
 
-from engine.corpora.german import handwritten_pairs
-from engine.inspection.analysis import mechanism_scores
-from engine.loading.loaded import LoadedModel
-from engine.models.outputs import DECODER_SELF
-from engine.models.tokenizer import raw_pieces
-from engine.inputs import check_kind
+from attnscope.engine.corpora.german import handwritten_pairs
+from attnscope.engine.inspection.analysis import mechanism_scores
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.models.outputs import DECODER_SELF
+from attnscope.engine.models.tokenizer import raw_pieces
+from attnscope.engine.inputs import check_kind
 
 
 @torch.no_grad()
@@ -105,7 +105,7 @@ def unigram_loss(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: i
 def language_model_scores(loaded: LoadedModel, lines_train: list[str], lines_valid: list[str]) -> dict:
     """Validation loss and perplexity of a GPT, next to the unigram baseline on the same tokens."""
     check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
-    from engine.training.loops import gpt_loss_on, scored_windows, token_stream
+    from attnscope.engine.training.loops import gpt_loss_on, scored_windows, token_stream
 
     train, valid = token_stream(loaded, lines_train), token_stream(loaded, lines_valid)
     loss = gpt_loss_on(loaded.model, valid, loaded.device, max_windows=256)

@@ -21,15 +21,15 @@ from typing import Callable, Generator, Iterable
 import torch
 import torch.nn.functional as F
 
-from engine.inspection.analysis import mechanism_scores
-from engine.loading.loaded import LoadedModel
-from engine.models import GPT, GPTConfig, Translator, TranslatorConfig
-from engine.models.tokenizer import Tokenizer
-from engine.runtime.steps import drive
-from engine.traces.base import AttentionTrace
-from engine.traces.tracing import trace_text
-from engine.training.records import TrainConfig, TrainProgress
-from engine.inputs import check_kind
+from attnscope.engine.inspection.analysis import mechanism_scores
+from attnscope.engine.loading.loaded import LoadedModel
+from attnscope.engine.models import GPT, GPTConfig, Translator, TranslatorConfig
+from attnscope.engine.models.tokenizer import Tokenizer
+from attnscope.engine.runtime.steps import drive
+from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces.tracing import trace_text
+from attnscope.engine.training.records import TrainConfig, TrainProgress
+from attnscope.engine.inputs import check_kind
 
 # Model sizes by name: "tiny" for tests, "small" for the bundled checkpoints.
 SIZES = {

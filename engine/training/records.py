@@ -1,6 +1,6 @@
 """What a training run is asked for and what it reports: plain records, no torch.
 
-engine.training.loops runs the loops (and re-exports these, so ``from engine.training.loops import
+engine.training.loops runs the loops (and re-exports these, so ``from attnscope.engine.training.loops import
 TrainConfig`` works); the window's Training panel fills its boxes from a TrainConfig and
 draws TrainProgress records without importing torch until a run starts.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.traces.base import AttentionTrace
+    from attnscope.engine.traces.base import AttentionTrace
 
 
 # How the bundled GPT learns (see docs/models.md); `attnscope train gpt` and the Training panel

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.runtime.files import atomic_path, open_npz
-from engine.traces.base import AttentionTrace
-from engine.traces.dense import DenseTrace
-from engine.inputs import check_kind, check_path
+from attnscope.engine.runtime.files import atomic_path, open_npz
+from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces.dense import DenseTrace
+from attnscope.engine.inputs import check_kind, check_path
 
 
 @dataclass

@@ -15,8 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from engine.atlas import STATISTICS, atlas_summary, head_detail, load_state
-from gui.worker import Jobs
+from attnscope.engine.atlas import STATISTICS, atlas_summary, head_detail, load_state
+from attnscope.gui.worker import Jobs
 
 METRICS = [s.name for s in STATISTICS] + ["activation"]
 

@@ -1,7 +1,7 @@
 """What a pooled pixel of a long head stands for, read out as the overview reads its tiles.
 
 At 4,013 tokens Head detail's whole-head view draws about 16 x 16 tokens a screen pixel (the
-engine pools the head to 1,024 pixels a side by max, gui.views.peak_image pools again to the
+engine pools the head to 1,024 pixels a side by max, gui.widgets.peak_image pools again to the
 pixels on screen), and the readout named the one token under the cursor: on q0 -> k0's pixel,
 painted at 1.0, it read a masked cell, "weight 0.0000" (issue 53). The readout now names the
 block the painted pixel stands for and reads its strongest cell exactly.
@@ -15,7 +15,7 @@ def painted_block(d, image, zoom_image, zoom_block, qo: int, ko: int):
     """The tokens, queries [a, b) x keys [c, e), the painted pixel over token (``qo``, ``ko``) of
     the long drawing ``d`` stands for: in ``zoom_image`` over ``zoom_block`` when that covers it
     (the zoomed part lies over the whole head), else in ``image``; None when it is one cell."""
-    from engine.traces import bin_span    # here, not at the top: engine.traces.pooling imports torch, and the window is on screen before torch is
+    from attnscope.engine.traces import bin_span    # here, not at the top: engine.traces.pooling imports torch, and the window is on screen before torch is
 
     tq, tk = d.long
     spans = [((0, tq), (0, tk), image)]

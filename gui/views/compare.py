@@ -12,15 +12,15 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QPushButton, QSpinBox, QSplitter,
                                QTableWidget, QVBoxLayout, QWidget)
 
-from engine.inspection import compare_traces
-from gui.colormaps import attach_colorbar, colormap
-from gui.flow import FlowLayout
-from gui.settings import app_settings, remember_folder, start_folder
-from gui.views.empty import hide_empty, show_empty
-from gui.views.token_labels import fitting_ticks
-from gui.views.head_stats import NumberItem
-from gui.worker import MODEL, Jobs, error_message
-from gui.views.peak_image import PeakImage
+from attnscope.engine.inspection import compare_traces
+from attnscope.gui.colormaps import attach_colorbar, colormap
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.settings import app_settings, remember_folder, start_folder
+from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.widgets.token_labels import fitting_ticks
+from attnscope.gui.views.head_stats import NumberItem
+from attnscope.gui.worker import MODEL, Jobs, error_message
+from attnscope.gui.widgets.peak_image import PeakImage
 
 TITLE = 'Could not compare'     # the title of this view's error dialogs
 
@@ -29,11 +29,11 @@ SAME_WEIGHTS = "same weights in attnscope's encoder"
 
 def _compare_job(a, b_source, text, pair: str, device: str):
     """Off the GUI thread: build model B if needed, trace both, compare every kind they share."""
-    from engine.loading import open_model
-    from engine.traces import trace_text
+    from attnscope.engine.loading import open_model
+    from attnscope.engine.traces import trace_text
 
     if b_source == SAME_WEIGHTS:
-        from engine.loading import hf_to_scratch
+        from attnscope.engine.loading import hf_to_scratch
         b = hf_to_scratch(a)
     elif isinstance(b_source, str):
         b = open_model(b_source, device)

@@ -19,23 +19,23 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHeaderView, QLabel, Q
                                QSpinBox, QSplitter, QStyledItemDelegate, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from engine.decoding import STRATEGIES, DecodeSettings, DecodeStep
-from gui.flow import FlowLayout
-from gui.output_line import shown_output
-from gui.theme import accent, emphasise
-from gui.views.empty import hide_empty, show_empty
-from gui.views.token_matrix import TokenMatrix
-from gui.view_options import ViewOptions, bind_options, option
-from gui.worker import MODEL, Jobs, lane_pool
+from attnscope.engine.decoding import STRATEGIES, DecodeSettings, DecodeStep
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.window.output_line import shown_output
+from attnscope.gui.theme import accent, emphasise
+from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.widgets.token_matrix import TokenMatrix
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.worker import MODEL, Jobs, lane_pool
 
 if TYPE_CHECKING:
-    from engine.decoding import DecodeSession
+    from attnscope.engine.decoding import DecodeSession
 
 TITLE = 'Decoding failed'     # the title of this view's error dialogs
 
 
 def _start_session(loaded, text, settings: DecodeSettings, interventions=None):
-    from engine.decoding import DecodeSession   # torch, in the worker: the panel is drawn without it
+    from attnscope.engine.decoding import DecodeSession   # torch, in the worker: the panel is drawn without it
 
     session = DecodeSession(loaded, text, settings, interventions)
     return session, session.steps()

@@ -9,7 +9,7 @@ first, each screen pixel the max of the tokens it covers; zoom (wheel) or pan (d
 visible block is computed again from the recording, down to one cell a pixel
 (engine.traces.viewport). The cursor always reads the exact weight of one cell. A minimap in
 the corner where the axes meet shows the whole head and frames the part shown; a click or a
-drag there moves the view (gui.views.minimap).
+drag there moves the view (gui.widgets.minimap).
 """
 from __future__ import annotations
 
@@ -22,28 +22,28 @@ from PySide6.QtGui import QFont, QFontMetrics, QPainterPath
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QGraphicsPathItem, QLabel,
                                QLineEdit, QMenu, QSpinBox, QVBoxLayout, QWidget)
 
-from engine.interventions import HeadRef
-from engine.kinds import CROSS
-from gui.display import display_weights, special_mask
-from gui.colormaps import attach_colorbar, colormap, label_colorbar
-from gui.flow import FlowLayout
-from gui.views.ablation_marks import MARK
-from gui.views.drawings import HeadDetailDrawing
-from gui.views.intervention_clicks import knockout_from_click
-from gui.views.knockout_marks import knockout_rects
-from gui.views.empty import hide_empty, show_empty
-from gui.views.kinds import fill_kind_box
-from gui.views.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
-from gui.views.prepared import PreparedView, prepares
-from gui.view_options import ViewOptions, bind_options, option
-from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
-from gui.elided import ElidedLabel
-from gui.theme import accent, is_dark, normal_point_size, tint
-from gui.views.token_labels import view_ticks, zoomable
-from gui.worker import Jobs, call_on_lane, drawing_lane
-from gui.views.peak_image import PeakImage, show_whole
-from gui.views.block_readout import describe_block, painted_block
-from gui.views.token_find import find_tokens
+from attnscope.engine.interventions import HeadRef
+from attnscope.engine.kinds import CROSS
+from attnscope.gui.display import display_weights, special_mask
+from attnscope.gui.colormaps import attach_colorbar, colormap, label_colorbar
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.drawing.ablation_marks import MARK
+from attnscope.gui.drawing.drawings import HeadDetailDrawing
+from attnscope.gui.drawing.intervention_clicks import knockout_from_click
+from attnscope.gui.drawing.knockout_marks import knockout_rects
+from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.widgets.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
+from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.widgets.token_axis import VerticalTokenAxis, fit_row_axis
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.theme import accent, is_dark, normal_point_size, tint
+from attnscope.gui.widgets.token_labels import view_ticks, zoomable
+from attnscope.gui.worker import Jobs, call_on_lane, drawing_lane
+from attnscope.gui.widgets.peak_image import PeakImage, show_whole
+from attnscope.gui.views.block_readout import describe_block, painted_block
+from attnscope.gui.views.token_find import find_tokens
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")
@@ -85,8 +85,8 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if is_long(trace, kind):
         import torch
-        from engine.traces import pool_2d
-        from engine.traces import viewport_weights
+        from attnscope.engine.traces import pool_2d
+        from attnscope.engine.traces import viewport_weights
         tq, tk = len(q), len(k)
         shown = display_weights(viewport_weights(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
                                 threshold, normalise, log_scale)
@@ -112,7 +112,7 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
 def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
                    normalise: bool, log_scale: bool = False):
     """The visible block of a long head, exact at the screen's resolution, in a worker."""
-    from engine.traces import viewport_weights
+    from attnscope.engine.traces import viewport_weights
 
     return rows, cols, display_weights(viewport_weights(trace, kind, layer, head, how, rows, cols, pixels), threshold,
                                        normalise, log_scale)
@@ -527,7 +527,7 @@ class HeadDetail(PreparedView, QWidget):
                 self.readout.setText(describe_block(d, *block))
                 return
             if d.long:        # one exact cell, computed from the recording
-                from engine.traces import cell
+                from attnscope.engine.traces import cell
                 value = cell(d.trace, d.kind, d.layer, d.head, d.how, qo, ko)
             else:                # the matrix holds the cells shown (specials may be hidden)
                 value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]

@@ -22,17 +22,17 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout,
                                QWidget)
 
-from gui.views.ablation_marks import AblationMarks
-from gui.views.drawings import OverviewDrawing
-from gui.views.intervention_clicks import toggle_from_click
-from gui.display import log_colour
-from gui.views.kinds import fill_kind_box
-from gui.colormaps import colormap, label_colorbar, lookup_table
-from gui.views.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
-from gui.elided import ElidedLabel
-from gui.views.prepared import STALE_NOTE, PreparedView, prepares
-from gui.view_options import ViewOptions, bind_options, option
-from gui.views.peak_image import PeakImage
+from attnscope.gui.drawing.ablation_marks import AblationMarks
+from attnscope.gui.drawing.drawings import OverviewDrawing
+from attnscope.gui.drawing.intervention_clicks import toggle_from_click
+from attnscope.gui.display import log_colour
+from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.colormaps import colormap, label_colorbar, lookup_table
+from attnscope.gui.widgets.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.drawing.prepared import STALE_NOTE, PreparedView, prepares
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.widgets.peak_image import PeakImage
 
 HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
 EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is drawn cell for cell
@@ -156,7 +156,7 @@ class HeadGrid(PreparedView, QWidget):
         self.kind_label.setVisible(len(kinds) > 1)
         self._set_readout(HINT)     # the old text's tokens are gone
         # Until the new trace's tiles come (a long text pools for seconds), the old ones are
-        # greyed, as every view's are (gui.views.prepared: STALE_NOTE over them).
+        # greyed, as every view's are (gui.drawing.prepared: STALE_NOTE over them).
         self.redraw()
 
     def _on_selection(self, kind: str, _layer: int, _head: int) -> None:
@@ -297,7 +297,7 @@ class HeadGrid(PreparedView, QWidget):
 
     def block(self, qi: int, ki: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """The tokens [start, stop) of queries and of keys that pixel (qi, ki) of a tile stands for."""
-        from engine.traces import bin_span
+        from attnscope.engine.traces import bin_span
 
         thumbs = self.drawing.thumbs
         rows, cols = thumbs.pooled.shape[2:]

@@ -24,17 +24,17 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
-from gui.display import display_weights, special_mask
-from gui.views.drawings import HeadLinesDrawing
-from engine.inspection import TopKeys, layer_top_keys
-from engine.traces import base
-from gui.flow import FlowLayout
-from gui.theme import text_on
-from gui.views.kinds import fill_kind_box
-from gui.views.prepared import PreparedView, prepares
-from gui.view_options import ViewOptions, bind_options, option
-from gui.elided import ElidedLabel
-from gui.views.token_labels import fitting_ticks
+from attnscope.gui.display import display_weights, special_mask
+from attnscope.gui.drawing.drawings import HeadLinesDrawing
+from attnscope.engine.inspection import TopKeys, layer_top_keys
+from attnscope.engine.traces import base
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.theme import text_on
+from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.widgets.token_labels import fitting_ticks
 
 BUCKETS = 8          # opacity levels per head
 PAIR_FILTERS = ("all", "A -> B", "B -> A")

@@ -11,11 +11,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from engine.inspection import mechanism_scores, trace_head_statistics
-from gui.views.drawings import StatsDrawing
-from gui.views.kinds import fill_kind_box
-from gui.views.prepared import PreparedView, prepares
-from gui.worker import MODEL, call_on_lane
+from attnscope.engine.inspection import mechanism_scores, trace_head_statistics
+from attnscope.gui.drawing.drawings import StatsDrawing
+from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.worker import MODEL, call_on_lane
 
 COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep", "induction",
            "prev-token")
@@ -70,7 +70,7 @@ def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> Stat
 
 
 def _mechanisms(loaded, stop=None) -> dict:
-    from engine.traces import stoppable   # torch: imported by the worker, never at the window's start
+    from attnscope.engine.traces import stoppable   # torch: imported by the worker, never at the window's start
 
     with stoppable(stop):
         return mechanism_scores(loaded)

@@ -13,10 +13,10 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
 
-from engine.interventions import MEAN, ZERO, Edge, HeadRef
-from engine.kinds import KEY_SIDE, QUERY_SIDE
-from gui.flow import FlowLayout
-from gui.worker import MODEL, Jobs
+from attnscope.engine.interventions import MEAN, ZERO, Edge, HeadRef
+from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.worker import MODEL, Jobs
 
 ALL = "every"
 
@@ -27,8 +27,8 @@ NO_MODEL = ("A recording holds attention, not a model: switching heads off or kn
 
 
 def _effect(loaded, text, target: str, spec, stop=None):
-    from engine.interventions import intervention_effect   # torch, in the worker
-    from engine.traces import stoppable
+    from attnscope.engine.interventions import intervention_effect   # torch, in the worker
+    from attnscope.engine.traces import stoppable
 
     with stoppable(stop):      # a newer request ends it within a layer
         result = intervention_effect(loaded, text, spec, target=target or None, k=5)
@@ -37,7 +37,7 @@ def _effect(loaded, text, target: str, spec, stop=None):
 
 
 def _decoder_tokens(loaded):
-    from engine.interventions import adapter_tokens
+    from attnscope.engine.interventions import adapter_tokens
 
     return adapter_tokens(loaded)
 

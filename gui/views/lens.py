@@ -16,9 +16,9 @@ import html
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from gui.colormaps import legend_pixmap, lookup_table
-from gui.theme import text_on, tint
-from gui.worker import MODEL, Jobs
+from attnscope.gui.colormaps import legend_pixmap, lookup_table
+from attnscope.gui.theme import text_on, tint
+from attnscope.gui.worker import MODEL, Jobs
 
 MAX_POSITIONS = 256     # the lens's last positions shown; a longer text is cut at its start
 ABOUT = ("Each cell: the top token the residual stream after that layer predicts for the next position, through "
@@ -30,9 +30,9 @@ NO_MODEL = ("A recording holds attention, not a model: the logit lens needs the 
 
 
 def _lens(loaded, text, target: str, spec, stop=None):
-    from engine.interventions import logit_lens   # torch, in the worker
-    from engine.remote import remote_lens, remote_of
-    from engine.traces import stoppable
+    from attnscope.engine.interventions import logit_lens   # torch, in the worker
+    from attnscope.engine.remote import remote_lens, remote_of
+    from attnscope.engine.traces import stoppable
 
     if remote_of(loaded) is not None:             # ndif: read where the model is served, one job
         return remote_lens(loaded, text, spec=spec)

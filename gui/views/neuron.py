@@ -13,17 +13,17 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from gui.views.kinds import fill_kind_box
-from gui.colormaps import attach_colorbar, colormap
-from gui.views.prepared import settle
-from gui.views.token_axis import fit_row_axis
-from gui.views.token_labels import fitting_ticks
-from gui.elided import ElidedLabel
-from gui.superseded import gives_way
-from gui.worker import MODEL, Jobs
+from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.colormaps import attach_colorbar, colormap
+from attnscope.gui.drawing.prepared import settle
+from attnscope.gui.widgets.token_axis import fit_row_axis
+from attnscope.gui.widgets.token_labels import fitting_ticks
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.superseded import gives_way
+from attnscope.gui.worker import MODEL, Jobs
 
 if TYPE_CHECKING:
-    from engine.inspection import QueryKeys
+    from attnscope.engine.inspection import QueryKeys
 
 TITLE = 'The neuron view could not run'     # the title of this view's error dialogs
 
@@ -31,8 +31,8 @@ PANES = ("query q", "keys k", "q * k", "q . k / sqrt(d)", "softmax")
 
 
 def _query_keys(*args, **kwargs) -> QueryKeys:
-    """engine.inspection.neurons.query_keys, in the worker: torch is imported there, never to draw the view."""
-    from engine.inspection import query_keys
+    """attnscope.engine.inspection.neurons.query_keys, in the worker: torch is imported there, never to draw the view."""
+    from attnscope.engine.inspection import query_keys
 
     return query_keys(*args, **kwargs)
 

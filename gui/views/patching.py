@@ -29,20 +29,20 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
                                QPushButton, QVBoxLayout, QWidget)
 
-from engine.experiments import DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, POINTS, SEQ2SEQ_POINTS
-from engine.inputs import Chat
-from engine.interventions import Interventions
-from gui.colormaps import attach_colorbar
-from gui.elided import ElidedLabel
-from gui.flow import FlowLayout
-from gui.settings import app_settings
-from gui.theme import tint
-from gui.view_options import ViewOptions, bind_options, option
-from gui.views.empty import hide_empty, show_empty
-from gui.views.patching_answers import AnswerBox
-from gui.views.patching_drawing import DIVERGING, METHODS, Drawing, describe_cell, dla_sums, drawing_of
-from gui.views.token_labels import fitting_ticks
-from gui.worker import MODEL, Jobs, error_message
+from attnscope.engine.experiments import DLA, HEAD_KIND, LOGIT_DIFF, LOGPROB, POINTS, SEQ2SEQ_POINTS
+from attnscope.engine.inputs import Chat
+from attnscope.engine.interventions import Interventions
+from attnscope.gui.colormaps import attach_colorbar
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.settings import app_settings
+from attnscope.gui.theme import tint
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.drawing.patching_answers import AnswerBox
+from attnscope.gui.drawing.patching_drawing import DIVERGING, METHODS, Drawing, describe_cell, dla_sums, drawing_of
+from attnscope.gui.widgets.token_labels import fitting_ticks
+from attnscope.gui.worker import MODEL, Jobs, error_message
 
 STALE = ("Stale: the texts, answers, interventions or model changed since these results were computed; press "
          "Patch to compute them anew.")
@@ -81,8 +81,8 @@ class PatchingOptions(ViewOptions):
 def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None):
     """In the model worker: yields engine Progress records; returns (PatchResult, Drawing).
     ``inputs.clean``, ``inputs.corrupt``: the texts as the model reads them (str or Chat)."""
-    from engine.experiments import PromptPair, frame_pair
-    from engine.experiments import experiment
+    from attnscope.engine.experiments import PromptPair, frame_pair
+    from attnscope.engine.experiments import experiment
 
     pair = frame_pair(loaded, PromptPair(inputs.clean, inputs.corrupt, inputs.answer, inputs.wrong),
                       inputs.target or None)
@@ -93,7 +93,7 @@ def _patch_job(loaded, inputs: PatchInputs, options: PatchingOptions, stop=None)
 
 def _answers_job(loaded, clean, corrupt, target: str, keep: tuple, interventions: Interventions):
     """Each text's likeliest next tokens and the id its box keeps ([] for a text not given: "")."""
-    from engine.experiments import next_tokens
+    from attnscope.engine.experiments import next_tokens
 
     return [next_tokens(loaded, text, target=target, keep=[i for i in [kept] if i is not None],
                         interventions=interventions) if text else []
@@ -369,7 +369,7 @@ class PatchingPanel(QWidget):
 
     def _agreement(self, inputs: PatchInputs, options: PatchingOptions) -> str:
         """Where exact and attribution patching both ran on the same inputs: their correlation."""
-        from engine.experiments import agreement
+        from attnscope.engine.experiments import agreement
 
         both = [self.kept.get(m) for m in ("exact", "attribution")]
         same = (inputs, options.point, options.noising, options.metric)

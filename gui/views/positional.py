@@ -1,10 +1,10 @@
 """Positional-encoding lab: the encoding as a heatmap, as clocks, as rotations.
 
-Every number drawn comes from engine.models.positional, so the pictures are the maths the models
+Every number drawn comes from attnscope.engine.models.positional, so the pictures are the maths the models
 run. The controls on top (d_model, positions, base, position, offset k, depth) drive all
 tabs; Play moves the position and every clock turns together, leaving a faint trail.
 
-The maths is torch, so it runs in the view's worker (gui/views/prepared.py): ``lab_drawing``
+The maths is torch, so it runs in the view's worker (gui/drawing/prepared.py): ``lab_drawing``
 turns a snapshot of the controls into numpy arrays and strings, and the GUI thread only hands
 them to the plots. This module imports no torch: the window starts without it.
 """
@@ -20,10 +20,10 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSlider, QSpinBox,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from gui.colormaps import attach_colorbar, colormap
-from gui.view_options import ViewOptions, bind_options, option
-from gui.views.prepared import PreparedView, prepares
-from gui.worker import MODEL, error_message, job_failures
+from attnscope.gui.colormaps import attach_colorbar, colormap
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.worker import MODEL, error_message, job_failures
 
 TITLE = 'The positions lab could not run'     # the title of this view's error dialogs
 
@@ -131,7 +131,7 @@ def lab_drawing(position: PositionSettings, tables: TableSettings | None) -> Lab
 def _encoding(s: TableSettings, kind: str, model_table) -> tuple[str, object]:
     """The table drawn, (P, D) float64: the loaded model's (when asked and it has one) or the formula's."""
     import torch
-    from engine.models import positional as P
+    from attnscope.engine.models import positional as P
 
     if s.use_model and model_table is not None:
         return kind, model_table[: s.n_positions].double()
@@ -141,7 +141,7 @@ def _encoding(s: TableSettings, kind: str, model_table) -> tuple[str, object]:
 def tables_drawing(s: TableSettings) -> TablesDrawing:
     """The tables for the current sizes: one look at the model's position table serves the
     heatmap, the sizes shown, the learned tab and the RoPE curve."""
-    from engine.models import positional as P
+    from attnscope.engine.models import positional as P
 
     kind, model_table = P.position_table(s.loaded.model) if s.loaded is not None else ("none", None)
     shown, table = _encoding(s, kind, model_table)
@@ -160,7 +160,7 @@ def tables_drawing(s: TableSettings) -> TablesDrawing:
 def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     """A learned table's first ``n`` positions as (P, 2) PCA points and (P, P) cosines, with the
     line above them; or none of it, and why, for a model without one."""
-    from engine.models import positional as P
+    from attnscope.engine.models import positional as P
 
     if kind != "learned":
         why = {"sinusoidal": "uses the sinusoidal formula", "rope": "uses rotary positions",
@@ -176,9 +176,9 @@ def learned_drawing(loaded, kind: str, table, n: int) -> tuple[np.ndarray | None
 def _rope_vectors(loaded, text):
     """(q, k, base, label): layer 0, head 0 of a RoPE GPT for the text's first token."""
     import torch
-    from engine.inspection import query_keys
-    from engine.kinds import DECODER_SELF
-    from engine.traces import trace_text
+    from attnscope.engine.inspection import query_keys
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.engine.traces import trace_text
 
     qk = query_keys(trace_text(loaded, text), DECODER_SELF, 0, 0)
     return (torch.from_numpy(qk.queries[0]).double(), torch.from_numpy(qk.keys[0]).double(),
@@ -199,7 +199,7 @@ def rope_drawing(s: TableSettings, kind: str, d_model: int, n_positions: int) ->
     """q_m . k_n over m - n: random q and k, or, for a GPT with RoPE, the real query and key of
     layer 0, head 0 for the first token of the text (at position 0 RoPE has not turned them
     yet). A failed forward is handed back, not raised: the other tabs still draw."""
-    from engine.models import positional as P
+    from attnscope.engine.models import positional as P
 
     text = s.text if kind == "rope" and str(s.text).strip() else None
     if text is not None:
@@ -222,7 +222,7 @@ def position_drawing(s: PositionSettings) -> PositionDrawing:
     """Everything that follows the position slider. One table up to pos + k serves the
     clocks, their trails and the offsets."""
     import torch
-    from engine.models import positional as P
+    from attnscope.engine.models import positional as P
 
     d, pos, k = s.d_model, s.pos, s.k
     i = min(s.depth, max(0, d // 2 - 1))        # a depth the width (perhaps just narrowed) still has
@@ -250,7 +250,7 @@ def _clocks(rows: np.ndarray, pos: int, w: np.ndarray) -> tuple:
 
 def _offsets(pe, pos: int, k: int, i: int, base: float) -> tuple[np.ndarray, np.ndarray, str]:
     """PE(pos + k) and R(k) PE(pos) over every paired dimension, and R_i(k) written out."""
-    from engine.models import positional as P
+    from attnscope.engine.models import positional as P
 
     d = pe.shape[1]
     r = P.rotation_matrix(k, i, d, base).numpy()  # (2, 2)

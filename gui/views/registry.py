@@ -23,7 +23,7 @@ class ViewSpec:
 def lazy(module: str, cls: str) -> Callable[..., QWidget]:
     """A factory that imports ``gui.views.<module>`` only when the view is built."""
     def factory(state):
-        return getattr(importlib.import_module(f"gui.views.{module}"), cls)(state)
+        return getattr(importlib.import_module(f"attnscope.gui.views.{module}"), cls)(state)
     return factory
 
 

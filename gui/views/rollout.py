@@ -11,15 +11,15 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
-from engine.inspection import layer_aggregate, trace_rollout
-from gui.views.drawings import RolloutDrawing
-from engine.kinds import CROSS
-from gui.flow import FlowLayout
-from gui.views.kinds import fill_kind_box
-from gui.views.prepared import PreparedView, prepares
-from gui.view_options import ViewOptions, bind_options, option
-from gui.elided import ElidedLabel
-from gui.views.token_matrix import TokenMatrix
+from attnscope.engine.inspection import layer_aggregate, trace_rollout
+from attnscope.gui.drawing.drawings import RolloutDrawing
+from attnscope.engine.kinds import CROSS
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.widgets.token_matrix import TokenMatrix
 
 MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
 
@@ -47,7 +47,7 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
         return RolloutDrawing(matrix=matrix, note=note, rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     import torch
 
-    from engine.traces import pool_2d
+    from attnscope.engine.traces import pool_2d
 
     matrix = pool_2d(torch.from_numpy(matrix), POOLED_PIXELS, POOLED_PIXELS, "max").numpy()
     return RolloutDrawing(matrix=matrix, note=f"{len(q):,} tokens: each cell the max over a block of tokens. " + note,
@@ -57,7 +57,7 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
 
 def _block_labels(tokens: list[str], n: int) -> list[str]:
     """Each of ``n`` blocks of ``tokens`` labelled by its first token, with its position."""
-    from engine.traces import bin_span
+    from attnscope.engine.traces import bin_span
 
     return [f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}" for i in range(n)]
 
@@ -66,7 +66,7 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     """A layer's mean / max over heads: that layer's heads only (it asked for every head of every
     layer, and a long text was refused). A text longer than POOLED_PIXELS a side is drawn as Head
     detail draws it, each pixel the max over its block of tokens (engine.traces.viewport)."""
-    from engine.traces import viewport_weights
+    from attnscope.engine.traces import viewport_weights
 
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)

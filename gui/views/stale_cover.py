@@ -1,6 +1,6 @@
 """The veil over a view whose picture is not the current text's: greyed, with the sentence why.
 
-Why a veil over the view and not each view greying its own items: the rule (gui.views.prepared:
+Why a veil over the view and not each view greying its own items: the rule (gui.drawing.prepared:
 a view drawn from a trace that is no longer current is greyed until its new drawing lands) must
 hold for every view alike, a heatmap, a table of statistics or lines, and a view added later
 gets it without code of its own. A half-transparent widget over the view's picture greys

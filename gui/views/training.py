@@ -19,13 +19,13 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QFormLayo
                                QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QVBoxLayout,
                                QWidget)
 
-from engine.training import Probe, load_timelapse, save_timelapse, timelapse_path
-from engine.training import GPT_RECIPE, TrainConfig, TrainProgress
-from gui.settings import app_settings, remember_folder, start_folder
-from gui.view_options import ViewOptions, bind_options, option
-from gui.state import AppState
-from gui.views.head_grid import HeadGrid
-from gui.worker import TRAINING, Jobs, error_message, job_failures, process_events_until
+from attnscope.engine.training import Probe, load_timelapse, save_timelapse, timelapse_path
+from attnscope.engine.training import GPT_RECIPE, TrainConfig, TrainProgress
+from attnscope.gui.settings import app_settings, remember_folder, start_folder
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.state import AppState
+from attnscope.gui.views.head_grid import HeadGrid
+from attnscope.gui.worker import TRAINING, Jobs, error_message, job_failures, process_events_until
 
 DEFAULT_PROBES = {"translator": "the big dog sees the small cat .", "gpt": "HAMLET. To be, or not to be, that is"}
 
@@ -36,9 +36,9 @@ def training_run(family: str, corpus: str | None, config: TrainConfig, device: s
     every record with a validation loss, a probe, a stop or the end); returns the
     LoadedModel, or None when stopped before the first step. ``stop`` comes from Jobs:
     true after Stop or when the window closes, read before and between steps."""
-    from engine.corpora import text_splits, translation_splits
-    from engine.runtime import pick_device
-    from engine.training import train_gpt, train_translator
+    from attnscope.engine.corpora import text_splits, translation_splits
+    from attnscope.engine.runtime import pick_device
+    from attnscope.engine.training import train_gpt, train_translator
 
     dev = pick_device(device)
     if family == "translator":
@@ -86,7 +86,7 @@ class TrainingOptions(ViewOptions):
 
 def _write(trained, probes: list, path: str) -> str:
     """A trained model's checkpoint and its time-lapse (each written atomically); any thread."""
-    from engine.loading import save_checkpoint
+    from attnscope.engine.loading import save_checkpoint
 
     save_checkpoint(trained, path)
     if probes:

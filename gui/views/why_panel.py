@@ -31,20 +31,20 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProgressBar, QPushButton, QSizePolicy,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from engine.interventions import Interventions
-from engine.kinds import DECODER_SELF
-from engine.inputs import Chat
-from gui.colormaps import attach_colorbar
-from gui.elided import ElidedLabel
-from gui.flow import FlowLayout
-from gui.theme import tint
-from gui.views.empty import hide_empty, show_empty
-from gui.views.patching_drawing import DIVERGING
-from gui.views.token_axis import VerticalTokenAxis, fit_row_axis
-from gui.views.token_labels import label_step
-from gui.view_options import ViewOptions, bind_options, option
-from gui.views.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, WhyDrawing, WhyTable, head_of, why_drawing
-from gui.worker import MODEL, Jobs, error_message
+from attnscope.engine.interventions import Interventions
+from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.inputs import Chat
+from attnscope.gui.colormaps import attach_colorbar
+from attnscope.gui.widgets.elided import ElidedLabel
+from attnscope.gui.widgets.flow import FlowLayout
+from attnscope.gui.theme import tint
+from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.drawing.patching_drawing import DIVERGING
+from attnscope.gui.widgets.token_axis import VerticalTokenAxis, fit_row_axis
+from attnscope.gui.widgets.token_labels import label_step
+from attnscope.gui.view_options import ViewOptions, bind_options, option
+from attnscope.gui.drawing.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, WhyDrawing, WhyTable, head_of, why_drawing
+from attnscope.gui.worker import MODEL, Jobs, error_message
 
 NEEDS_MODEL = ("Why needs the model: a recording holds the queries and keys, not the sources that wrote them; open "
                "the model and Run the text to split a score.")
@@ -87,7 +87,7 @@ class WhyOptions(ViewOptions):
 def _why_job(loaded, inputs: WhyInputs, ask: WhyAsk, versus, loadings: bool = False, stop=None):
     """In the model worker: yields engine Progress records; returns (ScoreSplit, WhyDrawing), or
     None when stopped before the end."""
-    from engine.experiments import why_steps
+    from attnscope.engine.experiments import why_steps
 
     split = yield from why_steps(loaded, inputs.prompt, ask.kind, ask.layer, ask.head, ask.query, ask.key,
                                  versus=versus, loadings=loadings, target=inputs.target or None,
@@ -250,7 +250,7 @@ class WhyPanel(QWidget):
 
     def versus(self):
         """What the split is compared with: another key's position, or the row's runner-up."""
-        from engine.experiments import RUNNER_UP
+        from attnscope.engine.experiments import RUNNER_UP
 
         value = self.versus_box.value()
         return RUNNER_UP if value < 0 else value

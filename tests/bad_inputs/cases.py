@@ -91,8 +91,8 @@ class Factory:
         if family not in self._parts:
             from safetensors import safe_open
 
-            from engine.loading.checkpoint import save_checkpoint
-            from engine.loading.demo import random_model
+            from attnscope.engine.loading.checkpoint import save_checkpoint
+            from attnscope.engine.loading.demo import random_model
 
             good = save_checkpoint(random_model(family, seed=1), self.path(f"good-{family}.safetensors"))
             with safe_open(str(good), framework="pt") as f:
@@ -120,10 +120,10 @@ class Factory:
 
     def consistent(self, name: str, family: str, **config) -> Path:
         """A checkpoint whose tensors match an odd but buildable config (e.g. 1 position)."""
-        from engine.loading.checkpoint import checkpoint_metadata
-        from engine.loading.demo import random_model
-        from engine.loading.loaded import LoadedModel
-        from engine.models import FAMILIES
+        from attnscope.engine.loading.checkpoint import checkpoint_metadata
+        from attnscope.engine.loading.demo import random_model
+        from attnscope.engine.loading.loaded import LoadedModel
+        from attnscope.engine.models import FAMILIES
         from safetensors.torch import save_file
 
         base = random_model(family, seed=2)
@@ -219,7 +219,7 @@ class Factory:
     def hf_sharded(self, name: str, change=None, fmt: str = "safetensors") -> Path:
         """The base BERT saved in shards (``fmt``: safetensors or bin, with its index), then
         ``change(folder, index)`` applied (index: the parsed index.json, written back after)."""
-        from tests.hf_sharded import save_sharded
+        from tests.helpers.hf_sharded import save_sharded
         import transformers
 
         folder = self.path(name)

@@ -11,9 +11,9 @@ def bad_cases(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
-    """A tiny Llama tokenizer with a chat template (tests.hf_tiny), for the chat-template tests."""
+    """A tiny Llama tokenizer with a chat template (tests.helpers.hf_tiny), for the chat-template tests."""
     from transformers import AutoTokenizer
 
-    from tests.hf_tiny import tiny_chat_folder
+    from tests.helpers.hf_tiny import tiny_chat_folder
 
     return AutoTokenizer.from_pretrained(str(tiny_chat_folder(tmp_path_factory.mktemp("chat"))))

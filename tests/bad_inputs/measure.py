@@ -44,11 +44,11 @@ def child(case: dict) -> dict:
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from main import main
+    from attnscope.cli.entry import main
 
     result = {"rss_start": _maxrss_mib()}
     if case["source"]:
-        from engine.loading.catalog import open_model
+        from attnscope.engine.loading.catalog import open_model
         try:
             open_model(case["source"], "cpu")
             result["loader"] = {"loaded": True}

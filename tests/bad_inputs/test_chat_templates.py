@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.adapters.chat import chat_ids
-from engine.inputs import Chat, InputError
+from attnscope.engine.adapters.chat import chat_ids
+from attnscope.engine.inputs import Chat, InputError
 from tests.bad_inputs.test_template_limits import BYPASSES
-from tests.hf_tiny import CHAT_TEMPLATE
+from tests.helpers.hf_tiny import CHAT_TEMPLATE
 
 HOSTILE = {
     "30 MB of output": "{% for i in range(100000) %}{{ 'x' * 300 }}{% endfor %}",
@@ -22,8 +22,8 @@ HOSTILE = {
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_template_is_stopped_in_one_sentence(tokenizer, name, monkeypatch):
-    import engine.adapters.chat_limits as limits
-    import engine.adapters.chat_process as process
+    import attnscope.engine.adapters.chat_limits as limits
+    import attnscope.engine.adapters.chat_process as process
 
     monkeypatch.setattr(limits, "MAX_SECONDS", 1.0)
     monkeypatch.setattr(process, "HARD_SECONDS", 3.0)

@@ -10,8 +10,8 @@ import json
 import pytest
 import torch
 
-from engine.traces.pooling import bins
-from engine.traces.recording_file import RecordingError, load_recording
+from attnscope.engine.traces.pooling import bins
+from attnscope.engine.traces.recording_file import RecordingError, load_recording
 from tests.bad_inputs.cases import synthetic_recording
 
 T, LAYERS, HEADS, DIM = 12, 2, 2, 8

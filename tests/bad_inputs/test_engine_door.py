@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from engine.inputs import InputError
-from engine.interventions.refs import Edge, HeadRef
-from engine.interventions.spec import MEAN, Interventions
-from engine.loading.demo import random_model
-from engine.errors import ModelLoadError
-from engine.traces.recording_file import RecordingError
+from attnscope.engine.inputs import InputError
+from attnscope.engine.interventions.refs import Edge, HeadRef
+from attnscope.engine.interventions.spec import MEAN, Interventions
+from attnscope.engine.loading.demo import random_model
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.traces.recording_file import RecordingError
 from tests.bad_inputs.cases import synthetic_recording
 
 
@@ -32,7 +32,7 @@ def translator():
 
 @pytest.mark.parametrize("device", [42, ["cpu"], "quantum", "cuda:x"])
 def test_open_model_with_a_device_that_is_not_one(device):
-    from engine.loading.catalog import open_model
+    from attnscope.engine.loading.catalog import open_model
 
     with pytest.raises(ModelLoadError) as err:
         open_model("random-gpt", device)
@@ -41,7 +41,7 @@ def test_open_model_with_a_device_that_is_not_one(device):
 
 @pytest.mark.parametrize("path", [None, 42, "", "   "])
 def test_load_recording_of_nothing(path):
-    from engine.traces.recording_file import load_recording
+    from attnscope.engine.traces.recording_file import load_recording
 
     with pytest.raises(RecordingError) as err:
         load_recording(path)
@@ -51,7 +51,7 @@ def test_load_recording_of_nothing(path):
 @pytest.mark.parametrize("where", ["target", "pair"])
 @pytest.mark.parametrize("bad", ["the \ud800 dog", "caf\udce9", b"\xff\xfe", 42])
 def test_a_second_text_that_is_not_unicode(translator, where, bad):
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.traces.tracing import trace_text
 
     loaded = translator if where == "target" else random_model("bert", layers=1, heads=2, width=16)
     with pytest.raises(InputError) as err:
@@ -70,7 +70,7 @@ def test_a_second_text_that_is_not_unicode(translator, where, bad):
     Interventions(knockout=("0:0@0",)),
 ])
 def test_effect_of_a_malformed_spec(gpt, spec):
-    from engine.interventions.effect import intervention_effect
+    from attnscope.engine.interventions.effect import intervention_effect
 
     with pytest.raises(InputError) as err:
         intervention_effect(gpt, "the dog sees the cat", spec)
@@ -87,8 +87,8 @@ def test_effect_of_a_malformed_spec(gpt, spec):
 ])
 def test_effect_and_lens_check_heads_and_edges(gpt, spec, phrase):
     """Only the CLI checked them: the engine accepted a head or an edge the model lacks silently."""
-    from engine.interventions.effect import intervention_effect
-    from engine.interventions.lens import logit_lens
+    from attnscope.engine.interventions.effect import intervention_effect
+    from attnscope.engine.interventions.lens import logit_lens
 
     for run in (lambda: intervention_effect(gpt, "the dog sees the cat", spec), lambda: logit_lens(gpt, "the dog", spec=spec)):
         with pytest.raises(InputError, match=phrase) as err:
@@ -97,11 +97,11 @@ def test_effect_and_lens_check_heads_and_edges(gpt, spec, phrase):
 
 
 def test_a_recording_asked_to_run_says_it_is_a_recording_and_what_it_can_do(tmp_path, capsys):
-    from engine.interventions.effect import intervention_effect
-    from engine.interventions.lens import logit_lens
-    from engine.traces.recording_file import load_recording
-    from engine.traces.tracing import trace_text
-    from main import main
+    from attnscope.engine.interventions.effect import intervention_effect
+    from attnscope.engine.interventions.lens import logit_lens
+    from attnscope.engine.traces.recording_file import load_recording
+    from attnscope.engine.traces.tracing import trace_text
+    from attnscope.cli.entry import main
 
     path = synthetic_recording(tmp_path / "r.safetensors", 8)
     trace = load_recording(path)
@@ -120,8 +120,8 @@ def test_a_recording_asked_to_run_says_it_is_a_recording_and_what_it_can_do(tmp_
 
 def test_record_never_writes_over_the_model_it_reads_or_a_users_file(tmp_path, capsys):
     """`attnscope record model.safetensors --out model.safetensors` destroyed the checkpoint."""
-    from engine.loading.checkpoint import save_checkpoint
-    from main import main
+    from attnscope.engine.loading.checkpoint import save_checkpoint
+    from attnscope.cli.entry import main
 
     model = save_checkpoint(random_model("gpt", layers=1, heads=2, width=16), tmp_path / "model.safetensors")
     notes = tmp_path / "notes.safetensors"
@@ -140,8 +140,8 @@ def test_record_never_writes_over_the_model_it_reads_or_a_users_file(tmp_path, c
 
 
 def test_save_recording_refuses_a_foreign_file_unless_replacing_was_confirmed(tmp_path, gpt):
-    from engine.traces.recording_file import is_recording, save_recording
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.traces.recording_file import is_recording, save_recording
+    from attnscope.engine.traces.tracing import trace_text
 
     target = tmp_path / "weights.safetensors"
     target.write_bytes(b"not ours")
@@ -156,8 +156,8 @@ def test_save_recording_refuses_a_foreign_file_unless_replacing_was_confirmed(tm
 def test_a_knockout_range_stays_a_range(gpt, capsys):
     """`--knockout 0:0@0-1000000000` built a billion-element tuple (MemoryError): refused now in
     one sentence, with the model's layers, in a few milliseconds of parsing."""
-    from cli.intervene import knockout_arg
-    from main import main
+    from attnscope.cli.intervene import knockout_arg
+    from attnscope.cli.entry import main
 
     kind, queries, keys, layers = knockout_arg("0:0@0-1000000000")
     assert isinstance(layers, range) and len(layers) == 1_000_000_001 and queries == (0,)
@@ -172,7 +172,7 @@ def test_a_knockout_range_stays_a_range(gpt, capsys):
 
 
 def test_a_query_left_no_key_is_said_in_the_notes(capsys):
-    from main import main
+    from attnscope.cli.entry import main
 
     assert main(["intervene", "random-gpt", "--text", "the dog sees the cat", "--knockout", "0:0@0",
                  "--knockout", "2:*@1"]) == 0
@@ -186,7 +186,7 @@ def test_a_query_left_no_key_is_said_in_the_notes(capsys):
 
 
 def test_a_long_recording_as_a_png_is_estimated_and_refused_with_numbers(tmp_path, capsys):
-    from main import main
+    from attnscope.cli.entry import main
 
     path = synthetic_recording(tmp_path / "long.safetensors", 30_000)
     assert main(["export", str(path), "--out", str(tmp_path / "o"), "--max-seconds", "1"]) == 2
@@ -196,7 +196,7 @@ def test_a_long_recording_as_a_png_is_estimated_and_refused_with_numbers(tmp_pat
 
 
 def test_a_runs_trace_says_which_query_the_knockout_left_no_key(gpt):
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.traces.tracing import trace_text
 
     spec = Interventions().block(Edge("decoder self", (0,), (0,), (1,)))
     notes = trace_text(gpt, "the dog sees the cat", interventions=spec).notes
@@ -207,7 +207,7 @@ def test_a_runs_trace_says_which_query_the_knockout_left_no_key(gpt):
 @pytest.mark.parametrize("device, phrase", [(42, "a recording opens on a device named"),
                                             ("quantum", "cannot be opened there: unknown device")])
 def test_a_recording_on_a_device_that_is_not_one_is_not_called_damaged(tmp_path, device, phrase):
-    from engine.traces.recording_file import load_recording
+    from attnscope.engine.traces.recording_file import load_recording
 
     path = synthetic_recording(tmp_path / "r.safetensors", 8)
     with pytest.raises(RecordingError, match=phrase) as err:

@@ -8,15 +8,15 @@ import inspect
 
 import pytest
 
-PACKAGES = ["engine.runtime", "engine.loading", "engine.adapters", "engine.decoding", "engine.interventions",
-            "engine.traces", "engine.inspection", "engine.experiments", "engine.remote", "engine.training",
-            "engine.corpora"]
+PACKAGES = ["attnscope.engine.runtime", "attnscope.engine.loading", "attnscope.engine.adapters", "attnscope.engine.decoding", "attnscope.engine.interventions",
+            "attnscope.engine.traces", "attnscope.engine.inspection", "attnscope.engine.experiments", "attnscope.engine.remote", "attnscope.engine.training",
+            "attnscope.engine.corpora"]
 
 
 # None is a value these take on purpose: no model yet (reads_chat: no), the default corpus, no
 # interventions, the host's memory, no NDIF API key kept.
-NONE_IS_AN_ANSWER = {"engine.adapters.reads_chat", "engine.corpora.corpus_label", "engine.interventions.applied",
-                     "engine.runtime.free_bytes", "engine.loading.use_api_key"}
+NONE_IS_AN_ANSWER = {"attnscope.engine.adapters.reads_chat", "attnscope.engine.corpora.corpus_label", "attnscope.engine.interventions.applied",
+                     "attnscope.engine.runtime.free_bytes", "attnscope.engine.loading.use_api_key"}
 
 
 def _public_functions():
@@ -45,7 +45,7 @@ def test_a_public_function_given_none_answers_in_the_projects_words(qualified):
     except StopIteration:
         return
     except Exception as exc:          # noqa: BLE001 - what is raised is the point
-        assert type(exc).__module__.startswith("engine."), f"{qualified}: {type(exc).__name__}: {exc}"
+        assert type(exc).__module__.startswith("attnscope.engine."), f"{qualified}: {type(exc).__name__}: {exc}"
         said = str(exc)
         assert said.strip() and "\n" not in said, f"{qualified}: {said!r}"
         return

@@ -51,8 +51,8 @@ def test_every_case_is_refused_cleanly(bad_cases, category):
 
 
 def test_loader_messages_name_the_file_and_say_what_would_work(bad_cases):
-    from engine.loading.catalog import open_model
-    from engine.errors import ModelLoadError
+    from attnscope.engine.loading.catalog import open_model
+    from attnscope.engine.errors import ModelLoadError
 
     picks = {"cfg-gpt-n_head-0.safetensors": "n_head", "mem-gpt-n_layer-1000000000.safetensors": "n_layer",
              "nan-gpt.safetensors": "NaN", "hf-gpt2": "no tokenizer", "bomb.pt": "expand"}
@@ -96,7 +96,7 @@ def test_representative_cases_as_real_processes(bad_cases):
 
 
 def test_usable_texts_still_work(bad_cases):
-    from main import main
+    from attnscope.cli.entry import main
 
     tr = str(ROOT / "resources" / "checkpoints" / "translator.safetensors")
     for text in ("the dog 😀 .", "مرحبا", "[PAD] [EOS]"):
@@ -104,7 +104,7 @@ def test_usable_texts_still_work(bad_cases):
 
 
 def test_custom_code_folder_loads_with_the_built_in_class_and_says_so(bad_cases, capsys):
-    from main import main
+    from attnscope.cli.entry import main
 
     case = next(c for c in bad_cases if c.name == "HF auto_map bert")
     assert main(["compare", case.source, "--text", "the dog"]) == 0

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from engine.errors import RemoteJobError
-from engine.inputs import InputError
-from engine.loading.ndif_key import checked_key, key_may_go
-from engine.loading.remote_source import api_key, use_api_key
+from attnscope.engine.errors import RemoteJobError
+from attnscope.engine.inputs import InputError
+from attnscope.engine.loading.ndif_key import checked_key, key_may_go
+from attnscope.engine.loading.remote_source import api_key, use_api_key
 
 BAD_KEYS = {
     "newline": "abc123\nX-Injected: yes",

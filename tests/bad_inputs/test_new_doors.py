@@ -13,9 +13,9 @@ import torch
 
 pytest.importorskip("nnsight")
 
-from engine.errors import RemoteJobError  # noqa: E402
-from engine.loading.catalog import open_model  # noqa: E402
-from tests.hf_tiny import tiny_folder  # noqa: E402
+from attnscope.engine.errors import RemoteJobError  # noqa: E402
+from attnscope.engine.loading.catalog import open_model  # noqa: E402
+from tests.helpers.hf_tiny import tiny_folder  # noqa: E402
 
 TEXT = "the big dog sees the small cat ."
 KEY = "secret-key-123"
@@ -112,7 +112,7 @@ def _packed(blob: bytes) -> bytes:
 def test_a_pickled_answer_never_runs_and_is_one_sentence(snapshot, ndif, monkeypatch, tmp_path, where):
     """The host answers a Run with a pickle whose __reduce__ would write a file: as the status
     frame itself, as the result's bytes, or inside a torch.save file. Nothing is made."""
-    from engine.remote import trace_remote
+    from attnscope.engine.remote import trace_remote
 
     marker = tmp_path / "ran"
     evil = {"frame": pickle.dumps(Evil(marker)), "result": _completed(_packed(pickle.dumps(Evil(marker)))),
@@ -129,8 +129,8 @@ def test_a_pickled_answer_never_runs_and_is_one_sentence(snapshot, ndif, monkeyp
 def test_an_answer_of_tensors_still_reads(snapshot, ndif, monkeypatch):
     """What a job really brings back (a local job's layers, tensors and plain values in dicts with
     tuple keys) is read through the same data-only loader, as the Run's trace."""
-    from engine.remote import trace_remote
-    from engine.remote.run import session_for
+    from attnscope.engine.remote import trace_remote
+    from attnscope.engine.remote.run import session_for
 
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
     here = open_model(f"ndif:{snapshot}", "cpu")
@@ -150,7 +150,7 @@ def test_an_answer_of_tensors_still_reads(snapshot, ndif, monkeypatch):
 def test_the_key_goes_only_over_https_to_the_host_named(snapshot, ndif, monkeypatch, host):
     import nnsight
 
-    from engine.remote import trace_remote
+    from attnscope.engine.remote import trace_remote
 
     monkeypatch.setattr(nnsight.CONFIG.API, "HOST", host)
     sent = _stand_in(monkeypatch, [])
@@ -170,7 +170,7 @@ def test_a_key_of_blanks_is_no_key_even_where_nnsight_read_it_itself(snapshot, n
     "no key is set", never a blank key sent (issue 58)."""
     import nnsight
 
-    from engine.remote import trace_remote
+    from attnscope.engine.remote import trace_remote
 
     monkeypatch.setenv("NDIF_API_KEY", "   ")
     monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", "   ")
@@ -183,7 +183,7 @@ def test_a_key_of_blanks_is_no_key_even_where_nnsight_read_it_itself(snapshot, n
 def test_offline_the_hub_is_blamed_not_ndif_and_nothing_is_said_before(snapshot, ndif, monkeypatch, capsys):
     from nnsight.modeling import huggingface
 
-    from main import main
+    from attnscope.cli.entry import main
 
     monkeypatch.delitem(huggingface._ID_CACHE, "tiny/llama")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -228,7 +228,7 @@ CONFIGS = {
 
 @pytest.mark.parametrize("case", sorted(CONFIGS))
 def test_an_ndif_config_is_refused_at_the_door_in_one_sentence(tmp_path, monkeypatch, case):
-    from engine.errors import ModelLoadError
+    from attnscope.engine.errors import ModelLoadError
 
     monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
     config, says = CONFIGS[case]
@@ -242,7 +242,7 @@ def test_an_ndif_config_is_refused_at_the_door_in_one_sentence(tmp_path, monkeyp
 @pytest.mark.parametrize("data, says", [(b"\xff\xfe garbage \x00", "not UTF-8"), (b"{", "not valid JSON"),
                                         (b"[" * 100_000 + b"]" * 100_000, "nests")])
 def test_a_garbage_tokenizer_is_one_sentence_in_words(tmp_path, monkeypatch, data, says):
-    from engine.errors import ModelLoadError
+    from attnscope.engine.errors import ModelLoadError
 
     monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
     folder = _folder_with(tmp_path, "m", files={"tokenizer.json": data})
@@ -255,7 +255,7 @@ def test_a_garbage_tokenizer_is_one_sentence_in_words(tmp_path, monkeypatch, dat
 @pytest.mark.parametrize("mode", ["ndif", "local"])
 @pytest.mark.parametrize("name", ["random-gpt", "gpt", "resources/checkpoints/gpt.safetensors"])
 def test_ndif_takes_a_transformers_model_not_attnscopes_own(monkeypatch, capsys, mode, name):
-    from main import main
+    from attnscope.cli.entry import main
 
     if mode == "local":
         monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
@@ -267,7 +267,7 @@ def test_ndif_takes_a_transformers_model_not_attnscopes_own(monkeypatch, capsys,
 
 
 def test_heads_of_a_model_served_by_ndif_says_why_not(snapshot, monkeypatch, capsys):
-    from main import main
+    from attnscope.cli.entry import main
 
     monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
     assert main(["heads", f"ndif:{snapshot}"]) == 2
@@ -283,7 +283,7 @@ WHY = ["why", "random-gpt", "--text", TEXT]
                                            ("--head", "1." + "9" * 5000), ("--query", "²"), ("--key", "𐩀"),
                                            ("--query", "9" * 5000), ("--versus", "１")])
 def test_a_why_option_that_is_no_number_names_the_option(capsys, option, value):
-    from main import main
+    from attnscope.cli.entry import main
 
     given = {"--head": "0.0", "--query": "2", "--key": "1", option: value}
     args = WHY + [a for k, v in given.items() for a in (k, v)]
@@ -297,7 +297,7 @@ def test_a_why_option_that_is_no_number_names_the_option(capsys, option, value):
 
 @pytest.mark.parametrize("command", ["why", "lens"])
 def test_target_on_a_decoder_is_refused_not_dropped(capsys, command):
-    from main import main
+    from attnscope.cli.entry import main
 
     args = [command, "random-gpt", "--text", TEXT, "--target", "der"]
     args += ["--head", "0.0", "--query", "2", "--key", "1"] if command == "why" else []
@@ -312,9 +312,9 @@ def test_why_splits_a_gpt_oss_head_with_its_sinks_and_its_experts(tmp_path):
     weight the one the Run draws (the sink in it), and the loadings run too."""
     import numpy as np
 
-    from engine.experiments import why
-    from engine.traces.tracing import trace_text
-    from tests.test_attention_sinks import sink_folder
+    from attnscope.engine.experiments import why
+    from attnscope.engine.traces.tracing import trace_text
+    from tests.engine.test_attention_sinks import sink_folder
 
     loaded = open_model(str(sink_folder(tmp_path, "gpt_oss")), "cpu")
     split = why(loaded, TEXT, "decoder self", 1, 1, 5, 2, loadings=True)
@@ -331,10 +331,10 @@ def test_lens_of_a_model_served_by_ndif_runs_in_ndif_mode(snapshot, ndif, monkey
     """The meta-device model (no seam, no weights) finds its blocks from the attention ops; the job
     goes to the (stand-in) host and its answer, the reductions a local job brings back, is the
     lens the CLI prints: the same tokens as nnsight's local stand-in gives."""
-    from engine.remote import remote_lens
-    from engine.remote.lens import lens_job, tail_paths
-    from engine.remote.run import session_for
-    from main import main
+    from attnscope.engine.remote import remote_lens
+    from attnscope.engine.remote.lens import lens_job, tail_paths
+    from attnscope.engine.remote.run import session_for
+    from attnscope.cli.entry import main
 
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
     here = open_model(f"ndif:{snapshot}", "cpu")

@@ -4,9 +4,9 @@ says so: before, Falcon read "Could not open ... with transformers: 'attnscope'"
 import pytest
 import torch
 
-from engine.errors import HFModelError
-from engine.loading import open_model
-from tests.hf_tiny import _bpe_tokenizer
+from attnscope.engine.errors import HFModelError
+from attnscope.engine.loading import open_model
+from tests.helpers.hf_tiny import _bpe_tokenizer
 
 
 @pytest.mark.parametrize("family", ["bloom", "falcon"])

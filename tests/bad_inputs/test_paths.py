@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from engine.runtime import files
+from attnscope.engine.runtime import files
 
 
 @pytest.mark.parametrize("proc", [True, False])
@@ -39,7 +39,7 @@ LONG = "n" * 5000
 
 
 def _cli(argv, capsys) -> tuple[int, str]:
-    from main import main
+    from attnscope.cli.entry import main
 
     try:
         code = main(argv)

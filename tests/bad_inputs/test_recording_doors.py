@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from engine.traces.recording_file import RecordingError, load_recording, recording_target
+from attnscope.engine.traces.recording_file import RecordingError, load_recording, recording_target
 from tests.bad_inputs.cases import synthetic_recording
 
 
@@ -94,7 +94,7 @@ def test_a_folder_is_refused_and_a_bare_name_gets_the_ending(tmp_path):
 @pytest.mark.parametrize("name", ["", "."])
 def test_record_out_empty_says_the_name_is_empty(tmp_path, name, capsys, monkeypatch):
     """record --out '' said "PosixPath('.') has an empty name" (issue 46)."""
-    from main import main
+    from attnscope.cli.entry import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["record", "random-gpt", "--text", "the dog", "--out", name]) == 2

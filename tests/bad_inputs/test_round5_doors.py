@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.adapters import adapter_for
-from engine.experiments.pairs import PromptPair, answer_id, frame_pair
-from engine.inputs import Chat, InputError, check_text
-from engine.loading.catalog import open_model
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.experiments.pairs import PromptPair, answer_id, frame_pair
+from attnscope.engine.inputs import Chat, InputError, check_text
+from attnscope.engine.loading.catalog import open_model
 
 TRANSLATOR = "resources/checkpoints/translator.safetensors"
 
@@ -58,9 +58,9 @@ def test_a_pair_of_different_lengths_says_where_they_part_not_every_token(transl
 
 def test_a_drawing_over_an_hour_asks_for_max_seconds(tmp_path, monkeypatch, capsys):
     """A PNG export estimated past an hour is refused by default, naming --max-seconds (one of a
-    few minutes draws, with progress: tests/test_export_threshold.py)."""
-    import engine.traces as traces
-    from main import main
+    few minutes draws, with progress: tests/engine/test_export_threshold.py)."""
+    import attnscope.engine.traces as traces
+    from attnscope.cli.entry import main
     from tests.bad_inputs.cases import synthetic_recording
 
     path = synthetic_recording(tmp_path / "r.safetensors", 64)
@@ -79,7 +79,7 @@ def test_a_drawing_over_an_hour_asks_for_max_seconds(tmp_path, monkeypatch, caps
 
 @pytest.mark.parametrize("where", ["/proc/attnscope-test.safetensors", "/sys/attnscope-test.safetensors"])
 def test_an_output_that_cannot_be_written_names_the_users_path(where, capsys):
-    from main import main
+    from attnscope.cli.entry import main
 
     assert main(["record", "random-gpt", "--text", "the dog", "--out", where]) == 2
     err = capsys.readouterr().err
@@ -89,7 +89,7 @@ def test_an_output_that_cannot_be_written_names_the_users_path(where, capsys):
 def test_a_write_that_fails_at_the_end_names_the_users_path(tmp_path, monkeypatch):
     import os
 
-    from engine.runtime import files
+    from attnscope.engine.runtime import files
 
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied", str(src))
@@ -103,8 +103,8 @@ def test_a_write_that_fails_at_the_end_names_the_users_path(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("pairs", [[], None, "pairs.tsv"])
 def test_over_pairs_of_nothing_is_one_sentence(pairs):
-    from engine.experiments.run import over_pairs
-    from engine.loading.demo import random_model
+    from attnscope.engine.experiments.run import over_pairs
+    from attnscope.engine.loading.demo import random_model
 
     with pytest.raises(InputError) as err:
         next(over_pairs(random_model("gpt", layers=1, heads=2, width=16), pairs))
@@ -114,7 +114,7 @@ def test_over_pairs_of_nothing_is_one_sentence(pairs):
 def test_a_file_of_pairs_is_estimated_from_its_first_and_refused_past_the_limit(tmp_path, capsys):
     """A million lines would have run two days saying nothing: the first pair is timed, the file
     estimated from it, and refused past --max-seconds with the numbers, before the rest is framed."""
-    from main import main
+    from attnscope.cli.entry import main
 
     line = "the big dog sees the small cat\tthe big cat sees the small dog\tid:5\tid:6\n"
     (tmp_path / "pairs.tsv").write_text(line * 12000 + "the dog\tthe big dog\tid:5\tid:6\n")   # never framed
@@ -129,8 +129,8 @@ def test_a_file_of_pairs_is_estimated_from_its_first_and_refused_past_the_limit(
 # ---- the engine's doors: each public call given a wrong type or value says so in one sentence ----
 @pytest.fixture(scope="module")
 def doors():
-    from engine.loading.demo import random_model
-    from engine.traces import trace_text
+    from attnscope.engine.loading.demo import random_model
+    from attnscope.engine.traces import trace_text
 
     gpt = random_model("gpt", layers=1, heads=2, width=16)
     return {"gpt": gpt, "translator": random_model("translator", layers=1, heads=2, width=16),
@@ -139,15 +139,15 @@ def doors():
 
 
 def _calls(d):
-    from engine.decoding import decode_all
-    from engine.experiments import experiment, next_tokens
-    from engine.experiments.pairs import read_pairs
-    from engine.experiments.run import over_pairs
-    from engine.inputs import read_utf8
-    from engine.interventions import logit_lens
-    from engine.interventions.effect import intervention_effect
-    from engine.loading.demo import random_model
-    from engine.traces import is_recording, trace_text
+    from attnscope.engine.decoding import decode_all
+    from attnscope.engine.experiments import experiment, next_tokens
+    from attnscope.engine.experiments.pairs import read_pairs
+    from attnscope.engine.experiments.run import over_pairs
+    from attnscope.engine.inputs import read_utf8
+    from attnscope.engine.interventions import logit_lens
+    from attnscope.engine.interventions.effect import intervention_effect
+    from attnscope.engine.loading.demo import random_model
+    from attnscope.engine.traces import is_recording, trace_text
 
     gpt, pair = d["gpt"], d["pair"]
     framed = lambda: frame_pair(gpt, pair)   # noqa: E731
@@ -193,7 +193,7 @@ CALLS = ["frame_pair(None)", "frame_pair(a recording)", "frame_pair(a str)", "fr
 def test_a_public_call_given_a_wrong_value_answers_in_the_projects_own_words(doors, call):
     """Issue 46 found 44 public calls that raised TypeError, IndexError, RuntimeError or a plain
     ValueError on a script's slip; these are its cases, each now the project's own error."""
-    from engine.traces import RecordingError
+    from attnscope.engine.traces import RecordingError
 
     with pytest.raises((InputError, RecordingError)) as err:
         _calls(doors)[call]()
@@ -205,8 +205,8 @@ def test_a_public_call_given_a_wrong_value_answers_in_the_projects_own_words(doo
 def test_a_huge_text_is_cut_to_what_the_model_reaches_before_it_is_tokenized(family):
     """A 15 MiB --text-file took 4.5-5.2 GB and 25-87 s on a model that reads 255 tokens: it was
     tokenized whole. Only what the model can reach is read now; the tokens read are the same."""
-    from engine.adapters import adapter_for
-    from engine.loading.demo import random_model
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.loading.demo import random_model
 
     loaded = random_model(family, layers=1, heads=2, width=16)
     adapter = adapter_for(loaded)

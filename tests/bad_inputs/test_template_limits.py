@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-import engine.adapters.chat_limits as limits
-import engine.adapters.chat_process as process
-from engine.adapters.chat import chat_ids
-from engine.inputs import Chat, InputError
+import attnscope.engine.adapters.chat_limits as limits
+import attnscope.engine.adapters.chat_process as process
+from attnscope.engine.adapters.chat import chat_ids
+from attnscope.engine.inputs import Chat, InputError
 
 BYPASSES = {
     "format width": "{{ '{:>7000000000}'.format(1) }}",

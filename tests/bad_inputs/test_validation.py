@@ -4,12 +4,12 @@ import dataclasses
 
 import pytest
 
-from engine.loading.build import check_tensors
-from engine.runtime import free_memory
-from engine.loading.demo import random_model
-from engine.errors import ModelLoadError
-from engine.inputs import text_problem
-from engine.loading.check import check_config, check_model_size, parameter_count
+from attnscope.engine.loading.build import check_tensors
+from attnscope.engine.runtime import free_memory
+from attnscope.engine.loading.demo import random_model
+from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.inputs import text_problem
+from attnscope.engine.loading.check import check_config, check_model_size, parameter_count
 
 
 @pytest.mark.parametrize("family", ["translator", "gpt", "bert"])
@@ -24,7 +24,7 @@ def test_parameter_count_matches_the_built_model(family):
     ("gpt", dict(vocab_size=50, n_embd=48, n_head=4, n_layer=3, block_size=16)),
 ])
 def test_parameter_count_matches_other_shapes(family, config):
-    from engine.models import FAMILIES
+    from attnscope.engine.models import FAMILIES
     model_cls, config_cls = FAMILIES[family]
     model = model_cls(config_cls(**config))
     real = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
@@ -32,7 +32,7 @@ def test_parameter_count_matches_other_shapes(family, config):
 
 
 def test_parameter_count_matches_hugging_face_bert():
-    from engine.loading.hf import BERT_DEFAULTS, load_hf_model, minilm_path
+    from attnscope.engine.loading.hf import BERT_DEFAULTS, load_hf_model, minilm_path
     loaded = load_hf_model(minilm_path())
     config = {k: getattr(loaded.model.config, k) for k in BERT_DEFAULTS}
     assert parameter_count("hf-bert", config) == sum(p.numel() for p in loaded.model.parameters())
@@ -74,9 +74,9 @@ def test_text_problems():
 def test_the_engine_refuses_text_that_is_not_unicode_at_its_own_door(text, phrase):
     """A script calling the engine directly (no CLI, no window) gets InputError, not a raw
     TypeError or UnicodeEncodeError from the tokenizer."""
-    from engine.decoding.session import DecodeSession
-    from engine.inputs import InputError
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.decoding.session import DecodeSession
+    from attnscope.engine.inputs import InputError
+    from attnscope.engine.traces.tracing import trace_text
 
     for loaded in (random_model("gpt", layers=1, heads=2, width=16), random_model("bert", layers=1, heads=2, width=16)):
         with pytest.raises(InputError, match=phrase):
@@ -86,7 +86,7 @@ def test_the_engine_refuses_text_that_is_not_unicode_at_its_own_door(text, phras
 
 
 def test_the_engine_reads_utf8_bytes_as_text():
-    from engine.traces.tracing import trace_text
+    from attnscope.engine.traces.tracing import trace_text
 
     loaded = random_model("gpt", layers=1, heads=2, width=16)
     from_bytes, from_text = trace_text(loaded, "the dog".encode()), trace_text(loaded, "the dog")
@@ -103,7 +103,7 @@ def test_the_engine_reads_utf8_bytes_as_text():
 ])
 def test_hugging_face_head_counts_that_do_not_divide_are_said_in_the_configs_terms(raw, phrases):
     """Not transformers' "Class validation error for validator ..." or "look at the above report!"."""
-    from engine.loading.hf import HFModelError, check_hf_sizes, hf_config
+    from attnscope.engine.loading.hf import HFModelError, check_hf_sizes, hf_config
 
     with pytest.raises(HFModelError) as err:
         check_hf_sizes(hf_config(raw, "m"), "m")

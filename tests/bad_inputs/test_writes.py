@@ -8,10 +8,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from engine.loading.demo import random_model
-from engine.inspection.export import load_npz, save_csv, save_npz
-from engine.training.timelapse import Probe, load_timelapse, save_timelapse
-from engine.traces.tracing import trace_text
+from attnscope.engine.loading.demo import random_model
+from attnscope.engine.inspection.export import load_npz, save_csv, save_npz
+from attnscope.engine.training.timelapse import Probe, load_timelapse, save_timelapse
+from attnscope.engine.traces.tracing import trace_text
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def _fail_during(monkeypatch, module, name):
 def test_checkpoint_save_failing_half_way_keeps_the_old_file(tmp_path, monkeypatch):
     import safetensors.torch
 
-    from engine.loading.checkpoint import load_checkpoint, save_checkpoint
+    from attnscope.engine.loading.checkpoint import load_checkpoint, save_checkpoint
     path = save_checkpoint(random_model("gpt"), tmp_path / "m.safetensors")
     before = path.read_bytes()
     _fail_during(monkeypatch, safetensors.torch, "save_file")
@@ -74,7 +74,7 @@ def test_timelapse_save_failing_half_way_keeps_the_old_file(tmp_path, monkeypatc
 
 
 def test_written_files_follow_the_umask(tmp_path, trace):
-    from engine.loading.checkpoint import save_checkpoint
+    from attnscope.engine.loading.checkpoint import save_checkpoint
     old = os.umask(0o027)
     try:
         files = [save_checkpoint(random_model("bert"), tmp_path / "b.safetensors"), save_npz(trace, tmp_path / "t.npz"),
@@ -159,7 +159,7 @@ def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path, trace
     import subprocess
     import sys
 
-    from engine.runtime.files import atomic_path
+    from attnscope.engine.runtime.files import atomic_path
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

@@ -94,5 +94,5 @@ def test_a_public_function_given_a_wrong_value_answers_in_the_projects_words(qua
     module, kind, said = outcome
     if not kind:
         return                                            # a value it takes (a name, a count)
-    assert module.startswith("engine."), f"{qualified}({value_name}): {module}.{kind}: {said[:200]}"
+    assert module.startswith("attnscope.engine."), f"{qualified}({value_name}): {module}.{kind}: {said[:200]}"
     assert said.strip() and "\n" not in said.strip(), f"{qualified}({value_name}): {said[:300]!r}"

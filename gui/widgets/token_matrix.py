@@ -1,0 +1,68 @@
+"""A heatmap with tokens on both axes: rows (queries, output steps or heads) on the left,
+keys written vertically on top. It follows the window's colormap."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from attnscope.gui.colormaps import attach_colorbar, colormap
+from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.widgets.token_axis import VerticalTokenAxis, fit_row_axis
+from attnscope.gui.widgets.token_labels import view_ticks, zoomable
+from attnscope.gui.widgets.peak_image import PeakImage, show_whole
+
+
+class TokenMatrix(pg.PlotWidget):
+    def __init__(self, state, title: str = "", empty_text: str = "Nothing to show yet: run a text."):
+        self.key_axis = VerticalTokenAxis("top")
+        super().__init__(axisItems={"top": self.key_axis})
+        self.item = self.getPlotItem()
+        if title:
+            self.item.setTitle(title, size="9pt")
+        self.item.invertY(True)
+        self.item.hideButtons()
+        self.item.setMenuEnabled(False)
+        self.image = PeakImage()
+        self.item.addItem(self.image)
+        self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
+        self.item.showAxis("top")
+        self.item.hideAxis("bottom")
+        for axis in ("left", "top"):   # ticks outside the map, as Head detail's: inside, they covered row 0 (q0 -> k0)
+            self.item.getAxis(axis).setStyle(tickLength=4)
+        state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
+        self._rows: list[str] = []
+        self._cols: list[str] = []
+        self.item.vb.sigResized.connect(self._label)    # as many labels as fit the new size
+        zoomable(self.item, self._label)                 # wheel zooms, drag pans, double-click resets
+        self.empty_text = empty_text
+        self.clear_matrix()
+
+    def set_colormap(self, name: str) -> None:
+        self.colorbar.setColorMap(colormap(name))
+
+    def clear_matrix(self, message: str = "") -> None:
+        """Nothing to show: no image, no labels, and ``message`` where the map will be. (Not
+        ``clear``: PlotWidget forwards that name to PlotItem.clear, which would remove the
+        image item itself.)"""
+        self.image.clear()
+        self._rows, self._cols = [], []
+        self._label()
+        self.colorbar.setVisible(False)
+        show_empty(self.item, message or self.empty_text, ("left", "top"))
+
+    def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0) -> None:
+        """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes."""
+        hide_empty(self.item, ("left", "top"))
+        self.colorbar.setVisible(True)
+        self.image.setImage(matrix, autoLevels=False, levels=(0, top))
+        self.colorbar.setLevels((0.0, float(top)))
+        self._rows, self._cols = rows, cols
+        fit_row_axis(self.item.getAxis("left"), rows)
+        self._label()
+        h, w = max(1, matrix.shape[0]), max(1, matrix.shape[1])
+        show_whole(self.item.vb, w, h)      # its first row and column clear of the axes' lines
+
+    def _label(self, *_args) -> None:
+        vb, line = self.item.vb, self.fontMetrics().height() + 2
+        self.item.getAxis("left").setTicks([view_ticks(self._rows, vb, False, line)])
+        self.key_axis.set_ticks(self._cols, view_ticks(self._cols, vb, True, line))
