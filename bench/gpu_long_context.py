@@ -100,10 +100,12 @@ def exactness(trace) -> dict:
     """Layer LAYER head HEAD's last 64 rows against float64 maths on the recorded q and k."""
     import torch
 
+    from attnscope.engine.traces import reading
+
     call = trace.call(KIND, LAYER)
     _, _, tq, tk = trace.shape(KIND)
     rows = slice(tq - 64, tq)
-    got = torch.from_numpy(trace.tile(KIND, LAYER, HEAD, rows, slice(0, tk))).double()     # (64, Tk)
+    got = torch.from_numpy(reading.tile(trace, KIND, LAYER, HEAD, rows, slice(0, tk))).double()     # (64, Tk)
     q = call.q[0, HEAD, rows].double()                                                    # (64, Dh)
     k = call.k[0, call.kv_head(HEAD), :tk].double()                                       # (Tk, Dh)
     s = (q @ k.T) * call.scale
@@ -125,6 +127,7 @@ def measure(loaded, n: int) -> dict:
 
     from attnscope.engine.adapters import adapter_for
     from attnscope.engine.seam.hf_attention import NAME
+    from attnscope.engine.traces import reading
     from attnscope.engine.traces.tracing import trace_text
     from attnscope.engine.traces.viewport import viewport_weights
 
@@ -147,7 +150,7 @@ def measure(loaded, n: int) -> dict:
     trace, out["run_s"] = timed(lambda: trace_text(loaded, text))
     _, _, tq, tk = trace.shape(KIND)
     out["tokens"] = tq
-    _, out["overview_s"] = timed(lambda: trace.thumbnails(KIND, 64))
+    _, out["overview_s"] = timed(lambda: reading.thumbnails(trace, KIND, 64))
     _, out["head_view_s"] = timed(lambda: viewport_weights(trace, KIND, LAYER, HEAD, "one head", (0, tq), (0, tk), (800, 800)))
     _, out["zoom_s"] = timed(lambda: viewport_weights(trace, KIND, LAYER, HEAD, "one head", (max(0, tq - 256), tq), (max(0, tq - 512), max(256, tq - 256)),
                                               (800, 800)))
@@ -159,7 +162,7 @@ def measure(loaded, n: int) -> dict:
     out["peak_over_weights_and_recording_gb"] = round(out["peak_over_weights_gb"] - rec / 2**30, 2)
     out["run_over_forward"] = round(out["run_s"] / out["forward_s"], 2)
     out["run_and_overview_over_forward"] = round((out["run_s"] + out["overview_s"]) / out["forward_s"], 2)
-    out["dense_weights_would_be_gb"] = round(trace.dense_bytes(KIND) / 2**30, 1)
+    out["dense_weights_would_be_gb"] = round(reading.dense_bytes(trace, KIND) / 2**30, 1)
     out["exact"] = exactness(trace)
     from attnscope.engine.seam import call as seam_call
     from attnscope.engine.traces import block_max
@@ -180,7 +183,7 @@ def measure(loaded, n: int) -> dict:
             plain, out["overview_torch_blocks_s"] = timed(lambda: again.thumbnails(KIND, 64))
         finally:
             block_max.applies = applies
-        fused = trace.thumbnails(KIND, 64)
+        fused = reading.thumbnails(trace, KIND, 64)
         out["overview_fused_vs_torch_max_diff"] = float(abs(fused.pooled - plain.pooled).max())
         del again, plain, fused
     del trace

@@ -84,6 +84,7 @@ def child(folder: str, n: int) -> dict:
     from bench._timing import interleaved, ratio, summary
     from attnscope.engine.loading.catalog import open_model
     from attnscope.engine.traces.tracing import trace_text
+    from attnscope.engine.traces import reading
     from attnscope.gui.state import AppState
     from attnscope.gui.views.head_detail import HeadDetail
     from attnscope.gui.views.head_grid import HeadGrid
@@ -152,11 +153,11 @@ def child(folder: str, n: int) -> dict:
     rec = sum(c.q.nbytes + c.k.nbytes for calls in trace.calls.values() for c in calls)
     out["recording_mb"] = round(rec / 2**20, 1)
     out["recording_mb_at_head_dim_64"] = round(4 * rec / 2**20, 1)
-    out["dense_gb"] = round(trace.dense_bytes("decoder self") / 2**30, 1)
+    out["dense_gb"] = round(reading.dense_bytes(trace, "decoder self") / 2**30, 1)
     out["model_gb"] = round(model_bytes / 2**30, 2)
     out["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
     out["peak_over_model_gb"] = round(out["peak_rss_gb"] - out["model_gb"], 2)
-    if trace.dense_bytes("decoder self") < 4 * 2**30:               # the old dense path, where it fits
+    if reading.dense_bytes(trace, "decoder self") < 4 * 2**30:               # the old dense path, where it fits
         loaded.model.set_attn_implementation("eager")
         with torch.no_grad():
             start = time.perf_counter()

@@ -17,6 +17,7 @@ from attnscope.engine.traces import base
 from attnscope.engine.traces.base import TraceTooLarge, layer_started, sizes_apart
 from attnscope.engine.inputs import check_kind
 from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces import reading
 from attnscope.engine.loading.loaded import LoadedModel
 
 
@@ -98,7 +99,7 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     if tq != tk:
         raise ValueError("rollout needs self-attention (square maps)")
     try:
-        return rollout(trace.weights(kind)[:layer + 1], residual)[layer]
+        return rollout(reading.weights(trace, kind)[:layer + 1], residual)[layer]
     except TraceTooLarge:
         pass
     need = 3 * tq * tq * 4
@@ -112,7 +113,7 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     for i in range(layer + 1):
         layer_started(i, layer + 1, report, stop)
         a = torch.empty(tq, tk, device=trace.device)                           # the layer's mean of heads, A_l
-        for r0, w in trace.row_blocks(kind, i):                                # (H, r, Tk)
+        for r0, w in reading.row_blocks(trace, kind, i):                                # (H, r, Tk)
             a[r0:r0 + w.shape[1]] = w.mean(0)
         if residual:                                                           # (W_l + I) / 2, in place
             a.mul_(0.5).diagonal().add_(0.5)
@@ -138,7 +139,7 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str,
 
     q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
     try:
-        return head_statistics(trace.weights(kind), q_tokens, k_tokens, kind)
+        return head_statistics(reading.weights(trace, kind), q_tokens, k_tokens, kind)
     except TraceTooLarge:
         return _blocked_head_statistics(trace, kind, k_tokens, report, stop)
 
@@ -154,7 +155,7 @@ def _blocked_head_statistics(trace, kind: str, key_tokens: list[str], report=Non
                                                             "cls", "sep")}
     for layer in range(L):
         layer_started(layer, L, report, stop)
-        for r0, w in trace.row_blocks(kind, layer):                                       # (H, r, Tk)
+        for r0, w in reading.row_blocks(trace, kind, layer):                                       # (H, r, Tk)
             r1 = r0 + w.shape[1]
             rows = torch.arange(r0, r1, device=w.device, dtype=torch.float32)            # (r,)
             add = {"entropy": -(w * torch.log(w.clamp_min(1e-30))).sum((1, 2)),

@@ -44,6 +44,7 @@ from attnscope.engine.runtime.files import atomic_path, open_npz
 from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.traces.base import AttentionTrace, RunCancelled, sizes_apart
 from attnscope.engine.traces.dense import DenseTrace
+from attnscope.engine.traces import reading
 from attnscope.engine.inputs import check_kind, check_path
 
 WHATS = ("head", "kind", "trace", "pooled")
@@ -454,7 +455,7 @@ def _sample(trace: AttentionTrace, kind: str, fmt: str, layer: int, head: int, s
         timings = []
         for _ in range(2):                 # the better of two: the first pays for warming up
             started = time.perf_counter()
-            block = trace.tile(kind, layer, head, slice(r0, r0 + rows), slice(0, tk))
+            block = reading.tile(trace, kind, layer, head, slice(r0, r0 + rows), slice(0, tk))
             timings.append(time.perf_counter() - started)
         n = max(1, min(rows, SAMPLE_CELLS // max(1, tk)))
         p0 = (rows - n) // 2

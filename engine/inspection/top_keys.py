@@ -16,6 +16,7 @@ import numpy as np
 from attnscope.engine.inputs import InputError, check_count, check_kind
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces.strongest import strongest
+from attnscope.engine.traces import reading
 
 CHUNK_BYTES = 4 * 2**20     # one block of query rows of one head: (rows, Tk) float32 at most this
 
@@ -92,7 +93,7 @@ def head_top_keys(trace, kind: str, layer: int, head: int, k: int, keys: np.ndar
     step = max(1, chunk_bytes // (4 * max(1, tk)))
     for r0 in range(0, tq, step):
         rows = slice(r0, min(tq, r0 + step))
-        w = trace.tile(kind, layer, head, rows, slice(0, tk))              # (r, Tk), exact
+        w = reading.tile(trace, kind, layer, head, rows, slice(0, tk))              # (r, Tk), exact
         candidates = w if keys is None else w[:, allowed]                # (r, n allowed)
         chosen = allowed[strongest(candidates, k)] if k else np.zeros((w.shape[0], 0), np.int64)
         kept = np.take_along_axis(w, chosen, 1)                          # (r, k)

@@ -19,6 +19,7 @@ import numpy as np
 from attnscope.engine.runtime.files import atomic_path, open_npz
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces.dense import DenseTrace
+from attnscope.engine.traces import reading
 from attnscope.engine.inputs import check_kind, check_path
 
 
@@ -68,7 +69,7 @@ def save_timelapse(path: str | Path, probes: list[Probe]) -> Path:
     for i, p in enumerate(probes):
         t = p.trace
         for j, kind in enumerate(t.kinds):
-            arrays[f"p{i}_k{j}"] = t.weights(kind)
+            arrays[f"p{i}_k{j}"] = reading.weights(t, kind)
         meta.append({"step": p.step, "loss": p.loss, "kinds": t.kinds, "source_tokens": t.source_tokens,
                      "target_tokens": t.target_tokens, "model_name": t.model_name, "family": t.family,
                      "scores": _scores_to_json(p.scores)})

@@ -38,7 +38,8 @@ def describe_block(d, rows: tuple[int, int], cols: tuple[int, int]) -> str:
     max as drawn), and the block of queries x keys it is the maximum of."""
     (a, b), (c, e) = rows, cols
     heads = [d.head] if d.how == "one head" else range(d.trace.shape(d.kind)[1])
-    tiles = np.stack([d.trace.tile(d.kind, d.layer, h, slice(a, b), slice(c, e)) for h in heads])   # (heads, b-a, e-c)
+    from attnscope.engine.traces import reading     # here, as bin_span: this module loads no engine
+    tiles = np.stack([reading.tile(d.trace, d.kind, d.layer, h, slice(a, b), slice(c, e)) for h in heads])   # (heads, b-a, e-c)
     block = tiles.max(0) if d.how == "max of heads" else tiles.mean(0)
     bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
     q, k = d.trace.query_tokens(d.kind), d.trace.key_tokens(d.kind)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
 
 from attnscope.engine.interventions import HeadRef
 from attnscope.engine.kinds import CROSS
+from attnscope.engine.traces import reading
 from attnscope.gui.display import display_weights, special_mask
 from attnscope.gui.colormaps import attach_colorbar, colormap, label_colorbar
 from attnscope.gui.widgets.flow import FlowLayout
@@ -96,9 +97,9 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
                                  q_labels=positioned(q), k_labels=positioned(k), threshold=threshold,
                                  normalise=normalise, log_scale=log_scale)
     if how == "one head":
-        raw = trace.head(kind, layer, head)                   # (Tq, Tk)
+        raw = reading.head(trace, kind, layer, head)                   # (Tq, Tk)
     else:
-        raw = aggregate(trace.layer(kind, layer), head, how)
+        raw = aggregate(reading.layer(trace, kind, layer), head, how)
     q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown

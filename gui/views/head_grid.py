@@ -22,6 +22,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout,
                                QWidget)
 
+from attnscope.engine.traces import reading
 from attnscope.gui.drawing.ablation_marks import AblationMarks
 from attnscope.gui.drawing.drawings import OverviewDrawing
 from attnscope.gui.drawing.intervention_clicks import toggle_from_click
@@ -50,9 +51,9 @@ def tile_pixels(layers: int, heads: int) -> int:
 def thumbnails(trace, kind: str, report=None, stop=None):
     """Every head as drawn: exact for a small trace, pooled by max for a long one (engine.traces.base)."""
     L, H, tq, tk = trace.shape(kind)
-    exact = max(tq, tk) <= EXACT_TOKENS and trace.dense_bytes(kind) <= 2**28
+    exact = max(tq, tk) <= EXACT_TOKENS and reading.dense_bytes(trace, kind) <= 2**28
     size = max(tq, tk) if exact else tile_pixels(L, H)
-    return trace.thumbnails(kind, size, "max", None if exact else report, stop)   # pooling a long text takes seconds
+    return reading.thumbnails(trace, kind, size, "max", None if exact else report, stop)   # pooling a long text takes seconds
 
 
 @prepares
@@ -281,17 +282,17 @@ class HeadGrid(PreparedView, QWidget):
         if not thumbs.exact:    # a pooled pixel: its block, and its strongest cell read exactly
             (q0, q1), (k0, k1) = self.block(qi, ki)
             if ki < 0:          # the first key's strip
-                column = tr.tile(kind, layer, head, slice(q0, q1), slice(0, 1))[:, 0]
+                column = reading.tile(tr, kind, layer, head, slice(q0, q1), slice(0, 1))[:, 0]
                 best = int(np.argmax(column))
                 return (f"layer {layer}, head {head}: weight {column[best]:.4f} (strongest), mean {column.mean():.4f}"
                         f" | queries {q0}-{q1 - 1} x key 0 {k[0]!r} (drawn apart): strongest query {q0 + best} "
                         f"{q[q0 + best]!r}")
-            block = tr.tile(kind, layer, head, slice(q0, q1), slice(k0, k1))
+            block = reading.tile(tr, kind, layer, head, slice(q0, q1), slice(k0, k1))
             bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
             qi, ki = q0 + int(bq), k0 + int(bk)
             return (f"layer {layer}, head {head}: weight {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> "
                     f"key {ki} {k[ki]!r}, of queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1} (one pixel, max of the block)")
-        w = float(tr.tile(kind, layer, head, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
+        w = float(reading.tile(tr, kind, layer, head, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
         # The weight first: a narrow window (1280 px) or long tokens cut the end of the line.
         return f"layer {layer}, head {head}: weight {w:.4f} | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}"
 

@@ -28,6 +28,7 @@ from attnscope.gui.display import display_weights, special_mask
 from attnscope.gui.drawing.drawings import HeadLinesDrawing
 from attnscope.engine.inspection import TopKeys, layer_top_keys
 from attnscope.engine.traces import base
+from attnscope.engine.traces import reading
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.theme import text_on
 from attnscope.gui.drawing.kinds import fill_kind_box
@@ -95,7 +96,7 @@ def is_long(trace, kind: str) -> bool:
     or keys (tens of lines a query blur into one band), or every head of the kind too large
     to hold at once (engine.traces.base.DENSE_VIEW_BYTES)."""
     _, _, tq, tk = trace.shape(kind)
-    return max(tq, tk) > LONG_TOKENS or trace.dense_bytes(kind) > base.DENSE_VIEW_BYTES
+    return max(tq, tk) > LONG_TOKENS or reading.dense_bytes(trace, kind) > base.DENSE_VIEW_BYTES
 
 
 class TopKeysCache:
@@ -197,7 +198,7 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
         tops = {h: top.first(k) for h, top in found.items()}
         per_head = top_segments(tops, q_keep, k_keep, threshold, normalise)
     else:
-        per_head = segments(trace.weights(kind), layer, heads, q_keep, k_keep, threshold, normalise)
+        per_head = segments(reading.weights(trace, kind), layer, heads, q_keep, k_keep, threshold, normalise)
     groups, drawn = [], {}
     for h, buckets in per_head.items():
         drawn[h] = 0

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 from attnscope.engine.inspection import layer_aggregate, trace_rollout
 from attnscope.gui.drawing.drawings import RolloutDrawing
 from attnscope.engine.kinds import CROSS
+from attnscope.engine.traces import reading
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.drawing.prepared import PreparedView, prepares
@@ -71,7 +72,7 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
     q, k = trace.query_tokens(kind), trace.key_tokens(kind)
     if max(len(q), len(k)) <= POOLED_PIXELS or not trace.recorded:
-        matrix = layer_aggregate(trace.layer(kind, layer)[None], how.split()[0])[0]
+        matrix = layer_aggregate(reading.layer(trace, kind, layer)[None], how.split()[0])[0]
         return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport_weights(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
     rows, cols = _block_labels(q, matrix.shape[0]), _block_labels(k, matrix.shape[1])
