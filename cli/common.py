@@ -44,15 +44,34 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 # ---- argument types: each checks its value and says what is allowed --------------------------------
-def int_in(lo: int, hi: int):
+MAX_DIGITS = 7            # positions, layers and heads up to 9,999,999: past any text or model
+
+
+def shown(value: str) -> str:
+    """A value quoted for a message, cut to 40 characters (a 5,000-digit value is not echoed)."""
+    said = repr(value)
+    return said if len(said) <= 40 else said[:36] + "...'"
+
+
+def whole_number(value: str, what: str, lo: int = 0, hi: int = 10 ** MAX_DIGITS - 1) -> int:
+    """The one number parser of every command: ASCII digits only (str.isdigit takes '²' and
+    int() takes '٣', '+5', '5_000' and ' 5'), a minus sign only where lo < 0, no more digits
+    than hi has past leading zeros (int() of 5,000 digits is slow and quoted back whole),
+    then lo..hi."""
+    body = value[1:] if value[:1] == "-" and lo < 0 else value
+    longest = len(str(max(abs(lo), abs(hi))))
+    if not (body.isascii() and body.isdecimal() and len(body) <= 64 and len(body.lstrip("0")) <= longest):
+        raise argparse.ArgumentTypeError(f"{what} is a whole number from {lo:,} to {hi:,} in the digits 0-9, "
+                                         f"got {shown(value)}")
+    number = int(value)
+    if not lo <= number <= hi:
+        raise argparse.ArgumentTypeError(f"{what} must be from {lo:,} to {hi:,}, got {number:,}")
+    return number
+
+
+def int_in(lo: int, hi: int, what: str = "the value"):
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {lo:,} to {hi:,}, got {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {value:,}")
-        return value
+        return whole_number(text, what, lo, hi)
     parse.__name__ = "whole number"
     return parse
 
@@ -232,8 +251,9 @@ def device(value: str) -> str:
     from attnscope.engine.runtime import CHOICES
 
     kind, _, index = value.strip().lower().partition(":")
-    if kind not in CHOICES or (index and not (kind == "cuda" and index.isdigit())):
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(CHOICES)} (or cuda:N), got {value!r}")
+    if kind not in CHOICES or (index and not (kind == "cuda" and index.isascii() and index.isdecimal()
+                                                and len(index) <= 3)):
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(CHOICES)} (or cuda:N), got {shown(value)}")
     return value
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
+from attnscope.cli.common import (BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, shown, text,
+                                  text_of, whole_number)
 
+SPAN_MAX = 10 ** 12 - 1  # a span is a lazy range: the engine refuses it against the text in words
 KIND_PREFIX = {"enc": "encoder self", "dec": "decoder self", "cross": "cross"}
 SYNTAX = ("heads are L.H (layer.head, 0-based); knockouts QUERY:KEY@LAYERS, positions 0-based over the ids fed "
           "(N, A-B or *), LAYERS N, A-B or all; any of them may start with enc:, dec: or cross: (default: the "
@@ -32,10 +34,8 @@ def _span(part: str, what: str) -> tuple[int, ...] | range | None:
     if part in ("*", "all"):
         return None
     lo, dash, hi = part.partition("-")
-    try:
-        a, b = int(lo), int(hi) if dash else int(lo)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{what} must be N, A-B or * (all), got {part!r}") from None
+    a = whole_number(lo, f"{what} (N, A-B or *)", hi=SPAN_MAX)
+    b = whole_number(hi, f"{what} (N, A-B or *)", hi=SPAN_MAX) if dash else a
     if a < 0 or b < a:
         raise argparse.ArgumentTypeError(f"{what} {part!r} is not a range from a low to a high number >= 0")
     return range(a, b + 1) if dash else (a,)
@@ -44,9 +44,10 @@ def _span(part: str, what: str) -> tuple[int, ...] | range | None:
 def head_arg(value: str):
     kind, rest = _kind(value)
     layer, dot, head = rest.partition(".")
-    if not (dot and layer.isdigit() and head.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected a head as L.H such as 1.3 (optionally cross:1.3), got {value!r}")
-    return kind, int(layer), int(head)
+    if not dot:
+        raise argparse.ArgumentTypeError(f"expected a head as L.H such as 1.3 (optionally cross:1.3), got "
+                                         f"{shown(value)}")
+    return kind, whole_number(layer, "a head's layer (L of L.H)"), whole_number(head, "a head's number (H of L.H)")
 
 
 def knockout_arg(value: str):

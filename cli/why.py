@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, open_or_explain, print_json, text, text_of
+from attnscope.cli.common import (BAD_INPUT, add_text_options, model_notes, open_or_explain, print_json, text, text_of,
+                                  whole_number)
 from attnscope.cli.intervene import KIND_PREFIX, default_kind, head_arg
 
 KINDS = {**KIND_PREFIX, **{k: k for k in KIND_PREFIX.values()}}
@@ -21,36 +22,8 @@ def _kind(value: str) -> str:
     return KINDS[value]
 
 
-MAX_DIGITS = 7            # positions, layers and heads up to 9,999,999: past any text or model
-
-
-def _number(value: str, what: str) -> int:
-    """A whole number of ASCII digits (str.isdigit takes '²', which int() refuses), bounded."""
-    if not (value.isascii() and value.isdecimal() and len(value) <= MAX_DIGITS):
-        raise argparse.ArgumentTypeError(f"{what} is a whole number from 0 to {10 ** MAX_DIGITS - 1:,} in the digits "
-                                         f"0-9, got {_shown(value)}")
-    return int(value)
-
-
-def _shown(value: str) -> str:
-    said = repr(value)
-    return said if len(said) <= 40 else said[:36] + "...'"
-
-
 def _position(value: str) -> int:
-    return _number(value, "a position")
-
-
-def _head(value: str):
-    """L.H, optionally after enc:, dec: or cross: (cli.intervene.head_arg), each number checked."""
-    rest = value.partition(":")[2] if value.partition(":")[0] in KIND_PREFIX else value
-    layer, dot, head = rest.partition(".")
-    if not dot:
-        raise argparse.ArgumentTypeError(f"expected a head as L.H such as 1.3 (optionally cross:1.3), got "
-                                         f"{_shown(value)}")
-    _number(layer, "a head's layer (L of L.H)")
-    _number(head, "a head's number (H of L.H)")
-    return head_arg(value)
+    return whole_number(value, "a position")
 
 
 def register(sub) -> None:
@@ -59,7 +32,7 @@ def register(sub) -> None:
     add_text_options(p, chat=True)
     p.add_argument("--target", type=text, default=None, help="an encoder-decoder's decoder prefix (default: its own "
                                                              "greedy output)")
-    p.add_argument("--head", type=_head, required=True, help="the head as L.H (layer.head, 0-based); may start "
+    p.add_argument("--head", type=head_arg, required=True, help="the head as L.H (layer.head, 0-based); may start "
                                                                 "with enc:, dec: or cross:")
     p.add_argument("--kind", type=_kind, default=None, help="encoder self, decoder self or cross (or enc, dec, cross); "
                                                             "default: the decoder's self-attention (an encoder's)")
