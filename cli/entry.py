@@ -15,7 +15,11 @@ def build_parser() -> argparse.ArgumentParser:
     from attnscope.cli import COMMANDS
     from attnscope.cli.common import OneLineParser, device
 
+    from attnscope.engine import version
+
     parser = OneLineParser(prog="attnscope", description=__doc__.splitlines()[0])
+    # one place for the number: pyproject's version, as attnscope.__version__ reads it too
+    parser.add_argument("--version", action="version", version=f"attnscope {version()}")
     parser.add_argument("--device", default=None, type=device,
                         help="auto, cpu, cuda, cuda:N, mps, or spread (a Hugging Face model over every GPU, then "
                              "the RAM, then the disk; needs accelerate). Default: the saved setting, else auto")
