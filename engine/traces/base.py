@@ -87,50 +87,21 @@ class AttentionTrace:
     def weights(self, kind: str) -> np.ndarray:
         """(L, H, Tq, Tk) float32: every head of one kind at once (views that draw all heads).
         TraceTooLarge when that would not fit: ask for thumbnails, tiles or rows instead."""
-        self.check_dense(kind)
-        out = np.empty(self.shape(kind), np.float32)       # filled a layer at a time: never twice the size
-        for i in range(len(out)):
-            out[i] = self.layer(kind, i)
-        return out
+        from attnscope.engine.traces import reading   # reading imports this module
+
+        return reading.dense_weights(self, kind)
 
     def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
-        """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling).
-        ``report(("overview", layers done, layers))`` after each layer; ``stop()`` true ends
-        it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
-        import torch
+        """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.reading.pooled_thumbnails)."""
+        from attnscope.engine.traces import reading   # reading imports this module
 
-        from attnscope.engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
-        from attnscope.engine.traces.pooling import block, pool_blocks
-
-        L, H, tq, tk = self.shape(kind)
-        rb, kb = block(tq, size), block(tk, size)
-        # Blocks of whole pixel rows (a multiple of rb queries), every key: each block pools to
-        # the same pixels the whole layer would, and a long trace is never held a layer at once.
-        step = max(rb, rows_per_block(self.device, H * tk) // rb * rb)
-        pooled, sink = [], []
-        for i in range(L):
-            layer_started(i, L, report, stop)
-            rows, firsts = [], []
-            for _r0, w in self.row_blocks(kind, i, step):                                  # (H, r, Tk)
-                across = pool_blocks(w, kb, how)                                           # (H, r, cols)
-                rows.append(pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2))  # (H, r / rb, cols)
-                firsts.append(pool_blocks(w[:, :, 0], rb, how))                            # (H, r / rb)
-            pooled.append(torch.cat(rows, 1).cpu().numpy())
-            sink.append(torch.cat(firsts, 1).cpu().numpy())
-        return Thumbnails(np.stack(pooled).astype(np.float32, copy=False), how, tq, tk,
-                          np.stack(sink).astype(np.float32, copy=False))
+        return reading.pooled_thumbnails(self, kind, size, how, report, stop)
 
     def row_blocks(self, kind: str, layer: int, step: int | None = None):
-        """(first row, (H, r, Tk) exact weights): every head of ``layer``, every key, a block of
-        ``step`` query rows at a time (default: what one block may hold on the trace's device,
-        engine.runtime.blocks). For work that needs a whole layer (the overview's pooling, head
-        statistics, rollout) without ever holding one."""
-        from attnscope.engine.runtime.blocks import rows_per_block   # torch: base stays importable without it
+        """(first row, (H, r, Tk) exact weights) blocks of query rows (engine.traces.reading.row_blocks)."""
+        from attnscope.engine.traces import reading   # reading imports this module
 
-        _, H, tq, tk = self.shape(kind)
-        step = step or rows_per_block(self.device, H * tk)
-        for r0 in range(0, tq, step):
-            yield r0, self.block(kind, layer, list(range(H)), slice(r0, min(tq, r0 + step)), slice(0, tk))
+        return reading.row_blocks(self, kind, layer, step)
 
     def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
         """(r, c) exact weights of one head for queries ``rows`` and keys ``cols``."""
@@ -152,18 +123,15 @@ class AttentionTrace:
 
     def dense_bytes(self, kind: str) -> int:
         """What every head of ``kind`` takes as float32."""
-        return int(np.prod(self.shape(kind), dtype=np.int64)) * 4
+        from attnscope.engine.traces import reading   # reading imports this module
+
+        return reading.dense_bytes(self, kind)
 
     def check_dense(self, kind: str) -> None:
         """TraceTooLarge, with the numbers, when every head of ``kind`` at once would not fit."""
-        need = self.dense_bytes(kind)
-        if need > DENSE_VIEW_BYTES:
-            L, H, tq, tk = self.shape(kind)
-            need_s, limit_s = sizes_apart(need, DENSE_VIEW_BYTES)
-            raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
-                                f"{need_s}, more than the {limit_s} a view may take: this view needs all of them; "
-                                "the heads overview and head detail draw it (pooled, zoomable), head lines each "
-                                "query's strongest keys.")
+        from attnscope.engine.traces import reading   # reading imports this module
+
+        reading.check_dense(self, kind)
 
     # ---- what a trace can do: asked, never probed (getattr / isinstance) ---------------
     @property

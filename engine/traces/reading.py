@@ -5,9 +5,11 @@ algorithms call subclass hooks that call ``super()`` back, so a newcomer cannot 
 member to call. The design (DESIGN.md, "A trace is a narrow protocol") narrows the trace to
 kinds, shape, tokens, one ``block`` primitive, device and notes; what is read from it lives here.
 
-Step one of that move (issue 54): every caller reads a trace through these functions, which
-still hand the work to today's methods; the bodies move here, over ``block``, next, and the
-base shrinks to the protocol last. A caller changes nothing when they do.
+The move is in steps (issue 54). Done: every caller reads a trace through these functions, and
+the generic bodies (dense weights, the pooled overview, row blocks, the dense check) live here
+over ``shape``, ``layer`` and ``block``; the base's methods of those names hand over to them.
+Still to come: the traces' faster paths offered by name instead of by overriding a method, the
+base shrunk to the protocol, recording and fetches as optional capability objects.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from attnscope.engine.traces.base import AttentionTrace, Thumbnails
+from attnscope.engine.traces import base   # DENSE_VIEW_BYTES read at each check: a test may lower it
+from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started, sizes_apart
 
 
 def weights(trace: AttentionTrace, kind: str) -> np.ndarray:
@@ -44,8 +47,16 @@ def tile(trace: AttentionTrace, kind: str, index: int, which: int, rows: slice, 
 
 
 def row_blocks(trace: AttentionTrace, kind: str, index: int, step: int | None = None) -> Iterator:
-    """(first row, (H, r, Tk) tensor) blocks of query rows of one layer, every head and key."""
-    return trace.row_blocks(kind, index, step)
+    """(first row, (H, r, Tk) exact weights): every head of layer ``index``, every key, a block
+    of ``step`` query rows at a time (default: what one block may hold on the trace's device,
+    engine.runtime.blocks). For work that needs a whole layer (the overview's pooling, head
+    statistics, rollout) without ever holding one."""
+    from attnscope.engine.runtime.blocks import rows_per_block   # torch: this module stays importable without it
+
+    _, H, tq, tk = trace.shape(kind)
+    step = step or rows_per_block(trace.device, H * tk)
+    for r0 in range(0, tq, step):
+        yield r0, trace.block(kind, index, list(range(H)), slice(r0, min(tq, r0 + step)), slice(0, tk))
 
 
 def thumbnails(trace: AttentionTrace, kind: str, size: int, how: str = "max", report=None,
@@ -54,14 +65,59 @@ def thumbnails(trace: AttentionTrace, kind: str, size: int, how: str = "max", re
     return trace.thumbnails(kind, size, how, report, stop)
 
 
+def pooled_thumbnails(trace: AttentionTrace, kind: str, size: int, how: str = "max", report=None,
+                      stop=None) -> Thumbnails:
+    """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.pooling) from
+    exact row blocks. ``report(("overview", layers done, layers))`` after each layer; ``stop()``
+    true ends it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
+    import torch
+
+    from attnscope.engine.runtime.blocks import rows_per_block   # torch: this module stays importable without it
+    from attnscope.engine.traces.pooling import block, pool_blocks
+
+    L, H, tq, tk = trace.shape(kind)
+    rb, kb = block(tq, size), block(tk, size)
+    # Blocks of whole pixel rows (a multiple of rb queries), every key: each block pools to
+    # the same pixels the whole layer would, and a long trace is never held a layer at once.
+    step = max(rb, rows_per_block(trace.device, H * tk) // rb * rb)
+    pooled, sink = [], []
+    for i in range(L):
+        layer_started(i, L, report, stop)
+        rows, firsts = [], []
+        for _r0, w in row_blocks(trace, kind, i, step):                                  # (H, r, Tk)
+            across = pool_blocks(w, kb, how)                                             # (H, r, cols)
+            rows.append(pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2))    # (H, r / rb, cols)
+            firsts.append(pool_blocks(w[:, :, 0], rb, how))                              # (H, r / rb)
+        pooled.append(torch.cat(rows, 1).cpu().numpy())
+        sink.append(torch.cat(firsts, 1).cpu().numpy())
+    return Thumbnails(np.stack(pooled).astype(np.float32, copy=False), how, tq, tk,
+                      np.stack(sink).astype(np.float32, copy=False))
+
+
 def dense_bytes(trace: AttentionTrace, kind: str) -> int:
     """What every head of ``kind`` takes as float32 (L * H * Tq * Tk * 4)."""
-    return trace.dense_bytes(kind)
+    return int(np.prod(trace.shape(kind), dtype=np.int64)) * 4
 
 
 def check_dense(trace: AttentionTrace, kind: str) -> None:
     """TraceTooLarge, with the numbers, when every head of ``kind`` at once would not fit."""
-    trace.check_dense(kind)
+    need = dense_bytes(trace, kind)
+    if need > base.DENSE_VIEW_BYTES:
+        L, H, tq, tk = trace.shape(kind)
+        need_s, limit_s = sizes_apart(need, base.DENSE_VIEW_BYTES)
+        raise TraceTooLarge(f"Every head of {kind} at once is {L} layers x {H} heads x {tq:,} x {tk:,} tokens = "
+                            f"{need_s}, more than the {limit_s} a view may take: this view needs all of them; "
+                            "the heads overview and head detail draw it (pooled, zoomable), head lines each "
+                            "query's strongest keys.")
+
+
+def dense_weights(trace: AttentionTrace, kind: str) -> np.ndarray:
+    """(L, H, Tq, Tk) float32 filled a layer at a time (never twice the size), after ``check_dense``."""
+    check_dense(trace, kind)
+    out = np.empty(trace.shape(kind), np.float32)
+    for i in range(len(out)):
+        out[i] = trace.layer(kind, i)
+    return out
 
 
 def query_tokens(trace: AttentionTrace, kind: str) -> list[str]:
