@@ -18,4 +18,16 @@ if not (_HERE / "engine").is_dir():     # a checkout: engine/, gui/, cli/, resou
 from attnscope.engine import version as _version  # noqa: E402 - after the path that finds it
 
 __version__: str = _version()
-__all__ = ["__version__"]
+__all__ = ["__version__", "load", "trace", "Trace"]
+
+_API = {"load", "trace", "Trace"}
+
+
+def __getattr__(name: str):
+    """attnscope.load, .trace, .Trace from attnscope.api, imported when first asked: ``import
+    attnscope`` stays cheap (no torch) until a function is used."""
+    if name in _API:
+        from attnscope import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'attnscope' has no attribute {name!r}")
