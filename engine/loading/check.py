@@ -214,6 +214,14 @@ def hf_config(raw: dict, source: str):
                            f"({first_line(cause)}).") from None
 
 
+def check_text_model(config, source: str) -> None:
+    """A speech model (Voxtral, Qwen3-ASR, OmniASR, VibeVoice-ASR: their configs name an audio
+    token or an audio encoder) reads audio features where attnscope gives text, and would fail deep in its own code."""
+    if any(getattr(config, name, None) is not None for name in ("audio_token_id", "audio_config")):
+        raise HFModelError(f"{source}: {config.model_type} is a speech model whose encoder reads audio features; "
+                           "attnscope traces text, so it cannot open this model.")
+
+
 def check_hf_sizes(config, source: str) -> None:
     """The sizes every transformer config names the same way (transformers' attribute_map
     gives GPT-2's n_layer, T5's num_layers, ... the standard names), against sane bounds."""
@@ -365,6 +373,7 @@ def check_folder(files: Description, device: torch.device | str = "cpu", spread:
     else:
         config = hf_config(raw, source)
         check_hf_sizes(config, source)
+        check_text_model(config, source)
     check_tokenizer_files(source, files.tokenizer_files)
     if not spread:
         check_memory(source, needed, f"this model ({weights.summary}, held in {DTYPE_NAME[dtype]})")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attnscope.engine.errors import ModelLoadError
+from attnscope.engine.errors import ModelLoadError, first_line
 from attnscope.engine.runtime.device import input_device
 
 if TYPE_CHECKING:
@@ -57,3 +57,11 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
         if type(exc) is not ModelLoadError:
             raise
         raise found.error(str(exc)) from None    # validation's words, in the type this kind of source raises
+    except Exception as exc:
+        if files is None or files.kind != "folder":
+            raise
+        # transformers' own code for this family failed on a folder that passed every check
+        # (MPT's and Perceiver's loading in transformers 5.24): said as such, not in its words
+        raise found.error(f"{files.folder}: transformers' own {files.model_type} code fails while the model is "
+                          f"prepared ({first_line(exc)}), so attnscope cannot open this family with the installed "
+                          "transformers.") from None
