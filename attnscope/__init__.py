@@ -30,4 +30,8 @@ def __getattr__(name: str):
         from attnscope import api
 
         return getattr(api, name)
+    if name in ("engine", "gui", "cli", "resources"):    # a subpackage whose attribute something removed
+        from importlib import import_module              # (nnsight's local mode hides modules while it reads)
+
+        return import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'attnscope' has no attribute {name!r}")
