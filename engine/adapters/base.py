@@ -25,6 +25,8 @@ class RecordedSizes:
     width: int                 # the widest query projection (heads x head size), for activations
     heads: dict[str, int]      # kind -> layers x heads (for the dense size)
     sites: dict                # Site -> its query heads (interventions are checked against them)
+    masks: dict[str, int] = field(default_factory=dict)   # kind -> bytes per (query, key) cell of the masks the
+                               # layers hold each their own (a sparse attention's picks, engine.seam.hf_attention)
 
 
 @dataclass
@@ -88,14 +90,17 @@ class Adapter:
             framed, _ = self.frame_ids(self.plain_token_ids()[:4])
             with recording() as rec:
                 self.forward(framed)
-            q, k, heads, width = {}, {}, {}, 0
+            q, k, heads, width, masks = {}, {}, {}, 0, {}
             sites = {site: call.q.shape[1] for site, call in rec.calls.items()}
             for site, call in rec.calls.items():
                 q[site.kind] = q.get(site.kind, 0) + call.q.nbytes // call.q.shape[2]
                 k[site.kind] = k.get(site.kind, 0) + call.k.nbytes // call.k.shape[2]
                 heads[site.kind] = heads.get(site.kind, 0) + call.q.shape[1]
                 width = max(width, call.q.shape[1] * call.q.shape[3])
-            cached = self.__dict__["_recorded_sizes"] = RecordedSizes(q, k, width, heads, sites)
+                if call.chosen is not None and call.mask is not None:     # a mask of its own per layer
+                    cells = call.mask.shape[-2] * call.mask.shape[-1]
+                    masks[site.kind] = masks.get(site.kind, 0) + call.mask.nbytes // cells
+            cached = self.__dict__["_recorded_sizes"] = RecordedSizes(q, k, width, heads, sites, masks)
         return cached
 
     def site_heads(self) -> dict[Site, int]:

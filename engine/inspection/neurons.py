@@ -99,6 +99,9 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
                      "so none exceeds the cap.")
     if call.window:
         notes.append(f"Sliding window: each query sees only the last {int(call.window)} tokens.")
+    if call.chosen:
+        notes.append(f"Sparse attention: an indexer picked {call.chosen} keys for each query; the others are masked, "
+                     "their weight exactly 0.")
     sink = None if call.sink is None else float(call.sink[head])
     if sink is not None:
         notes.append(f"Attention sink: exp({sink:.3g}) joins each row's softmax denominator and reads no value, "

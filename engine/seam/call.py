@@ -42,6 +42,7 @@ class AttentionCall:
     module: object = None                # the calling module (site discovery only)
     lse: torch.Tensor | None = None      # (B, Hq, Tq) each query's log-sum-exp (sink included), when the kernel gave it
     sink: torch.Tensor | None = None     # (Hq,) each query head's sink logit: one more softmax term, with no value
+    chosen: int | None = None            # a sparse attention: the keys its indexer picks per query (already in the mask)
 
     @property
     def group(self) -> int:

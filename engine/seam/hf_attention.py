@@ -52,6 +52,8 @@ KEYWORDS = {
     "cache": "inert: transformers 5's name of the cache, updated before the call (as use_cache)",
     "logits_to_keep": "inert: which positions' logits the head computes, after attention (GOT-OCR2 passes it on)",
     "deterministic": "inert: asks a flash kernel for a fixed summation order; the seam's order is its own",
+    "indices": "read: the keys a sparse attention's indexer chose for each query (DeepSeek's DSA, GLM-5), folded into "
+               "the mask, so every key it did not choose has weight exactly 0",
 }
 # Keywords that change nothing when None and select keys otherwise (sparse attention): accepted
 # as None, refused naming them when they hold a selection.
@@ -78,11 +80,43 @@ def interface_call(module, query, key, value, attention_mask, scaling=None, drop
     softcap = kwargs.get("softcap")
     is_causal = kwargs.get("is_causal")
     is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal   # as transformers' sdpa path
+    causal = bool(is_causal) and attention_mask is None and query.shape[2] > 1
+    indices = kwargs.get("indices")
+    if indices is not None:
+        attention_mask = chosen_keys(module, attention_mask, causal, indices, query.shape[2], key.shape[2])
+        causal = False
     return AttentionCall(getattr(module, "attnscope_site", None), query, key, value, mask=attention_mask,
                          bias=kwargs.get("position_bias"), scale=scale, softcap=float(softcap) if softcap else None,
-                         window=kwargs.get("sliding_window"), dropout=dropout, module=module,
-                         causal=bool(is_causal) and attention_mask is None and query.shape[2] > 1,
-                         sink=_sink(module, kwargs.get("s_aux", kwargs.get("sinks")), query.shape[1]))
+                         window=kwargs.get("sliding_window"), dropout=dropout, module=module, causal=causal,
+                         sink=_sink(module, kwargs.get("s_aux", kwargs.get("sinks")), query.shape[1]),
+                         chosen=None if indices is None else int(indices.shape[-1]))
+
+
+def chosen_keys(module, mask, causal: bool, indices, tq: int, tk: int) -> torch.Tensor:
+    """A sparse attention's choice (``indices`` (B, Tq, k): the keys its indexer picked for each
+    query) folded into the call's mask, (B, 1, Tq, Tk) bool or the mask's own float form: a key
+    not picked is masked, exactly as the model's eager path masks it (the same softmax over the
+    picked keys, so every weight is exact and every other key exactly 0). The mask is (Tq, Tk), as
+    the model's own is for these families; the estimate counts it per layer."""
+    if not isinstance(indices, torch.Tensor) or indices.dim() != 3 or indices.shape[1] != tq \
+            or indices.is_floating_point():
+        raise SiteError(f"{type(module).__name__} hands its attention the keys its indexer chose as "
+                        f"{_short(indices)}, not one row of key positions per query ({tq}), which attnscope "
+                        "does not know how to apply.")
+    idx = indices.long()
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= tk):
+        raise SiteError(f"{type(module).__name__}'s indexer chose keys outside the {tk} it was given "
+                        f"(from {int(idx.min())} to {int(idx.max())}), which attnscope cannot draw.")
+    picked = torch.zeros(idx.shape[0], tq, tk, dtype=torch.bool, device=idx.device)
+    picked = picked.scatter_(-1, idx, True)[:, None]                              # (B, 1, Tq, Tk)
+    if mask is None:
+        if not causal:
+            return picked
+        future = torch.ones(tq, tk, dtype=torch.bool, device=idx.device).triu_(tk - tq + 1)   # (Tq, Tk)
+        return picked & ~future
+    if mask.dtype == torch.bool:
+        return mask & picked
+    return mask.masked_fill(~picked, torch.finfo(mask.dtype).min)
 
 
 def _sink(module, s_aux, n_heads: int) -> torch.Tensor | None:
@@ -364,7 +398,17 @@ def attach(model, role: str, dev: torch.device) -> list[str]:
                         f"{scale:.3g}), so attnscope will not show it.")
     _check_weights(name, calls, eager_weights, rel)
     model.attnscope_trims_queries = trims_queries(model, role, dev)
-    return []
+    return sparse_notes(calls.values())
+
+
+def sparse_notes(calls) -> list[str]:
+    """What a user reads about a sparse attention (an indexer that picks each query's keys): which
+    keys show, and that a key not picked is exactly 0, not a small weight."""
+    chosen = sorted({c.chosen for c in calls if c.chosen is not None})
+    if not chosen:
+        return []
+    return [f"Sparse attention: an indexer picks {' or '.join(map(str, chosen))} keys for each query, and the softmax "
+            "runs over those alone; every key it did not pick has weight exactly 0 (drawn as 0, not a small weight)."]
 
 
 def _like_weights(t: torch.Tensor) -> bool:

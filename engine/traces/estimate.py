@@ -56,6 +56,8 @@ def estimate_run(adapter, framed) -> RunEstimate:
     per = adapter.recorded_sizes()
     sides = {"source": len(framed.source_ids), "target": len(framed.target_ids)}
     rec = sum(per.q[kind] * sides[QUERY_SIDE[kind]] + per.k[kind] * sides[KEY_SIDE[kind]] for kind in per.q)
+    # A sparse attention's layers each keep their own (Tq, Tk) mask of the keys picked.
+    rec += sum(cell * sides[QUERY_SIDE[kind]] * sides[KEY_SIDE[kind]] for kind, cell in per.masks.items())
     dense = sum(per.heads[kind] * sides[QUERY_SIDE[kind]] * sides[KEY_SIDE[kind]] * 4 for kind in per.heads)
     # The forward's peak: a few hidden-sized activations per token (attention in, out, MLP),
     # float32 or the model's dtype, whatever its depth (layers run one after another).

@@ -3,7 +3,7 @@ Hugging Face model takes through attnscope: the seam (encoder, decoder, encoder-
 keys, soft caps), attention sinks (per head; Granite's eager weights taken before its sink), sliding
 windows, hybrids (a softmax layer beside a linear or state-space one), per-layer head sizes
 (Gemma 4), and refusals in one sentence (own attention classes, a module shared by layers or called twice in one, per-token sinks, heads that differ
-per layer, keys that are not tokens, sparse indexer keys). No family may open and differ from its
+per layer, keys that are not tokens); sparse attention's indexer keys folded into the mask (DeepSeek's DSA). No family may open and differ from its
 own eager attention (the sweep's "wrong"), nor fail with a foreign message ("unclean")."""
 import pytest
 
@@ -22,7 +22,7 @@ EXPECTED = {
     "inkling_text": ("refused", "different numbers of query heads"),
     "inkling2_text": ("refused", "its own attention-sink logit"),
     "deepseek_v4": ("refused", "keys are not the tokens"),
-    "dots3_note_text": ("refused", "indices="),
+    "dots3_note_text": ("exact", ""), "deepseek_v32": ("exact", ""),
 }
 # Falcon-H1 is not here: its Mamba-2 mixer runs beside attention in every layer.
 HYBRIDS = ("qwen3_next", "bamba", "granitemoehybrid", "jamba", "qwen3_5_text")
