@@ -290,7 +290,7 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
         else:
             r1, c = min(tq, r0 + rows_per_block(dev, H * tk, "select")), tk
         s = call.scores(0, None, slice(r0, r1), slice(0, c))                    # (H, r, c)
-        lse = lse_all[:, r0:r1] if lse_all is not None else call.log_denominators(s, 0)
+        lse = lse_all[:, r0:r1] if lse_all is not None else call.log_denominators(s, 0, rows=slice(r0, r1))
         # log-weights, a masked cell's -inf held at -1e30 (its weight exp(-1e30) is exactly 0, and
         # 0 x -1e30 is 0): the entropy is then one dot product of weights and log-weights, no log
         logw = s.sub_(lse[..., None])          # a row with every key masked (padding) is NaN: all -1e30, weights 0

@@ -32,7 +32,8 @@ class QueryKeys:
     note: str = ""                   # e.g. which key head a query head shares (grouped-query attention)
     softcap: float | None = None     # Gemma 2: scores = cap * tanh(scores / cap), before the bias
     groups: tuple[list[int], list[int]] | None = None   # word index per query / key piece when merged
-    sink: float | None = None        # gpt-oss: the head's sink logit, one more term of each row's denominator
+    sink: np.ndarray | None = None   # (Tq,) each row's sink logit (gpt-oss: the head's, in every row; Inkling 2: the
+                                     # query's own), one more term of each row's denominator
 
     def _piece_row(self, qi: int) -> dict[str, np.ndarray]:
         q, k = self.queries[qi], self.keys
@@ -45,10 +46,11 @@ class QueryKeys:
             scores = scores + self.bias[qi]
         live = ~self.masked[qi]
         top = scores[live].max() if live.any() else 0.0
-        if self.sink is not None:
-            top = max(top, self.sink) if live.any() else self.sink
+        sink = None if self.sink is None else float(self.sink[qi])
+        if sink is not None:
+            top = max(top, sink) if live.any() else sink
         e = np.where(live, np.exp(np.where(live, scores, 0.0) - top), 0.0)
-        total = e.sum() + (np.exp(self.sink - top) if self.sink is not None else 0.0)
+        total = e.sum() + (np.exp(sink - top) if sink is not None else 0.0)
         return {"query": q, "keys": k, "product": product, "scores": scores, "masked": ~live,
                 "weights": e / total if total > 0 else e}
 
@@ -102,9 +104,11 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
     if call.chosen:
         notes.append(f"Sparse attention: an indexer picked {call.chosen} keys for each query; the others are masked, "
                      "their weight exactly 0.")
-    sink = None if call.sink is None else float(call.sink[head])
+    sink = call.sink_logits(b, [head], slice(0, tq))                     # (1, 1) or (1, tq)
     if sink is not None:
-        notes.append(f"Attention sink: exp({sink:.3g}) joins each row's softmax denominator and reads no value, "
+        sink = sink[0].expand(tq).cpu().numpy()                            # (tq,)
+        said = f"exp({sink[0]:.3g})" if call.sink.dim() == 1 else "each query's own exp(sink)"
+        notes.append(f"Attention sink: {said} joins each row's softmax denominator and reads no value, "
                      "so the row sums to less than 1.")
     groups = None
     if trace.groups:

@@ -73,7 +73,8 @@ def reduce_call(call: AttentionCall, rows: tuple[int, int] | None, overviews: li
         lse = call.log_denominators(call.scores(0), 0)
     out["lse"] = lse.float().cpu()                                                   # (H, T)
     out["k"] = call.k[0].cpu() if keep_k else None                                   # (Hkv, T, Dh)
-    out["sink"] = None if call.sink is None else call.sink.float().cpu()             # (H,)
+    out["sink"] = None if call.sink is None else (call.sink if call.sink.dim() == 1 else call.sink[0]).float().cpu()
+    # (H,) one per head, or (H, T) one per query (Inkling 2)
     out["q"] = out["mask"] = out["bias"] = None
     if rows is not None:
         r = slice(*rows)

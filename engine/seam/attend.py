@@ -148,7 +148,7 @@ def _sink_as_key(call: AttentionCall) -> AttentionCall:
     q, k, v = call.q, call.k, call.v
     b, hq, tq, _ = q.shape
     tk = k.shape[2]
-    extra = (call.sink.float() / call.scale).to(q.dtype).view(1, hq, 1, 1).expand(b, hq, tq, 1)
+    extra = (call.sink_logits(None) / call.scale).to(q.dtype)[..., None].expand(b, hq, tq, 1)   # (B, Hq, Tq, 1)
     k = F.pad(k, (0, 1, 0, 1))                                                   # (B, Hkv, Tk + 1, Dh + 1)
     k[:, :, tk, -1] = 1
     mask = call.mask

@@ -41,7 +41,8 @@ class AttentionCall:
     dropout: float = 0.0
     module: object = None                # the calling module (site discovery only)
     lse: torch.Tensor | None = None      # (B, Hq, Tq) each query's log-sum-exp (sink included), when the kernel gave it
-    sink: torch.Tensor | None = None     # (Hq,) each query head's sink logit: one more softmax term, with no value
+    sink: torch.Tensor | None = None     # (Hq,) each query head's sink logit, or (B, Hq, Tq) each query's (Inkling 2
+                                         # projects it from the token): one more softmax term, with no value
     chosen: int | None = None            # a sparse attention: the keys its indexer picks per query (already in the mask)
 
     @property
@@ -158,23 +159,28 @@ class AttentionCall:
         heads = range(n_heads) if heads is None else heads
         return list(range(*heads.indices(n_heads))) if isinstance(heads, slice) else list(heads)
 
-    def sink_logits(self, b: int | None = 0, heads=None) -> torch.Tensor | None:
-        """The sink logit of query ``heads`` as scores' rows see it, float32: (h, 1), or
-        (1, h, 1) when ``b`` is None (every example); None for a call without sinks."""
+    def sink_logits(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor | None:
+        """The sink logit of query ``heads`` for the queries ``rows`` (a slice; all by default) as
+        scores' rows see it, float32: (h, 1) for one per head, (h, tq) for one per query; with
+        ``b`` None (every example) (1, h, 1) or (B, h, tq). None for a call without sinks."""
         if self.sink is None:
             return None
-        s = self.sink.float()[self._heads(heads)][:, None]                       # (h, 1)
-        return s if b is not None else s[None]
+        picked = self._heads(heads)
+        if self.sink.dim() == 1:
+            s = self.sink.float()[picked][:, None]                               # (h, 1)
+            return s if b is not None else s[None]
+        s = self.sink.float()[:, picked] if b is None else self.sink.float()[b][picked]   # (B, h, Tq) | (h, Tq)
+        return s if rows is None else s[..., rows]
 
-    def log_denominators(self, scores: torch.Tensor, b: int | None = 0, heads=None) -> torch.Tensor:
-        """Each row's log-sum-exp of ``scores`` (every key of the rows, as ``scores`` gives
-        them) with the sink's term: the log of the softmax's denominator, (..., tq)."""
-        return row_log_denominators(scores, self.sink_logits(b, heads))
+    def log_denominators(self, scores: torch.Tensor, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
+        """Each row's log-sum-exp of ``scores`` (the queries ``rows``, every key of them, as
+        ``scores`` gives them) with the sink's term: the log of the softmax's denominator, (..., tq)."""
+        return row_log_denominators(scores, self.sink_logits(b, heads, rows))
 
     def weights(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
         """softmax of ``scores`` over every key (same arguments and shape), the sink in the
         denominator; masked cells 0, a fully masked row 0."""
-        return softmax_rows(self.scores(b, heads, rows), self.sink_logits(b, heads))
+        return softmax_rows(self.scores(b, heads, rows), self.sink_logits(b, heads, rows))
 
 
 def scaled_products(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:

@@ -39,7 +39,7 @@ KEYWORDS = {
     "sliding_window": "read: said for the user; the window is in the mask",
     "is_causal": "read: a call with no mask is causal unless it says False",
     "s_aux": "read: one sink logit per query head, one more term in each row's softmax denominator (gpt-oss)",
-    "sinks": "read: as s_aux (Inkling 2's name, shaped (B, Hq, Tq, 1)); one logit per token is refused",
+    "sinks": "read: as s_aux (Inkling 2's name, shaped (B, Hq, Tq, 1)): one logit per query head, or per query",
     "position_ids": "inert: the positions are in the queries and keys already (rotary is applied before the call)",
     "use_cache": "inert: the cache is updated before the call; its keys and values are the ones handed over",
     "output_attentions": "inert: the weights are never returned by the model; a recording keeps what they come from",
@@ -88,7 +88,7 @@ def interface_call(module, query, key, value, attention_mask, scaling=None, drop
     return AttentionCall(getattr(module, "attnscope_site", None), query, key, value, mask=attention_mask,
                          bias=kwargs.get("position_bias"), scale=scale, softcap=float(softcap) if softcap else None,
                          window=kwargs.get("sliding_window"), dropout=dropout, module=module, causal=causal,
-                         sink=_sink(module, kwargs.get("s_aux", kwargs.get("sinks")), query.shape[1]),
+                         sink=_sink(module, kwargs.get("s_aux", kwargs.get("sinks")), query.shape[1], query.shape[2]),
                          chosen=None if indices is None else int(indices.shape[-1]))
 
 
@@ -119,24 +119,22 @@ def chosen_keys(module, mask, causal: bool, indices, tq: int, tk: int) -> torch.
     return mask.masked_fill(~picked, torch.finfo(mask.dtype).min)
 
 
-def _sink(module, s_aux, n_heads: int) -> torch.Tensor | None:
+def _sink(module, s_aux, n_heads: int, n_queries: int) -> torch.Tensor | None:
     """gpt-oss's ``s_aux`` (or Inkling 2's ``sinks``) as the call's sink: (Hq,), one logit per query
-    head; a (B, Hq, Tq, 1) tensor the same in every row is one too. SiteError for a logit that
-    differs per token (Inkling 2 projects it from each token's hidden state): the call holds one
-    per head."""
+    head, or (B, Hq, Tq), one per query (Inkling 2 projects it from each token's hidden state:
+    a (B, Hq, Tq, 1) tensor the same in every row is one per head). SiteError for any other shape."""
     if s_aux is None:
         return None
-    if isinstance(s_aux, torch.Tensor) and s_aux.dim() == 4 and s_aux.shape[1] == n_heads and s_aux.shape[-1] == 1:
+    if isinstance(s_aux, torch.Tensor) and s_aux.dim() == 4 and s_aux.shape[1] == n_heads and s_aux.shape[-1] == 1 \
+            and s_aux.shape[2] in (1, n_queries) and s_aux.is_floating_point():
         per_head = s_aux[:1, :, :1]                                      # (1, Hq, 1, 1)
-        if not bool((s_aux == per_head).all()):
-            raise SiteError(f"{type(module).__name__} gives each token its own attention-sink logit (sinks of shape "
-                            f"{tuple(s_aux.shape)}, computed from the token), and attnscope's seam applies one sink "
-                            "logit per head, so it cannot show this model exactly.")
-        s_aux = per_head
+        if bool((s_aux == per_head).all()):
+            return per_head.reshape(n_heads)
+        return s_aux[..., 0].expand(-1, n_heads, n_queries)            # (B, Hq, Tq) one logit per query
     if not isinstance(s_aux, torch.Tensor) or s_aux.numel() != n_heads or not s_aux.is_floating_point():
         shape = tuple(s_aux.shape) if isinstance(s_aux, torch.Tensor) else type(s_aux).__name__
         raise SiteError(f"{type(module).__name__} passes attention sinks (s_aux) of shape {shape}, not one number per "
-                        f"query head ({n_heads}), which attnscope does not know how to apply.")
+                        f"query head ({n_heads}) or per query, which attnscope does not know how to apply.")
     return s_aux.reshape(n_heads)
 
 

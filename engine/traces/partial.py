@@ -226,9 +226,12 @@ class PartialTrace(AttentionTrace):
         mask = part["mask"]
         if mask is None and facts["causal"]:
             mask = (torch.arange(t)[None, :] <= torch.arange(*rows)[:, None])[None, None]  # (1, 1, r, T)
+        sink = self._sink[layer]
+        if sink is not None and sink.dim() > 1:                                  # one per query: the block's rows
+            sink = sink.reshape(1, -1, sink.shape[-1])[..., rows[0]:rows[1]]     # (1, H, r)
         return AttentionCall(None, part["q"], self._k[layer], None, mask=mask, bias=part["bias"],
                              scale=facts["scale"], softcap=facts["softcap"], window=facts["window"],
-                             causal=False, sink=self._sink[layer])
+                             causal=False, sink=sink)
 
     # ---- a whole recording ----------------------------------------------------------------
     def _incomplete(self, why: str) -> Exception:

@@ -165,7 +165,7 @@ class RecordedTrace(AttentionTrace):
                 s = s if s.shape[-1] <= tk else s[:, :, :tk]
                 first[:, rows] = s[:, :, 0]
                 if not known:                                                  # the sink's term in it too
-                    lse[:, rows] = call.log_denominators(s, self.batch_index)
+                    lse[:, rows] = call.log_denominators(s, self.batch_index, rows=rows)
                 row_lse = lse[:, rows, None]                                   # (H, r, 1)
                 if how == "max":   # exp is monotonic: the max of a block's weights is exp(max score - lse)
                     part = pool_blocks(s, kb, "max")
@@ -288,7 +288,7 @@ class RecordedTrace(AttentionTrace):
                 n = budget // max(1, full)
             r1 = min(stop, r0 + max(1, n))
             s = call.scores(self.batch_index, None if every else heads, slice(r0, r1), slice(0, reach(r1)))  # (h, r, c)
-            row_lse = call.log_denominators(s, self.batch_index, heads)[..., None] if lse is None \
+            row_lse = call.log_denominators(s, self.batch_index, heads, slice(r0, r1))[..., None] if lse is None \
                 else lse[:, r0:r1, None]                                         # (h, r, 1) the sink's term in it
             w = s[..., :tk].sub_(row_lse).exp_()                                 # (h, r, c) exact weights, as ``tile``
             if not bool(torch.isfinite(row_lse).all()):

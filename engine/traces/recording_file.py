@@ -115,7 +115,8 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
                 else:
                     tensors[f"{kind}/{layer}/{part}"] = _example(value, b)
             if call.sink is not None:
-                tensors[f"{kind}/{layer}/{SINK}"] = call.sink.detach().to("cpu").contiguous()
+                sink = call.sink if call.sink.dim() == 1 else _example(call.sink, b)    # (Hq,) or (1, Hq, Tq)
+                tensors[f"{kind}/{layer}/{SINK}"] = sink.detach().to("cpu").contiguous()
             sites.append(site)
     version = VERSION if any(name.endswith(f"/{SINK}") for name in tensors) else 1
     meta = {"format": FORMAT, "version": version, "model_name": trace.model_name, "family": trace.family,
@@ -322,7 +323,7 @@ def _check_partial(name: str, tensors: dict, sites: list[dict], rows: list, over
                                  f"{t:,} tokens; the file is damaged.")
         need(f"{DECODER_SELF}/{n}/lse", (heads, t))
         if f"{DECODER_SELF}/{n}/sink" in tensors:
-            need(f"{DECODER_SELF}/{n}/sink", (heads,))
+            need(f"{DECODER_SELF}/{n}/sink", (heads,) if tensors[f"{DECODER_SELF}/{n}/sink"].dim() == 1 else (heads, t))
         for i, (a, b) in enumerate(rows):
             need(f"{DECODER_SELF}/{n}/rows/{i}/q", (heads, b - a, k.shape[2]))
             for part in ("mask", "bias"):
@@ -434,8 +435,10 @@ def _checked_call(path, site, parts, desc, pieces, tokens) -> AttentionCall:
         if t is not None and not _kind_of(extra, t):
             raise RecordingError(f"{name}: its {extra} is of {t.dtype}, not {_KINDS_SAID[extra]}; the file is damaged.")
     sink = parts[SINK]
-    if sink is not None and (tuple(sink.shape) != (q.shape[1],) or not sink.is_floating_point()):
-        raise RecordingError(f"{name}: its attention sinks are not one number per query head; the file is damaged.")
+    if sink is not None and (tuple(sink.shape) not in ((q.shape[1],), tuple(q.shape[:3]))
+                             or not sink.is_floating_point()):
+        raise RecordingError(f"{name}: its attention sinks are not one number per query head or per query; the file "
+                             "is damaged.")
     scale, softcap, window, causal = desc.get("scale"), desc.get("softcap"), desc.get("window"), desc.get("causal")
     if not _positive(scale) or not (softcap is None or _positive(softcap)):
         raise RecordingError(f"{name}: its scale or softcap is not a positive number; the file is damaged.")

@@ -61,7 +61,7 @@ def _config(family: str, vocab: int):
                                    num_nextn_predict_layers=0, layer_types=["sliding_attention"] * 2,
                                    mlp_layer_types=["moe", "moe"], max_position_embeddings=64, pad_token_id=0,
                                    bos_token_id=1, eos_token_id=2)
-    if family == "hy_v4":            # sparse attention: the chosen keys come as ``indices``, not in the mask
+    if family == "hy_v4":            # sparse attention: the chosen keys come as ``indices``, folded into the mask
         return tf.HYV4Config(vocab_size=vocab, hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
                              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, head_dim=8,
                              n_routed_experts=4, num_experts_per_tok=2, q_lora_rank=16, kv_lora_rank=8,
@@ -94,9 +94,8 @@ def sink_folder(root: Path, family: str) -> Path:
 
 # Every family of the installed transformers whose attention is handed sinks, and what attnscope
 # does with it: shown exactly, or refused (with the words the refusal says).
-SHOWN = ("gpt_oss", "granite_swa", "granitemoe_swa", "flint", "mimo_v2_flash", "deepseek_v4")
-REFUSED = {"hy_v4": "indices=",                                          # sparse keys beside the mask
-           "hy_v4_vl": "not a text transformer", "openai_privacy_filter": "not a text transformer",
+SHOWN = ("gpt_oss", "granite_swa", "granitemoe_swa", "flint", "mimo_v2_flash", "deepseek_v4", "hy_v4")
+REFUSED = {"hy_v4_vl": "not a text transformer", "openai_privacy_filter": "not a text transformer",
            "inkling2": "not a text transformer", "inkling2_loop": "not a text transformer"}
 
 
@@ -158,7 +157,7 @@ def test_gpt_oss_was_wrong_without_the_sinks(models, eager, monkeypatch):
 
     loaded = models["gpt_oss"]
     enc, logits, expected = eager_run(eager["gpt_oss"], loaded)
-    monkeypatch.setattr(hf, "_sink", lambda module, s_aux, n: None)
+    monkeypatch.setattr(hf, "_sink", lambda module, s_aux, heads, queries: None)
     with torch.no_grad():
         dropped = loaded.model(**enc).logits
     assert (dropped - logits).abs().max() > 1e-2
@@ -223,16 +222,21 @@ def test_greedy_steps_equal_generate_and_their_rows_a_full_recompute(models, eag
                                    atol=1e-5)
 
 
+@pytest.mark.parametrize("per", ["head", "query"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("case", ["causal", "window", "padding and bias", "softcap"])
-def test_each_way_the_seam_computes_a_call_applies_the_sink(case, dtype):
+def test_each_way_the_seam_computes_a_call_applies_the_sink(case, dtype, per, tmp_path):
     """The fused kernel rescaled by its log-sum-exp (a plain causal float32 call on the CPU), the
     sink as one more key (a mask, or half precision), the written-out softmax (softcap), each
-    against softmax([scores, sink])[:-1] @ v in float64; a row that sees no key reads 0."""
+    against softmax([scores, sink])[:-1] @ v in float64; a row that sees no key reads 0. A sink
+    is one logit per head (gpt-oss) or one per query (Inkling 2 projects it from the token); a
+    recorded trace's tiles and row blocks keep it."""
+    from attnscope.engine.traces import reading
+
     torch.manual_seed(1)
     b, hq, hkv, t, d = 2, 4, 2, 7, 8
     q, k, v = (torch.randn(b, h, t, d) for h in (hq, hkv, hkv))
-    sink = torch.randn(hq) * 2
+    sink = torch.randn(hq) * 2 if per == "head" else torch.randn(b, hq, t) * 2
     mask = bias = None
     allowed = torch.ones(t, t, dtype=torch.bool).tril()                             # (T, T)
     if case == "window":
@@ -253,7 +257,8 @@ def test_each_way_the_seam_computes_a_call_applies_the_sink(case, dtype):
     if bias is not None:
         s = s + bias.double()
     s = s.masked_fill(~(allowed if allowed.dim() == 2 else allowed[:, None]), float("-inf"))
-    with_sink = torch.cat([s, sink.double().view(1, hq, 1, 1).expand(b, hq, t, 1)], -1)
+    column = sink.double().view(1, hq, 1, 1) if per == "head" else sink.double()[..., None]   # (B|1, Hq, T|1, 1)
+    with_sink = torch.cat([s, column.expand(b, hq, t, 1)], -1)
     w = torch.softmax(with_sink, -1)[..., :-1]
     expected = w @ v.double().repeat_interleave(2, 1)
     tol = 1e-5 if dtype == torch.float32 else 3e-2
@@ -262,6 +267,23 @@ def test_each_way_the_seam_computes_a_call_applies_the_sink(case, dtype):
     if case == "padding and bias":
         assert (out[1, :, :2] == 0).all()                                          # the pads' rows see no key
     assert (call.lse is not None) == (case == "causal" and dtype == torch.float32)
+    trace = RecordedTrace({DECODER_SELF: [call.detached()]}, model_name="t", family="hf-decoder", source_tokens=[],
+                          target_tokens=[str(i) for i in range(t)], batch_index=1)
+    np.testing.assert_allclose(reading.tile(trace, DECODER_SELF, 0, 3, slice(2, 6), slice(0, 5)),
+                               w[1, 3, 2:6, :5].numpy(), atol=tol)
+    for r0, block in reading.row_blocks(trace, DECODER_SELF, 0, step=3):                # (H, r, Tk)
+        np.testing.assert_allclose(block.double().numpy(), w[1, :, r0:r0 + block.shape[1]].numpy(), atol=tol)
+    if case == "padding and bias" and dtype == torch.float32:                      # a saved recording keeps it
+        again = load_recording(save_recording(trace, tmp_path / "sinks"))
+        np.testing.assert_allclose(reading.weights(again, DECODER_SELF)[0], w[1].numpy(), atol=tol)
+
+
+def test_a_sink_logit_per_query_is_kept_as_one_per_query():
+    from attnscope.engine.seam.hf_attention import _sink
+
+    varying = torch.randn(1, 4, 5, 1)
+    assert _sink(None, varying, 4, 5).shape == (1, 4, 5)                          # Inkling 2: per query
+    assert _sink(None, varying[:, :, :1].expand(1, 4, 5, 1), 4, 5).shape == (4,)   # the same in every row: per head
 
 
 # ---- what a Run keeps and changes -------------------------------------------------------------
@@ -342,7 +364,7 @@ def test_a_keyword_the_seam_does_not_understand_is_refused_naming_it(root, monke
 def test_a_model_whose_seam_differs_from_eager_is_refused_at_open_with_the_numbers(root, monkeypatch):
     import attnscope.engine.seam.hf_attention as hf
 
-    monkeypatch.setattr(hf, "_sink", lambda module, s_aux, n: None)       # the sinks dropped again
+    monkeypatch.setattr(hf, "_sink", lambda module, s_aux, heads, queries: None)       # the sinks dropped again
     with pytest.raises(HFModelError) as err:
         open_model(str(sink_folder(root, "gpt_oss")), "cpu")
     message = str(err.value)
@@ -364,12 +386,6 @@ def test_the_check_at_the_door_passes_leaves_the_seam_on_and_says_when_it_could_
     assert "not checked against GptOssForCausalLM's eager attention" in loaded.meta["notes"]
     assert "no eager here" in loaded.meta["notes"] and loaded.model.config._attn_implementation == NAME
     trace_text(loaded, TEXT)                                                  # still on the seam
-
-
-def test_hy_v4_is_refused_for_its_sparse_keys(root):
-    with pytest.raises(HFModelError) as err:
-        open_model(str(sink_folder(root, "hy_v4")), "cpu")
-    assert REFUSED["hy_v4"] in str(err.value) and one_sentence(str(err.value))
 
 
 @pytest.mark.parametrize("family", [f for f, why in REFUSED.items() if why == "not a text transformer"])

@@ -2,7 +2,7 @@
 Hugging Face model takes through attnscope: the seam (encoder, decoder, encoder-decoder, grouped
 keys, soft caps), attention sinks (per head; Granite's eager weights taken before its sink), sliding
 windows, hybrids (a softmax layer beside a linear or state-space one), per-layer head sizes
-(Gemma 4), and refusals in one sentence (own attention classes, a module shared by layers or called twice in one, per-token sinks, heads that differ
+(Gemma 4), and refusals in one sentence (own attention classes, a module shared by layers or called twice in one, heads that differ
 per layer, keys that are not tokens); sparse attention's indexer keys folded into the mask (DeepSeek's DSA). No family may open and differ from its
 own eager attention (the sweep's "wrong"), nor fail with a foreign message ("unclean")."""
 import pytest
@@ -20,7 +20,7 @@ EXPECTED = {
     "bloom": ("refused", "its own way"), "gpt_neo": ("refused", "its own way"), "ibert": ("refused", "its own way"),
     "albert": ("refused", "more than one layer"), "diffllama": ("refused", "more than once in a layer"),
     "inkling_text": ("refused", "different numbers of query heads"),
-    "inkling2_text": ("refused", "its own attention-sink logit"),
+    "inkling2_text": ("refused", "keys are not the tokens"),
     "deepseek_v4": ("refused", "keys are not the tokens"),
     "dots3_note_text": ("exact", ""), "deepseek_v32": ("exact", ""),
 }
