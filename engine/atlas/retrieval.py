@@ -23,9 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnscope.engine.atlas.build import _record, _side_ids   # the atlas's one recorded forward
 from attnscope.engine.atlas.corpus import documents
 from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import QUERY_SIDE
+from attnscope.engine.traces import RunCancelled
 
 DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)     # where the needle sits in the haystack, as a share of its length
 NEEDLE_TOKENS = (8, 24)                # a needle is a corpus line of this many tokens (fewer: the next line)
@@ -101,9 +103,6 @@ def probe_hits(calls, probe: RetrievalProbe, offset: int) -> np.ndarray:
 def retrieval_scores(adapter, kind: str, corpus, lengths, depths=DEPTHS, report=None, stop=None) -> dict:
     """Each head's retrieval score over the probes: {"score": (L, H) float64, "probes": count,
     "needle_tokens": n, "lengths": [...], "depths": [...]}."""
-    from attnscope.engine.atlas.build import _record, _side_ids   # the atlas's one recorded forward
-    from attnscope.engine.traces import RunCancelled
-
     cap = int(adapter.loaded.max_len)
     lengths = sorted({int(n) for n in lengths})
     if not lengths or lengths[0] < 2 or lengths[-1] > cap:
