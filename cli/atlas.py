@@ -32,27 +32,27 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from attnscope.engine.atlas import atlas_summary, head_detail, load_state
+    from attnscope.results import open_atlas
 
     if args.out is None:
         if not args.source.endswith(".safetensors") or not args.json:
             say("give --out A.safetensors to build an atlas, or an atlas file and --json to print one")
             return BAD_INPUT
-        state = load_state(args.source)
+        found_atlas = open_atlas(args.source)
         if args.head is None:
-            print_json(atlas_summary(state))
+            print_json(found_atlas.to_json())
             return 0
         found = re.fullmatch(r"L?(\d+)\.H?(\d+)", args.head.strip())
         if found is None:
             say(f"--head takes a layer and a head as L.H (e.g. 3.3), not {args.head!r}")
             return BAD_INPUT
-        print_json(head_detail(state, int(found[1]), int(found[2])))
+        print_json(found_atlas.head(int(found[1]), int(found[2])))
         return 0
     return _build(args)
 
 
 def _build(args) -> int:
-    from attnscope.engine.atlas import build_atlas
+    from attnscope.results import atlas
 
     loaded = open_or_explain(args.source, args.device or "auto")
     if loaded is None:
@@ -70,8 +70,8 @@ def _build(args) -> int:
         print(f"\ratlas: {done:,}{'' if asked is None else f' of {asked:,}'} documents{eta}", end="",
               file=sys.stderr, flush=True)
 
-    state = build_atlas(loaded, args.out, corpus=args.corpus, length=args.length, docs=args.docs, top=args.top,
-                        report=report)
+    state = atlas(loaded, args.out, corpus=args.corpus, length=args.length, docs=args.docs, top=args.top,
+                  report=report).state
     print(file=sys.stderr)
     say(f"{args.out}: {state.docs_done:,} documents, {int(state.meta['tokens_done']):,} tokens")
     return 0

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from attnscope.cli.common import (BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, shown, text,
-                                  text_of, whole_number)
+from attnscope.cli.common import (BAD_INPUT, add_text_options, open_predicting, print_json, shown, text, text_of,
+                                  whole_number)
 
 SPAN_MAX = 10 ** 12 - 1  # a span is a lazy range: the engine refuses it against the text in words
 KIND_PREFIX = {"enc": "encoder self", "dec": "decoder self", "cross": "cross"}
@@ -93,14 +93,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from attnscope.engine.interventions import intervention_effect
+    from attnscope.results import intervene
 
     body = text_of(args)          # before the model loads: a missing file costs nothing
     loaded = open_predicting(args.model, args.device or "auto", "comparing them before and after (the window "
                              "ablates an encoder's heads and shows its attention change)")
     if loaded is None:
         return BAD_INPUT
-    spec = spec_from(args, loaded)
-    result = intervention_effect(loaded, body, spec, target=args.target)   # InputError (exit 2): what does not fit, in numbers
-    print_json({"model": loaded.name, "interventions": spec.describe(), **result.as_json(), **model_notes(loaded)})
+    answer = intervene(loaded, body, spec_from(args, loaded), target=args.target)   # InputError (exit 2): in numbers
+    print_json(answer.to_json())
     return 0

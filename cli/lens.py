@@ -6,8 +6,7 @@ layer is the model's own prediction.
 """
 from __future__ import annotations
 
-from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, open_predicting, print_json, text, text_of
-from attnscope.cli.why import check_target
+from attnscope.cli.common import BAD_INPUT, add_text_options, open_predicting, print_json, text, text_of
 
 
 def register(sub) -> None:
@@ -21,21 +20,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from attnscope.engine.interventions import logit_lens
-    from attnscope.engine.remote import remote_lens, remote_of
+    from attnscope.results import lens
 
     body = text_of(args)
     loaded = open_predicting(args.model, args.device or "auto", "the logit lens")
     if loaded is None:
         return BAD_INPUT
-    check_target(loaded, args.target)
-    if remote_of(loaded) is not None:            # ndif:MODEL: read where it is served, one nnsight job
-        lens = remote_lens(loaded, body)
-    else:
-        lens = logit_lens(loaded, body, target=args.target)
-    layers = [{"layer": layer, "top": [[[int(i), float(p)] for i, p in zip(ids, ps)]
-                                       for ids, ps in zip(lens.top_ids[layer], lens.top_p[layer])]}
-              for layer in range(lens.n_layers)]
-    print_json({"model": loaded.name, "token_ids": lens.token_ids, "tokens": lens.tokens, "layers": layers,
-                **model_notes(loaded)})
+    print_json(lens(loaded, body, target=args.target).to_json())   # ndif:MODEL: one nnsight job where it is served
     return 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnscope.cli.common import BAD_INPUT, int_in, model_notes, open_predicting, print_json, say, text
+from attnscope.cli.common import BAD_INPUT, int_in, open_predicting, print_json, say, text
 
 
 def register(sub) -> None:
@@ -110,8 +110,7 @@ def progress_lines():
 
 
 def run(args) -> int:
-    from attnscope.engine.experiments import experiment, frame_pair, over_pairs
-    from attnscope.engine.runtime import drive
+    from attnscope.results import patch
 
     if args.batch is not None and args.batch < 1:
         say("--batch must be at least 1")
@@ -120,18 +119,8 @@ def run(args) -> int:
     loaded = open_predicting(args.model, args.device or "auto", "patching")
     if loaded is None:
         return BAD_INPUT
-    estimate = progress_lines()
-    options = dict(method=args.method, what=tuple(args.what), noising=args.noising, metric=args.metric,
-                   max_batch=args.batch)
-    if args.pairs is None:
-        pair = frame_pair(loaded, pairs[0], target=args.target)
-        result = drive(experiment(loaded, pair, **options), estimate)
-        print_json({"model": loaded.name, **result.as_json(), **model_notes(loaded)})
-        return 0
-    limit = {} if args.max_seconds is None else {"max_seconds": float(args.max_seconds)}
-    averaged = drive(over_pairs(loaded, pairs, target=args.target, **options, **limit), estimate)
-    print_json({"model": loaded.name, "pairs": [{k: r.as_json()[k] for k in ("token_ids", "answers", "clean", "corrupt")}
-                                                for r in averaged.results],
-                "metric": args.metric, "method": args.method, "noising": args.noising, "normalised": True,
-                "results": {k.replace("-", "_"): v.tolist() for k, v in averaged.mean.items()}, **model_notes(loaded)})
+    options = dict(what=args.what, method=args.method, noising=args.noising, metric=args.metric, target=args.target,
+                   max_batch=args.batch, max_seconds=args.max_seconds, progress=progress_lines())
+    answer = patch(loaded, pairs[0], **options) if args.pairs is None else patch(loaded, pairs=pairs, **options)
+    print_json(answer.to_json())
     return 0

@@ -23,19 +23,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from attnscope.engine.remote import remote_of, trace_remote
-    from attnscope.engine.traces import recording_target, save_recording, trace_text
+    from attnscope.engine.traces import recording_target
+    from attnscope.results import record
 
     body = text_of(args)
-    out = recording_target(args.out)     # before the Run: never over a user's file (RecordingError, exit 2)
+    recording_target(args.out)     # before the model loads: never over a user's file (RecordingError, exit 2)
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
-    if remote_of(loaded) is not None:    # ndif:MODEL: one nnsight job brings every row back, a whole recording
-        trace = trace_remote(loaded, body, rows=None, say=say).recording()
-    else:
-        trace = trace_text(loaded, body, target=args.target, pair=args.pair)
-    path = save_recording(trace, out)
-    shapes = {kind: list(trace.shape(kind)) for kind in trace.kinds}
-    print_json({"written": str(path), "bytes": path.stat().st_size, "kinds": shapes, "notes": trace.notes})
+    answer = record(loaded, body, args.out, target=args.target, pair=args.pair, say=say)   # ndif: one job, every row
+    print_json(answer.to_json())
     return 0

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from attnscope.cli.common import (BAD_INPUT, add_text_options, model_notes, open_or_explain, print_json, text, text_of,
-                                  whole_number)
-from attnscope.cli.intervene import KIND_PREFIX, default_kind, head_arg
+from attnscope.cli.common import BAD_INPUT, add_text_options, open_or_explain, print_json, text, text_of, whole_number
+from attnscope.cli.intervene import KIND_PREFIX, head_arg
 
 KINDS = {**KIND_PREFIX, **{k: k for k in KIND_PREFIX.values()}}
 
@@ -46,8 +45,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from attnscope.engine.experiments import why
     from attnscope.engine.inputs import InputError
+    from attnscope.results import why
 
     body = text_of(args)
     head_kind, layer, head = args.head
@@ -56,19 +55,7 @@ def run(args) -> int:
     loaded = open_or_explain(args.model, args.device or "auto")
     if loaded is None:
         return BAD_INPUT
-    check_target(loaded, args.target)
-    kind = head_kind or args.kind or default_kind(loaded)
-    split = why(loaded, body, kind, layer, head, args.query, args.key, versus=args.versus, loadings=args.loadings,
-                target=args.target)
-    print_json({**split.as_json(), **model_notes(loaded)})
+    answer = why(loaded, body, layer, head, args.query, args.key, kind=head_kind or args.kind, versus=args.versus,
+                 loadings=args.loadings, target=args.target)
+    print_json(answer.to_json())
     return 0
-
-
-def check_target(loaded, target) -> None:
-    """--target given to a model with no decoder prefix to take (what why and lens would drop)."""
-    from attnscope.engine.inputs import InputError
-
-    if target is not None and loaded.role != "encoder-decoder":
-        raise InputError(f"--target is an encoder-decoder's decoder prefix, and {loaded.name} is "
-                         f"{'an' if loaded.role[0] in 'ae' else 'a'} {loaded.role}, which reads --text alone: put the "
-                         "whole text in --text.")
