@@ -66,8 +66,9 @@ def walk(source: str, device: str = "cpu", folder: Path | None = None) -> list[s
             order.append(f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}")
             for a in args:        # what a stage hands on (a description, a reporter) carries the source too
                 # not an array (a tensor's == answers elementwise, and data carries no source); by identity
-                if a is not None and not isinstance(a, (str, int, float, bool, Path)) and not hasattr(a, "shape") \
-                        and not any(a is m for m in marks):
+                # nor an empty tuple: one object in all Python (a hook's args of a call by keyword), it carries nothing
+                if a is not None and not (type(a) is tuple and not a) and not isinstance(a, (str, int, float, bool, Path)) \
+                        and not hasattr(a, "shape") and not any(a is m for m in marks):
                     marks.append(a)
 
     import attnscope.cli.common as common

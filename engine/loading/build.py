@@ -80,13 +80,13 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     if mismatched:
         raise HFModelError(f"{source}: {len(mismatched)} tensors do not match the sizes in config.json "
                            f"(e.g. {mismatched[0][0] if isinstance(mismatched[0], tuple) else mismatched[0]}).")
-    _check_integers(source, files.weights, model)
     # Every weight read once and checked finite, the bytes read reported: weights kept in their
     # stored dtype are the file's own memory map, so this is where a cold disk is read, and where
     # the bar moves. A spread model's weights kept off its computing device ("meta") are not.
     params = [(n, p) for n, p in model.named_parameters() if p.device.type != "meta"]
     total, done = sum(p.numel() * p.element_size() for _, p in params), 0
     reporter.reading(done, total)
+    _check_integers(source, files.weights, model)       # after the bar's first word: the checks read in one go
     for name, p in params:
         if p.is_floating_point():          # the model's own integer parameters: held against the file above
             check_tensors(source, [(name, p)])

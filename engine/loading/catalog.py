@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from attnscope.engine.loading.bundled import (CHECKPOINTS, DEFAULT_ORDER, MINILM, RANDOM_SOURCES, RESOURCES,  # noqa: F401 - the face
                                      bundled_checkpoints, bundled_names, models_help, named_models)
-from attnscope.engine.loading.hub_cache import looks_like_hub_id
+from attnscope.engine.loading.hub_cache import complete_snapshot, looks_like_hub_id
 from attnscope.engine.loading.remote_source import PREFIX as REMOTE, open_remote
 from attnscope.engine.errors import ModelLoadError
 from attnscope.engine.inputs import too_long
@@ -86,10 +86,11 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
     try:
         if given.strip().lower().startswith(REMOTE):   # ndif:NAME, run where NDIF serves it (remote_source.py)
             return open_remote(given, lambda name: open_model(name, device, progress, stop))
-        if too_long(given, "model"):                                # exists() would raise ENAMETOOLONG
-            raise ModelLoadError(too_long(given, "model"))
-        path = Path(given).expanduser()                            # 1: resolve
-        missing = not path.exists() and not path.is_symlink()
+        path = Path(given).expanduser()                            # 1: resolve, here, in this one room
+        try:
+            missing = not path.exists() and not path.is_symlink()
+        except OSError as exc:      # a name past what the file system takes (ENAMETOOLONG): the guard's sentence
+            raise ModelLoadError(too_long(given, "model") or f"{source} cannot be read here ({exc.strerror}).") from None
         if given in RANDOM_SOURCES:
             found = Source(given, "random", None)
         elif given == MINILM:
@@ -98,11 +99,13 @@ def open_model(source: str, device: str | torch.device | None = "auto", progress
         elif path.is_dir():
             found = Source(given, "folder", path)
         elif missing and looks_like_hub_id(given):
-            from attnscope.engine.loading.hf import hub_folder
-            folder, reporter = hub_folder(given, progress, stop, spread)
+            folder, reporter = complete_snapshot(given), None      # the local cache first: no network, no hf
+            if folder is None:                                     # else fetched (engine.loading.hf)
+                from attnscope.engine.loading.hf import hub_folder
+                folder, reporter = hub_folder(given, progress, stop, spread)
             found = Source(given, "folder", folder, local=False, reporter=reporter)
-        elif missing:
-            raise ModelLoadError(f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model "
+        elif missing:               # a name too long may read as missing (os.path.exists says False): said as such
+            raise ModelLoadError(too_long(given, "model") or f"No such file or folder: {path}. Give a checkpoint file, a Hugging Face model "
                                  f"folder or hub id, or one of {', '.join(named_models())}.")
         else:
             found = Source(given, "checkpoint", path)

@@ -70,6 +70,13 @@ def cached_snapshot(repo_id: str, revision: str = "main", cache: Path | None = N
     return folder if folder.is_dir() else None
 
 
+def complete_snapshot(repo_id: str) -> Path | None:
+    """The cached snapshot of ``repo_id`` when it holds its weights, else None: a hub id resolved in
+    this room alone (no network); engine.loading.hf.hub_folder fetches what is not here."""
+    snapshot = cached_snapshot(repo_id)
+    return snapshot if snapshot is not None and not lacks_weights(snapshot) else None
+
+
 def newest_snapshot(repo: Path) -> Path | None:
     try:
         snaps = [p for p in (repo / "snapshots").iterdir() if p.is_dir()]

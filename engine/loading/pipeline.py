@@ -47,7 +47,9 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
         plan = check(files, device, spread)                     # 3
         loaded = build(files, plan, progress, stop)             # 4
         if files.kind == "folder":                              # 5
-            notes = attach(loaded.model, loaded.role, input_device(loaded.model))
+            # where the probe's ids go: the plan's device, or, spread, where accelerate put the first module
+            dev = input_device(loaded.model) if plan.spread is not None else plan.device
+            notes = attach(loaded.model, files.role, dev)
             if notes:
                 loaded.meta["notes"] = " ".join([n for n in (loaded.meta.get("notes"),) if n] + notes)
         return loaded

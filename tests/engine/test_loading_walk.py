@@ -1,16 +1,12 @@
 """The loader is a walk through its rooms in order (issue 41): a model source followed from the
 CLI's open_or_explain stays in each module of engine/loading once, resolve -> describe ->
 check -> build -> attach, without going back and forth (tools/loading_walk.py)."""
-import pytest
 import torch
 
 from tests.helpers.hf_sharded import build_model, save_sharded
 from tools.loading_walk import stays, summary, walk
 
 
-@pytest.mark.xfail(reason="the loader's walk grew to 13 stays (a hub id) and 24 (a folder) against 12 this session: the "
-                          "door's weight probe runs the seam, the long-name guard and the name resolver are rooms of "
-                          "their own; to be cut by structure (issue 54's walk), not by raising the bound", strict=False)
 def test_a_folder_walks_through_the_stages_in_order(tmp_path):
     model, tokenizer = build_model("llama", dtype=torch.bfloat16)
     folder = save_sharded(model, tokenizer, tmp_path / "llama")
@@ -34,9 +30,6 @@ def test_our_checkpoint_walks_through_the_same_stages():
     assert summary(order)["returns"] == 0, rooms
 
 
-@pytest.mark.xfail(reason="the loader's walk grew to 13 stays (a hub id) and 24 (a folder) against 12 this session: the "
-                          "door's weight probe runs the seam, the long-name guard and the name resolver are rooms of "
-                          "their own; to be cut by structure (issue 54's walk), not by raising the bound", strict=False)
 def test_a_hub_id_in_the_cache_walks_the_same_way(tmp_path, monkeypatch):
     from tests.helpers.hf_sharded import put_in_cache
 
