@@ -1,9 +1,12 @@
-"""attnscope heads MODEL --json: induction and previous-token scores of every head.
+"""attnscope heads MODEL --json: induction and previous-token scores of every head, and every
+entry of the one statistics list (engine/inspection/statistics.py) on the same sequence.
 
 The model reads a fixed (seeded) random sequence of ordinary tokens repeated twice, framed
 the way it reads any text (engine.adapters: its own special tokens). An induction head
 attends from a token of the second copy to the token after its first occurrence; a
-previous-token head to the token just before. Works for every model attnscope opens.
+previous-token head to the token just before. ``statistics`` holds each list entry's (L, H)
+means per kind, ``definitions`` each entry's definition and tip: a new entry in the list is a
+new key here. Works for every model attnscope opens.
 """
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from attnscope.cli.common import BAD_INPUT, model_notes, open_or_explain, print_
 
 
 def register(sub) -> None:
-    p = sub.add_parser("heads", help="induction and previous-token scores of every head (JSON)")
+    p = sub.add_parser("heads", help="induction and previous-token scores and every head statistic "
+                                          "of every head (JSON)")
     p.add_argument("model", help="checkpoint, Hugging Face folder or hub id, minilm, random-<family>")
     p.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     p.set_defaults(func=run)

@@ -1,7 +1,8 @@
 """The head atlas: every head of a model across a corpus, in one streaming pass of recorded
 forwards (build.py), kept as bounded running summaries in one .safetensors file (state.py),
 read back without the model (read.py). Each head statistic is one row-block reducer in one
-list, ``STATISTICS`` (statistics.py). Public: the names gui/ and cli/ use, listed in ``__all__``."""
+list, ``STATISTICS`` (engine/inspection/statistics.py, shared with Head statistics). Public:
+the names gui/ and cli/ use, listed in ``__all__``."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,11 +13,8 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
     from attnscope.engine.atlas.build import DEFAULT_LENGTH, DEFAULT_TOP, build_atlas
     from attnscope.engine.atlas.read import atlas_summary, head_detail
     from attnscope.engine.atlas.state import load_state
-    from attnscope.engine.atlas.statistics import STATISTICS, Statistic
 
 _PUBLIC = {
-    "STATISTICS": "statistics",
-    "Statistic": "statistics",
     "build_atlas": "build",
     "DEFAULT_TOP": "build",
     "DEFAULT_LENGTH": "build",
@@ -25,5 +23,5 @@ _PUBLIC = {
     "head_detail": "read",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["DEFAULT_LENGTH", "DEFAULT_TOP", "STATISTICS", "Statistic", "atlas_summary", "build_atlas", "head_detail",
+__all__ = ["DEFAULT_LENGTH", "DEFAULT_TOP", "atlas_summary", "build_atlas", "head_detail",
            "load_state"]

@@ -24,7 +24,8 @@ from attnscope.engine.adapters import adapter_for
 from attnscope.engine.atlas.corpus import corpus_files, documents, fingerprint
 from attnscope.engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
 from attnscope.engine.atlas.similarity import ROWS, fold_gram, similarity_rows
-from attnscope.engine.atlas.statistics import STATISTICS, Rows, copies, token_groups
+from attnscope.engine.inspection import statistics
+from attnscope.engine.inspection.statistics import Rows, copies, token_groups
 from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import QUERY_SIDE
 from attnscope.engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
@@ -140,7 +141,7 @@ def _check_fits(state: AtlasState, device, name: str) -> None:
     file's metadata; an atlas that does not fit is refused with the numbers."""
     m = state.meta
     held = sum(v.nbytes for v in state.arrays.values())
-    per_doc = 4 * m["length"] * m["heads"] * (len(STATISTICS) + m["layers"] * (ROWS + 1)) \
+    per_doc = 4 * m["length"] * m["heads"] * (len(statistics.atlas_statistics()) + m["layers"] * (ROWS + 1)) \
         + 3 * score_block_bytes(device, "select")
     m["memory"] = {"summaries_bytes": int(held), "per_document_bytes": int(per_doc)}
     free = available_memory()
@@ -276,7 +277,8 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
     sample = [(h, pos, slot) for slot, pos in new_sample for h in range(H)]
     wanted = {kind: tuple(np.array(col, np.int64) for col in zip(*rows)) for kind, rows in
               (("top", mine), ("sample", sample)) if rows}                   # kind -> (heads, rows, slots)
-    S = len(STATISTICS)
+    listed = statistics.atlas_statistics()
+    S = len(listed)
     vals = torch.zeros(S, H, tq, device=dev)                                     # each row's value of each statistic
     valid = torch.ones(S, tq, dtype=torch.bool, device=dev)                      # the rows each one counts
     lse_all = call.lse[0].float() if call.lse is not None else None
@@ -302,7 +304,7 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
         rows = Rows(qpos=qpos, keys=keys, causal=causal, copy_rows=torch.as_tensor(pair_rows, device=dev),
                     copy_keys=torch.as_tensor(pair_keys, device=dev), has_copy=torch.as_tensor(has, device=dev),
                     logw=logw)
-        for i, stat in enumerate(STATISTICS):
+        for i, stat in enumerate(listed):
             v, ok = stat.reduce(w, rows)                                         # (H, r), (r,) | None
             vals[i, :, r0:r1] = v
             if ok is not None:
@@ -314,10 +316,10 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
             whole[:, inside, :c] = w[:, sim_rows[inside] - r0]
         del s, logw, w
         r0 = r1
-    _fold(a, layer, vals, valid, torch.tensor([st.upper(n) for st in STATISTICS], device=dev))
+    _fold(a, layer, vals, valid, torch.tensor([st.upper(n) for st in listed], device=dev), listed)
 
 
-def _fold(a: dict, layer: int, vals: torch.Tensor, valid: torch.Tensor, tops: torch.Tensor) -> None:
+def _fold(a: dict, layer: int, vals: torch.Tensor, valid: torch.Tensor, tops: torch.Tensor, listed: list) -> None:
     """One layer's row values (S, H, T) and the rows each statistic counts (S, T) into the
     running float64 sums, counts and histograms."""
     S, H, _ = vals.shape
@@ -329,7 +331,7 @@ def _fold(a: dict, layer: int, vals: torch.Tensor, valid: torch.Tensor, tops: to
     hist = torch.bincount(bins.ravel(), weight.expand(S, H, -1).ravel(), minlength=S * H * BINS)
     hist = hist.view(S, H, BINS).cpu().numpy()
     sums, counts = sums.cpu().numpy(), counts.cpu().numpy()
-    for i, stat in enumerate(STATISTICS):
+    for i, stat in enumerate(listed):
         a[f"stat.{stat.name}.sum"][layer] += sums[i]
         a[f"stat.{stat.name}.count"][layer] += counts[i]
         a[f"stat.{stat.name}.hist"][layer] += hist[i]

@@ -12,7 +12,7 @@ import numpy as np
 
 from attnscope.engine.atlas.similarity import seriation, similarity
 from attnscope.engine.atlas.state import BINS, AtlasState
-from attnscope.engine.atlas.statistics import STATISTICS
+from attnscope.engine.inspection import statistics
 from attnscope.engine.inputs import InputError
 
 DECILES = np.arange(1, 10) / 10
@@ -25,7 +25,7 @@ def means(state: AtlasState) -> dict[str, np.ndarray]:
     a = state.arrays
     out = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for s in STATISTICS:
+        for s in statistics.atlas_statistics():
             out[s.name] = a[f"stat.{s.name}.sum"] / np.where(a[f"stat.{s.name}.count"] > 0, a[f"stat.{s.name}.count"], np.nan)
         out["activation"] = a["act.sum"] / np.where(a["act.count"] > 0, a["act.count"], np.nan)
     return out
@@ -50,7 +50,7 @@ def atlas_summary(state: AtlasState) -> dict:
         for head in range(H):
             entry = {"layer": layer, "head": head, "name": f"L{layer}.H{head}",
                      "activation": _num(mean["activation"][layer, head])}
-            for s in STATISTICS:
+            for s in statistics.atlas_statistics():
                 hist = state.arrays[f"stat.{s.name}.hist"][layer, head]
                 entry[s.name] = {"mean": _num(mean[s.name][layer, head]), "deciles": deciles(hist, s.upper(m["length"]))}
             heads.append(entry)
@@ -62,7 +62,8 @@ def atlas_summary(state: AtlasState) -> dict:
     return {"model": m["model"], "family": m["family"], "kind": m["kind"], "corpus": m["corpus"],
             "length": m["length"], "documents": state.docs_done, "tokens": int(m["tokens_done"]),
             "layers": L, "heads_per_layer": H, "memory": m.get("memory", {}),
-            "definitions": {s.name: {"definition": s.definition, "tip": s.tip, "source": s.source} for s in STATISTICS},
+            "definitions": {s.name: {"definition": s.definition, "tip": s.tip, "source": s.source}
+                            for s in statistics.atlas_statistics()},
             "similarity": {"measure": "cosine of the heads' attention rows on the same rows of every document "
                                       "(8 a document, read whole)", "order": [names[i] for i in seriation(sim)]},
             "heads": heads}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnscope.engine.atlas.statistics import STATISTICS
+from attnscope.engine.inspection import statistics
 from attnscope.engine.inputs import InputError
 from attnscope.engine.runtime.files import atomic_path
 
@@ -40,7 +40,7 @@ class AtlasState:
     def empty(cls, meta: dict) -> "AtlasState":
         L, H, K, M = meta["layers"], meta["heads"], meta["top"], meta["samples"]
         a = {}
-        for s in STATISTICS:
+        for s in statistics.atlas_statistics():
             a[f"stat.{s.name}.sum"] = np.zeros((L, H))
             a[f"stat.{s.name}.count"] = np.zeros((L, H))
             a[f"stat.{s.name}.hist"] = np.zeros((L, H, BINS))
@@ -71,7 +71,7 @@ class AtlasState:
 
         meta = dict(self.meta, version=VERSION, bins=BINS, strongest=STRONGEST, window=WINDOW,
                     definitions={s.name: {"definition": s.definition, "tip": s.tip, "source": s.source}
-                                 for s in STATISTICS},
+                                 for s in statistics.atlas_statistics()},
                     tokens={str(i): t for i, t in sorted(self.tokens.items())})
         with atomic_path(path) as tmp:
             save_file({k: np.ascontiguousarray(v) for k, v in self.arrays.items()}, str(tmp),

@@ -1,5 +1,6 @@
-"""Numbers computed from a trace: attention rollout, layer aggregates, head statistics,
-comparisons and mechanism scores. How they are shown (hide special tokens, threshold,
+"""Numbers computed from a trace: attention rollout, layer aggregates, head statistics (each
+entry of the one list, engine/inspection/statistics.py, from row blocks), comparisons and
+mechanism scores. How they are shown (hide special tokens, threshold,
 per-head scale, log colour) is gui/display.py's.
 
 All functions take numpy arrays (L, H, Tq, Tk) and return numpy arrays, so the GUI, the
@@ -16,6 +17,8 @@ from attnscope.engine.kinds import CROSS, QUERY_SIDE
 from attnscope.engine.traces import base
 from attnscope.engine.traces.base import TraceTooLarge, layer_started, sizes_apart
 from attnscope.engine.inputs import check_kind
+from attnscope.engine.inspection import statistics
+from attnscope.engine.inspection.statistics import head_means
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces import reading
 from attnscope.engine.loading.loaded import LoadedModel
@@ -47,43 +50,6 @@ def rollout(weights: np.ndarray, residual: bool = True) -> np.ndarray:
         r = a @ r
         out.append(r)
     return np.stack(out)
-
-
-def head_statistics(weights: np.ndarray, query_tokens: list[str], key_tokens: list[str], kind: str) -> dict[str, np.ndarray]:
-    """Per head (L, H) arrays of attention ``kind`` (engine.kinds):
-
-    entropy    mean over queries of -sum_k w log w (nats; low = focused);
-    distance   mean over queries of sum_k w |q - k| (positions; 0 = attends to itself);
-    self       mean weight on the query's own position (self-attention only, else nan: in
-               cross-attention query i and key i are tokens of two texts, even when both
-               texts happen to have the same length);
-    previous   mean weight on position q - 1 (queries 1..T-1; self-attention only);
-    first      mean weight on the first key;
-    cls / sep  mean total weight on keys that are [CLS] / [SEP] (or BOS / EOS)."""
-    w = weights.astype(np.float32, copy=False)  # float32: a 6x12x512x512 trace takes ~0.1 s
-    tq, tk = w.shape[-2:]
-    # Entropy a layer at a time through one scratch buffer: log of the whole (L, H, Tq, Tk)
-    # array at once took two fresh 75 MB temporaries at 512 tokens, and their page faults
-    # made the view's time swing from 60 to 290 ms.
-    entropy = np.empty(w.shape[:2], np.float32)                                # (L, H)
-    scratch = np.empty(w.shape[1:], np.float32)                                # (H, Tq, Tk)
-    for layer, lw in enumerate(w):
-        np.log(np.maximum(lw, 1e-30, out=scratch), out=scratch)
-        entropy[layer] = -np.einsum("hqk,hqk->h", lw, scratch) / tq
-    offsets = np.abs(np.arange(tq)[:, None] - np.arange(tk)[None, :]).astype(np.float32)  # (Tq, Tk)
-    distance = np.einsum("lhqk,qk->lh", w, offsets) / tq
-    if tq == tk and kind != CROSS:
-        diag = np.diagonal(w, axis1=-2, axis2=-1)
-        self_w = diag.mean(-1)
-        previous = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).mean(-1) if tq > 1 else np.full(w.shape[:2], np.nan)
-    else:
-        self_w = previous = np.full(w.shape[:2], np.nan)
-    first = w[..., 0].mean(-1)
-    is_cls, is_sep = _marker_keys(key_tokens)
-    cls = w[..., is_cls].sum(-1).mean(-1) if is_cls.any() else np.zeros(w.shape[:2])
-    sep = w[..., is_sep].sum(-1).mean(-1) if is_sep.any() else np.zeros(w.shape[:2])
-    return {"entropy": entropy, "distance": distance, "self": self_w, "previous": previous,
-            "first": first, "cls": cls, "sep": sep}
 
 
 def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=None, stop=None) -> np.ndarray:
@@ -122,59 +88,16 @@ def trace_rollout(trace, kind: str, layer: int, residual: bool = True, report=No
     return product.cpu().numpy()
 
 
-def _marker_keys(key_tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(is_cls, is_sep): which keys are [CLS]-like (or BOS) and which [SEP]-like (or EOS)."""
-    return (np.array([t in ("[CLS]", "[BOS]", "<s>") for t in key_tokens], dtype=bool),
-            np.array([t in ("[SEP]", "[EOS]", "</s>") for t in key_tokens], dtype=bool))
-
-
-def trace_head_statistics(trace, kind: str, report=None, stop=None) -> dict[str, np.ndarray]:
-    """``head_statistics`` of ``trace``'s ``kind``, for a trace of any length: from its dense
-    weights where every head fits at once, else summed over blocks of query rows (every head
-    and key of a layer, ``trace.block``, on the trace's device, sized by engine.runtime.blocks)
-    so nothing larger than a block is held: at 4k tokens of 16 layers x 20 heads the dense
-    weights are 21 GB, and the view refused. ``report(("overview", layers done, layers))``
-    after each layer; ``stop()`` true ends it between two layers (RunCancelled)."""
+def trace_head_statistics(trace, kind: str, report=None, stop=None, step: int | None = None) -> dict[str, np.ndarray]:
+    """{name: (L, H) float32}: every entry of the one list (engine.inspection.statistics) for
+    ``trace``'s ``kind``, each head's mean over the query rows it counts, at any length: summed
+    over exact row blocks (``reading.row_blocks``, ``step`` rows at a time, default what a block
+    may hold on the trace's device), never the dense (L, H, T, T) array, so a short and a long
+    trace go one path. ``report(("overview", layers done, layers))`` after each layer;
+    ``stop()`` true ends it between two layers (RunCancelled)."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
-
-    q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
-    try:
-        return head_statistics(reading.weights(trace, kind), q_tokens, k_tokens, kind)
-    except TraceTooLarge:
-        return _blocked_head_statistics(trace, kind, k_tokens, report, stop)
-
-
-def _blocked_head_statistics(trace, kind: str, key_tokens: list[str], report=None, stop=None) -> dict:
-    import torch
-
-    L, H, tq, tk = trace.shape(kind)
-    diagonal = tq == tk and kind != CROSS
-    is_cls, is_sep = (torch.from_numpy(m).to(trace.device) for m in _marker_keys(key_tokens))
-    keys = torch.arange(tk, device=trace.device, dtype=torch.float32)                     # (Tk,)
-    sums = {name: np.zeros((L, H), np.float64) for name in ("entropy", "distance", "self", "previous", "first",
-                                                            "cls", "sep")}
-    for layer in range(L):
-        layer_started(layer, L, report, stop)
-        for r0, w in reading.row_blocks(trace, kind, layer):                                       # (H, r, Tk)
-            r1 = r0 + w.shape[1]
-            rows = torch.arange(r0, r1, device=w.device, dtype=torch.float32)            # (r,)
-            add = {"entropy": -(w * torch.log(w.clamp_min(1e-30))).sum((1, 2)),
-                   "distance": (w * (rows[:, None] - keys[None, :]).abs()).sum((1, 2)),
-                   "first": w[:, :, 0].sum(1),
-                   "cls": w[:, :, is_cls].sum((1, 2)), "sep": w[:, :, is_sep].sum((1, 2))}
-            if diagonal:
-                at = torch.arange(r1 - r0, device=w.device)
-                add["self"] = w[:, at, at + r0].sum(1)
-                before = at[r0 + at >= 1]
-                add["previous"] = w[:, before, before + r0 - 1].sum(1)
-            for name, value in add.items():
-                sums[name][layer] += value.double().cpu().numpy()
-    nan = np.full((L, H), np.nan)
-    return {"entropy": (sums["entropy"] / tq).astype(np.float32), "distance": (sums["distance"] / tq).astype(np.float32),
-            "self": (sums["self"] / tq).astype(np.float32) if diagonal else nan,
-            "previous": (sums["previous"] / (tq - 1)).astype(np.float32) if diagonal and tq > 1 else nan,
-            "first": (sums["first"] / tq).astype(np.float32), "cls": (sums["cls"] / tq).astype(np.float32),
-            "sep": (sums["sep"] / tq).astype(np.float32)}
+    return head_means(lambda i: reading.row_blocks(trace, kind, i, step), trace.shape(kind), kind != CROSS,
+                      reading.key_tokens(trace, kind), report, stop)
 
 
 def compare_traces(a, b, kind: str) -> dict:
@@ -257,17 +180,29 @@ _MECHANISMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model
 
 def mechanism_report(loaded) -> dict:
     """What ``attnscope heads --json`` prints: the ids fed (specials included), where the
-    repeated sequence starts and how long one copy is, and the scores per self-attention kind."""
+    repeated sequence starts and how long one copy is, the scores per self-attention kind, and
+    every entry of the one statistics list on that sequence (``statistics``: kind -> name ->
+    (L, H), with each entry's ``definitions``)."""
+    import torch
+
     check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     found = _mechanism_forward(loaded)
     kinds = {k: {name: v.tolist() for name, v in s.items()} for k, s in found["kinds"].items()}
+    listed = {}
+    for k, w in found["weights"].items():                                      # (L, H, T, T), a short sequence
+        means = head_means(lambda i, w=w: [(0, torch.from_numpy(w[i]))], w.shape, True, found["fed"][k])
+        listed[k] = {name: [[None if np.isnan(x) else float(x) for x in row] for row in v]
+                     for name, v in means.items()}
     first = next(iter(found["fed"]))
     return {"token_ids": found["fed"][first], "start": found["starts"][first], "half": found["half"], "kinds": kinds,
-            "sequences": {k: {"token_ids": found["fed"][k], "start": found["starts"][k]} for k in found["kinds"]}}
+            "sequences": {k: {"token_ids": found["fed"][k], "start": found["starts"][k]} for k in found["kinds"]},
+            "statistics": listed,
+            "definitions": {s.name: {"definition": s.definition, "tip": s.tip} for s in statistics.STATISTICS}}
 
 
 def _mechanism_forward(loaded) -> dict:
-    """{"kinds": kind -> scores, "fed": kind -> ids fed on that side, "starts", "half"}."""
+    """{"kinds": kind -> scores, "fed": kind -> ids fed on that side, "weights": kind -> (L, H, T, T),
+    "starts", "half"}."""
     import torch
 
     from attnscope.engine.seam import recording   # torch: analysis.py imports none until a forward is asked for
@@ -278,10 +213,11 @@ def _mechanism_forward(loaded) -> dict:
     framed, starts = adapter.frame_ids(ids)
     with torch.no_grad(), recording() as rec:
         adapter.forward(framed)
-    scores, fed = {}, {}
+    scores, fed, weights = {}, {}, {}
     for kind, start in starts.items():
         w = np.stack([c.weights(0).cpu().numpy() for c in rec.layers(kind)])   # (L, H, T, T)
         scores[kind] = {"induction": induction_scores(w, start, half),
                         "previous": previous_token_scores(w, start, 2 * half)}
         fed[kind] = framed.source_ids if QUERY_SIDE[kind] == "source" else framed.target_ids
-    return {"kinds": scores, "fed": fed, "starts": starts, "half": half}
+        weights[kind] = w
+    return {"kinds": scores, "fed": fed, "weights": weights, "starts": starts, "half": half}

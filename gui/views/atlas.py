@@ -15,10 +15,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from attnscope.engine.atlas import STATISTICS, atlas_summary, head_detail, load_state
+from attnscope.engine.atlas import atlas_summary, head_detail, load_state
+from attnscope.engine.inspection import statistics
 from attnscope.gui.worker import Jobs
 
-METRICS = [s.name for s in STATISTICS] + ["activation"]
+METRICS = [s.name for s in statistics.atlas_statistics()] + ["activation"]
 
 
 def read_atlas(path: str) -> dict:
@@ -161,7 +162,7 @@ class AtlasView(QWidget):
         self.projection.setTitle(f"{detail['name']} Q/K projection (PCA keeps {p['variance_kept']:.0%} of the variance)")
         lines = [f"<b>{detail['name']}</b>"]
         lines += [f"{s.name}: {detail[s.name]['mean']:.4g}" if detail[s.name]["mean"] is not None else f"{s.name}: -"
-                  for s in STATISTICS]
+                  for s in statistics.atlas_statistics()]
         lines.append("similar: " + ", ".join(f"{s['head']} ({s['cosine']:.2f})" for s in detail["similar"]))
         lines.append("<b>top contexts</b>")
         lines += [_escape(context_line(c)) for c in detail["top"]]

@@ -1,37 +1,46 @@
-"""Head statistics: one sortable row per head (entropy, distance, self / previous / first /
-[CLS] / [SEP] weight on the shown text; induction and previous-token scores of the model on
-a fixed repeated random sequence). Clicking a row opens that head in the Head detail view.
+"""Head statistics: one sortable row per head, one column per entry of the one statistics list
+(engine/inspection/statistics.py: its name, its tip and definition in the header's tooltip,
+measured on the shown text), then the induction and previous-token scores of the model on a
+fixed repeated random sequence. Clicking a row opens that head in the Head detail view.
 
 The kind follows the state's selection, and the selected head's row is highlighted; the
 statistics are computed in a worker, the table is filled from them."""
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from attnscope.engine.inspection import mechanism_scores, trace_head_statistics
+from attnscope.engine.inspection import mechanism_scores, statistics, trace_head_statistics
 from attnscope.gui.drawing.drawings import StatsDrawing
 from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.worker import MODEL, call_on_lane
 
-COLUMNS = ("layer", "head", "entropy", "distance", "self", "previous", "first", "cls", "sep", "induction",
-           "prev-token")
-TIPS = {
-    "entropy": "mean entropy of a query's weights (nats): low = focused, high = spread",
-    "distance": "mean |query - key| position distance, weighted by attention",
-    "self": "mean weight on the query's own position",
-    "previous": "mean weight on the position just before the query",
-    "first": "mean weight on the first token",
-    "cls": "mean total weight on [CLS] / [BOS]",
-    "sep": "mean total weight on [SEP] / [EOS]",
-    "induction": "on a random sequence repeated twice: mean weight from a token of the second copy to the token "
-                 "after its first occurrence (an induction head scores near 1)",
-    "prev-token": "on the same random sequence: mean weight on the token just before (a previous-token head "
-                  "scores near 1)",
-}
+class Column(NamedTuple):
+    name: str
+    tip: str
+
+
+# The two scores of the model on a fixed random sequence repeated twice (engine.inspection's
+# mechanism_scores), beside the list's entries measured on the shown text.
+MECHANISM_COLUMNS = (
+    (Column("induction (repeat)", "on a random sequence repeated twice: mean weight from a token of the second copy "
+                                  "to the token after its first occurrence (an induction head scores near 1)"),
+     "induction"),
+    (Column("previous (repeat)", "on the same random sequence: mean weight on the token just before (a "
+                                 "previous-token head scores near 1)"), "previous"),
+)
+
+
+def columns() -> list[Column]:
+    """Every column after layer and head: each entry of the one statistics list (its tip, then
+    its definition), read when asked so a new entry is a new column, then the mechanism scores."""
+    listed = [Column(s.name, f"{s.tip}: {s.definition}") for s in statistics.STATISTICS]
+    return listed + [column for column, _ in MECHANISM_COLUMNS]
 
 
 class NumberItem(QTableWidgetItem):
@@ -57,16 +66,15 @@ def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> Stat
     stats = trace_head_statistics(trace, kind, report, stop)
     mechanisms = call_on_lane(MODEL, _mechanisms, loaded, stop).get(kind, {}) if loaded is not None else {}
     none = np.full(stats["entropy"].shape, np.nan)
-    for column, name in (("induction", "induction"), ("prev-token", "previous")):
+    for column, name in MECHANISM_COLUMNS:
         scores = mechanisms.get(name)
-        stats[column] = scores if scores is not None and scores.shape == none.shape else none
-    keys = trace.key_tokens(kind)
-    # Columns a model has nothing for are hidden, not shown as rows of 0.000 or "–".
-    absent = {"cls": not any(t in ("[CLS]", "[BOS]", "<s>") for t in keys),
-              "sep": not any(t in ("[SEP]", "[EOS]", "</s>") for t in keys),
-              "induction": bool(np.isnan(stats["induction"]).all()),
-              "prev-token": bool(np.isnan(stats["prev-token"]).all())}
-    return StatsDrawing(kind=kind, stats=stats, hidden=[c for c, gone in absent.items() if gone])
+        stats[column.name] = scores if scores is not None and scores.shape == none.shape else none
+    # Columns a text or model has nothing for (no [CLS] key; no mechanism scores) are hidden,
+    # not shown as rows of "–". Cross-attention's self and previous stay, reading "–": the
+    # kind has them, the two texts' positions do not line up.
+    always = {s.name for s in statistics.STATISTICS if s.self_only}
+    hidden = [c.name for c in columns() if c.name not in always and bool(np.isnan(stats[c.name]).all())]
+    return StatsDrawing(kind=kind, stats=stats, hidden=hidden)
 
 
 def _mechanisms(loaded, stop=None) -> dict:
@@ -88,11 +96,11 @@ class HeadStats(PreparedView, QWidget):
         top.addWidget(QLabel("Attention:"))
         top.addWidget(self.kind_box)
         top.addWidget(QLabel("Click a column to sort, a row to open the head."), 1)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        for i, name in enumerate(COLUMNS):
-            if name in TIPS:
-                self.table.horizontalHeaderItem(i).setToolTip(TIPS[name])
+        self.columns = columns()
+        self.table = QTableWidget(0, 2 + len(self.columns))
+        self.table.setHorizontalHeaderLabels(["layer", "head"] + [c.name for c in self.columns])
+        for i, column in enumerate(self.columns, start=2):
+            self.table.horizontalHeaderItem(i).setToolTip(column.tip)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.verticalHeader().setVisible(False)
@@ -156,11 +164,11 @@ class HeadStats(PreparedView, QWidget):
         for row, (l, h) in enumerate((l, h) for l in range(n_layers) for h in range(n_heads)):
             self.table.setItem(row, 0, NumberItem(l, 0))
             self.table.setItem(row, 1, NumberItem(h, 0))
-            for c, name in enumerate(COLUMNS[2:], start=2):
-                self.table.setItem(row, c, NumberItem(self.stats[name][l, h]))
+            for c, column in enumerate(self.columns, start=2):
+                self.table.setItem(row, c, NumberItem(self.stats[column.name][l, h]))
         self.table.setSortingEnabled(True)
-        for c, name in enumerate(COLUMNS):
-            self.table.setColumnHidden(c, name in d.hidden)
+        for c, column in enumerate(self.columns, start=2):
+            self.table.setColumnHidden(c, column.name in d.hidden)
         self._mark_selected()
 
     def _mark_selected(self) -> None:

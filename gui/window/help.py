@@ -5,8 +5,19 @@ and a colour mean in each view, and the three kinds of attention.
 """
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QListWidget, QTextBrowser, QToolButton, QWidget)
+
+from attnscope.engine.inspection import statistics
+
+def _statistics_list() -> str:
+    """The one statistics list (engine/inspection/statistics.py) as the page's list: each
+    entry's name and definition, so the page cannot drift from the columns."""
+    items = "".join(f"<li><b>{s.name}</b>: {escape(s.definition)}</li>" for s in statistics.STATISTICS)
+    return f"<ul>{items}</ul>"
+
 
 KINDS = """
 <h3>The three kinds of attention</h3>
@@ -69,13 +80,13 @@ position after a layer, following the attention of every layer before it (with t
 residual connection counted as attention to oneself). Rows are positions, columns the input
 tokens they draw from; rows sum to 1. "mean of heads" and "max of heads" show one layer
 instead.</p>{KINDS}""",
-    "Head statistics": """<h2>Head statistics</h2>
-<p>One row per head, one column per measure: entropy (low: the head looks at few tokens),
-distance (how far back or ahead it looks), self and previous (weight on the token itself and
-the one before), first (weight on the first token, an attention sink), and where the model
-has them, the weight on [CLS] and [SEP]. Induction and previous-token scores, where shown,
-come from a fixed random sequence repeated twice. Click a column to sort; click a row to open
-the head everywhere.</p>""",
+    "Head statistics": f"""<h2>Head statistics</h2>
+<p>One row per head, one column per measure, each a head's mean over the query rows i of the
+shown text, with a_ij the weight query i gives key j (a column with nothing to measure, such as
+[CLS] in a text without one, is hidden):</p>{_statistics_list()}
+<p>The same list is the atlas's metrics (docs/atlas.md) and `attnscope heads --json`'s.
+Induction and previous-token scores "(repeat)", where shown, come from a fixed random sequence
+repeated twice. Click a column to sort; click a row to open the head everywhere.</p>""",
     "Neurons": """<h2>Neurons</h2>
 <p>How one head turns a query and the keys into weights, for one query token: its query
 vector q (one row), every key vector k (one row per key token), their elementwise product,

@@ -13,7 +13,7 @@ from attnscope.engine.atlas import build_atlas, load_state
 from attnscope.engine.atlas.corpus import documents
 from attnscope.engine.atlas.read import atlas_summary, head_detail, means
 from attnscope.engine.atlas.similarity import similarity, similarity_rows
-from attnscope.engine.atlas.statistics import LOCAL_WINDOW, NAMES
+from attnscope.engine.inspection.statistics import LOCAL_WINDOW, NAMES
 from attnscope.engine.loading.catalog import open_model
 from attnscope.engine.traces import RunCancelled
 from tests.helpers.hf_tiny import tiny_folder
@@ -173,9 +173,9 @@ def test_bad_input_is_one_sentence_and_exit_2(tmp_path, capsys):
 
 def test_docs_hold_every_definition():
     text = (ROOT / "docs" / "atlas.md").read_text(encoding="utf-8")
-    from attnscope.engine.atlas import STATISTICS
+    from attnscope.engine.inspection.statistics import STATISTICS
 
-    assert [s.name for s in STATISTICS if s.definition not in text or s.source not in text] == []
+    assert [s.name for s in STATISTICS if s.name not in text or s.definition not in text or s.source not in text] == []
 
 
 def test_a_family_without_piece_ids_reads_its_corpus(corpus, tmp_path):

@@ -4,7 +4,7 @@ import csv
 import numpy as np
 import pytest
 
-from attnscope.engine.inspection.analysis import head_statistics, layer_aggregate, rollout
+from attnscope.engine.inspection.analysis import layer_aggregate, rollout
 from attnscope.gui.display import display_weights, special_mask
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.inspection.export import load_npz, save_csv, save_npz
@@ -21,22 +21,6 @@ def test_rollout_matches_a_direct_computation():
     np.testing.assert_allclose(got[2], a[2] @ a[1] @ a[0], rtol=1e-5)
     np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(rollout(w, residual=False)[1], w[1].mean(0) @ w[0].mean(0), rtol=1e-5)
-
-
-def test_head_statistics_on_a_constructed_matrix():
-    # head 0 attends to the previous token (query 0 to itself); head 1 spreads uniformly
-    prev = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=float)
-    uniform = np.full((3, 3), 1 / 3)
-    w = np.stack([prev, uniform])[None]  # (1, 2, 3, 3)
-    s = head_statistics(w, ["[CLS]", "a", "[SEP]"], ["[CLS]", "a", "[SEP]"], "encoder self")
-    assert s["previous"][0, 0] == pytest.approx(1.0)        # (1 + 1) / 2
-    assert s["self"][0, 0] == pytest.approx(1 / 3)          # only query 0 on itself
-    assert s["entropy"][0, 0] == pytest.approx(0.0)
-    assert s["entropy"][0, 1] == pytest.approx(np.log(3))
-    assert s["distance"][0, 0] == pytest.approx(2 / 3)      # (0 + 1 + 1) / 3
-    assert s["distance"][0, 1] == pytest.approx((1 + 2 / 3 + 1) / 3)
-    assert s["first"][0, 0] == pytest.approx(2 / 3)
-    assert s["cls"][0, 1] == pytest.approx(1 / 3) and s["sep"][0, 0] == pytest.approx(0.0)
 
 
 def test_display_options():
@@ -78,7 +62,7 @@ def test_head_statistics_of_a_trace_too_large_for_every_head_at_once_are_summed_
     model = random_model(family)
     trace = trace_text(model, text)
     for kind in trace.kinds:
-        whole = head_statistics(trace.weights(kind), trace.query_tokens(kind), trace.key_tokens(kind), kind)
+        whole = trace_head_statistics(trace, kind)                  # one block: the whole text
         monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)          # every head at once: refused
         reports = []
         with blocks.forced(3 * 4 * trace.shape(kind)[1] * trace.shape(kind)[3]):   # three query rows a block

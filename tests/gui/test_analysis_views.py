@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from attnscope.engine.inspection.analysis import head_statistics, rollout
+from attnscope.engine.inspection.analysis import rollout, trace_head_statistics
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.gui.state import AppState
@@ -70,8 +70,7 @@ def test_stats_table_sorts_and_opens_heads(state, qtbot, drawn):
     view = HeadStats(state)
     qtbot.addWidget(view)
     drawn(view)
-    stats = head_statistics(state.trace.weights("encoder self"), state.trace.source_tokens, state.trace.source_tokens,
-                            "encoder self")
+    stats = trace_head_statistics(state.trace, "encoder self")
     L, H = stats["entropy"].shape
     assert view.table.rowCount() == L * H
     view.table.sortItems(2)  # entropy, ascending
@@ -182,7 +181,7 @@ def test_stats_run_the_models_forward_on_the_model_thread_once(qtbot, drawn, mon
     view = HeadStats(s)
     qtbot.addWidget(view)
     drawn(view)
-    assert not np.isnan(view.stats["induction"]).any()
+    assert not np.isnan(view.stats["induction (repeat)"]).any()
     s.set_trace(trace_text(s.loaded, "the small cat sees the dog"))
     drawn(view)
     assert threads == [call_on_lane(MODEL, threading.get_ident)]
@@ -262,11 +261,13 @@ def test_cross_attention_has_no_self_or_previous_scores_even_when_the_lengths_ma
     s.set_model(random_model("translator", seed=1))
     s.set_trace(trace_text(s.loaded, "the big dog", target="der große hund"))   # 4 source and 4 target tokens
     assert s.trace.shape("cross")[2] == s.trace.shape("cross")[3]
-    w = s.trace.weights("cross")
-    stats = head_statistics(w, s.trace.query_tokens("cross"), s.trace.key_tokens("cross"), "cross")
+    stats = trace_head_statistics(s.trace, "cross")
     assert np.isnan(stats["self"]).all() and np.isnan(stats["previous"]).all()
     assert np.isfinite(stats["entropy"]).all()
-    square_self = head_statistics(w, s.trace.query_tokens("cross"), s.trace.key_tokens("cross"), "decoder self")
+    from attnscope.engine.inspection.statistics import head_means
+    from attnscope.engine.traces import reading
+    square_self = head_means(lambda i: reading.row_blocks(s.trace, "cross", i), s.trace.shape("cross"), True,
+                             s.trace.key_tokens("cross"))
     assert np.isfinite(square_self["self"]).all()       # the same square map read as self-attention has them
     s.select(kind="cross")
     view = HeadStats(s)

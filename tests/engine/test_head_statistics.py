@@ -1,0 +1,128 @@
+"""Head statistics (engine/inspection/statistics.py's one list) read from exact row blocks,
+against a float64 dense reference computed here from the trace's weights, for a short trace
+(one block) and a long one (blocks of three rows); and a new entry appended to the list seen
+by every reader: Head statistics, `attnscope heads --json` and the atlas."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnscope.engine.inspection import statistics
+from attnscope.engine.inspection.analysis import trace_head_statistics
+from attnscope.engine.inspection.statistics import LOCAL_WINDOW, MARKERS, STATISTICS, head_means
+from attnscope.engine.kinds import CROSS
+from attnscope.engine.loading.demo import random_model
+from attnscope.engine.traces.tracing import trace_text
+
+TEXT = "the cat sat on the mat and the dog sat on the log and the cat sat"
+
+
+def dense_reference(w: np.ndarray, tokens: list[str], self_attention: bool) -> dict[str, np.ndarray]:
+    """{name: (L, H)} float64, straight from each definition over the dense (L, H, Tq, Tk) weights."""
+    w = w.astype(np.float64)
+    L, H, tq, tk = w.shape
+    off = tk - tq if self_attention else 0
+    pos = np.arange(tq) + off                                                  # (Tq,)
+    j = np.arange(tk)
+    logw = np.log(np.maximum(w, 1e-30))
+    out = {"entropy": -(w * logw).sum(-1).mean(-1),
+           "distance": (w * np.abs(pos[:, None] - j[None, :])).sum(-1).mean(-1),
+           "sink": w[..., 0].mean(-1), "learned_sink": np.clip(1 - w.sum(-1), 0, None).mean(-1)}
+    for name, names in MARKERS.items():
+        keys = np.isin(np.array(tokens), names)
+        out[name] = w[..., keys].sum(-1).mean(-1) if keys.any() else np.full((L, H), np.nan)
+    if not self_attention:
+        return out | {n: np.full((L, H), np.nan) for n in ("previous", "self", "local", "duplicate", "induction")}
+    prev = [i for i in range(tq) if pos[i] >= 1]
+    out["previous"] = np.stack([w[..., i, pos[i] - 1] for i in prev], -1).mean(-1)
+    out["self"] = np.stack([w[..., i, pos[i]] for i in range(tq)], -1).mean(-1)
+    out["local"] = (w * (np.abs(pos[:, None] - j[None, :]) <= LOCAL_WINDOW)).sum(-1).mean(-1)
+    tok = np.array(tokens)
+    dup = [i for i in range(tq) if (tok[:pos[i]] == tok[pos[i]]).any()]
+    same = np.array([[k < pos[i] and tok[k] == tok[pos[i]] for k in range(tk)] for i in range(tq)])
+    after = np.array([[1 <= k <= pos[i] and tok[k - 1] == tok[pos[i]] for k in range(tk)] for i in range(tq)])
+    out["duplicate"] = (w * same).sum(-1)[..., dup].mean(-1)
+    out["induction"] = (w * after).sum(-1)[..., dup].mean(-1)
+    return out
+
+
+@pytest.mark.parametrize("family", ["gpt", "translator", "bert"])
+@pytest.mark.parametrize("step", [None, 3])
+def test_every_entry_equals_a_dense_float64_reference_for_a_short_and_a_long_trace(family, step):
+    """step None: one block holds the text (a short trace); 3: a block of three query rows, so
+    every layer is read in several blocks (a long trace's path). The same code either way."""
+    trace = trace_text(random_model(family), TEXT)
+    for kind in trace.kinds:
+        L, H, tq, tk = trace.shape(kind)
+        assert step is None or tq > step                                       # more than one block
+        reports = []
+        got = trace_head_statistics(trace, kind, report=reports.append, step=step)
+        want = dense_reference(trace.weights(kind), trace.key_tokens(kind), kind != CROSS)
+        assert set(got) == {s.name for s in STATISTICS} and len(reports) == L - 1
+        for name, value in want.items():
+            np.testing.assert_allclose(got[name], value, atol=1e-5, rtol=1e-5, equal_nan=True,
+                                       err_msg=f"{family} {kind} {name}")
+
+
+def test_a_constructed_matrix():
+    # head 0 attends to the previous token (query 0 to itself); head 1 spreads uniformly
+    prev = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=np.float32)
+    uniform = np.full((3, 3), 1 / 3, np.float32)
+    w = torch.from_numpy(np.stack([prev, uniform]))                            # (H, T, T)
+    s = head_means(lambda i: [(0, w)], (1, 2, 3, 3), True, ["[CLS]", "a", "[SEP]"])
+    assert s["previous"][0, 0] == pytest.approx(1.0)        # (1 + 1) / 2
+    assert s["self"][0, 0] == pytest.approx(1 / 3)          # only query 0 on itself
+    assert s["entropy"][0, 0] == pytest.approx(0.0, abs=1e-6)
+    assert s["entropy"][0, 1] == pytest.approx(np.log(3))
+    assert s["distance"][0, 0] == pytest.approx(2 / 3)      # (0 + 1 + 1) / 3
+    assert s["sink"][0, 0] == pytest.approx(2 / 3)
+    assert s["cls"][0, 1] == pytest.approx(1 / 3) and s["sep"][0, 0] == pytest.approx(0.0)
+
+
+def focus(w, rows):
+    """A new role detector: the largest weight of each row."""
+    return w.max(-1).values, None
+
+
+NEW = statistics.Statistic("focus", "max_j a_ij: the largest weight of a row", "the strongest key's weight",
+                           focus, lambda n: 1.0, "a test's own")
+
+
+def test_a_new_role_detector_is_one_entry(monkeypatch, tmp_path, capsys, qtbot):
+    """Appending one entry to the list shows it in Head statistics' columns (with its tip), in
+    `attnscope heads --json` (its values and definition) and in the atlas (its mean per head)."""
+    from attnscope.cli.entry import main
+    from attnscope.engine.atlas import atlas_summary, build_atlas
+    from attnscope.engine.loading.catalog import open_model
+    from attnscope.gui.views.head_stats import columns, stats_drawing
+
+    monkeypatch.setattr(statistics, "STATISTICS", [*STATISTICS, NEW])
+    loaded = random_model("gpt")
+    trace = trace_text(loaded, TEXT)
+    kind = trace.kinds[0]
+    drawn = stats_drawing(trace, kind)
+    assert "focus" in [c.name for c in columns()] and "focus" not in drawn.hidden
+    np.testing.assert_allclose(drawn.stats["focus"], trace.weights(kind).max(-1).mean(-1), atol=1e-6)
+
+    assert main(["heads", "random-gpt", "--json"]) == 0
+    import json
+    printed = json.loads(capsys.readouterr().out)
+    assert "focus" in printed["statistics"][kind] and printed["definitions"]["focus"]["definition"] == NEW.definition
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text((TEXT + "\n") * 3, encoding="utf-8")
+    from pathlib import Path
+    gpt = Path(__file__).resolve().parents[2] / "resources" / "checkpoints" / "gpt.safetensors"
+    summary = atlas_summary(build_atlas(open_model(str(gpt)), tmp_path / "a.safetensors", corpus, length=16, docs=2,
+                                        top=2, samples=8))
+    assert "focus" in summary["definitions"] and "focus" in summary["heads"][0]
+
+
+def test_the_help_page_lists_every_entry():
+    from html import escape
+
+    from attnscope.gui.window.help import PAGES
+
+    page = PAGES["Head statistics"]
+    assert [s.name for s in STATISTICS if f"<b>{s.name}</b>: {escape(s.definition)}" not in page] == []
