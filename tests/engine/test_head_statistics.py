@@ -1,14 +1,13 @@
 """Head statistics (engine/inspection/statistics.py's one list) read from exact row blocks,
 against a float64 dense reference computed here from the trace's weights, for a short trace
-(one block) and a long one (blocks of three rows); and a new entry appended to the list seen
-by every reader: Head statistics, `attnscope heads --json` and the atlas."""
+(one block) and a long one (blocks of three rows). A new entry seen by every reader:
+tests/gui/test_head_stats_entries.py."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from attnscope.engine.inspection import statistics
 from attnscope.engine.inspection.analysis import trace_head_statistics
 from attnscope.engine.inspection.statistics import LOCAL_WINDOW, MARKERS, STATISTICS, head_means
 from attnscope.engine.kinds import CROSS
@@ -78,51 +77,3 @@ def test_a_constructed_matrix():
     assert s["distance"][0, 0] == pytest.approx(2 / 3)      # (0 + 1 + 1) / 3
     assert s["sink"][0, 0] == pytest.approx(2 / 3)
     assert s["cls"][0, 1] == pytest.approx(1 / 3) and s["sep"][0, 0] == pytest.approx(0.0)
-
-
-def focus(w, rows):
-    """A new role detector: the largest weight of each row."""
-    return w.max(-1).values, None
-
-
-NEW = statistics.Statistic("focus", "max_j a_ij: the largest weight of a row", "the strongest key's weight",
-                           focus, lambda n: 1.0, "a test's own")
-
-
-def test_a_new_role_detector_is_one_entry(monkeypatch, tmp_path, capsys, qtbot):
-    """Appending one entry to the list shows it in Head statistics' columns (with its tip), in
-    `attnscope heads --json` (its values and definition) and in the atlas (its mean per head)."""
-    from attnscope.cli.entry import main
-    from attnscope.engine.atlas import atlas_summary, build_atlas
-    from attnscope.engine.loading.catalog import open_model
-    from attnscope.gui.views.head_stats import columns, stats_drawing
-
-    monkeypatch.setattr(statistics, "STATISTICS", [*STATISTICS, NEW])
-    loaded = random_model("gpt")
-    trace = trace_text(loaded, TEXT)
-    kind = trace.kinds[0]
-    drawn = stats_drawing(trace, kind)
-    assert "focus" in [c.name for c in columns()] and "focus" not in drawn.hidden
-    np.testing.assert_allclose(drawn.stats["focus"], trace.weights(kind).max(-1).mean(-1), atol=1e-6)
-
-    assert main(["heads", "random-gpt", "--json"]) == 0
-    import json
-    printed = json.loads(capsys.readouterr().out)
-    assert "focus" in printed["statistics"][kind] and printed["definitions"]["focus"]["definition"] == NEW.definition
-
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text((TEXT + "\n") * 3, encoding="utf-8")
-    from pathlib import Path
-    gpt = Path(__file__).resolve().parents[2] / "resources" / "checkpoints" / "gpt.safetensors"
-    summary = atlas_summary(build_atlas(open_model(str(gpt)), tmp_path / "a.safetensors", corpus, length=16, docs=2,
-                                        top=2, samples=8))
-    assert "focus" in summary["definitions"] and "focus" in summary["heads"][0]
-
-
-def test_the_help_page_lists_every_entry():
-    from html import escape
-
-    from attnscope.gui.window.help import PAGES
-
-    page = PAGES["Head statistics"]
-    assert [s.name for s in STATISTICS if f"<b>{s.name}</b>: {escape(s.definition)}" not in page] == []
