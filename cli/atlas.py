@@ -26,9 +26,18 @@ def register(sub) -> None:
                    help="tokens per document (default 4,096, at most the model's context)")
     p.add_argument("--docs", type=int_in(1, 10**9), default=None, help="documents to read (default: the whole corpus)")
     p.add_argument("--top", type=int_in(1, 4096), default=32, help="top contexts kept per head (default 32)")
+    p.add_argument("--retrieval", type=_lengths, default=None, metavar="LENGTHS",
+                   help="retrieval probes of these lengths in tokens, e.g. 1024,4096: each head's retrieval score")
     p.add_argument("--json", action="store_true", help="print the atlas as JSON")
     p.add_argument("--head", default=None, help="one head, as L.H (0-based): its contexts and Q/K projection")
     p.set_defaults(func=run)
+
+
+def _lengths(value: str) -> list[int]:
+    """LENGTHS as the option takes them: whole numbers of tokens, comma-separated."""
+    from attnscope.cli.common import whole_number
+
+    return [whole_number(part.strip(), "a probe length (tokens)", hi=1 << 20) for part in value.split(",")]
 
 
 def run(args) -> int:
@@ -61,7 +70,10 @@ def _build(args) -> int:
     started, first = time.monotonic(), []
 
     def report(progress) -> None:
-        _, done, asked = progress
+        what, done, asked = progress
+        if what == "retrieval":
+            print(f"\rretrieval probes: {done:,} of {asked:,}", end="", file=sys.stderr, flush=True)
+            return
         first.append(done)                    # the first report of this session: resumed documents are not timed
         eta = ""
         if asked is not None and done > first[0]:
@@ -71,7 +83,7 @@ def _build(args) -> int:
               file=sys.stderr, flush=True)
 
     state = atlas(loaded, args.out, corpus=args.corpus, length=args.length, docs=args.docs, top=args.top,
-                  report=report).state
+                  retrieval=args.retrieval, report=report).state
     print(file=sys.stderr)
     say(f"{args.out}: {state.docs_done:,} documents, {int(state.meta['tokens_done']):,} tokens")
     return 0

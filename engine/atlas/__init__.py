@@ -12,6 +12,7 @@ from attnscope.engine.runtime.public import lazy
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
     from attnscope.engine.atlas.build import DEFAULT_LENGTH, DEFAULT_TOP, build_atlas
     from attnscope.engine.atlas.read import atlas_summary, head_detail
+    from attnscope.engine.atlas.retrieval import add_retrieval
     from attnscope.engine.atlas.state import load_state
 
 _PUBLIC = {
@@ -21,7 +22,8 @@ _PUBLIC = {
     "load_state": "state",
     "atlas_summary": "read",
     "head_detail": "read",
+    "add_retrieval": "retrieval",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["DEFAULT_LENGTH", "DEFAULT_TOP", "atlas_summary", "build_atlas", "head_detail",
+__all__ = ["DEFAULT_LENGTH", "DEFAULT_TOP", "add_retrieval", "atlas_summary", "build_atlas", "head_detail",
            "load_state"]

@@ -53,6 +53,8 @@ def atlas_summary(state: AtlasState) -> dict:
             for s in statistics.atlas_statistics():
                 hist = state.arrays[f"stat.{s.name}.hist"][layer, head]
                 entry[s.name] = {"mean": _num(mean[s.name][layer, head]), "deciles": deciles(hist, s.upper(m["length"]))}
+            if "retrieval.score" in state.arrays:           # retrieval probes (engine.atlas.retrieval), when run
+                entry["retrieval"] = _num(state.arrays["retrieval.score"][layer, head])
             heads.append(entry)
     sim = similarity(state.arrays["sim.gram"])
     names = [h["name"] for h in heads]
@@ -61,7 +63,7 @@ def atlas_summary(state: AtlasState) -> dict:
         entry["similar"] = [{"head": names[j], "cosine": round(float(sim[i, j]), 5)} for j in near]
     return {"model": m["model"], "family": m["family"], "kind": m["kind"], "corpus": m["corpus"],
             "length": m["length"], "documents": state.docs_done, "tokens": int(m["tokens_done"]),
-            "layers": L, "heads_per_layer": H, "memory": m.get("memory", {}),
+            "layers": L, "heads_per_layer": H, "memory": m.get("memory", {}), "retrieval": m.get("retrieval"),
             "definitions": {s.name: {"definition": s.definition, "tip": s.tip, "source": s.source}
                             for s in statistics.atlas_statistics()},
             "similarity": {"measure": "cosine of the heads' attention rows on the same rows of every document "

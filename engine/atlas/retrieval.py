@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnscope.engine.adapters import adapter_for
 from attnscope.engine.atlas.build import _record, _side_ids   # the atlas's one recorded forward
 from attnscope.engine.atlas.corpus import documents
 from attnscope.engine.inputs import InputError
@@ -125,3 +126,26 @@ def retrieval_scores(adapter, kind: str, corpus, lengths, depths=DEPTHS, report=
     assert total is not None
     return {"score": total / len(probes), "probes": len(probes), "needle_tokens": probes[0].copy[1] - probes[0].copy[0],
             "lengths": lengths, "depths": list(depths), "query_side": QUERY_SIDE[kind]}
+
+
+RETRIEVAL_DEFINITION = ("the share of a needle's tokens a head copies while the model writes the needle again: at the "
+                        "step writing needle token n, the head's strongest key lies in the inserted needle and holds n "
+                        "(Wu et al., 2024, Retrieval Head Mechanistically Explains Long-Context Factuality); probes "
+                        "built from the corpus, the needle at depths 0.1-0.9 of each asked length")
+
+
+def add_retrieval(state, loaded, lengths, out, report=None, stop=None):
+    """The atlas ``state`` (of ``loaded``) with each head's retrieval score over probes of
+    ``lengths`` tokens, written to ``out``; an atlas that has them for these lengths is kept as it is
+    (the same command resumes). The scores are (L, H) "retrieval.score"; the probes' facts in the
+    metadata's "retrieval"."""
+    lengths = sorted({int(n) for n in lengths})
+    kept = state.meta.get("retrieval") or {}
+    if kept.get("lengths") == lengths and "retrieval.score" in state.arrays:
+        return state
+    found = retrieval_scores(adapter_for(loaded), state.meta["kind"], state.meta["corpus"], lengths,
+                             report=report, stop=stop)
+    state.arrays["retrieval.score"] = found.pop("score")
+    state.meta["retrieval"] = dict(found, definition=RETRIEVAL_DEFINITION)
+    state.save(out)
+    return state

@@ -26,11 +26,29 @@ def _run(cmd: list, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=500)
 
 
+def _checkout_copy(dest: Path) -> Path:
+    """The checkout's files as git sees them (tracked and new, not ignored), copied to ``dest``:
+    a wheel built in the checkout itself reuses setuptools' build/ and *.egg-info left by an
+    earlier build, and would carry files since moved away."""
+    import shutil
+
+    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], ROOT).stdout
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if not source.exists() and not source.is_symlink():      # deleted in the tree, not yet in git
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target, follow_symlinks=False)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(the fresh venv, the wheel's path, a working folder away from the checkout)."""
     base = tmp_path_factory.mktemp("wheel")
-    built = _run([VENV_PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", ".", "-w", base / "dist"], ROOT)
+    src = _checkout_copy(base / "src")
+    built = _run([VENV_PY, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", ".", "-w", base / "dist"], src)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = next((base / "dist").glob("attnscope-*.whl"))
     venv = base / "V"
@@ -90,7 +108,8 @@ def test_export_equals_the_checkouts(installed, tmp_path):
 
 def test_sdist_carries_resources_and_builds_the_same_wheel(installed, tmp_path):
     _, wheel, _, _ = installed
-    made = _run([VENV_PY, "-c", f"from setuptools import build_meta as b; b.build_sdist({str(tmp_path)!r})"], ROOT)
+    tree = _checkout_copy(tmp_path / "tree")
+    made = _run([VENV_PY, "-c", f"from setuptools import build_meta as b; b.build_sdist({str(tmp_path)!r})"], tree)
     assert made.returncode == 0, made.stderr[-2000:]
     sdist = next(tmp_path.glob("attnscope-*.tar.gz"))
     import tarfile

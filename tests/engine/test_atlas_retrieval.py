@@ -54,3 +54,35 @@ def test_lengths_the_model_cannot_read_are_one_sentence(gpt, lengths):
         retrieval_scores(adapter, kind, None, lengths)
     message = str(caught.value)
     assert "\n" not in message and message.endswith(".")
+
+
+def test_an_atlas_keeps_its_retrieval_scores_and_the_same_command_resumes(gpt, tmp_path, monkeypatch):
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from attnscope.cli.entry import main
+    from attnscope.engine.atlas import load_state
+
+    out = tmp_path / "a.safetensors"
+    argv = ["atlas", "gpt", "--out", str(out), "--docs", "1", "--length", "64",
+            "--retrieval", "128,256"]
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        assert main(argv) == 0
+    first = load_state(out).arrays["retrieval.score"]                          # (L, H)
+    assert np.unravel_index(first.argmax(), first.shape) == (3, 3)
+    import attnscope.engine.atlas.retrieval as retrieval
+
+    def again(*_args, **_kw):
+        raise AssertionError("the probes ran again")
+    monkeypatch.setattr(retrieval, "retrieval_scores", again)
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        assert main(argv) == 0                                                 # done already: kept as it is
+    np.testing.assert_array_equal(load_state(out).arrays["retrieval.score"], first)
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        assert main(["atlas", str(out), "--json"]) == 0
+    summary = json.loads(printed.getvalue())
+    assert summary["retrieval"]["lengths"] == [128, 256] and "Wu et al." in summary["retrieval"]["definition"]
+    best = max(summary["heads"], key=lambda h: h["retrieval"])
+    assert best["name"] == "L3.H3"
