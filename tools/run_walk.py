@@ -7,14 +7,20 @@ the view's drawing, the painting), not go back and forth between them. This prin
 so it can be kept short (issue 47 asks for 35 stays or fewer, with at most 12 returns).
 
 How: the real window (offscreen, the bundled GPT, every dock hidden: the overview alone) has a
-new text typed and Run; the profile follows it on the GUI thread and on every worker thread the
-Run's jobs run on (the output line's job left out: it writes the continuation, not the tiles). A project function (gui/, engine/) is part of the walk when one of its arguments
-carries the request on: the text typed, or anything a function of the walk returned (the
-trace, a drawing), or an object that holds one of them. Each function counts once, at its
-first call, as a static walk of the calls would see it (a loop's calls are one call). A
-*stay* is a run of functions of one module; a *return* is a stay in a module already left.
+new text typed and Run; the profile follows it on the GUI thread, on every worker thread the
+Run's jobs run on (the output line's job left out: it writes the continuation, not the tiles),
+on the lanes' threads ``call_on_lane`` hands work to (a drawing prepared on the model's
+thread), and on threads of our own. A project function (gui/, engine/) is part of the walk
+when one of its arguments, ``self`` included, carries the request on: the text typed, anything
+a function of the walk returned (the trace, a drawing), a field of such a record (a drawing's
+mosaic; a numpy array also as a view of it, which pyqtgraph keeps), or an object that holds one
+of them. So the walk enters the rooms where tiles are made: the pooling (engine.traces),
+the drawing (gui.drawing, gui.widgets.mosaic) and the painting (gui.widgets.peak_image).
+Each function counts once, at its first call, as a static walk of the calls would see it (a
+loop's calls are one call). A *stay* is a run of functions of one module; a *return* is a stay
+in a module already left.
 
-    .venv/bin/python tools/run_walk.py          # prints the walk and one JSON line
+    .venv/bin/python tools/run_walk.py          # prints the walk and one JSON line (-v: each function)
 """
 from __future__ import annotations
 
@@ -34,26 +40,80 @@ from tools import loading_walk  # noqa: E402  (stays and returns counted one way
 TEXT = "The walk of one typed text to the tiles painted on the screen, step by step."
 
 
+def _is_array(value) -> bool:
+    """A numpy array or a torch tensor (a trace's ``shape`` is a method: a trace is a record)."""
+    return hasattr(type(value), "__array_interface__") or hasattr(type(value), "data_ptr")
+
+
+def _memory(value):
+    """A numpy array's first byte and size, shared by its views; None for anything else."""
+    face = getattr(value, "__array_interface__", None) if _is_array(value) else None
+    return (face["data"][0], getattr(value, "nbytes", 0)) if isinstance(face, dict) and face["data"][0] else None
+
+
+def fields(value) -> list:
+    """A record's fields: its ``__dict__``'s values, or its slots' (a frozen dataclass with slots
+    has no ``__dict__``); none for an array (data, not a record) or a type."""
+    if _is_array(value) or isinstance(value, type):
+        return []
+    try:
+        found = list(vars(value).values())[:64]
+    except TypeError:
+        found = []
+    for cls in type(value).__mro__[:-1]:
+        for name in getattr(cls, "__slots__", ()):
+            if isinstance(name, str) and not name.startswith("__"):
+                try:
+                    found.append(object.__getattribute__(value, name))
+                except AttributeError:
+                    pass
+    return found[:64]
+
+
 class Walk:
     def __init__(self, text: str):
-        self.marks: list = [text]
+        self.text = text
+        self.marks: list = [text]          # kept alive, so that their ids stay theirs
+        self.ids: set[int] = {id(text)}
+        self.memory: set = set()           # where marked numpy arrays keep their numbers: their views share it
         self.seen: set = set()
         self.order: list[str] = []
         self.walking: set = set()          # code objects in the walk (their return values carry on)
         self.lock = threading.Lock()
 
+    def mark(self, value, depth: int = 0) -> None:
+        """``value`` carries the request on, and so do its fields: a record returned (a trace's
+        answer, a drawing) hands its parts on to whoever reads them."""
+        if value is None or isinstance(value, (str, int, float, bool, bytes, type)) or id(value) in self.ids:
+            return
+        if type(value) is tuple and not value:      # one object in all Python: carries nothing
+            return
+        self.marks.append(value)
+        self.ids.add(id(value))
+        if _memory(value) is not None:
+            self.memory.add(_memory(value))
+        if depth > 0:
+            return
+        if isinstance(value, (tuple, list)):
+            parts = list(value[:16])
+        elif isinstance(value, dict):
+            parts = list(value.values())[:16]
+        else:
+            parts = fields(value)
+        for part in parts:                   # an array among them by its identity (it has no fields)
+            self.mark(part, 1)
+
     def carries(self, value, depth: int = 0) -> bool:
-        if any(value is m for m in self.marks):
+        if id(value) in self.ids:
+            return True
+        if _memory(value) in self.memory:        # a view of a marked array (pyqtgraph keeps a view of it)
             return True
         if isinstance(value, str):
-            return value == self.marks[0]
+            return value == self.text
         if isinstance(value, (tuple, list)) and depth == 0:
             return any(self.carries(v, 1) for v in value[:8])
-        if depth == 0 and hasattr(value, "__dict__") and not isinstance(value, type):
-            try:
-                return any(self.carries(v, 1) for v in list(vars(value).values())[:64])
-            except TypeError:
-                return False
+        if depth == 0 and not isinstance(value, type):
+            return any(self.carries(v, 1) for v in fields(value))
         return False
 
     def profile(self, frame, event, arg):
@@ -61,7 +121,7 @@ class Walk:
         if event == "return":
             if code in self.walking and arg is not None and not isinstance(arg, (str, int, float, bool)):
                 with self.lock:
-                    self.marks.append(arg)
+                    self.mark(arg)
             return
         if event != "call":
             return
@@ -72,7 +132,7 @@ class Walk:
         if rel.parts[0] not in PROJECT:
             return
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-        args = [frame.f_locals.get(n) for n in names if n != "self"]
+        args = [frame.f_locals.get(n) for n in names]       # ``self`` too: a method of what carries the request
         if not any(self.carries(a) for a in args):
             return
         with self.lock:
@@ -82,13 +142,38 @@ class Walk:
                 self.seen.add(key)
                 self.order.append(f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}")
 
+    def lane(self, fn):
+        """``fn`` as handed to a lane's thread, profiled there as it runs (a thread's profile is its own)."""
+        def run(*args, **kwargs):
+            sys.setprofile(self.profile)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sys.setprofile(None)
+        return run
+
+
+class _Lane:
+    """A lane's pool whose work is profiled: what ``call_on_lane`` hands over (a drawing prepared on
+    the model's thread) runs under the walk's profile."""
+
+    def __init__(self, pool, walk: Walk):
+        self.pool, self.walk = pool, walk
+
+    def start(self, fn, *rest):
+        return self.pool.start(self.walk.lane(fn) if callable(fn) and not hasattr(fn, "setAutoDelete") else fn, *rest)
+
+    def __getattr__(self, name):
+        return getattr(self.pool, name)
+
 
 def summary(order: list[str]) -> dict:
     return {**loading_walk.summary(order), "functions": len(order)}
 
 
-def main() -> None:
-    os.environ["ATTNSCOPE_SETTINGS"] = str(Path(tempfile.mkdtemp(prefix="attnscope-walk-")) / "settings.ini")
+def measure(text: str = TEXT) -> list[str]:
+    """The functions the walk of ``text``, typed and Run in the real window, passed, in order
+    (``module:function``); the window is closed after."""
     from bench._app import application, spin
 
     application()
@@ -106,7 +191,7 @@ def main() -> None:
     spin(lambda: worker.active_threads() == 0, 120)
     window.live_box.setChecked(False)
 
-    walk = Walk(TEXT)
+    walk = Walk(text)
     task_run = worker._Task.run
 
     def profiled_run(task):               # the worker threads are Qt's: each job is profiled as it runs
@@ -118,20 +203,35 @@ def main() -> None:
         finally:
             sys.setprofile(None)
     worker._Task.run = profiled_run
+    lane_pool = worker.lane_pool
+    worker.lane_pool = lambda lane: _Lane(lane_pool(lane), walk)    # call_on_lane's work, on its lane
+    threading.setprofile(walk.profile)                               # a thread of our own (the estimate's)
     sys.setprofile(walk.profile)
     try:
-        window.text_edit.setText(TEXT)
+        window.text_edit.setText(text)
         window.run()
-        spin(lambda: window.state.trace is not None and window.state.text == TEXT and not window.state.pending, 120)
+        spin(lambda: window.state.trace is not None and window.state.text == text and not window.state.pending, 120)
         spin(lambda: not window.grid.draw_jobs.busy, 120)
         window.grid.plot.grab()                                    # painted
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)          # type: ignore[arg-type]
         worker._Task.run = task_run
-    for room in loading_walk.stays(walk.order):
-        print("   ", room)
-    print(json.dumps(summary(walk.order)))
+        worker.lane_pool = lane_pool
+    window.discard_and_stop()             # its jobs stopped, then the window gone: nothing of it left behind
     window.close()
+    window.deleteLater()
+    from PySide6.QtCore import QCoreApplication, QEvent
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    return walk.order
+
+
+def main() -> None:
+    os.environ["ATTNSCOPE_SETTINGS"] = str(Path(tempfile.mkdtemp(prefix="attnscope-walk-")) / "settings.ini")
+    order = measure()
+    for step in order if "-v" in sys.argv else loading_walk.stays(order):        # -v: each function
+        print("   ", step)
+    print(json.dumps(summary(order)))
 
 
 if __name__ == "__main__":
