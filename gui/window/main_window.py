@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
-from PySide6.QtGui import QActionGroup, QFont, QKeySequence, QShortcut
+from PySide6.QtGui import QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWindow, QMessageBox, QVBoxLayout,
                                QWidget)
 
@@ -30,7 +30,8 @@ from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.window.first_tip import FirstTip
 from attnscope.gui.window.export import capture, export_format, export_target, write_capture
 from attnscope.gui.window.help import HelpButton, HelpDialog
-from attnscope.gui.window.help_menu import show_about, show_shortcuts
+from attnscope.gui.window import closing
+from attnscope.gui.window.menus import build_menus
 from attnscope.gui.window.input_bar import InputBar
 from attnscope.gui.window.model_opening import ModelOpening
 from attnscope.gui.window.output_row import OutputRow
@@ -43,7 +44,6 @@ from attnscope.gui.theme import apply_font, apply_theme, restyle_plots, tint
 from attnscope.gui.views.head_grid import HeadGrid
 from attnscope.gui.worker import MODEL, Jobs, error_message, job_failures, process_events_until, shutdown_all
 
-UNSAVED = "The model trained in the Training panel has not been saved. Save it before quitting?"
 QUIT_WAIT_S = 0.05     # Quit waits this long in all for the jobs it cancels (the process ends without them)
 
 
@@ -86,7 +86,7 @@ class MainWindow(QMainWindow):
         self.dock_layout = DockLayout(self)    # a dock per view (gui.views.registry)
         self.view, self.reset_layout = self.dock_layout.view, self.dock_layout.reset
         self._room_for_overview = self.dock_layout.room_for_overview
-        self._build_menus()
+        build_menus(self)
         self._build_status()
         self.dock_layout.built(self.grid)      # the layout as built: what Reset Layout restores
         self._restore_settings()
@@ -136,61 +136,6 @@ class MainWindow(QMainWindow):
         for key in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(key), self, activated=self.run)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop_run)
-
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        file = bar.addMenu("&File")
-        self.open_action = file.addAction("&Open Checkpoint…", self.opening.open_checkpoint_dialog,
-                                          QKeySequence.StandardKey.Open)
-        self.open_hf_action = file.addAction("Open &Hugging Face Model Folder…", self.opening.open_hf_dialog,
-                                             QKeySequence("Ctrl+Shift+O"))
-        self.open_hf_cache_action = file.addAction("Open from Hugging Face &Cache…", self.open_hf_cache_dialog)
-        self.open_remote_action = file.addAction("Open Remote Model (&NDIF)…", self.opening.open_remote_dialog)
-        self.api_key_action = file.addAction("NDIF API &Key…", self.opening.api_key_dialog)
-        self.recent_menu = file.addMenu("Open &Recent")
-        file.addSeparator()
-        file.addAction("&Export View…", self.export_view_dialog, QKeySequence("Ctrl+E"))
-        file.addAction("Export &Trace (NPZ/CSV)…", self.export_trace_dialog, QKeySequence("Ctrl+Shift+E"))
-        file.addAction("&Save Recording…", self.save_recording_dialog, QKeySequence("Ctrl+Shift+S"))
-        file.addAction("Open Recordin&g…", self.open_recording_dialog, QKeySequence("Ctrl+Shift+R"))
-        file.addAction("Open Te&xt File…", self.input_bar.open_text_dialog, QKeySequence("Ctrl+Shift+T"))
-        file.addSeparator()
-        file.addAction("&Quit", self.close, QKeySequence.StandardKey.Quit)
-
-        self.model_menu = bar.addMenu("&Model")
-        self.model_menu.aboutToShow.connect(self.opening.fill_model_menu)
-        self.opening.fill_model_menu()
-
-        view = bar.addMenu("&View")
-        cmap_menu = view.addMenu("&Colormap")
-        group = QActionGroup(self)
-        for name in COLORMAPS:
-            act = cmap_menu.addAction(name)
-            act.setCheckable(True)
-            act.setChecked(name == self.state.colormap)
-            act.triggered.connect(lambda _=False, n=name: self.set_colormap(n))
-            group.addAction(act)
-        self.dark_action = view.addAction("&Dark Theme")
-        self.dark_action.setCheckable(True)
-        self.dark_action.setChecked(str(self.settings.value("dark", "false")) == "true")
-        self.dark_action.toggled.connect(self.set_dark)
-        self.presentation_action = view.addAction("&Presentation Mode")
-        self.presentation_action.setShortcut(QKeySequence("F5"))
-        self.presentation_action.setToolTip("Large fonts and thick lines, for a projector")
-        self.presentation_action.setCheckable(True)
-        self.presentation_action.setChecked(str(self.settings.value("presentation", "false")) == "true")
-        self.presentation_action.toggled.connect(self.set_presentation)
-        view.addAction("&Reset Layout", self.reset_layout)
-        view.addSeparator()
-        for title, dock in self.docks.items():
-            view.addAction(dock.toggleViewAction())
-
-        help_ = bar.addMenu("&Help")
-        self.help_action = help_.addAction("&What Am I Looking At?", lambda: self.show_help(self.focused_view()[0]),
-                                           QKeySequence("F1"))
-        help_.addAction("&Keyboard Shortcuts", lambda: show_shortcuts(self), QKeySequence("Ctrl+/"))
-        help_.addAction("&About attnscope", lambda: show_about(self))
-        self.opening.fill_recent_menu()
 
     def _build_status(self) -> None:
         status = self.status_line = StatusLine(self, self.cancel_load)
@@ -423,28 +368,8 @@ class MainWindow(QMainWindow):
         self.set_presentation(self.presentation_action.isChecked())
 
     def unsaved_views(self) -> list[QWidget]:
-        """Views holding work that exists nowhere else (a trained model not yet saved)."""
-        return [v for v in self.views.values() if getattr(v, "unsaved", False)]
-
-    def confirm_discard(self) -> bool:
-        """Ask before unsaved work is lost: Save (then close), Discard, or Cancel."""
-        unsaved = self.unsaved_views()
-        if not unsaved:
-            return True
-        box = QMessageBox(QMessageBox.Icon.Question, "Unsaved model",
-                          " ".join(dict.fromkeys(getattr(v, "unsaved_message", UNSAVED) for v in unsaved)),
-                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                          | QMessageBox.StandardButton.Cancel, self)
-        answer = box.exec()
-        if answer == QMessageBox.StandardButton.Save:
-            for view in unsaved:
-                view.save_dialog(wait=True)      # written in its worker; the window waits, painting
-            return not self.unsaved_views()
-        if answer == QMessageBox.StandardButton.Discard:
-            for view in unsaved:                 # discarded is discarded: a second close asks nothing
-                view.unsaved = False
-            return True
-        return False
+        """Views holding work that exists nowhere else (gui.window.closing)."""
+        return closing.unsaved_views(self)
 
     def discard_and_stop(self, timeout_s: float = 60.0) -> bool:
         """Stop every job and wait for its thread, then drop unsaved work: a close that follows
@@ -461,7 +386,7 @@ class MainWindow(QMainWindow):
         return any(j is not None and j.busy for j in jobs)
 
     def closeEvent(self, event) -> None:
-        if not self.confirm_discard():
+        if not closing.confirm_discard(self):
             event.ignore()
             return
         self.hide()            # gone from the screen first; what follows is bookkeeping
@@ -472,9 +397,9 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.input_bar.save_settings()
         self.settings.sync()
-        if self._saving():     # a file being written is the user's: finished, not cut
+        if closing.saving(self):     # a file being written is the user's: finished, not cut
             self.statusBar().showMessage("Finishing the file being saved…")
-            process_events_until(lambda: not self._saving(), 120)
+            process_events_until(lambda: not closing.saving(self), 120)
         # Ask every job to stop and give them QUIT_WAIT_S in all (a job stops at its next
         # attention site): the window goes at once, and gui.app ends the process without
         # waiting out a forward that cannot stop inside itself (each job waited 0.2 s of its
