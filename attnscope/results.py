@@ -242,7 +242,7 @@ def record(model, text, path, *, target: str | None = None, pair: str | None = N
     out = recording_target(path)     # before the Run: never over a user's file
     if remote_of(loaded) is not None:
         tell = say or (lambda line: print(line, file=sys.stderr))
-        raw = trace_remote(loaded, body, rows=None, say=tell).recording()
+        raw = trace_remote(loaded, body, rows=None, say=tell).whole_recording()
     else:
         raw = trace_text(loaded, body, target=target, pair=pair)
     written = save_recording(raw, out)

@@ -102,7 +102,7 @@ def exactness(trace) -> dict:
 
     from attnscope.engine.traces import reading
 
-    call = trace.call(KIND, LAYER)
+    call = trace.recording.call(KIND, LAYER)
     _, _, tq, tk = trace.shape(KIND)
     rows = slice(tq - 64, tq)
     got = torch.from_numpy(reading.tile(trace, KIND, LAYER, HEAD, rows, slice(0, tk))).double()     # (64, Tk)
@@ -166,11 +166,11 @@ def measure(loaded, n: int) -> dict:
     out["exact"] = exactness(trace)
     from attnscope.engine.seam import call as seam_call
     from attnscope.engine.traces import block_max
-    q = trace.call(KIND, 0).q
+    q = trace.recording.call(KIND, 0).q
     half_on_gpu = q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)      # the only path with a choice
     out["scores_by"] = ("bmm into float32" if seam_call._HALF_BMM[0] else "upcast float32 matmul") if half_on_gpu \
         else "float32 matmul (a CPU or float32 model: no half path)"
-    out["overview_by"] = "triton block maxima" if block_max.applies(trace.call(KIND, 0)) else "torch blocks"
+    out["overview_by"] = "triton block maxima" if block_max.applies(trace.recording.call(KIND, 0)) else "torch blocks"
     if out["overview_by"] != "torch blocks" and not _TRITON_COMPILED[0]:   # this overview_s paid the kernel's compile
         out["overview_s_includes_triton_compile"] = _TRITON_COMPILED[0] = True
     if out["overview_by"] != "torch blocks" and n == 32768:       # the same pixels the torch way, for comparison

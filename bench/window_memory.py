@@ -76,6 +76,7 @@ def main() -> None:
 
     from attnscope.gui.window.main_window import MainWindow
     from attnscope.gui.worker import active_threads
+    from attnscope.engine.traces import reading
 
     window = MainWindow(source=str(folder), device="cpu")
     window.resize(1600, 1000)
@@ -111,7 +112,7 @@ def main() -> None:
             window.run()
         gb = settle()
         trace = window.state.trace
-        tokens = len(trace.query_tokens(trace.kinds[0]))
+        tokens = len(reading.query_tokens(trace, trace.kinds[0]))
         after.append(gb)
         steps.append({"step": f"run {i + 1}", "rss_gb": gb, "trace_keeps_mb": round(trace.held_bytes() / 2**20, 1)})
     window.close()

@@ -118,7 +118,8 @@ def call_on_lane(lane: str, fn: Callable, *args, **kwargs):
 def drawing_lane(trace) -> str:
     """Where a drawing of ``trace`` is prepared: MODEL while the trace computes any of its kinds
     from the recording (torch maths on the model's device), SHARED once it holds them as arrays."""
-    return MODEL if trace is not None and any(trace.computes_on_demand(k) for k in trace.kinds) else SHARED
+    recording = None if trace is None else trace.recording
+    return MODEL if recording is not None and any(recording.computes_on_demand(k) for k in trace.kinds) else SHARED
 
 
 def active_threads() -> int:

@@ -202,6 +202,7 @@ def compare(folder: Path, role: str) -> dict:
     from attnscope.engine.adapters import adapter_for
     from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
     from attnscope.engine.traces.tracing import trace_text
+    from attnscope.engine.traces import reading
 
     try:
         loaded = open_model(str(folder), "cpu")
@@ -228,7 +229,7 @@ def compare(folder: Path, role: str) -> dict:
     worst, compared, notes = 0.0, 0, []
     for kind in trace.kinds:
         theirs = [a for a in (ref.get(kind) or ()) if isinstance(a, torch.Tensor)]
-        ours = trace.weights(kind)                                      # (L, H, Tq, Tk)
+        ours = reading.weights(trace, kind)                                      # (L, H, Tq, Tk)
         if len(theirs) != ours.shape[0]:
             notes.append(f"{kind}: eager returned {len(theirs)} weight tensors for {ours.shape[0]} softmax layers")
             theirs = [a for a in theirs if a.shape[-2:] == ours.shape[-2:]][: ours.shape[0]]

@@ -109,13 +109,14 @@ def compare_traces(a, b, kind: str) -> dict:
     check_kind(b, AttentionTrace, "b", "an AttentionTrace (a Run's trace or a recording)")
     if kind not in a.kinds or kind not in b.kinds:
         raise ValueError(f"Both models need {kind!r} attention to compare it.")
-    if a.query_tokens(kind) != b.query_tokens(kind) or a.key_tokens(kind) != b.key_tokens(kind):
+    if (reading.query_tokens(a, kind) != reading.query_tokens(b, kind)
+            or reading.key_tokens(a, kind) != reading.key_tokens(b, kind)):
         raise ValueError("The two models split the text into different tokens; their heads cannot be compared cell by cell.")
-    wa, wb = a.weights(kind), b.weights(kind)
+    wa, wb = reading.weights(a, kind), reading.weights(b, kind)
     if wa.shape != wb.shape:
         raise ValueError(f"The models have different numbers of layers or heads: {wa.shape[:2]} and {wb.shape[:2]}.")
     diff = np.abs(wa.astype(np.float64) - wb.astype(np.float64))  # (L, H, Tq, Tk)
-    return {"tokens": a.key_tokens(kind), "per_layer": [float(d.max()) for d in diff],
+    return {"tokens": reading.key_tokens(a, kind), "per_layer": [float(d.max()) for d in diff],
             "per_head": diff.max(axis=(2, 3)), "max": float(diff.max()), "diff": diff}
 
 

@@ -356,8 +356,8 @@ def _write_npz(trace: AttentionTrace, ask: ExportAsk, tmp: Path, progress: _Prog
         if ask.what == "head":
             kind = ask.kind
             for name, value in dict(kind=np.array(kind), layer=np.array(ask.layer), head=np.array(ask.head),
-                                    query_tokens=np.array(trace.query_tokens(kind), dtype=str),
-                                    key_tokens=np.array(trace.key_tokens(kind), dtype=str)).items():
+                                    query_tokens=np.array(reading.query_tokens(trace, kind), dtype=str),
+                                    key_tokens=np.array(reading.key_tokens(trace, kind), dtype=str)).items():
                 z.small(name, value)
             with z.array("weights", trace.shape(kind)[2:]) as write:
                 for _r0, block in _head_blocks(trace, kind, ask.layer, ask.head, progress):
@@ -380,8 +380,8 @@ def _write_csv(trace: AttentionTrace, ask: ExportAsk, tmp: Path, progress: _Prog
         fields = {}
         for kind, layer, head in heads:
             if kind not in fields:
-                fields[kind] = ([f"{q},{csv_field(t)}," for q, t in enumerate(trace.query_tokens(kind))],
-                                [f"{k},{csv_field(t)}," for k, t in enumerate(trace.key_tokens(kind))])
+                fields[kind] = ([f"{q},{csv_field(t)}," for q, t in enumerate(reading.query_tokens(trace, kind))],
+                                [f"{k},{csv_field(t)}," for k, t in enumerate(reading.key_tokens(trace, kind))])
             queries, keys = fields[kind]
             lead = f"{csv_field(kind)},{layer},{head},"
             for r0, block in _head_blocks(trace, kind, layer, head, progress, CSV_BLOCK_BYTES):
@@ -466,8 +466,8 @@ def _sample(trace: AttentionTrace, kind: str, fmt: str, layer: int, head: int, s
         nbytes = compressed_bytes(piece)
     else:
         lead = f"{csv_field(kind)},{layer},{head},"
-        queries = [f"{lead}{q0 + i},{csv_field(t)}," for i, t in enumerate(trace.query_tokens(kind)[q0:q0 + len(piece)])]
-        keys = [f"{k},{csv_field(t)}," for k, t in enumerate(trace.key_tokens(kind))]
+        queries = [f"{lead}{q0 + i},{csv_field(t)}," for i, t in enumerate(reading.query_tokens(trace, kind)[q0:q0 + len(piece)])]
+        keys = [f"{k},{csv_field(t)}," for k, t in enumerate(reading.key_tokens(trace, kind))]
         nbytes = len(csv_lines(queries, keys, piece).encode("utf-8"))
     return computed + (time.perf_counter() - started) / max(1, piece.size), nbytes / max(1, piece.size)
 
@@ -476,14 +476,14 @@ def _csv_bytes_per_line(trace: AttentionTrace, kind: str) -> float:
     """A CSV line's bytes, about, from the tokens' own lengths (unmeasured: the weight ~WEIGHT_CHARS)."""
     def mean_chars(tokens: list[str]) -> float:
         return sum(len(csv_field(t).encode("utf-8")) + len(str(i)) + 2 for i, t in enumerate(tokens)) / max(1, len(tokens))
-    return len(kind) + 6 + mean_chars(trace.query_tokens(kind)) + mean_chars(trace.key_tokens(kind)) + WEIGHT_CHARS + 2
+    return len(kind) + 6 + mean_chars(reading.query_tokens(trace, kind)) + mean_chars(reading.key_tokens(trace, kind)) + WEIGHT_CHARS + 2
 
 
 def recording_words(trace: AttentionTrace) -> str:
     """The recording offered as the compact form, with its size where this trace has one."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     where = "(File > Save Recording, or attnscope record)"
-    if not trace.recorded:
+    if trace.recording is None:
         return (f"a Run's recording {where}: queries, keys and each row's log-sum-exp, from which attnscope "
                 "computes every head exactly")
     nbytes = sum(getattr(call, part)[:1].nbytes for calls in trace.calls.values() for call in calls

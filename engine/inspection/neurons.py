@@ -78,11 +78,12 @@ class QueryKeys:
 def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> QueryKeys:
     """One head's queries and keys from the recording behind ``trace``."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
-    if not trace.recorded:
+    recording = trace.recording
+    if recording is None:
         raise ValueError("This trace was read from a file: it holds the weights, not the queries and keys behind "
                          "them. Run the model on the text to see them.")
-    call, b = trace.call(kind, layer), trace.batch_index
-    tq, tk = trace.piece_span(kind)
+    call, b = recording.call(kind, layer), recording.batch_index
+    tq, tk = recording.piece_span(kind)
     kv = call.kv_head(head)
     n_heads, n_kv = call.q.shape[1], call.k.shape[1]
     add = call.terms(b, [head], slice(0, tq))   # mask, causal triangle and bias as one term: -inf where masked

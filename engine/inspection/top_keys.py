@@ -66,7 +66,8 @@ def together(trace, kind: str, layer: int, heads: list[int], k: int, keys: np.nd
     answers (keys (h, r, k), weights (h, r, k), leftover (h, r)) for queries ``rows`` in blocks
     of its own size, or None where it cannot (then None here)."""
     tq, _, k = _sizes(trace, kind, k, keys)
-    found = trace.strongest_keys(kind, layer, heads, slice(0, tq), k, keys)
+    recording = trace.recording
+    found = None if recording is None else recording.strongest_keys(kind, layer, heads, slice(0, tq), k, keys)
     if found is None:
         return None
     return {h: TopKeys(*(np.ascontiguousarray(part[i]) for part in found)) for i, h in enumerate(heads)}

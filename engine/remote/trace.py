@@ -10,7 +10,7 @@ size. Such a job reports ``("fetch", 0, 1)`` as it goes and ``("fetch", 1, 1)`` 
 back or stopped (``report``); ``stop_fetch()`` (any thread) stops the one in flight: nnsight
 cannot call a job back, so its answer is dropped when it comes, nothing of it kept, and the
 view that asked hears FetchStopped. Saved, it is a recording that keeps which rows are exact
-(engine.traces.recording_file); once every row is fetched, a whole recording (``recording``).
+(engine.traces.recording_file); once every row is fetched, a whole recording (``whole_recording``).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import threading
 from attnscope.engine.errors import RemoteJobError
 from attnscope.engine.remote.estimate import check_travel, travel_estimate
 from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.capabilities import Fetcher
 from attnscope.engine.traces.estimate import duration
 from attnscope.engine.traces.partial import PartialTrace, RowsNotHeld
 
@@ -72,6 +73,11 @@ class RemoteTrace(PartialTrace):
     def follow_fetches(self, report) -> bool:
         self.report = report
         return True
+
+    @property
+    def fetcher(self) -> Fetcher:
+        """Its later jobs followed (``report``) and stopped (``stop_fetch``) through one object."""
+        return Fetcher(self, lambda report: setattr(self, "report", report), self.stop_fetch)
 
     def _job(self, rows: tuple[int, int] | None, overviews: list[tuple[int, str]], what: str):
         """One more job of this trace (its interventions, no k), reported around; FetchStopped,

@@ -24,7 +24,8 @@ def lazy(package: str, names: dict[str, str]) -> Callable[[str], Any]:
     def __getattr__(name: str) -> Any:
         if name not in names:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(f"{package}.{names[name]}"), name)
+        module = import_module(f"{package}.{names[name]}")
+        value = module if names[name] == name else getattr(module, name)   # a module lent as itself (traces.reading)
         setattr(sys.modules[package], name, value)
         return value
 

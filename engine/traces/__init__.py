@@ -14,6 +14,7 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
     from attnscope.engine.traces.dense import DenseTrace
     from attnscope.engine.traces.estimate import RunTooLarge, estimate_drawing
     from attnscope.engine.traces.pooling import bin_span, pool_2d
+    from attnscope.engine.traces import reading
     from attnscope.engine.traces.recorded import RecordedTrace
     from attnscope.engine.traces.recording_file import (RecordingError, is_recording, load_recording, recording_target,
                                               save_recording)
@@ -30,6 +31,7 @@ _PUBLIC = {
     "bin_span": "pooling",
     "pool_2d": "pooling",
     "RecordedTrace": "recorded",
+    "reading": "reading",
     "RecordingError": "recording_file",
     "is_recording": "recording_file",
     "load_recording": "recording_file",
@@ -43,4 +45,4 @@ _PUBLIC = {
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["AttentionTrace", "DenseTrace", "RecordedTrace", "RecordingError", "RunCancelled", "RunTooLarge",
            "TraceTooLarge", "bin_span", "cell", "estimate_drawing", "is_recording", "load_recording",
-           "pool_2d", "recording_target", "save_recording", "stoppable", "trace_text", "viewport_weights"]
+           "pool_2d", "reading", "recording_target", "save_recording", "stoppable", "trace_text", "viewport_weights"]

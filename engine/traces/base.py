@@ -133,22 +133,16 @@ class AttentionTrace:
 
         reading.check_dense(self, kind)
 
-    # ---- what a trace can do: asked, never probed (getattr / isinstance) ---------------
+    # ---- what a trace can do: asked once, never probed (engine.traces.capabilities) ------
     @property
-    def recorded(self) -> bool:
-        """True when the weights are computed from a Run's recording of queries and keys (it can be
-        saved, its queries and keys read, its long kinds pooled a block at a time); False for weights
-        held as arrays (an export read back, a time-lapse probe)."""
-        return False
+    def recording(self):
+        """A ``Recording`` (calls, strongest keys, a time estimate's sample; it can be saved) for a
+        trace computed from a Run's recorded queries and keys; None for weights held as arrays."""
+        return None
 
-    def computes_on_demand(self, kind: str) -> bool:
-        """Whether drawing ``kind`` computes weights (from the recording) rather than reads arrays
-        held whole: what a view's time estimate asks."""
-        return False
-
-    def call(self, kind: str, layer: int):
-        """The recorded call (engine.seam.AttentionCall: q, k, mask, bias, scale) behind one layer
-        of one kind; None for a trace that holds weights only."""
+    @property
+    def fetcher(self):
+        """A ``Fetcher`` (complete, follow, stop) for a trace that may lack query rows; None else."""
         return None
 
     @property
@@ -162,34 +156,9 @@ class AttentionTrace:
         """side -> the tokens fed to the model (word pieces, before any merging)."""
         return {"source": self.source_tokens, "target": self.target_tokens}
 
-    def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int,
-                       keys: np.ndarray | None = None):
-        """Each query's ``k`` strongest keys for several heads at once, where this trace computes them
-        itself (engine.inspection.top_keys); None here: they are read head by head through ``tile``."""
-        return None
-
     def held_bytes(self) -> int:
         """What this trace holds of computed or stored weights, in bytes."""
         return 0
-
-    def held_call(self, kind: str, layer: int):
-        """The call behind one layer over the query rows this trace holds, bringing none (a
-        sample for a time estimate): ``call`` for a trace that holds every row."""
-        return self.call(kind, layer)
-
-    @property
-    def complete(self) -> bool:
-        """Whether every query row is here: False only for a remote Run's trace (or its
-        recording) with rows not fetched."""
-        return True
-
-    def follow_fetches(self, report) -> bool:
-        """Hand ``report(("fetch", done, total))`` the later jobs this trace sends for rows it
-        lacks; False for a trace that never sends one."""
-        return False
-
-    def stop_fetch(self) -> None:
-        """Stop the fetch in flight, if any (from any thread): its answer is dropped."""
 
     # ---- shared ---------------------------------------------------------------------------
     def head(self, kind: str, layer: int, head: int) -> np.ndarray:

@@ -20,6 +20,7 @@ from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free
 from attnscope.engine.traces.recorded import DENSE_LIMIT_BYTES
 from attnscope.engine.inputs import check_kind
 from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces import reading
 
 
 @dataclass
@@ -115,11 +116,12 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     from attnscope.engine.traces.recorded import RecordedTrace
 
     _layers, n_heads, tq, tk = trace.shape(kind)
-    if not trace.computes_on_demand(kind):
+    recording = trace.recording
+    if recording is None or not recording.computes_on_demand(kind):
         return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
     # A trace holding q of some rows only (a remote Run's, or its recording): timed on the rows
     # it holds, none brought for an estimate; with none held there is nothing it can compute.
-    call = trace.held_call(kind, 0)
+    call = recording.held_call(kind, 0)
     if call is None:
         return DrawEstimate(heads, tq, tk, 0, 0.0, "cpu")
     side = int((SAMPLE_CELLS["gpu" if call.q.is_cuda else "cpu"] / n_heads) ** 0.5)
@@ -137,7 +139,7 @@ def estimate_drawing(trace, kind: str, heads: int) -> DrawEstimate:
     def timed() -> None:
         for _ in range(2):                 # the better of two: the first pays for warming up
             started = time.perf_counter()
-            sample.thumbnails(kind, 160)
+            reading.thumbnails(sample, kind, 160)
             if call.q.is_cuda:
                 torch.cuda.synchronize(call.q.device)
             timings.append(time.perf_counter() - started)

@@ -7,7 +7,7 @@ which rows are exact is in the file). Any block of weights over rows here is
 exp(q_i k_j * scale + b_ij - lse_i), as RecordedTrace computes it; the overview is read from
 the pixels held. A block over rows not here, or an overview size not held, is refused in one
 sentence (RowsNotHeld: a view says it in place); RemoteTrace brings them instead. Once every
-row is here it is a whole recording (``recording``).
+row is here it is a whole recording (``whole_recording``).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from attnscope.engine.kinds import DECODER_SELF
 from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.seam.call import AttentionCall
 from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
+from attnscope.engine.traces.capabilities import Fetcher, Recording
 from attnscope.engine.traces.recorded import LAYER_BYTES, RecordedTrace
 
 FACTS = ("scale", "softcap", "window", "causal", "heads")     # per layer, plain numbers
@@ -139,9 +140,14 @@ class PartialTrace(AttentionTrace):
     batch_index = 0                                   # one example: the text's
 
     @property
-    def recorded(self) -> bool:
+    def recording(self) -> Recording:
         """Computed from queries and keys, as a recording is: saved as one, rows held and all."""
-        return True
+        return Recording(self)
+
+    @property
+    def fetcher(self) -> Fetcher:
+        """Whether every row is here; a trace read back has nothing to fetch them from."""
+        return Fetcher(self)
 
     def computes_on_demand(self, kind: str) -> bool:
         """True: a block of weights is computed here from q and k, so views draw it on the
@@ -151,20 +157,20 @@ class PartialTrace(AttentionTrace):
     def call(self, kind: str, layer: int) -> AttentionCall:
         """The whole call of one layer (q of every row: those not here brought first)."""
         self.fetch_rows(0, len(self.target_tokens))
-        return self.recording().call(kind, layer)
+        return self.whole_recording().call(kind, layer)
 
     @property
     def calls(self) -> dict[str, list[AttentionCall]]:
         """kind -> every layer's whole call, as a recording holds them; refused while rows are not
-        here (``recording``): never a whole recording with holes."""
-        return self.recording().calls
+        here (``whole_recording``): never a whole recording with holes."""
+        return self.whole_recording().calls
 
     def piece_span(self, kind: str) -> tuple[int, int]:
         t = len(self.target_tokens)
         return t, t
 
     def strongest_keys(self, kind, layer, heads, rows, k, keys=None):
-        return self.recording().strongest_keys(kind, layer, heads, rows, k, keys) if self.complete else None
+        return self.whole_recording().strongest_keys(kind, layer, heads, rows, k, keys) if self.complete else None
 
     def held_bytes(self) -> int:
         """What is held: k, the log-sum-exp, q of the rows here, the overviews."""
@@ -180,7 +186,7 @@ class PartialTrace(AttentionTrace):
         if key not in self._overviews and not self.complete:
             self._bring_overview(*key)
         if key not in self._overviews:
-            return self.recording().thumbnails(kind, size, how, report, stop)
+            return self.whole_recording().thumbnails(kind, size, how, report, stop)
         t = len(self.target_tokens)
         pooled = np.stack([p for p, _ in self._overviews[key]]).astype(np.float32, copy=False)
         sink = np.stack([s for _, s in self._overviews[key]]).astype(np.float32, copy=False)
@@ -238,7 +244,7 @@ class PartialTrace(AttentionTrace):
         """The error for a whole recording asked while rows are not here."""
         return RowsNotHeld(why)
 
-    def recording(self) -> RecordedTrace:
+    def whole_recording(self) -> RecordedTrace:
         """The trace as engine.traces.RecordedTrace, once every row is here (refused before,
         never a whole recording with holes)."""
         if not self.complete:

@@ -24,6 +24,7 @@ from attnscope.engine.seam.call import AttentionCall
 import attnscope.engine.traces.block_max as block_max
 from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
+from attnscope.engine.traces.capabilities import Recording
 from attnscope.engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
 from attnscope.engine.traces.strongest import strongest
 from attnscope.engine.traces.words import merge_pieces, word_starts
@@ -59,8 +60,8 @@ class RecordedTrace(AttentionTrace):
         return self.in_order(self.calls)
 
     @property
-    def recorded(self) -> bool:
-        return True
+    def recording(self) -> Recording:
+        return Recording(self)
 
     def computes_on_demand(self, kind: str) -> bool:
         return kind not in self._dense
@@ -331,6 +332,10 @@ class RecordedTrace(AttentionTrace):
     def call(self, kind: str, layer: int) -> AttentionCall:
         """The recorded call behind one layer of one kind (the neuron view reads q and k here)."""
         return self.calls[kind][layer]
+
+    def held_call(self, kind: str, layer: int) -> AttentionCall:
+        """Every row is held: the call itself (a time estimate's sample, engine.traces.estimate)."""
+        return self.call(kind, layer)
 
     def piece_span(self, kind: str) -> tuple[int, int]:
         """How many query and key *pieces* (before word merging) the trace covers."""

@@ -90,11 +90,11 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     from safetensors.torch import save_file
 
-    if not trace.recorded:
+    if trace.recording is None:
         raise RecordingError("Only a Run's own trace has a recording to save (this one was read from a file of "
                              "weights); run the model on the text first.")
     path = recording_target(path, replace)
-    if not trace.complete:
+    if trace.fetcher is not None and not trace.fetcher.complete:
         return _save_partial(trace, path)
     tensors, sites, shared = {}, [], {}
     b = trace.batch_index

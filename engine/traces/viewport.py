@@ -17,6 +17,7 @@ from attnscope.engine.runtime.blocks import rows_per_block
 from attnscope.engine.traces.pooling import bins, pool_last
 from attnscope.engine.inputs import InputError, check_kind
 from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces import reading
 
 
 def heads_of(trace, kind: str, head: int, how: str) -> list[int]:
@@ -59,6 +60,6 @@ def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tu
 def cell(trace, kind: str, layer: int, head: int, how: str, qi: int, ki: int) -> float:
     """The exact weight Head detail reads under the cursor (a head, or the heads' mean / max)."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
-    values = [float(trace.tile(kind, layer, h, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
+    values = [float(reading.tile(trace, kind, layer, h, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
               for h in heads_of(trace, kind, head, how)]
     return max(values) if how == "max of heads" else sum(values) / len(values)

@@ -42,7 +42,7 @@ def describe_block(d, rows: tuple[int, int], cols: tuple[int, int]) -> str:
     tiles = np.stack([reading.tile(d.trace, d.kind, d.layer, h, slice(a, b), slice(c, e)) for h in heads])   # (heads, b-a, e-c)
     block = tiles.max(0) if d.how == "max of heads" else tiles.mean(0)
     bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
-    q, k = d.trace.query_tokens(d.kind), d.trace.key_tokens(d.kind)
+    q, k = reading.query_tokens(d.trace, d.kind), reading.key_tokens(d.trace, d.kind)
     qi, ki = a + int(bq), c + int(bk)
     return (f"weight {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}, of queries "
             f"{a}-{b - 1} x keys {c}-{e - 1} (one pixel, max of the block)")

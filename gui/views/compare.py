@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QPushButton, QSpi
                                QTableWidget, QVBoxLayout, QWidget)
 
 from attnscope.engine.inspection import compare_traces
+from attnscope.engine.traces import reading
 from attnscope.gui.colormaps import attach_colorbar, colormap
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.settings import app_settings, remember_folder, start_folder
@@ -243,15 +244,15 @@ class CompareView(QWidget):
         for bar in (self.bar, self.diff_bar):
             bar.setVisible(True)
         hide_empty(self.panes[0], ("left",))
-        self.images[0].setImage(ta.head(kind, l, h), autoLevels=False, levels=(0, 1))
-        self.images[1].setImage(tb.head(kind, l, h), autoLevels=False, levels=(0, 1))
-        d = ta.head(kind, l, h).astype(np.float64) - tb.head(kind, l, h)   # signed: A - B
+        self.images[0].setImage(reading.head(ta, kind, l, h), autoLevels=False, levels=(0, 1))
+        self.images[1].setImage(reading.head(tb, kind, l, h), autoLevels=False, levels=(0, 1))
+        d = reading.head(ta, kind, l, h).astype(np.float64) - reading.head(tb, kind, l, h)   # signed: A - B
         top = max(float(np.abs(d).max()), 1e-12)
         self.images[2].setImage(d, autoLevels=False, levels=(-top, top))
         self.diff_bar.setLevels((-top, top))
         self.panes[2].setTitle(f"A - B (colours span ±{top:.1g})")
         line = self.fontMetrics().height() + 2
-        q, k = ta.query_tokens(kind), ta.key_tokens(kind)
+        q, k = reading.query_tokens(ta, kind), reading.key_tokens(ta, kind)
         self.panes[0].getAxis("left").setTicks([fitting_ticks(q, self.panes[0].vb.height(), line)])
         for pane in self.panes:
             pane.getAxis("bottom").setTicks([fitting_ticks(k, pane.vb.width(), 4 * line)])

@@ -83,7 +83,7 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     map, which rows/columns are shown, and the thinned axis labels. A long trace: the whole
     head at VIEW_PIXELS (``long``), no matrix held, and that picture pooled again (max) for
     the minimap (``overview``)."""
-    q, k = trace.query_tokens(kind), trace.key_tokens(kind)
+    q, k = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
     if is_long(trace, kind):
         import torch
         from attnscope.engine.traces import pool_2d
@@ -521,7 +521,7 @@ class HeadDetail(PreparedView, QWidget):
             self.readout.setText(f"Minimap of the whole head, near query {int(np.clip(p.y(), 0, tq - 1)):,}, key "
                                  f"{int(np.clip(p.x(), 0, tk - 1)):,}: click or drag to move the view there.")
         elif hit is not None:
-            q, k = d.trace.query_tokens(d.kind), d.trace.key_tokens(d.kind)
+            q, k = reading.query_tokens(d.trace, d.kind), reading.key_tokens(d.trace, d.kind)
             qo, ko = hit
             block = painted_block(d, self.image, self.zoom_image, self.zoom_block, qo, ko) if d.long else None
             if block is not None:   # the pixel stands for a block of tokens: which, and its maximum
@@ -542,7 +542,7 @@ class HeadDetail(PreparedView, QWidget):
         d = self.drawing
         if d is None or not what.strip():
             return None
-        queries = d.trace.query_tokens(d.kind)
+        queries = reading.query_tokens(d.trace, d.kind)
         what = what.strip()
         after = getattr(self, "_found", -1)
         if what.isdigit():

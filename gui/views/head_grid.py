@@ -203,7 +203,7 @@ class HeadGrid(PreparedView, QWidget):
         label_colorbar(self.colorbar, self.log_box.isChecked())
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
-            apart = (f" The strip at each tile's left is key 0 ({self.drawn_trace.key_tokens(drawing.kind)[0]!r}) "
+            apart = (f" The strip at each tile's left is key 0 ({reading.key_tokens(self.drawn_trace, drawing.kind)[0]!r}) "
                      "alone, where an attention sink shows." if drawing.offset else "")
             self._set_readout(f"{thumbs.t_query:,} x {thumbs.t_key:,} tokens: each pixel is the max over a block of "
                               f"about {q1 - q0} x {k1 - k0} tokens (peaks stay visible).{apart} Hover reads a block "
@@ -278,7 +278,7 @@ class HeadGrid(PreparedView, QWidget):
 
     def describe(self, layer: int, head: int, qi: int, ki: int) -> str:
         tr, kind, thumbs = self.drawn_trace, self.drawing.kind, self.drawing.thumbs   # what is on screen
-        q, k = tr.query_tokens(kind), tr.key_tokens(kind)
+        q, k = reading.query_tokens(tr, kind), reading.key_tokens(tr, kind)
         if not thumbs.exact:    # a pooled pixel: its block, and its strongest cell read exactly
             (q0, q1), (k0, k1) = self.block(qi, ki)
             if ki < 0:          # the first key's strip

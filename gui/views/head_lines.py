@@ -181,7 +181,7 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
                   cache: TopKeysCache | None = None) -> HeadLinesDrawing:
     """Every line's end points, per head and opacity bucket, and the axis labels (a worker);
     on a long trace the lines of each query's ``k`` strongest keys, and a summary that says so."""
-    q_tokens, k_tokens = trace.query_tokens(kind), trace.key_tokens(kind)
+    q_tokens, k_tokens = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
     tq, tk = len(q_tokens), len(k_tokens)
     scale_q, scale_k = max(tq, tk) / tq, max(tq, tk) / tk
     q_keep, k_keep = keep_masks(q_tokens, k_tokens, hide_special, pair_mode, focus)
@@ -364,7 +364,7 @@ class HeadLines(PreparedView, QWidget):
             self._shown_head = (kind, self.state.head)
             self._check_heads([self.state.head])
         self.keys_per_query.setVisible(is_long(trace, kind))
-        tokens = trace.key_tokens(kind)
+        tokens = reading.key_tokens(trace, kind)
         self.pair_filter.setVisible(tokens.count("[SEP]") >= 2 and kind == trace.kinds[0])
 
     def _check_heads(self, heads: list[int]) -> None:
@@ -442,7 +442,7 @@ class HeadLines(PreparedView, QWidget):
             self.focus = focus
             trace, kind = d.trace, d.kind
             if focus:
-                tokens = trace.query_tokens(kind) if focus[0] == "query" else trace.key_tokens(kind)
+                tokens = reading.query_tokens(trace, kind) if focus[0] == "query" else reading.key_tokens(trace, kind)
                 if 0 <= focus[1] < len(tokens):
                     self.readout.setText(f"{focus[0]} {focus[1]} {tokens[focus[1]]!r}: only its lines")
             else:

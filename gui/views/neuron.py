@@ -120,8 +120,10 @@ class NeuronView(QWidget):
                         on_returned=lambda data, k=kind: self._computed(data, k), on_error=lambda exc: self.note.setText(f"Cannot compute: {exc}"))
 
     def _computed(self, data: QueryKeys, kind: str) -> None:
+        from attnscope.engine.traces import reading     # here: this module loads no engine at import
+
         self.data, self.data_kind = data, kind
-        tokens = data.trace.query_tokens(kind)
+        tokens = reading.query_tokens(data.trace, kind)
         keep = self.query_box.currentIndex()
         self.query_box.blockSignals(True)
         self.query_box.clear()
@@ -136,7 +138,9 @@ class NeuronView(QWidget):
         kind = self.data_kind
         qi = self.query_box.currentIndex()
         self.row = row = self.data.row(qi)
-        keys = self.data.trace.key_tokens(kind)
+        from attnscope.engine.traces import reading     # here: this module loads no engine at import
+
+        keys, queries = reading.key_tokens(self.data.trace, kind), reading.query_tokens(self.data.trace, kind)
         lim = float(max(np.abs(row["keys"]).max(), np.abs(row["query"]).max(), 1e-9))
         plim = float(max(np.abs(row["product"]).max(), 1e-9))
         shown = np.where(row["masked"] | ~np.isfinite(row["scores"]), np.nan, row["scores"])   # masked keys: blank
@@ -149,8 +153,8 @@ class NeuronView(QWidget):
             self.bars[name].setLevels((-top, top))       # diverging maps: centred at 0, symmetric
         self.images["q . k / sqrt(d)"].setImage(shown[:, None], autoLevels=False, levels=(-slim, slim))
         self.images["softmax"].setImage(row["weights"][:, None], autoLevels=False, levels=(0, 1))
-        fit_row_axis(self._left.getAxis("left"), self.data.trace.query_tokens(kind))
-        self._left.getAxis("left").setTicks([[(0.5, self.data.trace.query_tokens(kind)[qi])]])
+        fit_row_axis(self._left.getAxis("left"), queries)
+        self._left.getAxis("left").setTicks([[(0.5, queries[qi])]])
         for name in PANES[1:]:
             plot = self.images[name].getViewBox()
             plot.setYRange(0, len(keys), padding=0)
@@ -160,7 +164,7 @@ class NeuronView(QWidget):
         keys_plot.getAxis("left").setTicks([fitting_ticks(keys, keys_plot.vb.height(), self.fontMetrics().height() + 2)])
         settle(self)   # laid out and labelled before it paints: one paint, not three
         top = int(np.argmax(row["weights"]))
-        self.note.setText(f"query {qi} {self.data.trace.query_tokens(kind)[qi]!r}: strongest key {top} {keys[top]!r} "
+        self.note.setText(f"query {qi} {queries[qi]!r}: strongest key {top} {keys[top]!r} "
                           f"(weight {row['weights'][top]:.3f}, score {row['scores'][top]:.2f})"
                           + (f"   {self.data.note}" if self.data.note else ""))
 

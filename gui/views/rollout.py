@@ -39,7 +39,7 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
     layer = min(layer, trace.shape(kind)[0] - 1)
     if not mode.startswith("rollout"):
         return heads_drawing(trace, kind, layer, mode)
-    q, k = trace.query_tokens(kind), trace.key_tokens(kind)
+    q, k = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
     if len(q) != len(k) or kind == CROSS:
         return RolloutDrawing(matrix=None, note=NOT_SELF)
     matrix = trace_rollout(trace, kind, layer, residual="with residual" in mode, report=report, stop=stop)
@@ -70,8 +70,8 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     from attnscope.engine.traces import viewport_weights
 
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
-    q, k = trace.query_tokens(kind), trace.key_tokens(kind)
-    if max(len(q), len(k)) <= POOLED_PIXELS or not trace.recorded:
+    q, k = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
+    if max(len(q), len(k)) <= POOLED_PIXELS or trace.recording is None:
         matrix = layer_aggregate(reading.layer(trace, kind, layer)[None], how.split()[0])[0]
         return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport_weights(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProg
 
 from attnscope.engine.interventions import Interventions
 from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.traces import reading
 from attnscope.engine.inputs import Chat
 from attnscope.gui.colormaps import attach_colorbar
 from attnscope.gui.widgets.elided import ElidedLabel
@@ -224,7 +225,7 @@ class WhyPanel(QWidget):
         versus the row's runner-up."""
         self.asked = WhyAsk(kind, int(layer), int(head), int(query), int(key))
         trace = self.state.trace
-        keys = len(trace.key_tokens(kind)) if trace is not None and kind in trace.kinds else 1
+        keys = len(reading.key_tokens(trace, kind)) if trace is not None and kind in trace.kinds else 1
         last = min(keys - 1, query) if kind == DECODER_SELF else keys - 1     # a causal row sees up to itself
         self.versus_box.blockSignals(True)
         self.versus_box.setRange(-1, max(0, last))
@@ -237,7 +238,7 @@ class WhyPanel(QWidget):
         """'decoder self L3.H3: query 9 'cat' -> key 3 'sat'' (tokens when the trace on screen has them)."""
         trace, qt, kt = self.state.trace, "", ""
         if trace is not None and ask.kind in trace.kinds:
-            q, k = trace.query_tokens(ask.kind), trace.key_tokens(ask.kind)
+            q, k = reading.query_tokens(trace, ask.kind), reading.key_tokens(trace, ask.kind)
             if ask.query < len(q) and ask.key < len(k):
                 qt, kt = f" {q[ask.query]!r}", f" {k[ask.key]!r}"
         return f"{ask.kind} L{ask.layer}.H{ask.head}: query {ask.query}{qt} -> key {ask.key}{kt}"

@@ -31,7 +31,7 @@ class Recordings:
         """The Run's recording as one .safetensors file, in a worker."""
         w = self.window
         trace = w.state.trace
-        if trace is None or not trace.recorded:
+        if trace is None or trace.recording is None:
             w.show_error("Nothing to save", "Run the model on a text first: a recording is what a Run computes.")
             return
         name = "".join(c if c.isalnum() or c in "-_." else "-" for c in trace.model_name)

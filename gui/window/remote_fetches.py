@@ -62,24 +62,24 @@ class RemoteFetches(QObject):
         self.notice = None
 
     def _follow(self, trace) -> None:
-        if trace is not None:
-            trace.follow_fetches(self.progressed.emit)     # a RemoteTrace's later jobs report here
+        if trace is not None and trace.fetcher is not None:
+            trace.fetcher.follow(self.progressed.emit)     # a RemoteTrace's later jobs report here
 
     def _show(self, record) -> None:
         _stage, done, total = record
         self.busy = done < total
         trace = self.window.state.trace
         name = trace.model_name if trace is not None else "the server"
-        self.window.busy_label.setText(FETCHING.format(model=name) if self.busy else "")
+        self.window.status_line.busy_label.setText(FETCHING.format(model=name) if self.busy else "")
         if not self.busy:
             self._said_over()
 
     def stop(self) -> bool:
         """Esc: stop the job in flight and every view's drawing waiting for one; True when one was."""
         trace = self.window.state.trace
-        if not self.busy or trace is None:
+        if not self.busy or trace is None or trace.fetcher is None:
             return False
-        trace.stop_fetch()
+        trace.fetcher.stop()
         for view in self.window.views.values():
             if isinstance(view, PreparedView):            # a view drawn from the trace: its drawing, not its other work
                 for jobs in view.drawing_jobs():

@@ -73,7 +73,7 @@ def test_a_remote_run_gives_the_local_runs_weights(folders, local, arch):
     assert len(said) == 1 and "will travel back" in said[0] and "the last job took" in said[0]
     np.testing.assert_allclose(remote.weights(KIND), plain.weights(KIND), atol=ATOL)   # the rest: one job more
     assert remote.jobs == 3 and remote.complete
-    np.testing.assert_allclose(remote.recording().weights(KIND), plain.weights(KIND), atol=ATOL)
+    np.testing.assert_allclose(remote.whole_recording().weights(KIND), plain.weights(KIND), atol=ATOL)
 
 
 def test_record_through_ndif_exports_as_the_plain_recording(folders, local, tmp_path):

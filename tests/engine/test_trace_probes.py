@@ -1,5 +1,5 @@
-"""A trace says what it can do (engine.traces.base.AttentionTrace: recorded, computes_on_demand,
-call, groups, pieces, strongest_keys, held_bytes); code does not probe it with getattr, hasattr or
+"""A trace says what it can do (engine.traces.base.AttentionTrace: its ``recording`` and ``fetcher``
+capabilities, each None where absent, groups, pieces, held_bytes); code does not probe it with getattr, hasattr or
 isinstance. Issue 47 allows at most 2 such places in engine/, gui/ and cli/."""
 import re
 from pathlib import Path
@@ -44,10 +44,8 @@ def test_a_dense_trace_answers_every_capability():
 
     w = np.full((1, 2, 3, 3), 1 / 3, np.float32)
     trace = DenseTrace("m", "gpt", {"decoder self": w}, target_tokens=["a", "b", "c"])
-    assert not trace.recorded and not trace.computes_on_demand("decoder self")
-    assert trace.call("decoder self", 0) is None and trace.groups == {}
+    assert trace.recording is None and trace.fetcher is None and trace.groups == {}
     assert trace.pieces["target"] == ["a", "b", "c"]
-    assert trace.strongest_keys("decoder self", 0, [0], slice(0, 3), 1) is None
     assert trace.held_bytes() == w.nbytes
 
 
@@ -57,6 +55,7 @@ def test_a_recorded_trace_answers_every_capability():
 
     trace = trace_text(random_model("gpt"), "the big dog sees the cat .")
     kind = trace.kinds[0]
-    assert trace.recorded and trace.call(kind, 0) is not None
+    recording = trace.recording
+    assert recording is not None and recording.call(kind, 0) is not None and trace.fetcher is None
     assert trace.pieces["target"] == trace.target_tokens
-    assert trace.computes_on_demand(kind) == (kind not in trace._dense)
+    assert recording.computes_on_demand(kind) == (kind not in trace._dense)

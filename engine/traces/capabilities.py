@@ -1,0 +1,72 @@
+"""What a trace can do beyond drawing, as small optional objects asked once (issue 54).
+
+Why: the base trace carried every implementation's specialities (``recorded``, ``call``,
+``strongest_keys``, ``follow_fetches`` ...) as members that most traces answered with a
+default; a caller could not tell which to ask. Now a caller asks ``trace.recording`` or
+``trace.fetcher`` once and gets an object, or None where the trace has no such thing:
+
+- ``Recording``: a trace computed from a Run's recorded queries and keys (engine.traces.recorded,
+  engine.traces.partial): its calls, each query's strongest keys computed for many heads at
+  once, a sample call for a time estimate; it can be saved (engine.traces.recording_file).
+- ``Fetcher``: a trace holding q of some query rows only (a remote Run's, or its recording):
+  whether every row is here, and for a remote Run following and stopping its later jobs.
+"""
+from __future__ import annotations
+
+
+class Recording:
+    """A recorded trace's own work, asked through ``trace.recording``."""
+
+    def __init__(self, trace):
+        self._trace = trace
+
+    @property
+    def batch_index(self) -> int:
+        """Which example of the recorded batch the trace reads."""
+        return self._trace.batch_index
+
+    def call(self, kind: str, layer: int):
+        """The recorded call (engine.seam.AttentionCall: q, k, mask, bias, scale) behind one layer."""
+        return self._trace.call(kind, layer)
+
+    def held_call(self, kind: str, layer: int):
+        """The call behind one layer over the query rows held, bringing none (a time estimate's sample)."""
+        return self._trace.held_call(kind, layer)
+
+    def computes_on_demand(self, kind: str) -> bool:
+        """Whether drawing ``kind`` computes weights rather than reads arrays held whole."""
+        return self._trace.computes_on_demand(kind)
+
+    def piece_span(self, kind: str) -> tuple[int, int]:
+        """How many query and key pieces (before word merging) the recording covers."""
+        return self._trace.piece_span(kind)
+
+    def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int, keys=None):
+        """Each query's ``k`` strongest keys for several heads at once (engine.inspection.top_keys),
+        or None where this trace reads them head by head."""
+        return self._trace.strongest_keys(kind, layer, heads, rows, k, keys)
+
+
+class Fetcher:
+    """A trace that may lack query rows, asked through ``trace.fetcher``: a remote Run's trace
+    brings them with later jobs (``follow``, ``stop``); a partial recording read back cannot."""
+
+    def __init__(self, trace, follow=None, stop=None):
+        self._trace, self._follow, self._stop = trace, follow, stop
+
+    @property
+    def complete(self) -> bool:
+        """Whether q of every query row is here."""
+        return self._trace.complete
+
+    def follow(self, report) -> bool:
+        """Hand ``report(("fetch", done, total))`` the later jobs the trace sends; False when it sends none."""
+        if self._follow is None:
+            return False
+        self._follow(report)
+        return True
+
+    def stop(self) -> None:
+        """Stop the fetch in flight, if any (from any thread): its answer is dropped."""
+        if self._stop is not None:
+            self._stop()
