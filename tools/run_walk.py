@@ -189,7 +189,8 @@ def measure(text: str = TEXT) -> list[str]:
     window.show()
     spin(lambda: window.state.trace is not None and not window.state.pending, 120)
     spin(lambda: worker.active_threads() == 0, 120)
-    window.live_box.setChecked(False)
+    bar = getattr(window, "input_bar", window)     # the text box and the live switch live in the input bar
+    bar.live_box.setChecked(False)
 
     walk = Walk(text)
     task_run = worker._Task.run
@@ -208,7 +209,7 @@ def measure(text: str = TEXT) -> list[str]:
     threading.setprofile(walk.profile)                               # a thread of our own (the estimate's)
     sys.setprofile(walk.profile)
     try:
-        window.text_edit.setText(text)
+        bar.text_edit.setText(text)
         window.run()
         spin(lambda: window.state.trace is not None and window.state.text == text and not window.state.pending, 120)
         spin(lambda: not window.grid.draw_jobs.busy, 120)
