@@ -15,6 +15,7 @@ import numpy as np
 from attnscope.engine.adapters.chat import NOT_A_MODEL_SAYS
 from attnscope.engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 from attnscope.engine.runtime.free_memory import gib  # the one byte formatter
+from attnscope.engine.traces.capabilities import Fetcher, Recording
 
 # A view that needs every head of a kind at once stops here. Past it, Head statistics and
 # Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
@@ -135,13 +136,13 @@ class AttentionTrace:
 
     # ---- what a trace can do: asked once, never probed (engine.traces.capabilities) ------
     @property
-    def recording(self):
+    def recording(self) -> Recording | None:
         """A ``Recording`` (calls, strongest keys, a time estimate's sample; it can be saved) for a
         trace computed from a Run's recorded queries and keys; None for weights held as arrays."""
         return None
 
     @property
-    def fetcher(self):
+    def fetcher(self) -> Fetcher | None:
         """A ``Fetcher`` (complete, follow, stop) for a trace that may lack query rows; None else."""
         return None
 
