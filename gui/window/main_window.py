@@ -74,18 +74,12 @@ class MainWindow(QMainWindow):
         self.views: dict[str, QWidget] = {}
         # The window's jobs, each a module of its own; the window answers for them by these names.
         self.opening = ModelOpening(self)
-        self.open_source, self.cancel_load = self.opening.open_source, self.opening.cancel_load
-        self.open_hf_cache_dialog = self.opening.open_hf_cache_dialog
-        self._fill_model_menu = self.opening.fill_model_menu
         self.recordings = Recordings(self)
         self.remote_fetches = RemoteFetches(self)   # a remote trace's later jobs: progress and Esc
-        self.save_recording_dialog, self.open_recording_dialog, self.open_recording = (
-            self.recordings.save_dialog, self.recordings.open_dialog, self.recordings.open)
 
         self._build_central()
         self.dock_layout = DockLayout(self)    # a dock per view (gui.views.registry)
-        self.view, self.reset_layout = self.dock_layout.view, self.dock_layout.reset
-        self._room_for_overview = self.dock_layout.room_for_overview
+        self.view = self.dock_layout.view
         build_menus(self)
         self._build_status()
         self.dock_layout.built(self.grid)      # the layout as built: what Reset Layout restores
@@ -94,15 +88,16 @@ class MainWindow(QMainWindow):
         self.state.trace_changed.connect(self._on_trace)
         self.state.head_selected.connect(self._show_head_detail)
         self.state.why_requested.connect(self._show_why)
-        self.state.run_requested.connect(lambda text: (self.text_edit.setText(text), self.run()))
+        self.state.run_requested.connect(lambda text: (self.input_bar.text_edit.setText(text), self.run()))
         for signal in (self.state.output_changed, self.state.request_started, self.state.request_ended):
             signal.connect(lambda *_: self.output_row.show_for(self.state))
         self.state.interventions_changed.connect(lambda _spec: self.run())   # every view re-runs with the change
         self.state.measure_changed.connect(lambda _on: self.run())
-        self.run_jobs.busy_changed.connect(lambda b: self.busy_label.setText("running…" if b else ""))
-        self.model_jobs.busy_changed.connect(lambda b: self.busy_label.setText("loading model…" if b else ""))
-        self.model_jobs.busy_changed.connect(lambda b: b or self.load_progress.finish())
-        self.open_source(source or catalog.default_source())
+        status = self.status_line
+        self.run_jobs.busy_changed.connect(lambda b: status.busy_label.setText("running…" if b else ""))
+        self.model_jobs.busy_changed.connect(lambda b: status.busy_label.setText("loading model…" if b else ""))
+        self.model_jobs.busy_changed.connect(lambda b: b or status.load_progress.finish())
+        self.opening.open_source(source or catalog.default_source())
 
     # ---- layout ------------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -110,15 +105,7 @@ class MainWindow(QMainWindow):
         bar.run_asked.connect(self.run)
         bar.device_chosen.connect(self.opening.choose_device)
         bar.failed.connect(self.show_error)
-        # The bar's fields, by the names the rest of the app (and its tests) reach them by.
-        self.text_edit, self.target_edit, self.pair_edit = bar.text_edit, bar.target_edit, bar.pair_edit
-        self.merge_box, self.chat_box, self.system_label, self.system_edit = (bar.merge_box, bar.chat_box,
-                                                                              bar.system_label, bar.system_edit)
-        self.run_button, self.live_box, self.device_box = bar.run_button, bar.live_box, bar.device_box
-        self.open_text = bar.open_text
         self.output_row = OutputRow()
-        self.output_title, self.output_label, self.output_mark = (self.output_row.title, self.output_row.label,
-                                                                  self.output_row.mark)
         self.banner = ElidedLabel()
         tint(self.banner, "warning")
         self.grid = HeadGrid(self.state)
@@ -126,7 +113,6 @@ class MainWindow(QMainWindow):
         box = QVBoxLayout(central)
         box.addWidget(bar)
         self.tip_row = FirstTip(self.settings)     # first start: where to begin, until dismissed
-        self.dismiss_tip = self.tip_row.dismiss
         for widget in (self.tip_row, self.output_row, self.banner):
             box.addWidget(widget)
         box.addWidget(self.grid, 1)
@@ -138,11 +124,7 @@ class MainWindow(QMainWindow):
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop_run)
 
     def _build_status(self) -> None:
-        status = self.status_line = StatusLine(self, self.cancel_load)
-        self.model_label, self.device_label, self.params_label = (status.model_label, status.device_label,
-                                                                  status.params_label)
-        self.time_label, self.busy_label = status.time_label, status.busy_label
-        self.load_progress = status.load_progress
+        self.status_line = StatusLine(self, self.opening.cancel_load)
 
     # ---- models (gui.window.model_opening) -------------------------------------------------------
     @property
@@ -156,7 +138,7 @@ class MainWindow(QMainWindow):
 
     def _on_model_changed(self, loaded) -> None:
         self.input_bar.fit_to(loaded)     # its fields, and a sentence for it when the text is empty
-        self.time_label.setText("")      # the last model's forward
+        self.status_line.time_label.setText("")      # the last model's forward
         self.status_line.describe(self.state)
         self.run()
 
@@ -194,7 +176,7 @@ class MainWindow(QMainWindow):
             self.banner.setText("There is no text to run: type a sentence first.")
             self.banner.setVisible(True)
             return
-        merge = loaded.is_hf and self.merge_box.isChecked()
+        merge = loaded.is_hf and self.input_bar.merge_box.isChecked()
         request = (loaded, *typed, merge, self.state.interventions, self.state.value_weighted)
         if self.run_jobs.busy and request == self._running:
             return
@@ -215,7 +197,7 @@ class MainWindow(QMainWindow):
     def _run_progress(self, record) -> None:
         """("run", attention sites passed, sites): a long Run says how far it is (Esc stops it)."""
         _, done, total = record
-        self.busy_label.setText(f"running… {done}/{total} attention layers (Esc stops)")
+        self.status_line.busy_label.setText(f"running… {done}/{total} attention layers (Esc stops)")
 
     def stop_run(self) -> None:
         """Esc: a long Run stops (the heads on screen stay the last finished Run's), and so does an export."""
@@ -236,7 +218,7 @@ class MainWindow(QMainWindow):
         self.state.set_prompt(*typed)
         self.state.set_trace(trace)
         self.state.end_request()
-        self.time_label.setText(f"forward {seconds * 1000:.0f} ms")
+        self.status_line.time_label.setText(f"forward {seconds * 1000:.0f} ms")
         loaded = self.state.loaded
         if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
             written_for = self.state.trace_id
@@ -345,7 +327,7 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event) -> None:
         urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
         if urls:
-            self.open_source(urls[0])
+            self.opening.open_source(urls[0])
             event.acceptProposedAction()
 
     def _restore_settings(self) -> None:

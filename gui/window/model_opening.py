@@ -202,7 +202,7 @@ class ModelOpening:
         keep the current one (and say why)."""
         w = self.window
         w.statusBar().showMessage(f"Loading {Path(source).name}…")
-        w.load_progress.start(Path(source).name or source)
+        w.status_line.load_progress.start(Path(source).name or source)
         w.run_jobs.cancel()     # the old model's Run and every job for its text: a newer request
         w.supersede()
         w.model_jobs.start(engine_calls.open_model, source, w.state.device, on_yielded=self._on_load_yield,
@@ -215,7 +215,7 @@ class ModelOpening:
             w.state.device = engine_calls.usable_device(w.state.device, value)
             w.input_bar.show_devices(value, w.state.device)
         else:                            # how far the load is
-            self.window.load_progress.show_progress(value)
+            self.window.status_line.load_progress.show_progress(value)
 
     def cancel_load(self) -> None:
         """Cancel: the load stops between two tensors; the model that was open stays."""
@@ -223,7 +223,7 @@ class ModelOpening:
         if w.model_jobs.busy:
             w.model_jobs.cancel()
             w.state.end_request()
-            w.load_progress.finish()
+            w.status_line.load_progress.finish()
             kept = w.state.loaded.name if w.state.loaded is not None else "no model"
             w.statusBar().showMessage(f"Loading cancelled; {kept} stays open.", 6000)
 
