@@ -91,24 +91,24 @@ def main() -> None:
         return round(resident_gb(), 3)
 
     idle = settle()
-    window.live_box.setChecked(False)
-    window.chat_box.setChecked(True)
+    window.input_bar.live_box.setChecked(False)
+    window.input_bar.chat_box.setChecked(True)
     for title in VIEWS:
         window.docks[title].show()
         window.docks[title].raise_()
         window.view(title)
     settle()
-    window.open_text(str(text))
+    window.input_bar.open_text(str(text))
     after, steps, tokens = [], [], 0
     for i in range(RUNS):
         if i == 2:   # a recording saved, opened, then replaced by the next Run
             from attnscope.engine.traces.recording_file import save_recording
 
             path = save_recording(window.state.trace, root / "run.recording.safetensors", replace=True)
-            window.open_recording(str(path))
+            window.recordings.open(str(path))
             steps.append({"step": "recording opened", "rss_gb": settle()})
         if i:
-            window.text_edit.setPlainText(window.text_edit.toPlainText() + (" x" if i % 2 else " y"))
+            window.input_bar.text_edit.setPlainText(window.input_bar.text_edit.toPlainText() + (" x" if i % 2 else " y"))
             window.run()
         gb = settle()
         trace = window.state.trace
