@@ -26,7 +26,7 @@ from attnscope.engine.interventions import HeadRef
 from attnscope.engine.kinds import CROSS
 from attnscope.engine.traces import reading
 from attnscope.gui.display import display_weights, special_mask
-from attnscope.gui.colormaps import attach_colorbar, colormap, label_colorbar
+from attnscope.gui.colormaps import colormap, label_colorbar
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.drawing.ablation_marks import MARK
 from attnscope.gui.drawing.drawings import HeadDetailDrawing
@@ -41,6 +41,7 @@ from attnscope.gui.widgets.token_axis import VerticalTokenAxis, fit_row_axis
 from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.theme import accent, is_dark, normal_point_size, tint
 from attnscope.gui.widgets.token_labels import view_ticks, zoomable
+from attnscope.gui.widgets.token_matrix import dress_token_plot
 from attnscope.gui.worker import Jobs, call_on_lane, drawing_lane
 from attnscope.gui.widgets.peak_image import PeakImage, show_whole
 from attnscope.gui.views.block_readout import describe_block, painted_block
@@ -178,12 +179,7 @@ class HeadDetail(PreparedView, QWidget):
         self.key_axis = VerticalTokenAxis("top")
         self.plot = pg.PlotWidget(axisItems={"top": self.key_axis})
         self.item = self.plot.getPlotItem()
-        self.item.invertY(True)
-        self.item.hideButtons()
-        self.item.setMenuEnabled(False)
-        self.image = PeakImage()
-        self.item.addItem(self.image)
-        self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
+        self.image, self.colorbar = dress_token_plot(self.item, state.colormap)
         # A long head's zoomed block, drawn over the whole-head view at full resolution.
         self.zoom_image = PeakImage()
         self.zoom_image.setZValue(1)
@@ -200,12 +196,8 @@ class HeadDetail(PreparedView, QWidget):
         self.zoomed_on = None   # (trace, kind, tokens) of the long head whose zoom is on screen
         self.zoom_timer = QTimer(self, singleShot=True, interval=120)
         self.zoom_timer.timeout.connect(self._zoom)
-        self.item.showAxis("top")
-        self.item.hideAxis("bottom")
         self.item.setLabel("left", "query")
         self.item.setLabel("top", "key")
-        for axis in ("left", "top"):   # ticks outside the map: inside, the first row's and column's crossed as a "+"
-            self.item.getAxis(axis).setStyle(tickLength=4)
         self.readout = ElidedLabel(" ")
         self.plot.scene().sigMouseMoved.connect(self._on_hover)
         self.plot.scene().sigMouseClicked.connect(self._on_click)

@@ -12,6 +12,23 @@ from attnscope.gui.widgets.token_labels import view_ticks, zoomable
 from attnscope.gui.widgets.peak_image import PeakImage, show_whole
 
 
+def dress_token_plot(item: pg.PlotItem, colormap_name: str) -> tuple[PeakImage, pg.ColorBarItem]:
+    """A token map's plot as TokenMatrix and Head detail both draw it: row 0 on top, no buttons or
+    menu of pyqtgraph's own, keys on the top axis (the item was built with a VerticalTokenAxis there),
+    and an image with its colorbar. One builder, so the two maps cannot drift apart."""
+    item.invertY(True)
+    item.hideButtons()
+    item.setMenuEnabled(False)
+    image = PeakImage()
+    item.addItem(image)
+    colorbar = attach_colorbar(item, image, colormap(colormap_name))
+    item.showAxis("top")
+    item.hideAxis("bottom")
+    for axis in ("left", "top"):   # ticks outside the map: inside, they covered row 0 (q0 -> k0) as a "+"
+        item.getAxis(axis).setStyle(tickLength=4)
+    return image, colorbar
+
+
 class TokenMatrix(pg.PlotWidget):
     def __init__(self, state, title: str = "", empty_text: str = "Nothing to show yet: run a text."):
         self.key_axis = VerticalTokenAxis("top")
@@ -19,16 +36,7 @@ class TokenMatrix(pg.PlotWidget):
         self.item = self.getPlotItem()
         if title:
             self.item.setTitle(title, size="9pt")
-        self.item.invertY(True)
-        self.item.hideButtons()
-        self.item.setMenuEnabled(False)
-        self.image = PeakImage()
-        self.item.addItem(self.image)
-        self.colorbar = attach_colorbar(self.item, self.image, colormap(state.colormap))
-        self.item.showAxis("top")
-        self.item.hideAxis("bottom")
-        for axis in ("left", "top"):   # ticks outside the map, as Head detail's: inside, they covered row 0 (q0 -> k0)
-            self.item.getAxis(axis).setStyle(tickLength=4)
+        self.image, self.colorbar = dress_token_plot(self.item, state.colormap)
         state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
         self._rows: list[str] = []
         self._cols: list[str] = []
