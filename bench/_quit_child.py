@@ -52,10 +52,10 @@ def main() -> None:
                 window.docks["Lens"].show()
                 window.docks["Lens"].raise_()
                 window.view("Lens")
-            window.text_edit.setText(long_text)
+            window.input_bar.text_edit.setText(long_text)
             window.run()
             stage["name"] = "long"
-        elif scenario == "run" and "attention layers" in window.busy_label.text():
+        elif scenario == "run" and "attention layers" in window.status_line.busy_label.text():
             ready(window)           # the long Run is inside its forward
         elif scenario == "lens" and not window.run_jobs.busy and window.views["Lens"].jobs.busy:
             ready(window)           # the long Run is done; the Lens runs its forwards

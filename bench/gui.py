@@ -164,7 +164,7 @@ class RunToAllHeadsDrawn:
         self.w = w = open_window(source)
         self.loaded = loaded = w.state.loaded
         self.text, self.tokens = on_worker(lambda: _text_of(loaded, tokens))()
-        w.text_edit.setText(self.text)
+        w.input_bar.text_edit.setText(self.text)
         self.visible = [t for t, v in w.views.items() if v.isVisible() and isinstance(v, PreparedView)]
         self.phases = {"click_to_trace_ms": [], "of_which_forward_in_worker_ms": [], "trace_to_grid_applied_ms": [],
                        "trace_to_every_visible_view_applied_ms": [], "paint_grab_ms": []}
@@ -253,7 +253,7 @@ def _settle(w) -> None:
 def _run_and_wait(w, text: str) -> float:
     """Click Run with ``text``; seconds until its trace is drawn and painted everywhere."""
     old = w.state.trace
-    w.text_edit.setText(text)
+    w.input_bar.text_edit.setText(text)
     start = time.perf_counter()
     w.run()
     _spin(lambda: w.state.trace is not old and not _busy(w))
@@ -323,7 +323,7 @@ class QuickRuns:
         single = _run_and_wait(w, MEDIUM + f" {i}") * 1000
         old = w.state.trace
         for j in range(10):
-            w.text_edit.setText(MEDIUM + f" {i} {j} .")
+            w.input_bar.text_edit.setText(MEDIUM + f" {i} {j} .")
             start = time.perf_counter()
             w.run()
         _spin(lambda: w.state.trace is not old and w.state.text.endswith(f" {i} 9 .") and not _busy(w))

@@ -57,7 +57,7 @@ class ToggleOverRun:
         self.text = on_worker(lambda: _text(w.state.loaded, tokens))()
         self.tokens = len(on_worker(lambda: __import__("attnscope.engine.adapters", fromlist=["adapter_for"])
                                     .adapter_for(w.state.loaded).frame(self.text).target_ids)())
-        w.text_edit.setText(self.text)
+        w.input_bar.text_edit.setText(self.text)
         self._wait(w.run)
         self.head = HeadRef("decoder self", *HEAD)
         self.times = {"plain_run": [], "toggle_ablation": [], "switch_off": []}

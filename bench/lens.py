@@ -43,7 +43,7 @@ class LensOverRun:
         dock.show()
         dock.raise_()
         _settle(w)
-        w.text_edit.setText(self.text + (" ." if len(self.times["run_ms"]) % 2 else ""))   # a new text each time
+        w.input_bar.text_edit.setText(self.text + (" ." if len(self.times["run_ms"]) % 2 else ""))   # a new text each time
         old = w.state.trace
         start = time.perf_counter()
         w.run()

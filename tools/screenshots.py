@@ -50,14 +50,14 @@ def _window(source: str):
     w = MainWindow(source=source, device="cpu")
     w.resize(*SIZE)
     w.show()
-    w.dismiss_tip()
+    w.tip_row.dismiss()
     _wait(lambda: w.state.trace is not None and _settled(w), "opening the model")
     return w
 
 
 def _run(w, text: str) -> None:
     old = w.state.trace
-    w.text_edit.setText(text)
+    w.input_bar.text_edit.setText(text)
     w.run()
     _wait(lambda: w.state.trace is not old and bool(w.state.output) and _settled(w), "the run")
 

@@ -149,7 +149,7 @@ def test_after_three_steps_every_alignment_row_shows_without_scrolling(window, q
     steps and had to be scrolled: its plots' size hints made the panel 560 px tall in a 340 px
     dock. The plots now take the height the dock has."""
     window.resize(1600, 1000)
-    window.reset_layout()
+    window.dock_layout.reset()
     dock = window.docks["Decoding"]
     dock.show()
     dock.raise_()

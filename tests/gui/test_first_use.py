@@ -22,10 +22,10 @@ def gpt_window(window_on):
 
 def test_a_model_that_ends_at_once_says_so_on_the_output_line(gpt_window, qtbot):
     w = gpt_window
-    w.text_edit.setText("Good night, sweet prince, and they sleep.")
+    w.input_bar.text_edit.setText("Good night, sweet prince, and they sleep.")
     w.run()
-    qtbot.waitUntil(lambda: "ended immediately" in w.output_label.text(), timeout=30000)
-    assert "([EOS] p = 0." in w.output_label.text() and w.output_label.isVisible()
+    qtbot.waitUntil(lambda: "ended immediately" in w.output_row.label.text(), timeout=30000)
+    assert "([EOS] p = 0." in w.output_row.label.text() and w.output_row.label.isVisible()
     panel = _open(w, "Decoding")
     panel.step()
     qtbot.waitUntil(lambda: panel.ended, timeout=30000)
@@ -39,10 +39,10 @@ def test_empty_text_then_step_is_one_calm_message_and_clears_the_views(window, q
     before = window.error_box
     failures = []
     job_failures().failed.connect(lambda title, message: failures.append(title))
-    window.text_edit.setText("")
+    window.input_bar.text_edit.setText("")
     window.run()
     assert window.state.trace is None and window.grid.mosaic is None and detail.matrix is None
-    assert window.output_label.text() == ""
+    assert window.output_row.label.text() == ""
     assert window.banner.isVisible() and "no text" in window.banner.text().lower()
     assert not panel.step_button.isEnabled()
     panel.step()                               # the key press does nothing either
@@ -163,7 +163,7 @@ def init(self, *args, **kwargs):
             QTimer.singleShot(20, run_stuck)
             return
         calls.timed_trace = stuck_forward
-        self.text_edit.setText("a forward that never ends")
+        self.input_bar.text_edit.setText("a forward that never ends")
         self.run()
         close_when_stuck()
     QTimer.singleShot(0, run_stuck)
@@ -192,7 +192,7 @@ def test_closing_during_a_forward_ends_the_process_without_waiting_for_it(tmp_pa
 def test_a_prompt_longer_than_the_context_is_noted_once_in_the_banner(gpt_window, qtbot):
     w = gpt_window
     context = w.state.loaded.meta.get("config", {}).get("block_size", 256)
-    w.text_edit.setText(" ".join(["to be or not to be"] * (context // 2)))
+    w.input_bar.text_edit.setText(" ".join(["to be or not to be"] * (context // 2)))
     w.run()
     qtbot.waitUntil(lambda: w.banner.isVisible() and w.banner.text().strip() != "", timeout=30000)
     panel = _open(w, "Decoding")

@@ -124,7 +124,7 @@ def test_the_colour_bar_keeps_its_0_inside_the_plot(qtbot, drawn, presentation):
 @pytest.mark.parametrize("size", [(1600, 1000), (1280, 800)])
 def test_head_detail_shows_the_colour_bars_whole_range_in_the_default_layout(window, qtbot, drawn, size):
     window.resize(*size)
-    window.reset_layout()
+    window.dock_layout.reset()
     window.docks["Head detail"].show()
     window.docks["Head detail"].raise_()
     view = window.view("Head detail")

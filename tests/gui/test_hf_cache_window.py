@@ -29,9 +29,9 @@ def test_the_cache_dialog_lists_and_opens_a_model_with_progress(window, qtbot, o
     from attnscope.gui.window.hf_cache_dialog import HFCacheDialog
 
     shown = []
-    original = window.load_progress.show_progress
-    window.load_progress.show_progress = lambda record: (shown.append(record), original(record))
-    dialog = window.open_hf_cache_dialog()
+    original = window.status_line.load_progress.show_progress
+    window.status_line.load_progress.show_progress = lambda record: (shown.append(record), original(record))
+    dialog = window.opening.open_hf_cache_dialog()
     assert isinstance(dialog, HFCacheDialog)
     qtbot.waitUntil(lambda: dialog.table.rowCount() == 2 and not dialog.jobs.busy, timeout=20000)
     assert "2 models" in dialog.where.text()
@@ -45,12 +45,12 @@ def test_the_cache_dialog_lists_and_opens_a_model_with_progress(window, qtbot, o
     qtbot.waitUntil(lambda: window.state.loaded is not None and window.state.loaded.name == "tiny-org/llama",
                     timeout=30000)
     assert shown and shown[-1].fraction == 1.0 and any("of" in r.text for r in shown)
-    qtbot.waitUntil(lambda: not window.load_progress.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: not window.status_line.load_progress.isVisible(), timeout=5000)
 
 
 def test_a_typed_hub_id_opens_and_the_file_menu_has_the_action(window, qtbot, offline):
     assert window.open_hf_cache_action.text().startswith("Open from Hugging Face")
-    dialog = window.open_hf_cache_dialog()
+    dialog = window.opening.open_hf_cache_dialog()
     dialog.hub_id.setText("tiny-org/gpt2")
     dialog.accept()
     qtbot.waitUntil(lambda: window.state.loaded is not None and window.state.loaded.name == "tiny-org/gpt2",
@@ -59,10 +59,10 @@ def test_a_typed_hub_id_opens_and_the_file_menu_has_the_action(window, qtbot, of
 
 def test_cancel_keeps_the_model_that_was_open(window, qtbot, offline):
     before = window.state.loaded
-    window.open_source("tiny-org/llama")
-    assert window.load_progress.isVisible()
-    window.cancel_load()
-    assert not window.load_progress.isVisible() and "cancelled" in window.statusBar().currentMessage()
+    window.opening.open_source("tiny-org/llama")
+    assert window.status_line.load_progress.isVisible()
+    window.opening.cancel_load()
+    assert not window.status_line.load_progress.isVisible() and "cancelled" in window.statusBar().currentMessage()
     qtbot.waitUntil(lambda: not window.model_jobs.running, timeout=20000)
     assert window.state.loaded is before and window.last_error is None
 

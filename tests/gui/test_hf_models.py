@@ -221,7 +221,7 @@ def test_the_window_opens_and_steps_them_from_the_file_menu(folders, qtbot, monk
             w.open_hf_action.trigger()
         qtbot.waitUntil(lambda: w.state.trace is not None and w.state.trace.family == w.state.loaded.family,
                         timeout=30000)
-        assert w.state.trace.kinds == kinds and w.target_edit.isVisible() == (arch == "t5")
+        assert w.state.trace.kinds == kinds and w.input_bar.target_edit.isVisible() == (arch == "t5")
         drawn(w.grid)
         assert w.grid.layout_.rows == 2 and w.grid.layout_.cols == 4
         decoding = w.view("Decoding")

@@ -23,7 +23,7 @@ def _open(window, title):
 
 
 def _run(w, qtbot, text):
-    w.text_edit.setText(text)
+    w.input_bar.text_edit.setText(text)
     w.run()
     qtbot.waitUntil(lambda: not w.run_jobs.busy and not w.output_jobs.busy and bool(w.state.output), timeout=30000)
 
@@ -44,7 +44,7 @@ def test_shift_click_ablates_a_head_and_the_translation_changes_everywhere(windo
     qtbot.waitUntil(lambda: bool(w.state.output) and w.state.output != before, timeout=30000)
     drawn(grid)
     assert (STRONGEST.layer, STRONGEST.head) in grid.marks.tiles and not grid.marks.item.path().isEmpty()
-    assert "den nicht" in w.output_label.text() and "der nicht" in before
+    assert "den nicht" in w.output_row.label.text() and "der nicht" in before
     panel = _open(w, "Decoding")
     panel.step()
     qtbot.waitUntil(lambda: bool(panel.history), timeout=30000)

@@ -28,7 +28,7 @@ def _outside(view: QWidget) -> list[str]:
 
 @pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
 def test_right_dock_views_fit_their_dock(window, qtbot, drawn, size):
-    window.reset_layout()
+    window.dock_layout.reset()
     window.resize(*size)
     for title in RIGHT:
         window.docks[title].show()
@@ -86,9 +86,9 @@ def test_a_bottom_dock_gives_way_when_the_overview_would_not_get_its_minimum(win
     before, room = dock.height(), central.height() - grid.geometry().top()
     wanted = room + 80                                            # 80 px more than the overview has
     monkeypatch.setattr(grid, "minimumSizeHint", lambda: QSize(100, wanted))
-    w._room_for_overview()
+    w.dock_layout.room_for_overview()
     qtbot.waitUntil(lambda: grid.geometry().top() + wanted <= central.height(), timeout=5000)
     assert dock.height() >= dock.minimumSizeHint().height() and dock.height() < before
     monkeypatch.setattr(grid, "minimumSizeHint", lambda: QSize(100, 10_000))  # more than any dock can give
-    w._room_for_overview()
+    w.dock_layout.room_for_overview()
     qtbot.waitUntil(lambda: dock.height() <= dock.minimumSizeHint().height() + 1)

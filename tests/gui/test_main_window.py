@@ -7,8 +7,8 @@ from attnscope.gui.window.main_window import MainWindow
 
 
 def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
-    window.text_edit.setText("the big dog sees the cat .")
-    window.target_edit.setText("der große hund")
+    window.input_bar.text_edit.setText("the big dog sees the cat .")
+    window.input_bar.target_edit.setText("der große hund")
     old = window.state.trace
     window.run()
     qtbot.waitUntil(lambda: window.state.trace is not old, timeout=20000)
@@ -28,7 +28,7 @@ def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
     np.testing.assert_allclose((drawn.astype(np.float64) - 1) / 254, head, atol=0.5 / 254 + 1e-6)
     assert (drawn > 0).all() and image[y, x + Tk] == 0   # cells are opaque, the gap beside is not
     assert "untrained" in window.banner.text()
-    assert "parameters" in window.params_label.text()
+    assert "parameters" in window.status_line.params_label.text()
 
 
 def test_hover_reads_cell_and_click_opens_head(window, qtbot, drawn):
@@ -50,7 +50,7 @@ def test_hover_reads_cell_and_click_opens_head(window, qtbot, drawn):
 
 
 def test_empty_text_gets_a_note_not_a_crash(window):
-    window.text_edit.setText("   ")
+    window.input_bar.text_edit.setText("   ")
     window.run()
     assert "no text" in window.banner.text().lower()
 
@@ -93,7 +93,7 @@ def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatc
     monkeypatch.setenv("ATTNSCOPE_SETTINGS", str(tmp_path / "s.ini"))
     w = MainWindow(source="random-bert")
     qtbot.addWidget(w)
-    w.device_box.setCurrentText("cpu")
+    w.input_bar.device_box.setCurrentText("cpu")
     w.set_colormap("inferno")
     w.docks["Head detail"].setFloating(True)
     w.close()
@@ -102,7 +102,7 @@ def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatc
     assert w2.state.colormap == "inferno"
     assert w2.state.device == "cpu"
     assert w2.docks["Head detail"].isFloating()
-    w2.reset_layout()
+    w2.dock_layout.reset()
     assert not w2.docks["Head detail"].isFloating()
     w2.close()
     assert app_settings().value("colormap") == "inferno"
@@ -113,10 +113,10 @@ def test_a_device_this_machine_lacks_becomes_auto_once_the_worker_lists_the_devi
 
     w = MainWindow(source="random-gpt", device="cuda:7")    # e.g. saved on another machine
     qtbot.addWidget(w)
-    assert w.device_box.currentText() == "cuda:7"            # shown until the worker has asked torch
+    assert w.input_bar.device_box.currentText() == "cuda:7"            # shown until the worker has asked torch
     qtbot.waitUntil(lambda: w.state.loaded is not None, timeout=20000)
-    assert w.state.device == "auto" and w.device_box.currentText() == "auto"
-    assert [w.device_box.itemText(i) for i in range(w.device_box.count())] == ["auto", *available_devices(), "spread"]
+    assert w.state.device == "auto" and w.input_bar.device_box.currentText() == "auto"
+    assert [w.input_bar.device_box.itemText(i) for i in range(w.input_bar.device_box.count())] == ["auto", *available_devices(), "spread"]
     assert w.state.loaded.device.type == pick_device("auto").type
     w.close()
 
@@ -147,7 +147,7 @@ def test_open_checkpoint_from_the_file_menu_and_refuse_a_corrupt_one(window, qtb
     window.error_box.close()
 
     old_trace = window.state.trace
-    window.text_edit.setText("the big dog")
+    window.input_bar.text_edit.setText("the big dog")
     window.run()
     qtbot.waitUntil(lambda: window.state.trace is not old_trace, timeout=20000)
     assert window.state.trace.target_tokens == ["the", "big", "dog"]
@@ -157,15 +157,15 @@ def test_model_menu_opens_the_bundled_minilm(window, qtbot):
     action = next(a for a in window.model_menu.actions() if "MiniLM" in a.text())
     with qtbot.waitSignal(window.state.model_changed, timeout=30000):
         action.trigger()
-    assert window.state.loaded.family == "hf-bert" and window.pair_edit.isVisible()
+    assert window.state.loaded.family == "hf-bert" and window.input_bar.pair_edit.isVisible()
     qtbot.waitUntil(lambda: window.state.trace is not None and window.state.trace.family == "hf-bert", timeout=30000)
     assert window.state.trace.shape("encoder self")[:2] == (6, 12)
     assert window.state.trace.source_tokens[0] == "[CLS]"
-    window.text_edit.setText("tokenization is unbelievable")
+    window.input_bar.text_edit.setText("tokenization is unbelievable")
     window.run()
     qtbot.waitUntil(lambda: "##" in "".join(window.state.trace.source_tokens), timeout=30000)
-    assert window.merge_box.isVisible()
-    window.merge_box.setChecked(True)   # runs again
+    assert window.input_bar.merge_box.isVisible()
+    window.input_bar.merge_box.setChecked(True)   # runs again
     qtbot.waitUntil(lambda: "tokenization" in window.state.trace.source_tokens, timeout=30000)
     assert not any(t.startswith("##") for t in window.state.trace.source_tokens)
 
@@ -201,7 +201,7 @@ def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
     w.show()
     qtbot.waitUntil(lambda: w.state.trace is not None and not w.run_jobs.busy and not w.output_jobs.busy,
                     timeout=20000)
-    w.text_edit.setText("the dog sees the cat")
+    w.input_bar.text_edit.setText("the dog sees the cat")
     w.run()
     qtbot.waitUntil(lambda: w.state.text == "the dog sees the cat" and not w.run_jobs.busy
                     and not w.output_jobs.busy, timeout=20000)
@@ -224,7 +224,7 @@ def test_a_recent_file_that_is_bundled_is_listed_once_in_the_model_menu(window, 
     window.settings.setValue("recent_files", [])   # only this file, whatever earlier tests opened
     push_recent(window.settings, str(Path(gpt).resolve()))
     window.current_source = str(gpt)
-    window._fill_model_menu()
+    window.opening.fill_model_menu()
     gpts = [a for a in window.model_menu.actions() if "gpt" in a.text().lower() and "untrained" not in a.text().lower()]
     assert [a.text() for a in gpts] == ["gpt (bundled)"]
     assert sum(a.isChecked() for a in window.model_menu.actions()) == 1
@@ -255,6 +255,6 @@ def test_no_stray_tab_bar_is_drawn_over_the_docks(qtbot):
         bars, groups = bars_and_groups(w)
         assert len(groups) == 2 and bars == groups, (start, bars)
         if start == "first":
-            w.reset_layout()
+            w.dock_layout.reset()
             assert bars_and_groups(w)[0] == groups
         w.close()

@@ -27,7 +27,7 @@ def _show(window, *titles):
 
 
 def _run(window, qtbot, text):
-    window.text_edit.setText(text)
+    window.input_bar.text_edit.setText(text)
     window.run()
     qtbot.waitUntil(lambda: window.state.trace is not None and window.state.text == text
                     and not window.run_jobs.busy, timeout=30000)
@@ -66,7 +66,7 @@ def test_a_new_run_cancels_the_old_texts_lens_output_and_measure_inside_their_fo
                          (attnscope.gui.window.output_line, "output_line")):
         monkeypatch.setattr(module, name, _endless(name, ended, started, getattr(module, name)))
     w.state.set_interventions(w.state.interventions.ablate([HeadRef(DECODER_SELF, 0, 0)], "zero"))
-    w.text_edit.setText(FIRST)
+    w.input_bar.text_edit.setText(FIRST)
     w.run()
     qtbot.waitUntil(started.is_set, timeout=30000)     # one of them holds the model thread for FIRST
     _run(w, qtbot, SECOND)
@@ -86,11 +86,11 @@ def test_the_same_run_asked_twice_while_it_runs_is_started_once(window, qtbot, m
         return real(loaded, text, *args, **kwargs)
 
     monkeypatch.setattr(attnscope.gui.window.engine_calls, "timed_trace", gated)
-    window.text_edit.setText(FIRST)
+    window.input_bar.text_edit.setText(FIRST)
     window.run()
     qtbot.waitUntil(lambda: len(texts) == 1)
     window.run()                       # Ctrl+Enter again, the live timer, a model signal: the same request
-    window.merge_box.toggled.emit(False)
+    window.input_bar.merge_box.toggled.emit(False)
     gate.set()
     qtbot.waitUntil(lambda: not window.run_jobs.busy and window.state.text == FIRST, timeout=30000)
     assert texts == [FIRST]
@@ -105,8 +105,8 @@ def test_results_of_the_previous_text_are_marked_until_the_new_ones_come(window_
     _run(w, qtbot, FIRST)
     qtbot.waitUntil(lambda: lens.lens is not None and lens.current() and not w.output_jobs.busy
                     and w.state.output_for == w.state.trace_id, timeout=30000)
-    assert not lens.mark.isVisible() and lens.table.isEnabled() and w.output_label.isEnabled()
-    old_output = w.output_label.text()
+    assert not lens.mark.isVisible() and lens.table.isEnabled() and w.output_row.label.isEnabled()
+    old_output = w.output_row.label.text()
     gate = threading.Event()
     for module, name in ((lens_module, "logit_lens"), (attnscope.gui.window.output_line, "output_line")):
         real = getattr(module, name)
@@ -114,13 +114,13 @@ def test_results_of_the_previous_text_are_marked_until_the_new_ones_come(window_
     _run(w, qtbot, SECOND)               # the new heads are in; its lens and output are on their way
     assert lens.lens is not None and not lens.current()
     assert lens.mark.isVisible() and "previous text" in lens.mark.text() and not lens.table.isEnabled()
-    assert w.output_label.text() == old_output and old_output        # kept, not blanked ...
-    assert w.output_mark.isVisible() and not w.output_label.isEnabled()   # ... and marked
+    assert w.output_row.label.text() == old_output and old_output        # kept, not blanked ...
+    assert w.output_row.mark.isVisible() and not w.output_row.label.isEnabled()   # ... and marked
     gate.set()
     qtbot.waitUntil(lambda: lens.current() and w.state.output_for == w.state.trace_id and not w.output_jobs.busy,
                     timeout=30000)
     assert not lens.mark.isVisible() and lens.table.isEnabled()
-    assert not w.output_mark.isVisible() and w.output_label.isEnabled()
+    assert not w.output_row.mark.isVisible() and w.output_row.label.isEnabled()
 
 
 def test_a_recording_opened_over_a_model_is_what_every_line_describes(window_on, qtbot, tmp_path, monkeypatch):
@@ -134,24 +134,24 @@ def test_a_recording_opened_over_a_model_is_what_every_line_describes(window_on,
     save_recording(trace_text(random_model("translator"), "the big dog ."), path)
     w = window_on("random-gpt")
     lens, panel, decoding = _show(w, "Lens", "Interventions", "Decoding")
-    qtbot.waitUntil(lambda: lens.lens is not None and w.output_label.text() != "" and not w.output_jobs.busy,
+    qtbot.waitUntil(lambda: lens.lens is not None and w.output_row.label.text() != "" and not w.output_jobs.busy,
                     timeout=30000)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(path), ""))
-    w.open_recording_dialog()
+    w.recordings.open_dialog()
     qtbot.waitUntil(lambda: w.state.trace is not None and w.state.trace.family == "translator"
                     and not w.file_jobs.busy, timeout=30000)
     assert "translator-run.safetensors" in w.windowTitle() and "recording" in w.windowTitle()
     assert w.state.recording == str(path) and w.state.trace_model is None
-    assert "recording" in w.model_label.text() and "parameters" not in w.params_label.text()
-    assert w.device_label.text() == "no model" and w.time_label.text() == ""
-    assert "recording" in w.output_label.text() and not w.output_mark.isVisible()
+    assert "recording" in w.status_line.model_label.text() and "parameters" not in w.status_line.params_label.text()
+    assert w.status_line.device_label.text() == "no model" and w.status_line.time_label.text() == ""
+    assert "recording" in w.output_row.label.text() and not w.output_row.mark.isVisible()
     assert lens.lens is None and "recording" in lens.note.text() and lens.table.rowCount() == 0
     assert "recording" in panel.head_label.text() and not panel.zero_button.isEnabled()
     assert "recording" in decoding.output.text() and not decoding.step_button.isEnabled()
     assert "noise" not in w.banner.text() and "text box is not its text" in w.banner.text()   # notes about the recording, not the model
     _run(w, qtbot, FIRST)                                # a Run replaces the recording: the model again
     assert w.state.recording is None and w.windowTitle() == f"attnscope: {w.state.loaded.name}"
-    assert "parameters" in w.params_label.text() and "recording" not in w.output_label.text()
+    assert "parameters" in w.status_line.params_label.text() and "recording" not in w.output_row.label.text()
     assert decoding.step_button.isEnabled() and "recording" not in decoding.output.text()
     qtbot.waitUntil(lambda: lens.lens is not None and lens.current(), timeout=30000)
 

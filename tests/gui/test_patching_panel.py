@@ -57,11 +57,11 @@ def test_induction_heads_stand_out_and_a_click_opens_the_head(window_on, qtbot):
     assert p.readout.text().startswith("L3, H3: patched") and f"normalised {norm[3, 3]:.3f}" in p.readout.text()
     assert not p.mark.isVisible()
 
-    w.text_edit.setText("something else entirely")
+    w.input_bar.text_edit.setText("something else entirely")
     qtbot.mouseClick(p.plot.viewport(), Qt.MouseButton.LeftButton, pos=_cell_pos(p, 2, 1))
     qtbot.waitUntil(lambda: w.state.text == CLEAN and not w.run_jobs.busy and w.state.trace is not None,
                     timeout=30000)
-    assert (w.state.layer, w.state.head) == (2, 1) and w.text_edit.text() == CLEAN
+    assert (w.state.layer, w.state.head) == (2, 1) and w.input_bar.text_edit.text() == CLEAN
     assert w.docks["Head detail"].isVisible()
 
     p.clean_edit.setText(CLEAN + " well")                          # the result is no longer current
@@ -98,7 +98,7 @@ def test_an_encoder_is_told_there_is_nothing_to_patch_in_the_plot_too(window_on,
     text = lambda: panel.item._empty_label.text                                # noqa: E731
     assert not panel.run_button.isEnabled() and "Nothing to patch" in text() and "press Patch" not in text()
     old = w.state.loaded
-    w.open_source("random-gpt")
+    w.opening.open_source("random-gpt")
     qtbot.waitUntil(lambda: w.state.loaded is not old, timeout=20000)
     assert panel.run_button.isEnabled() and "press Patch" in text()
 

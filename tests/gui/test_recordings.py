@@ -102,12 +102,12 @@ def test_the_window_saves_and_opens_a_recording(window, qtbot, tmp_path, monkeyp
     from PySide6.QtWidgets import QFileDialog
     target = tmp_path / "run.safetensors"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
-    window.save_recording_dialog()
+    window.recordings.save_dialog()
     qtbot.waitUntil(lambda: target.exists() and not window.save_jobs.busy, timeout=20000)
     before = window.state.trace
     window.state.set_trace(None)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(target), ""))
-    window.open_recording_dialog()
+    window.recordings.open_dialog()
     qtbot.waitUntil(lambda: window.state.trace is not None, timeout=20000)
     drawn(window.grid)
     for kind in before.kinds:

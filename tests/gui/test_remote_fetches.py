@@ -22,7 +22,7 @@ def test_a_views_fetch_shows_progress_and_esc_stops_it_keeping_nothing(window, q
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
     monkeypatch.setattr(grid, "EXACT_TOKENS", 8)         # "long" from 9 tokens on: views ask for rows
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
-    window.open_source(f"ndif:{tiny_folder(tmp_path, 'llama')}")
+    window.opening.open_source(f"ndif:{tiny_folder(tmp_path, 'llama')}")
     qtbot.waitUntil(lambda: isinstance(window.state.trace, RemoteTrace) and not window.run_jobs.busy
                     and worker.active_threads() == 0, timeout=30000)
     said = []
@@ -38,17 +38,17 @@ def test_a_views_fetch_shows_progress_and_esc_stops_it_keeping_nothing(window, q
         return run(*args, **kwargs)
     monkeypatch.setattr(trace.session, "run", held_back)
     window.state.set_trace(trace)
-    qtbot.waitUntil(lambda: window.busy_label.text().startswith("fetching from "), timeout=30000)
-    assert sent.is_set() and "(Esc stops)" in window.busy_label.text()
+    qtbot.waitUntil(lambda: window.status_line.busy_label.text().startswith("fetching from "), timeout=30000)
+    assert sent.is_set() and "(Esc stops)" in window.status_line.busy_label.text()
     qtbot.waitUntil(lambda: bool(said), timeout=10000)
     assert "will travel back" in said[-1] and "the last job took" in said[-1]    # said before it went
     window.stop_run()                                    # Esc
     gate.set()
-    qtbot.waitUntil(lambda: worker.active_threads() == 0 and window.busy_label.text() == "", timeout=30000)
+    qtbot.waitUntil(lambda: worker.active_threads() == 0 and window.status_line.busy_label.text() == "", timeout=30000)
     assert (trace.rows_fetched, trace.jobs, trace.received, trace.held_bytes()) == before   # nothing kept
     assert "stopped" in window.statusBar().currentMessage() and window.last_error is None
     # drawn again: the job goes and its rows are kept
     window.state.set_trace(trace)
     qtbot.waitUntil(lambda: worker.active_threads() == 0 and trace.jobs > before[1], timeout=30000)
-    qtbot.waitUntil(lambda: window.busy_label.text() == "", timeout=10000)
+    qtbot.waitUntil(lambda: window.status_line.busy_label.text() == "", timeout=10000)
     assert len(trace.rows_fetched) > 1 and window.last_error is None

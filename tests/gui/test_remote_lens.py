@@ -88,7 +88,7 @@ def test_no_api_key_is_one_sentence(folders, monkeypatch, capsys):
 def test_the_lens_view_reads_an_ndif_model(window, qtbot, tmp_path, monkeypatch, folders, local):
     from attnscope.engine.remote import RemoteTrace
 
-    window.open_source(f"ndif:{folders['llama']}")
+    window.opening.open_source(f"ndif:{folders['llama']}")
     qtbot.waitUntil(lambda: isinstance(window.state.trace, RemoteTrace) and not window.run_jobs.busy, timeout=30000)
     window.docks["Lens"].show()
     lens = window.view("Lens")

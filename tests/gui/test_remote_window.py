@@ -65,7 +65,7 @@ def test_a_model_served_by_ndif_runs_there_and_writes_no_output_here(window, qtb
     monkeypatch.delenv("ATTNSCOPE_NDIF", raising=False)
     monkeypatch.delenv("NDIF_API_KEY", raising=False)
     monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", None)
-    window.open_source(f"ndif:{tiny_folder(tmp_path, 'llama')}")
+    window.opening.open_source(f"ndif:{tiny_folder(tmp_path, 'llama')}")
     qtbot.waitUntil(lambda: window.last_error is not None, timeout=30000)
     assert window.state.loaded.meta["ndif"]["mode"] == "ndif" and not window.state.loaded.generates
     assert "No NDIF API key is set" in window.last_error and "\n" not in window.last_error.strip()

@@ -22,13 +22,13 @@ def test_reset_layout_brings_the_right_dock_back_as_at_the_first_start(window, q
     first = dock.width()
     window.resizeDocks([dock], [240], Qt.Orientation.Horizontal)
     qtbot.waitUntil(lambda: dock.width() < 300)
-    window.reset_layout()
+    window.dock_layout.reset()
     qtbot.waitUntil(lambda: abs(dock.width() - first) <= 2)
     assert dock.width() >= 480
 
 
 def test_dock_tabs_show_whole_titles(window, qtbot):
-    window.reset_layout()
+    window.dock_layout.reset()
     qtbot.wait(1)                                   # the bars Qt replaced are deleted
     bars = [b for b in window.findChildren(QTabBar) if b.parent() is window and b.isVisible()]
     assert len(bars) >= 2
@@ -41,7 +41,7 @@ def test_dock_tabs_show_whole_titles(window, qtbot):
 
 def test_presentation_mode_keeps_head_detail_usable(window, qtbot, drawn):
     _settle(qtbot, window, (1280, 800))
-    window.reset_layout()
+    window.dock_layout.reset()
     window.presentation_action.setChecked(True)
     try:
         dock = window.docks["Head detail"]

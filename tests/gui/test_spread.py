@@ -126,11 +126,11 @@ def test_the_window_offers_spread_and_reopens_the_model_spread(folder, monkeypat
     window = MainWindow(source=str(folder), device="cpu")
     qtbot.addWidget(window)
     qtbot.waitUntil(lambda: window.state.loaded is not None and not window.model_jobs.busy, timeout=60000)
-    items = [window.device_box.itemText(i) for i in range(window.device_box.count())]
+    items = [window.input_bar.device_box.itemText(i) for i in range(window.input_bar.device_box.count())]
     assert "spread" in items and not window.state.loaded.spread
-    window.device_box.setCurrentText("spread")
+    window.input_bar.device_box.setCurrentText("spread")
     qtbot.waitUntil(lambda: window.state.loaded.spread and not window.model_jobs.busy, timeout=60000)
-    assert window.device_label.text() == "spread" and "on disk" in window.device_label.toolTip()
-    window.device_box.setCurrentText("cpu")          # back to one device: opened again, whole
+    assert window.status_line.device_label.text() == "spread" and "on disk" in window.status_line.device_label.toolTip()
+    window.input_bar.device_box.setCurrentText("cpu")          # back to one device: opened again, whole
     qtbot.waitUntil(lambda: not window.state.loaded.spread and not window.model_jobs.busy, timeout=60000)
-    assert window.device_label.text() == "cpu"
+    assert window.status_line.device_label.text() == "cpu"

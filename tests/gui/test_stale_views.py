@@ -72,7 +72,7 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
 
     # 1. a long text, held in its Run: both greyed with the overview's sentence, the readout gone
     gate = _gated_runs(monkeypatch)
-    window.text_edit.setText(LONG)
+    window.input_bar.text_edit.setText(LONG)
     window.run()
     assert window.state.pending
     assert _greyed(detail, STALE_NOTE) and _greyed(stats, STALE_NOTE)
@@ -88,7 +88,7 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
 
     # 3. a Run of another text: greyed until each view's new drawing lands, then current
     gate = _gated_runs(monkeypatch)
-    window.text_edit.setText(LONG)
+    window.input_bar.text_edit.setText(LONG)
     window.run()
     assert _greyed(detail, STALE_NOTE) and _greyed(stats, STALE_NOTE)
     gate.set()
@@ -99,7 +99,7 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
 
     # 4. a new trace whose drawings are stopped before they land (Esc during a remote fetch):
     #    greyed with the sentence that says so, never shown as current
-    window.text_edit.setText("the cat sees the dog .")
+    window.input_bar.text_edit.setText("the cat sees the dog .")
     window.run()
     qtbot.waitUntil(lambda: window.state.text == "the cat sees the dog ." and not window.run_jobs.busy,
                     timeout=30000)
@@ -121,7 +121,7 @@ def test_head_detail_and_statistics_are_greyed_while_stale_and_current_after(win
         return (yield from load(source, device, report, stop))
     monkeypatch.setattr(attnscope.gui.window.engine_calls, "open_model", held_load)
     with qtbot.waitSignal(window.state.model_changed, timeout=30000):
-        window.open_source("random-gpt")
+        window.opening.open_source("random-gpt")
         assert window.state.pending and _greyed(detail, STALE_NOTE) and _greyed(stats, STALE_NOTE)
         gate.set()
     qtbot.waitUntil(lambda: window.state.trace is not None and not window.run_jobs.busy, timeout=30000)
@@ -135,7 +135,7 @@ def test_the_veil_takes_the_mouse_so_old_cells_are_not_read(window_on, qtbot, dr
     detail, = _open(window, "Head detail")
     drawn(detail)
     gate = _gated_runs(monkeypatch)
-    window.text_edit.setText(LONG)
+    window.input_bar.text_edit.setText(LONG)
     window.run()
     qtbot.waitUntil(lambda: detail.stale_cover is not None and detail.stale_cover.isVisible(), timeout=5000)
     centre = detail.plot.mapFromScene(detail.item.vb.mapViewToScene(pg.Point(0.5, 0.5)))
@@ -166,7 +166,7 @@ def test_lines_about_a_run_or_a_model_go_with_it(window, qtbot):
     patching, = _open(window, "Patching")
     patching.status.setText("The answer ' cat' is not one token of random translator.")
     with qtbot.waitSignal(window.state.model_changed, timeout=30000):
-        window.open_source("random-gpt")
+        window.opening.open_source("random-gpt")
     assert "not one token" not in patching.status.text()
     qtbot.waitUntil(lambda: window.state.trace is not None and not window.run_jobs.busy, timeout=30000)
     window.state.begin_request()

@@ -24,9 +24,9 @@ def test_open_text_file_runs_the_files_text_as_the_command_line_reads_it(window_
     w = window_on(str(llama))
     path = tmp_path / "text.txt"
     path.write_text(BODY, encoding="utf-8")
-    w.open_text(str(path))
+    w.input_bar.open_text(str(path))
     qtbot.waitUntil(lambda: not w.state.pending and w.state.text == BODY, timeout=30000)
-    assert w.text_edit.text() == BODY == read_utf8(path)          # tabs, line breaks, two spaces, nbsp
+    assert w.input_bar.text_edit.text() == BODY == read_utf8(path)          # tabs, line breaks, two spaces, nbsp
     cli = trace_text(w.state.loaded, read_utf8(path))              # what --text-file reads (cli.common.text_of)
     kind = cli.kinds[0]
     assert w.state.trace.query_tokens(kind) == cli.query_tokens(kind)

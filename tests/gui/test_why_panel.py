@@ -71,7 +71,7 @@ def fake_engine(monkeypatch):
 
 def _repeated(w, qtbot, drawn):
     """The repeated text Run, Head detail open on layer 3 head 3."""
-    w.text_edit.setText(REPEATED)
+    w.input_bar.text_edit.setText(REPEATED)
     w.run()
     qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.text == REPEATED and w.state.trace is not None,
                     timeout=30000)
@@ -170,7 +170,7 @@ def test_a_new_text_marks_the_split_stale_and_why_again_computes_it_anew(window_
     detail.ask_why(9, 3)
     p = _split(w, qtbot)
     assert not p.mark.isVisible()
-    w.text_edit.setText("a dog ran to the park")
+    w.input_bar.text_edit.setText("a dog ran to the park")
     w.run()
     qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.text == "a dog ran to the park", timeout=30000)
     assert p.mark.isVisible() and p.image.opacity() < 1
@@ -200,7 +200,7 @@ def test_a_recording_without_its_model_is_told_why_needs_the_model(window_on, qt
     w = window_on(GPT)
     _repeated(w, qtbot, drawn)
     path = save_recording(w.state.trace, tmp_path / "run")
-    w.open_recording(str(path))
+    w.recordings.open(str(path))
     qtbot.waitUntil(lambda: w.state.recording is not None, timeout=20000)
     w.state.ask_why(DECODER_SELF, 3, 3, 9, 3)
     p = w.views["Why"]
@@ -342,7 +342,7 @@ def test_in_sequence_another_model_and_a_theme_with_the_panel_open(window_on, qt
     p = _split(w, qtbot)
     gpt_split = p.result
     old = w.state.loaded
-    w.open_source(str(ROOT / "resources/checkpoints/translator.safetensors"))
+    w.opening.open_source(str(ROOT / "resources/checkpoints/translator.safetensors"))
     qtbot.waitUntil(lambda: w.state.loaded is not old and w.state.loaded is not None and not w.model_jobs.busy,
                     timeout=60000)
     qtbot.waitUntil(lambda: p.mark.isVisible(), timeout=10000)
@@ -364,7 +364,7 @@ def test_every_row_and_bar_is_named_in_the_default_layout(window_on, qtbot, draw
     The notes say what each number counts ("1 sources" read wrong)."""
     w = window_on(GPT)
     w.resize(1600, 1000)
-    w.reset_layout()
+    w.dock_layout.reset()
     _repeated(w, qtbot, drawn)
     w.state.ask_why(DECODER_SELF, 3, 3, 12, 2)
     p = _split(w, qtbot)

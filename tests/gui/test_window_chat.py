@@ -28,9 +28,9 @@ def folders(tmp_path_factory):
 
 def _chat_run(window, qtbot, text="the dog sees the cat", system="be brief"):
     """Chat on, with ``system``, on ``text``; returns once that Run's trace is on screen."""
-    window.text_edit.setText(text)
-    window.system_edit.setText(system)
-    window.chat_box.setChecked(True)       # toggling runs
+    window.input_bar.text_edit.setText(text)
+    window.input_bar.system_edit.setText(system)
+    window.input_bar.chat_box.setChecked(True)       # toggling runs
     qtbot.waitUntil(lambda: window.state.chat and window.state.text == text and not window.run_jobs.busy,
                     timeout=30000)
     return window.state.trace
@@ -40,15 +40,15 @@ def test_the_toggle_is_shown_only_for_a_model_with_a_chat_template(window_on, fo
     chat, plain = folders
     gpt = window_on(str(attnscope.gui.window.main_window.catalog.bundled_checkpoints()[1]))
     assert gpt.state.loaded.family == "gpt"
-    assert gpt.chat_box.isHidden() and gpt.system_edit.isHidden()
+    assert gpt.input_bar.chat_box.isHidden() and gpt.input_bar.system_edit.isHidden()
     w = window_on(str(plain))
-    assert w.chat_box.isHidden() and w.system_edit.isHidden()
+    assert w.input_bar.chat_box.isHidden() and w.input_bar.system_edit.isHidden()
     with qtbot.waitSignal(w.state.model_changed, timeout=30000):
-        w.open_source(str(chat))
-    assert not w.chat_box.isHidden()
-    assert w.system_edit.isHidden()              # the system line comes with chat on
-    w.chat_box.setChecked(True)
-    assert not w.system_edit.isHidden() and not w.system_label.isHidden()
+        w.opening.open_source(str(chat))
+    assert not w.input_bar.chat_box.isHidden()
+    assert w.input_bar.system_edit.isHidden()              # the system line comes with chat on
+    w.input_bar.chat_box.setChecked(True)
+    assert not w.input_bar.system_edit.isHidden() and not w.input_bar.system_label.isHidden()
 
 
 def test_a_chat_run_is_the_engines_run_of_the_chat(window_on, folders, qtbot):
@@ -67,7 +67,7 @@ def test_a_chat_run_is_the_engines_run_of_the_chat(window_on, folders, qtbot):
     np.testing.assert_array_equal(trace.head(KIND, 1, 2), want.head(KIND, 1, 2))
     # the continuation is the chat's: the engine's reply, which stops at the template's end of turn
     qtbot.waitUntil(lambda: w.state.output_for == w.state.trace_id and not w.output_jobs.busy, timeout=30000)
-    assert w.output_label.text() == model_output(w.state.loaded, Chat.of("the dog sees the cat", "be brief"))
+    assert w.output_row.label.text() == model_output(w.state.loaded, Chat.of("the dog sees the cat", "be brief"))
 
 
 def test_toggling_chat_or_editing_the_system_turn_is_a_new_prompt(window_on, folders, qtbot, monkeypatch):
@@ -83,10 +83,10 @@ def test_toggling_chat_or_editing_the_system_turn_is_a_new_prompt(window_on, fol
     real = attnscope.gui.window.engine_calls.timed_trace
     monkeypatch.setattr(attnscope.gui.window.engine_calls, "timed_trace", lambda loaded, text, *a, **k: (seen.append(text),
                                                                                         real(loaded, text, *a, **k))[1])
-    w.system_edit.setText("be brief")
-    w.system_edit.textEdited.emit("be brief")     # as typed: live re-runs
+    w.input_bar.system_edit.setText("be brief")
+    w.input_bar.system_edit.textEdited.emit("be brief")     # as typed: live re-runs
     qtbot.waitUntil(lambda: w.state.system == "be brief" and not w.run_jobs.busy, timeout=30000)
-    w.chat_box.setChecked(False)
+    w.input_bar.chat_box.setChecked(False)
     qtbot.waitUntil(lambda: not w.state.chat and not w.run_jobs.busy, timeout=30000)
     assert seen == [Chat.of(w.state.text, "be brief"), w.state.text]
     assert not any(t in w.state.trace.query_tokens(KIND) for t in TURN_TOKENS)
@@ -120,14 +120,14 @@ def test_a_model_without_a_template_reads_plain_text_and_a_refusal_is_one_senten
     w = window_on(str(folders[0]))
     _chat_run(w, qtbot)
     with qtbot.waitSignal(w.state.model_changed, timeout=30000):
-        w.open_source(str(folders[1]))
+        w.opening.open_source(str(folders[1]))
     qtbot.waitUntil(lambda: w.state.trace is not None and not w.run_jobs.busy, timeout=30000)
-    assert w.chat_box.isHidden() and w.chat_box.isChecked()       # kept for the next chat model, unused here
+    assert w.input_bar.chat_box.isHidden() and w.input_bar.chat_box.isChecked()       # kept for the next chat model, unused here
     assert not w.state.chat and w.state.prompt == w.state.text
     assert w.state.trace.query_tokens(KIND)[0] == "<s>" and "<|user|>" not in w.state.trace.query_tokens(KIND)
     # Were the chat form sent anyway, the engine's refusal is the dialog's one sentence.
     monkeypatch.setattr(attnscope.gui.window.input_bar, "reads_chat", lambda loaded: True)
-    w.system_edit.setText("x")
+    w.input_bar.system_edit.setText("x")
     w.run()
     qtbot.waitUntil(lambda: w.last_error is not None and not w.run_jobs.busy, timeout=30000)
     assert "no chat template" in w.last_error and "\n" not in w.last_error
@@ -138,14 +138,14 @@ def test_the_chat_toggle_and_system_turn_are_kept_across_starts(folders, qtbot, 
     w = MainWindow(source=str(folders[0]), device="cpu")
     qtbot.addWidget(w)
     qtbot.waitUntil(lambda: w.state.trace is not None, timeout=30000)
-    assert not w.chat_box.isChecked()
-    w.chat_box.setChecked(True)
-    w.system_edit.setText("answer in German")
+    assert not w.input_bar.chat_box.isChecked()
+    w.input_bar.chat_box.setChecked(True)
+    w.input_bar.system_edit.setText("answer in German")
     qtbot.waitUntil(lambda: not w.run_jobs.busy, timeout=30000)
     w.close()
     w2 = MainWindow(source=str(folders[0]), device="cpu")
     qtbot.addWidget(w2)
-    assert w2.chat_box.isChecked() and w2.system_edit.text() == "answer in German"
+    assert w2.input_bar.chat_box.isChecked() and w2.input_bar.system_edit.text() == "answer in German"
     qtbot.waitUntil(lambda: w2.state.trace is not None and not w2.run_jobs.busy, timeout=30000)
     assert w2.state.prompt == Chat.of(w2.state.text, "answer in German")     # the first Run is a chat
     w2.close()
@@ -165,6 +165,6 @@ def test_patching_reads_both_texts_as_chats_and_a_toggle_makes_its_result_stale(
     qtbot.waitUntil(lambda: p.result is not None and not p.jobs.busy, timeout=60000)
     assert p.result.tokens["clean"] == w.state.trace.query_tokens(KIND)     # the chat the window ran
     assert p.current() and not p.mark.isVisible()
-    w.chat_box.setChecked(False)
+    w.input_bar.chat_box.setChecked(False)
     qtbot.waitUntil(lambda: not w.state.chat and not w.run_jobs.busy, timeout=30000)
     assert not p.current() and p.mark.isVisible()        # the same words, another prompt

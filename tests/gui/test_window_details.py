@@ -32,11 +32,11 @@ def test_save_recording_asks_before_replacing_a_model_and_keeps_it_on_no(window,
     asked = []
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "model"), ""))
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: (asked.append(a[2]), QMessageBox.StandardButton.No)[1])
-    window.save_recording_dialog()              # "model" typed: written as model.safetensors, the checkpoint
+    window.recordings.save_dialog()              # "model" typed: written as model.safetensors, the checkpoint
     qtbot.waitUntil(lambda: not window.save_jobs.busy, timeout=20000)
     assert asked and "not a recording" in asked[0] and model.read_bytes() == before
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
-    window.save_recording_dialog()              # asked, and told yes: replaced by the recording
+    window.recordings.save_dialog()              # asked, and told yes: replaced by the recording
     qtbot.waitUntil(lambda: is_recording(model) and not window.save_jobs.busy, timeout=20000)
 
 
@@ -57,7 +57,7 @@ def test_save_recording_never_replaces_a_file_of_the_open_hub_model(window_on, q
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(shard), ""))
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.StandardButton.Yes)
     monkeypatch.setattr(w, "show_error", lambda title, exc: errors.append(str(exc)))
-    w.save_recording_dialog()
+    w.recordings.save_dialog()
     assert not asked and not w.save_jobs.busy and shard.read_bytes() == before
     assert len(errors) == 1 and "the model open now, or one of its files" in errors[0]
 
@@ -118,11 +118,11 @@ def test_the_model_menu_ticks_a_folder_model_and_the_status_says_its_weights(win
     folder = tiny_folder(tmp_path, "llama")
     w = window_on("random-gpt")
     old = w.state.loaded
-    w.open_source(str(folder))                  # from another model, as a user opens one after the first
+    w.opening.open_source(str(folder))                  # from another model, as a user opens one after the first
     qtbot.waitUntil(lambda: w.state.loaded is not old and w.state.trace is not None, timeout=30000)
     ticked = [a.text() for a in w.model_menu.actions() if a.isChecked()]
     assert ticked == [f"{w.state.loaded.name} (open now)"]      # the walk saw the old model's name ticked
-    assert "fp32" in w.params_label.text()
+    assert "fp32" in w.status_line.params_label.text()
 
 
 def test_open_recording_refuses_a_checkpoint_and_points_to_open_checkpoint():

@@ -64,11 +64,11 @@ def test_runs_of_a_long_text_leave_no_trace_behind_with_every_heavy_view_open(wi
         w.docks[title].show()
         w.docks[title].raise_()
         w.view(title)
-    w.live_box.setChecked(False)
+    w.input_bar.live_box.setChecked(False)
     one = None
     gone = []
     for i in range(3):
-        w.text_edit.setText(TEXT + " again" * i)
+        w.input_bar.text_edit.setText(TEXT + " again" * i)
         w.run()
         qtbot.waitUntil(lambda: w.state.trace is not None and not w.state.pending
                         and len(w.state.trace.query_tokens(w.state.trace.kinds[0])) > 400, timeout=60000)

@@ -23,7 +23,7 @@ def _open(window, *titles):
 
 
 def _run(window, qtbot, text: str):
-    window.text_edit.setText(text)
+    window.input_bar.text_edit.setText(text)
     window.run()
     qtbot.waitUntil(lambda: window.state.trace is not None and window.state.text == text
                     and not window.run_jobs.busy, timeout=20000)
@@ -67,7 +67,7 @@ def test_a_new_model_leaves_no_old_readouts(window, qtbot, drawn):
     decoding.step()
     qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=20000)
     with qtbot.waitSignal(window.state.model_changed, timeout=20000):
-        window.open_source("random-gpt")
+        window.opening.open_source("random-gpt")
     assert decoding.history == [] and decoding.alignment.image.image is None and decoding.heads.image.image is None
     assert decoding.beams.topLevelItemCount() == 0
     assert compare.result is None and compare.images[0].image is None
@@ -105,7 +105,7 @@ def test_ten_quick_runs_compute_only_the_newest(window, qtbot, monkeypatch):
     monkeypatch.setattr(attnscope.gui.window.engine_calls, "timed_trace", slow_first)
     before = window.state.trace
     for i in range(10):
-        window.text_edit.setText(f"the dog sees {i} cats .")
+        window.input_bar.text_edit.setText(f"the dog sees {i} cats .")
         window.run()
         if i == 0:
             qtbot.waitUntil(lambda: len(texts) == 1)
@@ -210,7 +210,7 @@ def test_a_corrupt_time_lapse_is_a_dialog(window, qtbot, tmp_path, monkeypatch):
 def test_long_messages_never_widen_the_window(window, qtbot):
     before = window.minimumSizeHint().width()
     window.statusBar().showMessage("a-very-long-file-name-" * 40)
-    window.model_label.setText("model-" * 80)
+    window.status_line.model_label.setText("model-" * 80)
     window.banner.setText("Not in this model's vocabulary: " + "x" * 900)
     window.banner.setVisible(True)
     qtbot.wait(1)
@@ -226,11 +226,11 @@ def test_an_output_without_spaces_never_widens_the_window(window, qtbot):
     window.state.set_output("<0x0C>" * 300)
     for _ in range(5):                                     # the layout takes the new text in
         QApplication.processEvents()
-    assert window.output_label.text() == "<0x0C>" * 300
+    assert window.output_row.label.text() == "<0x0C>" * 300
     assert window.minimumSizeHint().width() <= before and window.docks["Head detail"].width() == dock
-    assert "<0x0C>" * 16 in window.output_label.toolTip().replace("\n", "")   # cut on the line, whole in its tooltip
+    assert "<0x0C>" * 16 in window.output_row.label.toolTip().replace("\n", "")   # cut on the line, whole in its tooltip
     window.state.set_output("a short one")
-    assert "a short one" not in window.output_label.toolTip()
+    assert "a short one" not in window.output_row.label.toolTip()
 
 
 def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch):
@@ -245,19 +245,19 @@ def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch)
 
 
 def test_the_output_line_shows_the_run_and_then_each_decoding_step(window, qtbot):
-    qtbot.waitUntil(lambda: window.output_label.text() != "" and not window.output_jobs.busy, timeout=20000)
+    qtbot.waitUntil(lambda: window.output_row.label.text() != "" and not window.output_jobs.busy, timeout=20000)
     from attnscope.engine.decoding.session import model_output
-    assert window.output_label.text() == model_output(window.state.loaded, window.state.text)
-    assert window.output_title.text() == "Translation:" and window.output_label.isVisible()
+    assert window.output_row.label.text() == model_output(window.state.loaded, window.state.text)
+    assert window.output_row.title.text() == "Translation:" and window.output_row.label.isVisible()
     decoding, = _open(window, "Decoding")
     for n in (1, 2):
         decoding.step()
         qtbot.waitUntil(lambda: len(decoding.history) == n and not decoding.jobs.busy, timeout=20000)
         tok = decoding.session.stepper.tokenizer
-        assert window.output_label.text() == tok.decode(decoding.history[-1].output_ids)
+        assert window.output_row.label.text() == tok.decode(decoding.history[-1].output_ids)
     with qtbot.waitSignal(window.state.model_changed, timeout=20000):
-        window.open_source("random-bert")
-    assert not window.output_label.isVisible()
+        window.opening.open_source("random-bert")
+    assert not window.output_row.label.isVisible()
 
 
 def test_the_gui_thread_runs_no_torch_work_in_a_session(window, qtbot, drawn):
@@ -285,7 +285,7 @@ def test_the_gui_thread_runs_no_torch_work_in_a_session(window, qtbot, drawn):
             decoding.step()
             qtbot.waitUntil(lambda: len(decoding.history) == n and not decoding.jobs.busy, timeout=20000)
         with qtbot.waitSignal(window.state.model_changed, timeout=20000):
-            window.open_source("random-gpt")
+            window.opening.open_source("random-gpt")
         qtbot.waitUntil(lambda: window.state.trace is not None and window.state.trace.family == "gpt"
                         and not window.run_jobs.busy and not window.output_jobs.busy, timeout=20000)
         window.set_dark(True)
