@@ -8,7 +8,9 @@ assembled locally (tests/helpers/hf_tiny.py), opened the way ``attnscope export`
 (``open_model``, then ``trace_text``) and each kind's weights compared with the same folder
 loaded with ``attn_implementation="eager"`` and ``output_attentions=True``.
 
-Each row is one of: exact (every head within TOLERANCE of eager), wrong (opens, and differs:
+Each row is one of: exact (every head within TOLERANCE of eager, through the seam), dense
+(the same, through the dense fallback: a family whose attention never reaches the seam, drawn
+from its own eager weights, engine.adapters.hf_dense), wrong (opens, and differs:
 the silent error this sweep exists to find), refused (one sentence in attnscope's words),
 unclean (a foreign message or a traceback), not built (the tiny model could not be made here:
 the sweep's own limit, not attnscope's), nothing compared (opens, but eager returned no
@@ -246,9 +248,10 @@ def compare(folder: Path, role: str) -> dict:
     layers = getattr(config, "num_hidden_layers", None)
     if isinstance(layers, int) and role == "decoder" and compared < layers:   # a hybrid's other layers
         notes.append(f"{layers - compared} of {layers} layers not softmax attention (linear or state-space)")
+    exact = "dense" if loaded.meta.get("dense") else "exact"     # drawn from its own eager weights (hf_dense)
     if not compared:
         return {"class": "nothing compared", "diff": None, "note": "; ".join(notes) or "no softmax layer compared"}
-    return {"class": "exact" if worst <= TOLERANCE else "wrong", "diff": worst,
+    return {"class": exact if worst <= TOLERANCE else "wrong", "diff": worst,
             "note": "; ".join([f"{compared} layers", *notes])}
 
 

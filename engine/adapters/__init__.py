@@ -25,6 +25,10 @@ def adapter_for(loaded):
 
 
 def _make(loaded):
+    if loaded.is_hf and loaded.meta.get("dense"):       # its attention never reaches the seam (hf_dense.py)
+        from attnscope.engine.adapters.hf_dense import HFDenseDecoderAdapter, HFDenseEncoderAdapter
+
+        return {"encoder": HFDenseEncoderAdapter, "decoder": HFDenseDecoderAdapter}[loaded.role](loaded)
     if loaded.is_hf:
         from attnscope.engine.adapters.hf import HFDecoderAdapter, HFEncoderAdapter, HFSeq2SeqAdapter
 

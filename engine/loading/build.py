@@ -55,12 +55,20 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
     reporter = (found and found.reporter) or Reporter(Path(given).name or given, progress, stop)
     maker = {"encoder": AutoModel, "decoder": AutoModelForCausalLM, "encoder-decoder": AutoModelForSeq2SeqLM}[role]
     register_seam()
+    dense = False          # its own attention classes: opened eager, drawn from its own weights (adapters/hf_dense)
+
+    def made(implementation):
+        return maker.from_pretrained(source, config=config, attn_implementation=implementation,
+                                     local_files_only=True, output_loading_info=True, trust_remote_code=False,
+                                     dtype=plan.dtype, **(plan.spread.kwargs() if plan.spread else {}))
     try:
         with quiet_transformers(), counting_tensors(reporter):
-            model, info = maker.from_pretrained(source, config=config, attn_implementation=SEAM,
-                                                local_files_only=True, output_loading_info=True,
-                                                trust_remote_code=False, dtype=plan.dtype,
-                                                **(plan.spread.kwargs() if plan.spread else {}))
+            try:
+                model, info = made(SEAM)
+            except KeyError as exc:
+                if not (exc.args and exc.args[0] == SEAM and role != "encoder-decoder" and plan.spread is None):
+                    raise
+                (model, info), dense = made("eager"), True
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, trust_remote_code=False)
     except LoadCancelled:
         raise
@@ -102,8 +110,10 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
         model.to(plan.device)
     meta = {"source": source if found is None or found.local else found.given, "hf_config": config.to_dict(),
             "model_type": config.model_type, "role": role,
-            "folder": source}      # where its files are read from (a hub id's cache snapshot): never written over
-    notes = list(plan.notes)
+            "folder": source,      # where its files are read from (a hub id's cache snapshot): never written over
+            "dense": dense}
+    notes = list(plan.notes) + (["This family is drawn from its own attention weights; long texts need the seam."]
+                                if dense else [])
     if plan.spread is not None:
         on_disk = sum(1 for _, p in model.named_parameters() if p.device.type == "meta")
         meta["placement"] = describe_map(getattr(model, "hf_device_map", None) or {"": str(model.device)})

@@ -49,7 +49,7 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
         if files.kind == "folder":                              # 5
             # where the probe's ids go: the plan's device, or, spread, where accelerate put the first module
             dev = input_device(loaded.model) if plan.spread is not None else plan.device
-            notes = attach(loaded.model, files.role, dev)
+            notes = [] if loaded.meta.get("dense") else attached(loaded, files.role, dev, attach, SiteError)
             if notes:
                 loaded.meta["notes"] = " ".join([n for n in (loaded.meta.get("notes"),) if n] + notes)
         return loaded
@@ -67,3 +67,14 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
         raise found.error(f"{files.folder}: transformers' own {files.model_type} code fails while the model is "
                           f"prepared ({first_line(exc)}), so attnscope cannot open this family with the installed "
                           "transformers.") from None
+
+
+def attached(loaded, role: str, device, attach, site_error) -> list[str]:
+    """The seam's notes for ``loaded``; one the seam cannot see or tell apart is asked of the
+    dense fallback, which decides (engine.adapters.hf_dense.fall_back) or refuses as the seam did."""
+    try:
+        return attach(loaded.model, role, device)
+    except site_error as exc:
+        from attnscope.engine.adapters.hf_dense import fall_back
+
+        return fall_back(loaded, role, device, exc)

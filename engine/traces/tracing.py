@@ -15,7 +15,7 @@ import torch
 from attnscope.engine.adapters import adapter_for
 from attnscope.engine.adapters.chat import check_prompt
 from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
-from attnscope.engine.inputs import check_callback, check_optional_text
+from attnscope.engine.inputs import InputError, check_callback, check_optional_text
 from attnscope.engine.interventions.spec import applied, marked, notes_of
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.seam import SeamHook, hooks, recording
@@ -70,6 +70,11 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     adapter = adapter_for(loaded)
     with applied(interventions):
         framed = frame(adapter, text, pair=pair, target=target, max_new_tokens=max_new_tokens)
+    if getattr(adapter, "dense", False):      # its own attention classes: eager's weights (engine.adapters.hf_dense)
+        if value_weighted or merge_subwords:
+            raise InputError(f"{loaded.name}: value-weighted or merged rows need attnscope's attention seam, and "
+                             "this family is drawn from its own attention weights.")
+        return adapter.dense_trace(framed)
     check_run(adapter, framed, loaded.name)
     merge_subwords = merge_subwords and not value_weighted
     progress = _Progress(len(adapter.sites()), report, stop)
