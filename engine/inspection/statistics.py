@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from dataclasses import field
 
 import numpy as np
+
+if TYPE_CHECKING:        # annotations only: torch is imported where a statistic is computed
+    import torch
 
 LOCAL_WINDOW = 16     # |i - j| <= 16: the local-window mass
 

@@ -38,10 +38,11 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
     is the source's own error type: HFModelError for a folder, CheckpointError for a file."""
     from attnscope.engine.loading.build import build
     from attnscope.engine.loading.check import check
+    from attnscope.engine.loading.dense_fallback import fall_back
     from attnscope.engine.loading.describe import describe
     from attnscope.engine.seam.hf_attention import SiteError, attach   # torch: the pipeline imports none until it builds
 
-    files = None
+    files = loaded = dev = None
     try:
         files = describe(found)                                 # 2
         plan = check(files, device, spread)                     # 3
@@ -49,12 +50,17 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
         if files.kind == "folder":                              # 5
             # where the probe's ids go: the plan's device, or, spread, where accelerate put the first module
             dev = input_device(loaded.model) if plan.spread is not None else plan.device
-            notes = [] if loaded.meta.get("dense") else attached(loaded, files.role, dev, attach, SiteError)
-            if notes:
-                loaded.meta["notes"] = " ".join([n for n in (loaded.meta.get("notes"),) if n] + notes)
+            if not loaded.meta.get("dense"):
+                _noted(loaded, attach(loaded.model, files.role, dev))
         return loaded
     except SiteError as exc:
-        raise found.error(f"{files.folder}: {exc}") from None
+        if loaded is None or files is None or files.kind != "folder" or loaded.meta.get("dense"):
+            raise found.error(f"{files.folder}: {exc}") from None
+        try:      # the seam cannot see this family: its own eager weights, or the seam's refusal stands
+            _noted(loaded, fall_back(loaded, files.role, dev, exc))
+        except SiteError as again:
+            raise found.error(f"{files.folder}: {again}") from None
+        return loaded
     except ModelLoadError as exc:
         if type(exc) is not ModelLoadError:
             raise
@@ -69,12 +75,7 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
                           "transformers.") from None
 
 
-def attached(loaded, role: str, device, attach, site_error) -> list[str]:
-    """The seam's notes for ``loaded``; one the seam cannot see or tell apart is asked of the
-    dense fallback, which decides (engine.adapters.hf_dense.fall_back) or refuses as the seam did."""
-    try:
-        return attach(loaded.model, role, device)
-    except site_error as exc:
-        from attnscope.engine.adapters.hf_dense import fall_back
-
-        return fall_back(loaded, role, device, exc)
+def _noted(loaded, notes: list[str]) -> None:
+    """The seam's (or the fallback's) notes after the loader's own."""
+    if notes:
+        loaded.meta["notes"] = " ".join([n for n in (loaded.meta.get("notes"),) if n] + notes)

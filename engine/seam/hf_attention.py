@@ -155,6 +155,12 @@ class SiteError(RuntimeError):
     """A model whose attention does not reach the seam the way attnscope needs."""
 
 
+class UnseenAttention(SiteError):
+    """A model whose heads the seam cannot see or tell apart (attention computed in its own classes,
+    one module called in several layers or twice in one): refused here, and the loader may still
+    draw it from its own eager weights (engine.loading.dense_fallback)."""
+
+
 class UnknownKeyword(SiteError):
     """An attention call carrying a keyword the seam does not understand: refused, never dropped."""
 
@@ -261,7 +267,7 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
     register()
     model.set_attn_implementation(NAME)
     if model.config._attn_implementation != NAME:
-        raise SiteError(f"{type(model).__name__} does not route its attention through transformers' "
+        raise UnseenAttention(f"{type(model).__name__} does not route its attention through transformers' "
                         "AttentionInterface, so attnscope cannot see it.")
     found, outputs = _Discovery(), {}
 
@@ -289,11 +295,11 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
                             f"on a {PROBE_SOURCE}-token probe: its keys are not the tokens (compressed or pooled), so "
                             "attnscope cannot draw its attention as token-to-token weights.")
         if id(module) in modules and prev is module and not shared:
-            raise SiteError(f"{type(model).__name__}'s {type(module).__name__} calls its attention function more than "
+            raise UnseenAttention(f"{type(model).__name__}'s {type(module).__name__} calls its attention function more than "
                             "once in a layer (a differential or multi-pass attention), and attnscope draws one softmax "
                             "per layer, so it cannot show this model.")
         if id(module) in modules:
-            raise SiteError(f"{type(model).__name__} calls one attention module ({type(module).__name__}) in more "
+            raise UnseenAttention(f"{type(model).__name__} calls one attention module ({type(module).__name__}) in more "
                             "than one layer, so attnscope cannot tell its layers apart.")
         prev = module
         modules.add(id(module))
@@ -303,7 +309,7 @@ def _discover(model, role: str, dev: torch.device) -> tuple[list[Site], dict[Sit
         sites.append(site)
     _one_head_count(type(model).__name__, [(m.attnscope_site, found.calls[id(m)].q.shape[1]) for m, _, _ in found.seen])
     if not sites:
-        raise SiteError(f"{type(model).__name__} made no attention call through the seam: it mixes its tokens its "
+        raise UnseenAttention(f"{type(model).__name__} made no attention call through the seam: it mixes its tokens its "
                         "own way (attention in its own classes, or a state-space or Fourier layer), not through "
                         "transformers' attention interface, so attnscope cannot see its heads.")
     by_site = {module.attnscope_site: outputs[id(module)] for module, _, _ in found.seen if id(module) in outputs}

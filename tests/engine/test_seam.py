@@ -167,16 +167,17 @@ def test_attention_is_captured_in_one_place():
     found = []
     # The one exception: activation patching reads and edits the residual stream at a block's
     # input (and the unembedding's), never an attention module's (engine/experiments/points.py).
-    # The dense fallback (engine/adapters/hf_dense.py) is the one other door: a family whose
-    # attention never reaches the seam is opened eager and drawn from its own returned weights.
+    # The dense fallback (engine/adapters/hf_dense.py, and the loader's engine/loading/dense_fallback.py)
+    # is the one other door: a family whose attention never reaches the seam is opened eager and
+    # drawn from its own returned weights.
     block_inputs = ROOT / "engine" / "experiments" / "points.py"
-    dense = ROOT / "engine" / "adapters" / "hf_dense.py"
+    dense = (ROOT / "engine" / "adapters" / "hf_dense.py", ROOT / "engine" / "loading" / "dense_fallback.py")
     for f in (ROOT / "engine").rglob("*.py"):
         text = f.read_text(encoding="utf-8")
         for needle in ("output_attentions=True", "need_weights", "register_forward_pre_hook",
                        "eager_attention_forward", 'attn_implementation="eager"'):
             excused = (f == block_inputs and needle == "register_forward_pre_hook") or (
-                f == dense and needle in ("output_attentions=True", 'attn_implementation="eager"'))
+                f in dense and needle in ("output_attentions=True", 'attn_implementation="eager"'))
             if needle in text and not excused:
                 found.append(f"{f.relative_to(ROOT)}: {needle}")
     assert found == []
