@@ -172,6 +172,31 @@ def check_optional_text(text, what: str) -> str | None:
     return text if isinstance(text, str) else checked     # a text's own spaces kept: a tokenizer reads them
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """One Run's request as the user typed it, checked once here: the text (a str, or a Chat for
+    an instruct model), the encoder-decoder's ``target`` prefix and the encoder's ``pair``
+    (segment B). Made only through ``Prompt.of``, so every entry point reads a checked one and
+    never reopens the door (engine.adapters.Adapter.prepare frames it once for a model)."""
+    text: "str | Chat"
+    target: str | None = None
+    pair: str | None = None
+
+    @classmethod
+    def of(cls, text, target=None, pair=None, what: str = "run") -> "Prompt":
+        """The checked Prompt, or InputError in one sentence (no text, bytes that are not UTF-8,
+        a chat whose turns are wrong, a target or pair that is not text)."""
+        if isinstance(text, Prompt):
+            return text
+        return cls(check_text(text, what), check_optional_text(target, "target prefix"),
+                   check_optional_text(pair, "second sentence"))
+
+    @property
+    def chat(self) -> bool:
+        """Whether the text is a chat (read through the model's chat template)."""
+        return isinstance(self.text, Chat)
+
+
 CHARS_A_TOKEN = 64   # more characters than any token here spans (a long run of spaces, a URL's piece: ~20)
 
 

@@ -40,14 +40,15 @@ def _make(loaded):
 
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from attnscope.engine.adapters.base import Adapter, Framed
+    from attnscope.engine.adapters.base import Adapter, Framed, Prepared
     from attnscope.engine.adapters.chat import check_prompt, reads_chat
 
 _PUBLIC = {
     "Adapter": "base",
     "Framed": "base",
+    "Prepared": "base",
     "check_prompt": "chat",
     "reads_chat": "chat",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["Adapter", "Framed", "adapter_for", "check_prompt", "reads_chat"]
+__all__ = ["Adapter", "Framed", "Prepared", "adapter_for", "check_prompt", "reads_chat"]

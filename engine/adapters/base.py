@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from attnscope.engine.inputs import InputError
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.inputs import InputError, Prompt
 from attnscope.engine.kinds import DECODER_SELF
-from attnscope.engine.seam import AttentionCall, Site, recording
+from attnscope.engine.seam import AttentionCall, Site, hooks, recording
+
+OWN_OUTPUT_TOKENS = 64      # the most tokens an encoder-decoder writes as its own output (a Run, the output line)
 
 
 @dataclass
@@ -40,6 +43,34 @@ class Framed:
     extra: dict = field(default_factory=dict)              # e.g. BERT's segment ids, Hugging Face's attention_mask
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One Run's request, built once by ``Adapter.prepare``: the checked Prompt, the adapter
+    that framed it and the framed ids. An entry point given one reads these and never checks
+    the text or looks the adapter up again."""
+    prompt: Prompt
+    adapter: "Adapter"
+    framed: Framed
+
+    @property
+    def loaded(self):
+        return self.adapter.loaded
+
+
+@torch.no_grad()
+def written_ids(st, device) -> list[int]:
+    """The one greedy loop: the stepper fed its argmax one token at a time, with its cache
+    (engine.decoding.greedy; ``Adapter.prepare``'s own output of an encoder-decoder)."""
+    feed, out = torch.tensor([st.prompt_ids], device=device), []
+    for _ in range(st.limit):
+        nxt = int(st.logits(feed)[0].argmax())
+        if nxt in st.end_ids:
+            break
+        out.append(nxt)
+        feed = torch.tensor([[nxt]], device=device)
+    return out
+
+
 class Adapter:
     """One per family; ``engine.adapters.adapter_for(loaded)`` picks it."""
 
@@ -59,6 +90,27 @@ class Adapter:
         ``target`` is a decoder prefix, else ``written``, the model's own output ids (an
         encoder-decoder needs one of them: engine.decoding.greedy.frame gives the second)."""
         raise NotImplementedError
+
+    def prepare(self, prompt, interventions=None, what: str = "run", remote: bool = False,
+                written=None) -> Prepared:
+        """``prompt`` (a Prompt, or a text made one) checked for this model once and framed once,
+        under ``interventions`` (their seam hooks: a translation is the changed model's). An
+        encoder-decoder given no ``target`` prefix reads ``written(text)``, its own output ids
+        (engine.decoding.greedy.request passes the greedy one). ``what`` names the action in a
+        refusal; ``remote``: the model runs on NDIF (engine.remote)."""
+        prompt = Prompt.of(prompt, what=what)
+        text = check_prompt(self.loaded, prompt.text, what, remote=remote)
+        if interventions is not None and not callable(getattr(interventions, "hooks", None)):
+            raise InputError(f"The interventions must be an Interventions (engine.interventions), not "
+                             f"{' '.join(repr(interventions).split()):.40}.")
+        made = interventions.hooks() if interventions else []     # engine.interventions.Interventions
+        self.model.eval()          # the own output and every forward after it read the model without dropout
+        with hooks(*made):
+            if self.role == "encoder-decoder" and not prompt.target and written is not None:
+                framed = self.frame(text, pair=prompt.pair, written=written(text))
+            else:
+                framed = self.frame(text, pair=prompt.pair, target=prompt.target)
+        return Prepared(prompt, self, framed)
 
     def frame_ids(self, ids: list[int]) -> tuple[Framed, dict[str, int]]:
         """Plain token ids framed the way a text is (head scores), and where they start per kind."""

@@ -8,41 +8,27 @@ Run's framing: the adapter's, with that output as the decoder's tokens where it 
 """
 from __future__ import annotations
 
-import torch
-
-from attnscope.engine.adapters.base import Framed
+from attnscope.engine.adapters.base import OWN_OUTPUT_TOKENS, Framed, written_ids
 from attnscope.engine.decoding.cost import check_decoding
 from attnscope.engine.decoding.records import DecodeSettings
-from attnscope.engine.inputs import check_kind
-from attnscope.engine.adapters.base import Adapter
-
-OWN_OUTPUT_TOKENS = 64      # the most tokens an encoder-decoder writes as its own output (a Run, the output line)
+from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters.base import Adapter, Prepared
+from attnscope.engine.adapters.chat import check_prompt
+from attnscope.engine.inputs import Prompt, check_kind
+from attnscope.engine.loading.loaded import LoadedModel
 
 
 def greedy_ids(adapter, text, max_new_tokens: int = OWN_OUTPUT_TOKENS) -> list[int]:
     """The model's greedy output ids for ``text``, without the end token (no recording), under
     whatever hooks are set."""
-    return _written(adapter.stepper(text, DecodeSettings(max_new_tokens=max_new_tokens)), adapter.device)
+    return written_ids(adapter.stepper(text, DecodeSettings(max_new_tokens=max_new_tokens)), adapter.device)
 
 
 def greedy_text(adapter, text, max_new_tokens: int = OWN_OUTPUT_TOKENS) -> str:
     """``greedy_ids``'s output as text, refused first (RunTooLarge) when its cache would not fit."""
     st = adapter.stepper(text, DecodeSettings(max_new_tokens=max_new_tokens))
     check_decoding(adapter, len(st.prompt_ids) + len(st.source_tokens), st.limit, 1, adapter.loaded.name)
-    return st.tokenizer.decode(_written(st, adapter.device))
-
-
-@torch.no_grad()
-def _written(st, device) -> list[int]:
-    """The one greedy loop: the stepper fed its argmax one token at a time, with its cache."""
-    feed, out = torch.tensor([st.prompt_ids], device=device), []
-    for _ in range(st.limit):
-        nxt = int(st.logits(feed)[0].argmax())
-        if nxt in st.end_ids:
-            break
-        out.append(nxt)
-        feed = torch.tensor([[nxt]], device=device)
-    return out
+    return st.tokenizer.decode(written_ids(st, adapter.device))
 
 
 def frame(adapter, text, pair: str | None = None, target: str | None = None,
@@ -53,3 +39,18 @@ def frame(adapter, text, pair: str | None = None, target: str | None = None,
     if adapter.role == "encoder-decoder" and not (target and target.strip()):
         return adapter.frame(text, pair=pair, written=greedy_ids(adapter, text, max_new_tokens))
     return adapter.frame(text, pair=pair, target=target)
+
+
+def request(loaded, text, target=None, pair=None, interventions=None, what: str = "run", remote: bool = False,
+            max_new_tokens: int = OWN_OUTPUT_TOKENS) -> Prepared:
+    """The Run's prepared request (engine.adapters.base.Prepared): ``text`` when it is one
+    already (its door was passed once), else ``loaded``'s adapter preparing the Prompt of
+    ``text``, ``target`` and ``pair`` (checked once, framed once), an encoder-decoder with no
+    target reading its own greedy output (``greedy_ids``) under ``interventions``."""
+    if isinstance(text, Prepared):
+        return text
+    if not isinstance(loaded, LoadedModel):
+        check_prompt(loaded, text, what, remote)     # not a model (a recording, a path): its one sentence
+    adapter = adapter_for(loaded)
+    return adapter.prepare(Prompt.of(text, target, pair, what), interventions, what, remote,
+                           written=lambda checked: greedy_ids(adapter, checked, max_new_tokens))

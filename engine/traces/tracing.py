@@ -12,14 +12,13 @@ import contextlib
 
 import torch
 
-from attnscope.engine.adapters import adapter_for
-from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
-from attnscope.engine.inputs import InputError, check_callback, check_optional_text
+from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, request
+from attnscope.engine.inputs import InputError, check_callback
 from attnscope.engine.interventions.spec import applied, marked, notes_of
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.seam import SeamHook, hooks, recording
 from attnscope.engine.traces.base import RunCancelled
+from attnscope.engine.traces.dense import DenseTrace
 from attnscope.engine.traces.estimate import check_run
 from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.words import merged_tokens, word_groups
@@ -62,19 +61,19 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     ``interventions`` (engine.interventions) change the model for the framing (a translation
     is the changed model's) and the forward; knocked-out cells read 0 in the trace.
     ``value_weighted``: rows of alpha_ij ||f(x_j)|| (engine.traces.value_weighted),
-    over word pieces (never merged: each piece has its own value vector)."""
-    text = check_prompt(loaded, text)
+    over word pieces (never merged: each piece has its own value vector). ``text`` may be a
+    Prompt or a prepared request (engine.decoding.greedy.request): its door is not passed again."""
     report, stop = check_callback(report, "report"), check_callback(stop, "stop")
-    target, pair = check_optional_text(target, "target prefix"), check_optional_text(pair, "second sentence")
+    prepared = request(loaded, text, target, pair, interventions, max_new_tokens=max_new_tokens)
+    loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
     loaded.model.eval()
-    adapter = adapter_for(loaded)
-    with applied(interventions):
-        framed = frame(adapter, text, pair=pair, target=target, max_new_tokens=max_new_tokens)
     if getattr(adapter, "dense", False):      # its own attention classes: eager's weights (engine.adapters.hf_dense)
         if value_weighted or merge_subwords:
             raise InputError(f"{loaded.name}: value-weighted or merged rows need attnscope's attention seam, and "
                              "this family is drawn from its own attention weights.")
-        return adapter.dense_trace(framed)
+        weights, notes = adapter.dense_weights(framed)                   # {kind: (L, H, T, T)}
+        return DenseTrace(loaded.name, loaded.family, weights, source_tokens=framed.source_tokens,
+                          target_tokens=framed.target_tokens, notes=notes)
     check_run(adapter, framed, loaded.name)
     merge_subwords = merge_subwords and not value_weighted
     progress = _Progress(len(adapter.sites()), report, stop)
