@@ -12,7 +12,6 @@ called, so ``import attnscope`` stays cheap (no torch).
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,27 +31,74 @@ def load(source: str, device: str = "auto") -> Any:
 
 class Trace:
     """A model's attention on one text: what the window's views read (``.raw``, an engine trace),
-    with ``.to_numpy()`` for every head of every kind."""
+    read through engine.traces.reading (the free functions every caller uses), never a copy."""
 
     def __init__(self, raw: Any):
         self.raw = raw
 
-    def __getattr__(self, name: str) -> Any:   # kinds, shape(kind), query_tokens(kind), notes, ...
-        return getattr(self.raw, name)
+    @property
+    def kinds(self) -> list[str]:
+        """The attention kinds this trace holds ('self', 'cross', ...)."""
+        return list(self.raw.kinds)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the trace says about itself (a sparse pattern, a sink, ...), as sentences."""
+        return list(getattr(self.raw, "notes", []) or [])
+
+    def shape(self, kind: str) -> tuple[int, int, int, int]:
+        """(layers, heads, queries, keys) of ``kind``."""
+        return tuple(self.raw.shape(kind))
+
+    def query_tokens(self, kind: str) -> list[str]:
+        """The tokens that label the rows (queries) of ``kind``."""
+        from attnscope.engine.traces import reading
+        return reading.query_tokens(self.raw, kind)
+
+    def key_tokens(self, kind: str) -> list[str]:
+        """The tokens that label the columns (keys) of ``kind``."""
+        from attnscope.engine.traces import reading
+        return reading.key_tokens(self.raw, kind)
+
+    def head(self, kind: str, layer: int, head: int) -> Any:
+        """(queries, keys) float32: one head's weights."""
+        from attnscope.engine.traces import reading
+        return reading.head(self.raw, kind, layer, head)
+
+    def row_blocks(self, kind: str, layer: int, step: int | None = None) -> Any:
+        """(first row, (heads, rows, keys) float32) blocks of one layer: every head, every key,
+        a few rows at a time, so a long text is read without holding it whole."""
+        from attnscope.engine.traces import reading
+        return reading.row_blocks(self.raw, kind, layer, step)
+
+    def thumbnails(self, kind: str, size: int, how: str = "max") -> Any:
+        """Every head of ``kind`` pooled to at most ``size`` a side (the heads overview)."""
+        from attnscope.engine.traces import reading
+        return reading.thumbnails(self.raw, kind, size, how)
 
     def to_numpy(self, limit: int | None = None) -> dict[str, Any]:
-        """{kind: float array (layers, heads, queries, keys)}: the numbers ``attnscope export
-        --format npz`` writes, read back. Past the export limit (or ``limit`` bytes) it is
-        refused with the estimate's numbers (an ExportTooLarge, one sentence) before any is made."""
+        """{kind: float32 array (layers, heads, queries, keys)}: the numbers ``attnscope export
+        --format npz`` writes, built in memory a block of rows at a time. Past the export limit
+        (or ``limit`` bytes) it is refused with the estimate's numbers (an ExportTooLarge, one
+        sentence) before any is made."""
         import numpy as np
 
-        from attnscope.engine.inspection.export import ExportAsk, export_trace
+        from attnscope.engine.inspection.export import ExportAsk, ExportTooLarge, estimate_export, refusal
+        from attnscope.engine.traces import reading
 
-        with tempfile.TemporaryDirectory(prefix="attnscope-") as folder:
-            path = export_trace(self.raw, Path(folder) / "trace.npz", ExportAsk("trace"), "npz", limit=limit)
-            with np.load(path) as f:
-                kinds = [str(k) for k in f["kinds"]]
-                return {k: np.array(f["attn_" + k.replace(" ", "_")]) for k in kinds}   # export's _key
+        ask = ExportAsk("trace")
+        problem = refusal(self.raw, estimate_export(self.raw, ask, "npz", measure=False), limit)
+        if problem:
+            raise ExportTooLarge(problem)
+        out = {}
+        for kind in ask.kinds(self.raw):
+            L, H, Tq, Tk = self.raw.shape(kind)
+            a = np.empty((L, H, Tq, Tk), np.float32)                 # (L, H, Tq, Tk)
+            for layer in range(L):
+                for r0, block in reading.row_blocks(self.raw, kind, layer):   # (H, r, Tk)
+                    a[layer, :, r0:r0 + block.shape[1]] = block
+            out[kind] = a
+        return out
 
 
 def trace(model: Any, text: str, target: str | None = None, pair: str | None = None,

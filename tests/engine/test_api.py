@@ -45,3 +45,24 @@ def test_bad_input_is_one_sentence_in_the_projects_errors():
         attnscope.trace(model, 5)
     with pytest.raises(ExportTooLarge, match="MiB"):
         attnscope.trace(model, "a b c").to_numpy(limit=10)
+
+
+def test_trace_members_read_through_reading(monkeypatch):
+    import tempfile
+
+    import attnscope
+    from attnscope.engine.traces import reading
+
+    trace = attnscope.trace(attnscope.load("random-gpt", device="cpu"), "a b c d")
+    assert not hasattr(type(trace), "__getattr__")
+    kind = trace.kinds[0]
+    L, H, Tq, Tk = trace.shape(kind)
+    assert len(trace.query_tokens(kind)) == Tq and len(trace.key_tokens(kind)) == Tk
+    assert isinstance(trace.notes, list)
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", None)   # in memory: no temporary file
+    arrays = trace.to_numpy()
+    assert arrays[kind].shape == (L, H, Tq, Tk)
+    assert np.array_equal(arrays[kind][L - 1, H - 1], trace.head(kind, L - 1, H - 1))
+    assert np.array_equal(arrays[kind][0], reading.layer(trace.raw, kind, 0))
+    first, block = next(iter(trace.row_blocks(kind, 0)))
+    assert first == 0 and block.shape[0] == H
