@@ -18,20 +18,21 @@ if not (_HERE / "engine").is_dir():     # a checkout: engine/, gui/, cli/, resou
 from attnscope.engine import version as _version  # noqa: E402 - after the path that finds it
 
 __version__: str = _version()
-__all__ = ["__version__", "load", "trace", "Trace"]
+__all__ = ["__version__", "load", "trace", "Trace", "results"]
 
 _API = {"load", "trace", "Trace"}
 
 
 def __getattr__(name: str):
-    """attnscope.load, .trace, .Trace from attnscope.api, imported when first asked: ``import
+    """attnscope.load, .trace, .Trace from attnscope.api (and attnscope.results), imported when first asked: ``import
     attnscope`` stays cheap (no torch) until a function is used."""
     if name in _API:
         from attnscope import api
 
         return getattr(api, name)
-    if name in ("engine", "gui", "cli", "resources"):    # a subpackage whose attribute something removed
-        from importlib import import_module              # (nnsight's local mode hides modules while it reads)
+    if name in ("engine", "gui", "cli", "resources", "results"):   # results: the experiments' typed answers;
+        from importlib import import_module              # the others: a subpackage whose attribute something
+                                                         # removed (nnsight's local mode hides modules while it reads)
 
         return import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'attnscope' has no attribute {name!r}")
