@@ -9,6 +9,8 @@ refusal stands.
 """
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from attnscope.engine.runtime.quiet import quiet_transformers
@@ -36,7 +38,10 @@ def fall_back(loaded, role: str, device, refused: Exception) -> list[str]:
                                                 local_files_only=True, trust_remote_code=False, dtype=model.dtype)
         eager.to(device).eval()
         ids = torch.arange(3, 10, device=device)[None]                       # (1, 7)
-        weights = eager(input_ids=ids, output_attentions=True).attentions
+        given = {"input_ids": ids}
+        if role == "encoder" and "token_type_ids" in inspect.signature(eager.forward).parameters:
+            given["token_type_ids"] = torch.zeros_like(ids)     # as the encoder adapter frames a text (TAPAS fails)
+        weights = eager(**given, output_attentions=True).attentions
     except Exception:      # transformers' own refusal to run eager or return weights: the seam's sentence stands
         raise refused from None
     weights = [w for w in (weights or ()) if isinstance(w, torch.Tensor)]
