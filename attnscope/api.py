@@ -16,16 +16,29 @@ from pathlib import Path
 from typing import Any
 
 
-def load(source: str, device: str = "auto") -> Any:
+def load(source: Any, device: str = "auto", tokenizer: Any = None) -> Any:
     """The model ``source`` names, loaded onto ``device``: any source the CLI takes (a checkpoint,
-    a Hugging Face folder or id, 'translator', 'gpt', 'minilm', 'random-<family>'). Bad input ends
+    a Hugging Face folder or id, 'translator', 'gpt', 'minilm', 'random-<family>'), or a
+    transformers model already in memory with its ``tokenizer`` (checked as a folder's model is,
+    then switched to attnscope's attention in place: engine.loading.in_memory). Bad input ends
     in the loader's own error (a ModelLoadError, one sentence)."""
-    from attnscope.engine.loading import open_model
     from attnscope.engine.errors import ModelLoadError
+    from attnscope.engine.loading import open_model
 
     if not isinstance(source, (str, Path)):
-        raise ModelLoadError(f"attnscope.load takes a model's name, folder or file as text, "
-                             f"not a {type(source).__name__}.")
+        if type(source).__module__.startswith("transformers") or hasattr(source, "config"):
+            from attnscope.engine.loading.in_memory import open_in_memory
+            from attnscope.engine.runtime.device import pick_device
+
+            if tokenizer is None:
+                raise ModelLoadError("attnscope.load of a model in memory needs its tokenizer too: "
+                                     "attnscope.load(model, tokenizer=tokenizer).")
+            return open_in_memory(source, tokenizer, pick_device(device))
+        raise ModelLoadError(f"attnscope.load takes a model's name, folder or file as text, or a transformers "
+                             f"model with its tokenizer, not a {type(source).__name__}.")
+    if tokenizer is not None:
+        raise ModelLoadError("attnscope.load reads the tokenizer from the model's folder or file; pass tokenizer= "
+                             "only with a model in memory.")
     return open_model(str(source), device)
 
 
