@@ -18,9 +18,9 @@ if not (_HERE / "engine").is_dir():     # a checkout: engine/, gui/, cli/, resou
 from attnscope.engine import version as _version  # noqa: E402 - after the path that finds it
 
 __version__: str = _version()
-__all__ = ["__version__", "load", "trace", "Trace", "results"]
+__all__ = ["__version__", "load", "trace", "show", "Trace", "results"]
 
-_API = {"load", "trace", "Trace"}
+_API = {"load", "trace", "show", "Trace"}
 
 
 def __getattr__(name: str):

@@ -42,6 +42,52 @@ def load(source: Any, device: str = "auto", tokenizer: Any = None) -> Any:
     return open_model(str(source), device)
 
 
+def show(what: Any, text: str | None = None, block: bool | None = None) -> Any:
+    """Open the window on ``what``: a model from ``attnscope.load`` (then ``text``, if given, is
+    run) or a trace (``attnscope.trace``, ``open_recording``: drawn with no model). Returns the
+    window. ``block``: run Qt's event loop until the window closes; by default it does only when
+    no loop runs already, so under IPython's ``%gui qt`` (or in a Qt app) it returns at once and
+    the kernel stays free."""
+    from attnscope.engine.inputs import InputError
+    from attnscope.engine.loading.loaded import LoadedModel
+
+    raw = what.raw if isinstance(what, Trace) else what
+    if not isinstance(raw, LoadedModel) and not hasattr(raw, "kinds"):
+        raise InputError(f"attnscope.show takes a model from attnscope.load or a trace, not a {type(what).__name__}.")
+    if text is not None and not isinstance(raw, LoadedModel):
+        raise InputError("attnscope.show runs a text on a model; a trace is drawn as it is: pass no text.")
+    from PySide6.QtCore import QCoreApplication
+
+    from attnscope.gui.app import application
+    from attnscope.gui.window.main_window import MainWindow
+
+    looping = QCoreApplication.instance() is not None and _loop_runs()
+    app = application()
+    window = MainWindow(opened=raw)
+    window.show()
+    if text is not None:
+        window.input_bar.text_edit.setText(text)
+        window.run()
+    if block if block is not None else not looping:
+        app.exec()
+    return window
+
+
+def _loop_runs() -> bool:
+    """Whether a Qt event loop already runs here: IPython's ``%gui qt`` hooks its input, or a Qt app."""
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+        if shell is not None and getattr(shell, "active_eventloop", None) in ("qt", "qt5", "qt6"):
+            return True
+    except ImportError:
+        pass
+    from PySide6.QtCore import QCoreApplication, QThread
+
+    app = QCoreApplication.instance()
+    return app is not None and QThread.currentThread().loopLevel() > 0
+
+
 class Trace:
     """A model's attention on one text: what the window's views read (``.raw``, an engine trace),
     read through engine.traces.reading (the free functions every caller uses), never a copy."""

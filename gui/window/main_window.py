@@ -48,7 +48,7 @@ QUIT_WAIT_S = 0.05     # Quit waits this long in all for the jobs it cancels (th
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, source: str | None = None, device: str | None = None, settings=None):
+    def __init__(self, source: str | None = None, device: str | None = None, settings=None, opened=None):
         super().__init__()
         self.setWindowTitle("attnscope")
         self.setAcceptDrops(True)
@@ -97,7 +97,10 @@ class MainWindow(QMainWindow):
         self.run_jobs.busy_changed.connect(lambda b: status.busy_label.setText("running…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: status.busy_label.setText("loading model…" if b else ""))
         self.model_jobs.busy_changed.connect(lambda b: b or status.load_progress.finish())
-        self.opening.open_source(source or catalog.default_source())
+        if opened is not None:         # a model or trace a script already holds (attnscope.show)
+            self.opening.use(opened)
+        else:
+            self.opening.open_source(source or catalog.default_source())
 
     # ---- layout ------------------------------------------------------------------------
     def _build_central(self) -> None:

@@ -209,6 +209,20 @@ class ModelOpening:
                            on_returned=lambda loaded: self._model_loaded(source, loaded),
                            on_error=lambda _exc: w.state.end_request())
 
+    def use(self, opened) -> None:
+        """A loaded model (or a trace) a script already holds, shown without a load (attnscope.show):
+        a model passed the loader's checks when it was loaded; a trace is drawn as a recording is."""
+        from attnscope.engine.loading.loaded import LoadedModel
+
+        w = self.window
+        if isinstance(opened, LoadedModel):
+            self.current_source = None
+            self.fill_model_menu(opened.name)
+            w.statusBar().showMessage(f"Opened {opened.name} from Python.", 4000)
+            w.state.set_model(opened)
+        else:
+            w.recordings.shown(opened, f"{opened.model_name} (from Python)")
+
     def _on_load_yield(self, value) -> None:
         if isinstance(value, list):      # the machine's devices, first
             w = self.window
