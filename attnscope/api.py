@@ -75,13 +75,12 @@ def show(what: Any, text: str | None = None, block: bool | None = None) -> Any:
 
 def _loop_runs() -> bool:
     """Whether a Qt event loop already runs here: IPython's ``%gui qt`` hooks its input, or a Qt app."""
-    try:
-        from IPython import get_ipython
-        shell = get_ipython()
-        if shell is not None and getattr(shell, "active_eventloop", None) in ("qt", "qt5", "qt6"):
-            return True
-    except ImportError:
-        pass
+    import sys
+
+    ipython = sys.modules.get("IPython")          # running under IPython: it was imported already
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and getattr(shell, "active_eventloop", None) in ("qt", "qt5", "qt6"):
+        return True
     from PySide6.QtCore import QCoreApplication, QThread
 
     app = QCoreApplication.instance()

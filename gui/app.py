@@ -10,17 +10,23 @@ import sys
 _KEEP: list = []
 
 
-def run_app(args) -> int:
+def application():
+    """The QApplication (this process's one, made if there is none), set up as the app's."""
     import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
-
-    from attnscope.gui.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("attnscope")
     app.setOrganizationName("attnscope")
     app.setStyle("Fusion")
     pg.setConfigOptions(antialias=True)
+    return app
+
+
+def run_app(args) -> int:
+    from attnscope.gui.window.main_window import MainWindow
+
+    app = application()
     window = MainWindow(source=getattr(args, "model", None), device=getattr(args, "device", None))
     window.show()
     code = app.exec()

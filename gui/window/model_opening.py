@@ -212,7 +212,7 @@ class ModelOpening:
     def use(self, opened) -> None:
         """A loaded model (or a trace) a script already holds, shown without a load (attnscope.show):
         a model passed the loader's checks when it was loaded; a trace is drawn as a recording is."""
-        from attnscope.engine.loading.loaded import LoadedModel
+        from attnscope.engine.loading import LoadedModel
 
         w = self.window
         if isinstance(opened, LoadedModel):

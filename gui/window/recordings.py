@@ -107,6 +107,10 @@ class Recordings:
                           on_error=lambda _exc: w.state.end_request())
 
     def _opened(self, trace, path: str) -> None:
+        self.shown(trace, path)
+
+    def shown(self, trace, path: str) -> None:
+        """``trace`` drawn by every view with no model (``path``: the file, or what it came from)."""
         w = self.window
         w.state.set_trace(trace, recording=path)
         w.state.set_output("")
