@@ -66,3 +66,21 @@ def test_trace_members_read_through_reading(monkeypatch):
     assert np.array_equal(arrays[kind][0], reading.layer(trace.raw, kind, 0))
     first, block = next(iter(trace.row_blocks(kind, 0)))
     assert first == 0 and block.shape[0] == H
+
+
+@pytest.mark.parametrize("call", ["why", "lens", "intervene", "patch", "record", "atlas"])
+def test_each_experiment_refuses_what_is_not_a_model_in_one_sentence(call, tmp_path):
+    from attnscope.engine.inputs import InputError
+    from attnscope.engine.interventions import Interventions
+    from attnscope import results
+
+    asked = {"why": lambda: results.why("gpt", "a b", 0, 0, 1, 0),
+             "lens": lambda: results.lens(None, "a b"),
+             "intervene": lambda: results.intervene(3, "a b", Interventions()),
+             "patch": lambda: results.patch([], "a", "b", ("x", "y")),
+             "record": lambda: results.record("gpt", "a b", tmp_path / "r"),
+             "atlas": lambda: results.atlas({}, tmp_path / "a.safetensors")}[call]
+    with pytest.raises(InputError) as caught:
+        asked()
+    message = str(caught.value)
+    assert message.startswith(f"attnscope.{call} takes a model from attnscope.load") and "\n" not in message
