@@ -39,4 +39,4 @@ def test_it_names_the_settings_file_the_window_uses_and_how_to_reset_it(monkeypa
     monkeypatch.setenv("ATTNSCOPE_SETTINGS", "/tmp/elsewhere.ini")
     assert app_settings().fileName() == "/tmp/elsewhere.ini"
     assert "ATTNSCOPE_SETTINGS=" in README
-    assert '"&Reset Layout"' in (ROOT / "gui" / "window" / "main_window.py").read_text() and "View > Reset Layout" in README
+    assert '"&Reset Layout"' in (ROOT / "gui" / "window" / "menus.py").read_text() and "View > Reset Layout" in README
