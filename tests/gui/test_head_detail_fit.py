@@ -130,5 +130,6 @@ def test_head_detail_shows_the_colour_bars_whole_range_in_the_default_layout(win
     view = window.view("Head detail")
     qtbot.waitUntil(view.isVisible)
     drawn(view)
-    qtbot.wait(1)
-    assert _colorbar_labels_outside(view) == []
+    # The layout settles over a few events after Reset Layout and the resize (a shuffled fresh-clone
+    # run caught the '0' at x 511 of a 508-wide plot mid-way): the settled layout is what is held.
+    qtbot.waitUntil(lambda: _colorbar_labels_outside(view) == [], timeout=10000)
