@@ -112,8 +112,9 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
             "model_type": config.model_type, "role": role,
             "folder": source,      # where its files are read from (a hub id's cache snapshot): never written over
             "dense": dense}
-    notes = list(plan.notes) + (["This family is drawn from its own attention weights; long texts need the seam."]
-                                if dense else [])
+    if dense:
+        from attnscope.engine.adapters.hf_dense import NOTE     # the fallback's one note, as fall_back gives it
+    notes = list(plan.notes) + ([NOTE] if dense else [])
     if plan.spread is not None:
         on_disk = sum(1 for _, p in model.named_parameters() if p.device.type == "meta")
         meta["placement"] = describe_map(getattr(model, "hf_device_map", None) or {"": str(model.device)})
