@@ -30,7 +30,6 @@ from attnscope.engine.seam.hf_attention import SiteError, UnseenAttention
 SAID = "this family is drawn from its own attention weights; long texts need the seam"
 NOTE = SAID[0].upper() + SAID[1:] + "."      # the loader's note, as the window and the CLI show it
 PROBE = 7                                    # tokens of the load-time probe
-LIMIT_BYTES = 1 << 30          # the weights held (float32) and eager's own copy in the forward
 
 
 def needs_seam(name: str, what: str = "this") -> InputError:
@@ -101,27 +100,17 @@ class _Dense:
     def output_projection(self, site):
         raise needs_seam(self.loaded.name)
 
-    def sizes(self) -> tuple[int, int]:
-        """(layers, heads) from the config (transformers' attribute map names them alike)."""
+    def sizes(self) -> tuple[int, int, int]:
+        """(layers, heads, hidden width) from the config (transformers' attribute map names them alike):
+        what a Run's estimate (engine.traces.estimate) reads in place of a recorded forward."""
         config = self.model.config.get_text_config()
-        return int(getattr(config, "num_hidden_layers", None) or 1), int(getattr(config, "num_attention_heads", None) or 1)
-
-    def check_length(self, t: int) -> None:
-        """Refuse a text whose (L, H, T, T) float32 weights (twice: eager's and ours) pass LIMIT_BYTES."""
-        layers, heads = self.sizes()
-        need = 2 * layers * heads * t * t * 4
-        if need > LIMIT_BYTES:
-            longest = int((LIMIT_BYTES / (2 * layers * heads * 4)) ** 0.5)
-            raise InputError(f"{self.loaded.name}: {t} tokens would need {need / 2**30:.1f} GiB of attention weights "
-                             f"({layers} layers x {heads} heads x {t} x {t}); {SAID}, so keep the text under "
-                             f"{longest} tokens.")
+        return tuple(int(getattr(config, name, None) or 1)
+                     for name in ("num_hidden_layers", "num_attention_heads", "hidden_size"))
 
     @torch.no_grad()
     def dense_weights(self, framed) -> tuple[dict[str, np.ndarray], list[str]]:
         """({kind: (L, H, T, T) float32}, notes) of ``framed``, read from eager's ``output_attentions``:
-        what engine.traces.tracing holds as a DenseTrace."""
-        ids = framed.source_ids if self.kind == ENCODER_SELF else framed.target_ids
-        self.check_length(len(ids))
+        what engine.traces.tracing holds as a DenseTrace, after the Run's estimate (check_run) let it."""
         weights = eager_attentions(self.model, self._given(framed))
         held = np.stack([w[0].float().cpu().numpy() for w in weights])                    # (L, H, T, T)
         return {self.kind: held}, list(framed.notes) + [f"{self.loaded.name}: {SAID}."]

@@ -5,22 +5,29 @@ text's length: the recording), plus the forward's own working memory; a trace sm
 (engine.traces.recorded.DENSE_LIMIT_BYTES) is also densified. The recording's bytes per
 token are read off one tiny recorded forward of the model (``Adapter.recorded_sizes``, kept
 per model), so the estimate knows grouped-query attention, head sizes and dtypes without a
-table of families.
+table of families. A dense-fallback model (engine.adapters.hf_dense: attention in its own
+classes) records nothing: its Run holds every head whole, read from its own eager weights,
+so its estimate is those (L, H, T, T) float32 weights twice (ours and eager's own copy in the
+forward), at most EAGER_LIMIT_BYTES, and its refusal names the longest text that fits.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
 
 import torch
 
-from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.kinds import ENCODER_SELF, KEY_SIDE, QUERY_SIDE
 from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free_where, gib
 from attnscope.engine.traces.recorded import DENSE_LIMIT_BYTES
 from attnscope.engine.inputs import check_kind
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces import reading
+
+
+EAGER_LIMIT_BYTES = 1 << 30    # the most a dense-fallback Run holds: its weights (float32) and eager's own copy
 
 
 @dataclass
@@ -31,21 +38,33 @@ class RunEstimate:
     dense: int                 # bytes of every head of every kind as float32
     free: int                  # bytes free where the recording will live (the model's GPU, or this machine)
     where: str = "in memory"   # that place, as the refusal says it ("on cuda:0")
+    eager: bool = False        # a dense-fallback model: every head held whole, from its own eager weights
+    longest: int | None = None  # the dense fallback: the most tokens a text may have to fit (else not worked out)
 
     @property
     def densify(self) -> bool:
-        return self.dense <= DENSE_LIMIT_BYTES
+        return self.eager or self.dense <= DENSE_LIMIT_BYTES
 
     @property
     def need(self) -> int:
         return self.recording + self.working + (self.dense if self.densify else 0)
 
     @property
+    def room(self) -> float:
+        """The bytes a Run may take: a share of the free memory (and for the dense fallback, its cap)."""
+        share = MEMORY_SHARE * self.free
+        return min(share, EAGER_LIMIT_BYTES) if self.eager else share
+
+    @property
     def fits(self) -> bool:
-        return self.need <= MEMORY_SHARE * self.free
+        return self.need <= self.room
 
     def describe(self) -> str:
         n = max(self.tokens.values())
+        if self.eager:
+            return (f"{n:,} tokens: every head held whole, from the model's own weights, {gib(self.dense)}; "
+                    f"forward (with eager's own copy) {gib(self.working)}; about {gib(self.need)} in all, "
+                    f"{gib(self.free)} free {self.where}, and the dense fallback holds at most {gib(EAGER_LIMIT_BYTES)}")
         held = "every head computed at once" if self.densify else (
             f"heads computed when drawn; all at once would be {gib(self.dense)}")
         return (f"{n:,} tokens: recording {gib(self.recording)}, forward {gib(self.working)}, {held}; "
@@ -54,6 +73,8 @@ class RunEstimate:
 
 def estimate_run(adapter, framed) -> RunEstimate:
     """What a Run of ``framed`` (engine.adapters.Framed) will take."""
+    if getattr(adapter, "dense", False):
+        return _estimate_eager(adapter, framed)
     per = adapter.recorded_sizes()
     sides = {"source": len(framed.source_ids), "target": len(framed.target_ids)}
     rec = sum(per.q[kind] * sides[QUERY_SIDE[kind]] + per.k[kind] * sides[KEY_SIDE[kind]] for kind in per.q)
@@ -67,12 +88,35 @@ def estimate_run(adapter, framed) -> RunEstimate:
     return RunEstimate({s: n for s, n in sides.items() if n}, rec, working, dense, free, where)
 
 
+def _estimate_eager(adapter, framed) -> RunEstimate:
+    """The dense fallback's Run (engine.adapters.hf_dense): no recording; its (L, H, T, T) float32
+    weights held, eager's own copy and a few hidden-sized activations per token in the forward."""
+    layers, heads, width = adapter.sizes()
+    side = "source" if adapter.kind == ENCODER_SELF else "target"
+    n = len(framed.source_ids if side == "source" else framed.target_ids)
+    per_cell, per_token = layers * heads * 4, 16 * width * 4       # bytes per (query, key) cell; per token
+    free, where = free_where(adapter.device)
+    est = RunEstimate({side: n}, 0, per_cell * n * n + per_token * n, per_cell * n * n, free, where, eager=True)
+    # need(T) = 2 a T^2 + b T <= room: the largest whole T
+    a, b = 2 * per_cell, per_token
+    longest = int((-b + math.sqrt(b * b + 4 * a * max(est.room, 0))) / (2 * a))
+    while longest > 0 and 2 * per_cell * longest ** 2 + per_token * longest > est.room:
+        longest -= 1
+    est.longest = longest
+    return est
+
+
 def check_run(adapter, framed, name: str) -> RunEstimate:
     """The estimate, or RunTooLarge naming the numbers when it does not fit."""
     est = estimate_run(adapter, framed)
     if not est.fits:
-        raise RunTooLarge(f"A Run of {name} on this text would not fit {est.where}: {est.describe()}. "
-                          "Shorten the text, or run on a machine (or GPU) with more memory.")
+        if est.eager:
+            from attnscope.engine.adapters.hf_dense import SAID
+
+            remedy = f"Shorten the text to at most {est.longest:,} tokens: {SAID}."
+        else:
+            remedy = "Shorten the text, or run on a machine (or GPU) with more memory."
+        raise RunTooLarge(f"A Run of {name} on this text would not fit {est.where}: {est.describe()}. {remedy}")
     return est
 
 

@@ -67,6 +67,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     prepared = request(loaded, text, target, pair, interventions, max_new_tokens=max_new_tokens)
     loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
     loaded.model.eval()
+    check_run(adapter, framed, loaded.name)      # the dense fallback too: its weights held whole, refused with the numbers
     if getattr(adapter, "dense", False):      # its own attention classes: eager's weights (engine.adapters.hf_dense)
         if value_weighted or merge_subwords:
             raise InputError(f"{loaded.name}: value-weighted or merged rows need attnscope's attention seam, and "
@@ -74,7 +75,6 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
         weights, notes = adapter.dense_weights(framed)                   # {kind: (L, H, T, T)}
         return DenseTrace(loaded.name, loaded.family, weights, source_tokens=framed.source_tokens,
                           target_tokens=framed.target_tokens, notes=notes)
-    check_run(adapter, framed, loaded.name)
     merge_subwords = merge_subwords and not value_weighted
     progress = _Progress(len(adapter.sites()), report, stop)
     with applied(interventions) as changes, recording(keep_values=value_weighted, lse=True) as rec, hooks(progress):

@@ -45,15 +45,29 @@ def test_the_trace_says_where_it_was_drawn_from(neo):
     assert "own attention weights" in neo.meta["notes"]
 
 
-def test_a_long_text_is_refused_with_the_numbers(neo, monkeypatch):
-    from attnscope.engine.adapters import hf_dense
-    from attnscope.engine.inputs import InputError
+def test_a_long_text_is_refused_once_with_the_numbers_and_the_longest_that_fits(neo, monkeypatch):
+    """The Run's own estimate (engine.traces.estimate) refuses it, in a Run's words: the bytes held, the
+    longest text that fits, and that it fits."""
+    from attnscope.engine.adapters import Framed, adapter_for
+    from attnscope.engine.runtime.free_memory import RunTooLarge
+    from attnscope.engine.traces import estimate
     from attnscope.engine.traces.tracing import trace_text
 
-    monkeypatch.setattr(hf_dense, "LIMIT_BYTES", 4096)
-    with pytest.raises(InputError, match=r"tokens would need .* GiB .*long texts need the seam") as caught:
-        trace_text(neo, "the big dog sees the small cat and the cat sees the dog")
-    assert "\n" not in str(caught.value)
+    monkeypatch.setattr(estimate, "EAGER_LIMIT_BYTES", 1 << 14)
+    text = " ".join(["the big dog sees the small cat"] * 12)
+    with pytest.raises(RunTooLarge, match=r"^A Run of .* would not fit in memory: .* tokens: every head held whole, "
+                                          r".*Shorten the text to at most \d+ tokens: .*long texts need the seam\.$"
+                       ) as caught:
+        trace_text(neo, text)
+    said = str(caught.value)
+    assert "\n" not in said and said.count("A Run of") == 1
+    longest = int(said.split("at most ")[-1].split(" tokens")[0])
+    adapter = adapter_for(neo)
+    assert 0 < longest < len(adapter.prepare(text).framed.target_ids)
+    fits = {n: estimate.estimate_run(adapter, Framed(target_ids=[5] * n)) for n in (longest, longest + 1)}
+    assert fits[longest].eager and fits[longest].fits and not fits[longest + 1].fits
+    monkeypatch.undo()
+    assert trace_text(neo, "the dog sees the cat").shape(adapter.kind)[0] == adapter.sizes()[0]
 
 
 def test_what_needs_the_seam_is_refused_in_one_sentence(neo):
