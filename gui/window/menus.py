@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtGui import QActionGroup, QKeySequence
 
 from attnscope.gui.colormaps import COLORMAPS
+from attnscope.gui.window.atlas_actions import add_atlas_actions
 from attnscope.gui.window.help_menu import show_about, show_shortcuts
 
 
@@ -31,6 +32,7 @@ def build_menus(window) -> None:
     file.addAction("&Save Recording…", recordings.save_dialog, QKeySequence("Ctrl+Shift+S"))
     file.addAction("Open Recordin&g…", recordings.open_dialog, QKeySequence("Ctrl+Shift+R"))
     file.addAction("Open Te&xt File…", window.input_bar.open_text_dialog, QKeySequence("Ctrl+Shift+T"))
+    add_atlas_actions(window, file)          # Open Atlas…, Build Atlas… (gui.window.atlas_actions)
     file.addSeparator()
     file.addAction("&Quit", window.close, QKeySequence.StandardKey.Quit)
 

@@ -1,13 +1,19 @@
-"""The Atlas view on the bundled GPT's atlas: opened from its file in a worker, the scatter of
-every head, a click on the induction head showing its contexts and Q/K projection, and an
-atlas of another model said, not mixed."""
+"""The Atlas view on the bundled GPT's atlas (a tiny one: 2 documents of 64 tokens): opened from its
+file in a worker, the scatter of every head, a click on the induction head showing its contexts and
+Q/K projection, and an atlas of another model said, not mixed. In the window, as a user reaches
+it: File > Build Atlas… with Stop and a resume, File > Open Atlas… (the file dialog answered),
+the head finder, a click on a head, and a context opened as a door (its document in the text box,
+Run, Head detail at its row)."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QFileDialog
 
-from attnscope.engine.atlas import build_atlas
+from attnscope.engine.atlas import build_atlas, load_state
 from attnscope.engine.loading.catalog import open_model
 from attnscope.gui.state import AppState
 from attnscope.gui.views.atlas import AtlasView
@@ -18,7 +24,7 @@ GPT = Path(__file__).resolve().parents[2] / "resources" / "checkpoints" / "gpt.s
 @pytest.fixture(scope="module")
 def atlas_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("atlas") / "gpt.safetensors"
-    build_atlas(open_model(str(GPT), "cpu"), path, length=96, docs=2, top=4, samples=32)
+    build_atlas(open_model(str(GPT), "cpu"), path, length=64, docs=2, top=4, samples=32)
     return path
 
 
@@ -58,3 +64,91 @@ def test_a_damaged_file_is_one_sentence(qtbot, tmp_path):
     view.jobs.announce = False
     view.open_atlas(str(bad))
     qtbot.waitUntil(lambda: "not a readable atlas" in view.readout.text(), timeout=20000)
+
+
+def test_open_filter_click_and_a_context_is_a_door(window_on, qtbot, drawn, atlas_file, monkeypatch):
+    w = window_on(str(GPT))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(atlas_file), ""))
+    assert w.open_atlas_action.shortcut().toString() == "Ctrl+Shift+A"
+    w.open_atlas_action.trigger()
+    view = w.views["Atlas"]
+    qtbot.waitUntil(lambda: view.atlas is not None, timeout=20000)
+    assert len(view.points.data) == 16 and view.finder.list.count() == 16
+
+    view.y_box.setCurrentText("induction")
+    y = view.values("induction")
+    second, first = sorted(y)[-2:]
+    bound = round((first + second) / 2, 3)                 # between the two strongest: the first alone
+    view.y_min.setValue(bound)
+    assert view.found().sum() == 1 and view.finder.list.count() == 1
+    assert view.finder.list.item(0).text().startswith("L3.H3")
+    assert view.options.y_min == pytest.approx(bound)
+    dimmed = [p.brush().color().alpha() for p in view.points.points()]
+    assert dimmed.count(255) == 1
+
+    view.finder.list.itemClicked.emit(view.finder.list.item(0))             # a click in the list
+    qtbot.waitUntil(lambda: view.detail is not None, timeout=20000)
+    assert view.detail["name"] == "L3.H3" and len(view.detail["top"]) == 4
+    heights = view.panel.bars["induction"].opts["height"]
+    assert len(heights) == 64 and sum(heights) == pytest.approx(1.0)
+    assert "most similar" in view.text.toPlainText()
+
+    ctx = view.detail["top"][0]
+    view.panel.text.anchorClicked.emit(QUrl("top:0"))
+    detail = w.views.get("Head detail") or w.view("Head detail")
+    qtbot.waitUntil(lambda: w.atlas_actions.landed is not None, timeout=60000)
+    drawn(detail)
+    assert (w.state.layer, w.state.head) == (3, 3)
+    assert w.input_bar.text_edit.toPlainText() == w.state.text
+    row = ctx["position"] - 1                                      # the atlas framed the ids with [EOS]
+    assert f"token {row:,}" in detail.readout.text()
+    window_token = ctx["window"][ctx["position"] - ctx["window_start"]]
+    assert w.state.trace.query_tokens(w.state.kind)[row] == window_token
+
+
+def test_another_models_atlas_is_said_and_not_run(window_on, qtbot, atlas_file):
+    w = window_on("random-translator")
+    w.atlas_actions.open_file(str(atlas_file))
+    view = w.views["Atlas"]
+    qtbot.waitUntil(lambda: view.atlas is not None, timeout=20000)
+    assert "not of the open model" in view.readout.text()
+    view.select_head(3, 3)
+    qtbot.waitUntil(lambda: view.detail is not None, timeout=20000)
+    text = w.state.text
+    view.panel.text.anchorClicked.emit(QUrl("top:0"))
+    assert "not of the open model" in view.door_note.text() and w.state.text == text
+
+
+def test_build_stop_resume_and_the_view_opens_it(window_on, qtbot, tmp_path, monkeypatch):
+    from attnscope.gui.window import atlas_actions
+
+    w = window_on(str(GPT))
+    out = tmp_path / "built.safetensors"
+    dialog = w.atlas_actions.build_dialog()
+    dialog.length_box.setValue(32)
+    dialog.docs_box.setValue(12)
+    dialog.top_box.setValue(2)
+    dialog.out_edit.setText(str(out))
+    # The pass waits after its first document until Stop is pressed: Stop then lands between two
+    # documents whatever the machine's speed.
+    gate, real = threading.Event(), atlas_actions.build_atlas_file
+
+    def gated(loaded, out, corpus=None, length=None, docs=None, top=32, report=None, stop=None):
+        def held(record):
+            report(record)
+            if record[1] == 1:
+                gate.wait(60)
+        return real(loaded, out, corpus, length, docs, top, report=held, stop=stop)
+    monkeypatch.setattr(atlas_actions, "build_atlas_file", gated)
+    dialog.build_button.click()
+    qtbot.waitUntil(lambda: dialog.said.text().startswith("1 of 12"), timeout=60000)
+    assert "1/12 documents" in w.status_line.busy_label.text()
+    dialog.stop_button.click()
+    gate.set()
+    qtbot.waitUntil(lambda: not w.atlas_actions.jobs.busy, timeout=60000)
+    assert "resume" in dialog.said.text() and load_state(out).docs_done == 1
+    assert dialog.build_button.isEnabled() and not dialog.stop_button.isEnabled()
+    dialog.build_button.click()                                       # the same options resume it
+    qtbot.waitUntil(lambda: "Atlas" in w.views and w.views["Atlas"].atlas is not None, timeout=120000)
+    assert load_state(out).docs_done == 12 and dialog.said.text().startswith("Built")
+    assert w.views["Atlas"].atlas["summary"]["documents"] == 12
