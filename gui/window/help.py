@@ -186,16 +186,24 @@ interventions it was computed for: once one changes it is marked stale and greye
 <b>Why again</b>. A recording opened without its model cannot be split: it holds queries and keys,
 not the sources that wrote them.</p>"""
 PAGES["Atlas"] = """<h2>Atlas</h2>
-<p>What every head does across a corpus, not on one text. Build an atlas with
-<code>attnscope atlas MODEL --corpus PATH --out A.safetensors</code> (one recorded pass over the
-documents; the same command resumes it), then <b>Open atlas…</b> here. No model is needed to read it.</p>
+<p>What every head does across a corpus, not on one text. <b>File &gt; Build Atlas…</b> builds one from
+the open model (a corpus file or folder, the bundled Shakespeare by default; tokens per document;
+documents; top contexts kept): one recorded pass over the documents on the model thread, with
+progress; <b>Stop</b> keeps what is done and <b>Build</b> with the same options resumes. The command
+line does the same: <code>attnscope atlas MODEL --corpus PATH --out A.safetensors</code>.
+<b>File &gt; Open Atlas…</b> (Ctrl+Shift+A) reads one; no model is needed to read it.</p>
 <p>The <b>scatter</b> has one point per head: choose any metric for x, for y and for the colour
 (entropy, mean distance, sink, previous-token, self, local-window, duplicate-token and induction
-mass, and the head's output norm). Hover a point to name its head; click it to see its metrics'
-deciles, its most similar heads, its top contexts (the query in [brackets], its strongest keys in
-&lt;angles&gt;), samples from each decile of its activation, and its queries and keys projected
-together by PCA (with the share of variance the projection keeps). An atlas of another model than
-the one open says so. Every definition is in docs/atlas.md.</p>"""
+mass, and the head's output norm). Hover a point to name its head. <b>Find heads</b>: ranges of the x
+and y metrics (any: no bound); the heads inside are drawn strong, the others dimmed, and listed.
+Click a head (in the scatter or the list) to see its metrics' histograms, its most similar heads
+(links), its top contexts (the query in [brackets], its strongest keys in &lt;angles&gt;), samples
+from each decile of its activation, and its queries and keys projected together by PCA (with the
+share of variance the projection keeps).</p>
+<p><b>A context is a door</b>: click it and its document goes in the text box and is Run, and Head
+detail opens at that head with the context's query row framed (right-click a cell there: Why). An
+atlas of another model than the one open says so and runs nothing. Every definition is in
+docs/atlas.md.</p>"""
 PAGES["Kinds of attention"] = f"<h2>Kinds of attention</h2>{KINDS}{MAPS}"
 
 

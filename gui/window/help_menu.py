@@ -16,6 +16,7 @@ SHORTCUTS = [
     ("Ctrl+Shift+R", "Open a recording"),
     ("Esc", "Stop a long Run, or an export"),
     ("Ctrl+Shift+T", "Open a text file as the text (a long context)"),
+    ("Ctrl+Shift+A", "Open an atlas: every head across a corpus (File > Build Atlas… makes one)"),
     ("Arrow keys", "In Head detail: previous/next head (left/right), layer (up/down)"),
     ("Alt+click", "In Head detail: why does this query attend to this key (the Why panel; or right-click the cell)"),
     ("F1", "What am I looking at: help for the focused view"),
