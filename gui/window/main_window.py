@@ -237,6 +237,10 @@ class MainWindow(QMainWindow):
         if self.state.trace_model is not None and self.state.loaded.meta.get("untrained"):
             notes.insert(0, "This model is untrained (random weights): its attention is noise. "
                             "Open a trained one from the Model menu.")
+        if self.state.recording is None and self.state.loaded is not None and self.state.loaded.meta.get("dense"):
+            from attnscope.engine.adapters.hf_dense import NOTE   # said from loading on, not only by a Run's trace
+            if not any(NOTE.lower()[:-1] in note.lower() for note in notes):
+                notes.insert(0, NOTE)
         if self.state.recording is not None and self.state.loaded is not None:
             notes.append(f"The heads are the recording's own tokens; the text box is not its text: a Run reads the "
                          f"text box with {self.state.loaded.name} and replaces the recording.")
