@@ -237,8 +237,11 @@ def record(model, text, path, *, target: str | None = None, pair: str | None = N
     from attnscope.engine.remote import remote_of, trace_remote
     from attnscope.engine.traces import recording_target, save_recording, trace_text
 
+    from attnscope.engine.adapters.hf_dense import check_seam
+
     loaded = _model(model, "record")
     body = _text(text, "record", chat, system)
+    check_seam(loaded, "a recording")      # a fallback's trace holds weights only: no queries and keys to save
     out = recording_target(path)     # before the Run: never over a user's file
     if remote_of(loaded) is not None:
         tell = say or (lambda line: print(line, file=sys.stderr))

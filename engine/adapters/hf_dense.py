@@ -32,10 +32,21 @@ NOTE = SAID[0].upper() + SAID[1:] + "."      # the loader's note, as the window 
 PROBE = 7                                    # tokens of the load-time probe
 
 
-def needs_seam(name: str, what: str = "this") -> InputError:
-    """The one sentence a seam-only tool gets on a fallback model."""
-    return InputError(f"{name}: {what} needs attnscope's attention seam, and {SAID.split(';')[0]}, "
-                      "so it cannot be changed or recorded.")
+SEAM_TOOLS = "interventions, patching, Why, DLA, the atlas and recordings"   # what the fallback cannot do
+
+
+def needs_seam(name: str, what: str | None = None) -> InputError:
+    """The one sentence a seam-only tool (``what``; else all of them, asked deep inside one) gets
+    on a fallback model."""
+    said = f"{what} needs" if what else f"{SEAM_TOOLS} need"
+    return InputError(f"{name}: {said} attnscope's attention seam, and {SAID.split(';')[0]}, so its heads cannot "
+                      "be changed or recorded.")
+
+
+def check_seam(loaded, what: str) -> None:
+    """``what`` refused in one sentence before it runs when ``loaded`` is drawn by the dense fallback."""
+    if loaded.meta.get("dense"):
+        raise needs_seam(loaded.name, what)
 
 
 @torch.no_grad()
@@ -99,6 +110,18 @@ class _Dense:
 
     def output_projection(self, site):
         raise needs_seam(self.loaded.name)
+
+    def residual_blocks(self, kind: str = DECODER_SELF) -> list[torch.nn.Module]:
+        """The blocks by layer, found without the seam (the base finds them by their attention
+        sites): the one ModuleList of as many children of one class as the config has layers
+        (GPT-Neo's, BLOOM's and Falcon's ``h``). What the logit lens reads; it checks the
+        unembedding of the last block's output against the model's own logits itself."""
+        layers = self.sizes()[0]
+        for lst in self.model.modules():
+            if (isinstance(lst, torch.nn.ModuleList) and kind == self.kind and len(lst) == layers
+                    and len({type(child) for child in lst}) == 1):
+                return list(lst)
+        raise needs_seam(self.loaded.name, "reading each layer's output")
 
     def sizes(self) -> tuple[int, int, int]:
         """(layers, heads, hidden width) from the config (transformers' attribute map names them alike):

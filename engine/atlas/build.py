@@ -75,6 +75,10 @@ def atlas_kind(loaded) -> str:
     if loaded.role == "encoder-decoder":
         raise InputError(f"{loaded.name} is an encoder-decoder; the atlas reads one self-attention stack "
                          "(a decoder or an encoder) for now.")
+    if loaded.meta.get("dense"):        # nothing reaches the seam's recorder (engine.adapters.hf_dense)
+        from attnscope.engine.adapters.hf_dense import needs_seam
+
+        raise needs_seam(loaded.name, "the atlas")
     return loaded.kinds[0]
 
 

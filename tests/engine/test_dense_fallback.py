@@ -76,5 +76,5 @@ def test_what_needs_the_seam_is_refused_in_one_sentence(neo):
 
     adapter = adapter_for(neo)
     for ask in (adapter.sites, adapter.recorded_sizes, lambda: adapter.output_projection(None)):
-        with pytest.raises(InputError, match="needs attnscope's attention seam"):
+        with pytest.raises(InputError, match="need(s)? attnscope's attention seam"):
             ask()
