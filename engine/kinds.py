@@ -8,8 +8,14 @@ from __future__ import annotations
 ENCODER_SELF = "encoder self"   # source x source (translator encoder, BERT)
 DECODER_SELF = "decoder self"   # target x target, causal (translator decoder, GPT)
 CROSS = "cross"                 # target x source (translator decoder looking at the encoder)
-KINDS = (ENCODER_SELF, DECODER_SELF, CROSS)
+EFFECTIVE = "effective attention"   # target x target, causal: a linear-attention layer's mixing of its values
+                                    # (engine.seam.linear_mixing), not a softmax: cells may be negative
+KINDS = (ENCODER_SELF, DECODER_SELF, CROSS, EFFECTIVE)
 
 # Which token sequence labels the query and key axes of each kind.
-QUERY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "target"}
-KEY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "source"}
+QUERY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "target", EFFECTIVE: "target"}
+KEY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "source", EFFECTIVE: "target"}
+# Kinds whose cells are not softmax weights (negative cells, rows not summing to 1): what a view says of them.
+NOT_SOFTMAX = {EFFECTIVE: "Effective attention of a linear-attention layer: the matrix it mixes its values with "
+                          "(o[t] = sum over s of M[t, s] v[s]), not a softmax: cells can be negative and rows need "
+                          "not sum to 1."}

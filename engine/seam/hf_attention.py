@@ -338,6 +338,19 @@ TOLERANCE = {torch.float64: 1e-8, torch.float32: 1e-4, torch.float16: 2e-2, torc
 
 @torch.no_grad()
 def attach(model, role: str, dev: torch.device) -> list[str]:
+    """Stage 5 of loading a Hugging Face model: its softmax attention checked (``attach_softmax``),
+    then its linear-attention layers found and checked on the same probe (engine.seam.linear_mixing:
+    drawn as effective attention). Returns the notes to keep."""
+    from attnscope.engine.seam import linear_mixing
+
+    notes = attach_softmax(model, role, dev)
+    if any(p.device.type == "meta" for p in model.parameters()):
+        return notes
+    return notes + linear_mixing.attach(model, lambda: _probe(model, role, dev, use_cache=False))
+
+
+@torch.no_grad()
+def attach_softmax(model, role: str, dev: torch.device) -> list[str]:
     """Stage 5 of loading a Hugging Face model: sites assigned (``assign_sites``, one forward on
     the probe through the seam, its ids on ``dev``: where the model takes its input,
     engine.runtime.device.input_device), then the same probe through the model's own eager attention

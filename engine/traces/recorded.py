@@ -122,7 +122,7 @@ class RecordedTrace(AttentionTrace):
         (never a whole layer at once); each row's log-sum-exp is kept for ``tile``. ``report``
         and ``stop`` as AttentionTrace.thumbnails."""
         L, H, tq, tk = self.shape(kind)
-        if kind in self._dense or self.groups:
+        if kind in self._dense or self.groups or self._effective(kind):
             return super().thumbnails(kind, size, how, report, stop)
         rows_n, cols_n = bins(tq, size), bins(tk, size)
         out = np.empty((L, H, rows_n, cols_n), np.float32)
@@ -315,10 +315,15 @@ class RecordedTrace(AttentionTrace):
         """Whether this layer is read from whole heads (computed at once, cached, or merged
         into words while a layer of pieces fits LAYER_BYTES) rather than from the recording a
         block at a time (``_merged_block`` for a long trace merged into words)."""
-        if kind in self._dense or (kind, layer) in self._layers:
+        if kind in self._dense or (kind, layer) in self._layers or self._effective(kind):
             return True
         pq, pk = self.piece_span(kind)
         return bool(self.groups) and self.shape(kind)[1] * pq * pk * 4 <= LAYER_BYTES
+
+    def _effective(self, kind: str) -> bool:
+        """Whether ``kind`` is a linear layer's effective attention (engine.seam.linear_mixing): no softmax,
+        so its layers are computed whole by the layer's own function, never from scores and a log-sum-exp."""
+        return bool(getattr(self.calls[kind][0], "effective", False))
 
     def row_lse(self, kind: str, layer: int) -> torch.Tensor | None:
         """(H, Tq) each query row's log-sum-exp, where known: kept by ``thumbnails``, else the

@@ -1,0 +1,118 @@
+"""Effective attention of a linear-attention layer (issue 57, item 4; engine.seam.linear_mixing).
+
+A tiny random Qwen3.5 (one gated-delta-net layer, one full-attention layer, float32): the seam
+records what the linear layer mixes with, the matrix M it implies reproduces the layer's core
+output (before its gated norm) to 1e-5, the trace and its export carry the kind, the model's own
+output and its softmax layers are unchanged, and an edit of an effective layer is refused.
+"""
+import numpy as np
+import pytest
+import torch
+
+from attnscope.engine.inputs import InputError
+from attnscope.engine.kinds import DECODER_SELF, EFFECTIVE, NOT_SOFTMAX
+from attnscope.engine.seam import hooks, recording
+from attnscope.engine.seam.attend import SeamHook
+from attnscope.engine.seam.call import Site
+from attnscope.engine.seam.linear_mixing import MixingCall, MixingRefused
+from tools.family_sweep import TEXT, build
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    from attnscope.engine.loading.catalog import open_model
+
+    folder = build(tmp_path_factory.mktemp("qwen35"), "qwen3_5_text", "decoder")
+    return open_model(str(folder), "cpu")
+
+
+def _ids(loaded, n=37):
+    vocab = loaded.model.config.get_text_config().vocab_size
+    return (3 + torch.arange(n) * 7 % (vocab - 3))[None]                 # (1, n)
+
+
+def _mixer(loaded):
+    return next(m for m in loaded.model.modules() if getattr(m, "attnscope_mixing_site", None) is not None)
+
+
+def test_the_linear_layer_is_found_and_said(loaded):
+    assert loaded.model.config.get_text_config().layer_types == ["linear_attention", "full_attention"]
+    assert _mixer(loaded).attnscope_mixing_site == Site(EFFECTIVE, 0)
+    assert "Effective attention: 1 linear-attention layer" in loaded.meta["notes"]
+
+
+@pytest.mark.parametrize("n", [37, 70])          # one chunk of the function's 64 steps, and two
+def test_effective_attention_reproduces_the_core_output(loaded, n):
+    mixer, core = _mixer(loaded), []
+    handle = mixer.norm.register_forward_pre_hook(lambda _m, args: core.append(args[0].detach()))
+    try:
+        with torch.no_grad(), recording(keep_values=True) as rec:
+            loaded.model(input_ids=_ids(loaded, n), use_cache=False)
+    finally:
+        handle.remove()
+    call = rec.calls[Site(EFFECTIVE, 0)]
+    assert isinstance(call, MixingCall) and call.v is not None
+    m = call.weights(0)                                                     # (H, T, T)
+    H, T = m.shape[0], m.shape[1]
+    assert T == n and H == mixer.num_v_heads
+    assert float(m.triu(1).abs().max()) == 0.0                              # causal: no key after the query
+    got = torch.einsum("hts,hsd->thd", m, call.v[0].float())                # (T, H, Dv)
+    want = core[0].reshape(T, H, -1).float()                                # the core output, before the gated norm
+    assert float((got - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
+    block = call.mixing(0, [1], slice(5, 20), slice(3, 11))                 # a block is the same cells
+    assert torch.allclose(block[0], m[1, 5:20, 3:11], atol=1e-7)
+
+
+def test_the_models_own_output_is_unchanged(loaded):
+    ids = _ids(loaded)
+    with torch.no_grad():
+        plain = loaded.model(input_ids=ids, use_cache=False).logits
+        with recording(keep_values=True) as rec:
+            recorded = loaded.model(input_ids=ids, use_cache=False).logits
+    assert Site(EFFECTIVE, 0) in rec.calls and Site(DECODER_SELF, 0) in rec.calls
+    assert torch.equal(plain, recorded)
+
+
+def test_the_trace_and_its_export_carry_the_kind(loaded, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
+    from attnscope.engine.inspection.export import load_npz, save_npz
+    from attnscope.engine.traces import reading
+    from attnscope.engine.traces.tracing import trace_text
+
+    trace = trace_text(loaded, TEXT)
+    assert trace.kinds == [DECODER_SELF, EFFECTIVE]
+    L, H, tq, tk = trace.shape(EFFECTIVE)
+    assert (L, tq, tk) == (1, len(trace.target_tokens), len(trace.target_tokens))
+    eff = reading.weights(trace, EFFECTIVE)                                 # (1, H, T, T)
+    assert np.isfinite(eff).all() and (eff < 0).any()                      # not a softmax: negative cells
+    thumbs = trace.thumbnails(EFFECTIVE, 8)
+    assert thumbs.pooled.shape[:2] == (1, H)
+    assert EFFECTIVE in NOT_SOFTMAX
+    # the softmax layer is the model's own eager softmax
+    reference = AutoModelForCausalLM.from_pretrained(loaded.meta["folder"] or loaded.name, attn_implementation="eager",
+                                                     dtype=torch.float32).eval()
+    framed = frame(adapter_for(loaded), TEXT, max_new_tokens=OWN_OUTPUT_TOKENS)
+    with torch.no_grad():
+        theirs = [a for a in reference(input_ids=torch.tensor([framed.target_ids]), output_attentions=True).attentions
+                  if isinstance(a, torch.Tensor)]
+    assert len(theirs) == 1
+    np.testing.assert_allclose(reading.weights(trace, DECODER_SELF)[0], theirs[0][0].numpy(), atol=1e-5)
+    back = load_npz(save_npz(trace, tmp_path / "t.npz"))
+    assert EFFECTIVE in back.kinds
+    np.testing.assert_allclose(back.weights(EFFECTIVE), eff, atol=0)
+
+
+class _Editor(SeamHook):
+    def edits(self, site):
+        return site is not None and site.kind == EFFECTIVE
+
+
+def test_an_edit_of_an_effective_layer_is_refused_in_one_sentence(loaded):
+    with pytest.raises(MixingRefused) as info, torch.no_grad(), hooks(_Editor()):
+        loaded.model(input_ids=_ids(loaded), use_cache=False)
+    assert isinstance(info.value, InputError)
+    said = str(info.value)
+    assert said.endswith(".") and "\n" not in said and "not a softmax" in said
