@@ -8,7 +8,7 @@ import pytest
 
 from attnscope.engine.adapters.chat import chat_ids
 from attnscope.engine.inputs import Chat, InputError
-from tests.bad_inputs.test_template_limits import BYPASSES
+from tests.helpers.hostile import BYPASSES
 from tests.helpers.hf_tiny import CHAT_TEMPLATE
 
 HOSTILE = {

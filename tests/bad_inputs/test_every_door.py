@@ -8,10 +8,7 @@ import inspect
 
 import pytest
 
-PACKAGES = ["attnscope.engine.runtime", "attnscope.engine.loading", "attnscope.engine.adapters", "attnscope.engine.decoding", "attnscope.engine.interventions",
-            "attnscope.engine.traces", "attnscope.engine.inspection", "attnscope.engine.experiments", "attnscope.engine.remote", "attnscope.engine.training",
-            "attnscope.engine.corpora"]
-
+from tests.helpers.doors import public_functions
 
 # None is a value these take on purpose: no model yet (reads_chat: no), the default corpus, no
 # interventions, the host's memory, no NDIF API key kept.
@@ -19,15 +16,7 @@ NONE_IS_AN_ANSWER = {"attnscope.engine.adapters.reads_chat", "attnscope.engine.c
                      "attnscope.engine.runtime.free_bytes", "attnscope.engine.loading.use_api_key"}
 
 
-def _public_functions():
-    for package in PACKAGES:
-        face = importlib.import_module(package)
-        for name in getattr(face, "__all__", []):
-            if inspect.isfunction(getattr(face, name)):
-                yield f"{package}.{name}"
-
-
-@pytest.mark.parametrize("qualified", sorted(_public_functions()))
+@pytest.mark.parametrize("qualified", sorted(public_functions()))
 def test_a_public_function_given_none_answers_in_the_projects_words(qualified):
     package, name = qualified.rsplit(".", 1)
     fn = getattr(importlib.import_module(package), name)

@@ -314,7 +314,7 @@ def test_why_splits_a_gpt_oss_head_with_its_sinks_and_its_experts(tmp_path):
 
     from attnscope.engine.experiments import why
     from attnscope.engine.traces.tracing import trace_text
-    from tests.engine.test_attention_sinks import sink_folder
+    from tests.helpers.hf_sinks import sink_folder
 
     loaded = open_model(str(sink_folder(tmp_path, "gpt_oss")), "cpu")
     split = why(loaded, TEXT, "decoder self", 1, 1, 5, 2, loadings=True)

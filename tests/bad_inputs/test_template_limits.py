@@ -1,5 +1,5 @@
-"""Issue 58: a chat template's limits held inside one template line too. Each bypass below took
-gigabytes or hung past 90 s, because the limits were checked by the template's own code between
+"""Issue 58: a chat template's limits held inside one template line too. Each bypass
+(tests/helpers/hostile.py) took gigabytes or hung past 90 s, because the limits were checked by the template's own code between
 lines; now the template runs in a child with a memory cap and a hard deadline (chat_process), and
 each is refused in one sentence with the child's memory growth under a few hundred MB
 (test_chat_templates.py runs them beside the older hostile templates)."""
@@ -11,22 +11,6 @@ import attnscope.engine.adapters.chat_limits as limits
 import attnscope.engine.adapters.chat_process as process
 from attnscope.engine.adapters.chat import chat_ids
 from attnscope.engine.inputs import Chat, InputError
-
-BYPASSES = {
-    "format width": "{{ '{:>7000000000}'.format(1) }}",
-    "center": "{{ 'x'.center(7000000000) }}",
-    "ljust": "{{ 'x'.ljust(7000000000) }}",
-    "rjust": "{{ 'x'.rjust(7000000000) }}",
-    "percent width": "{{ '%7000000000d' % 1 }}",
-    "chained replace": "{{ ('x' * 1000000).replace('x', 'xxxx').replace('x', 'xxxx').replace('x', 'xxxx')"
-                       ".replace('x', 'xxxx').replace('x', 'xxxx').replace('x', 'xxxx') }}",
-    "join": "{{ ('y' * 4000000).join(['a'] * 4000000) }}",
-    "sorts of a 16M list": "{{ (('x' * 16000000)|list|sort|sort|sort|sort|sort|sort|sort|sort)|length }}",
-    "deep ifs": "{% if true %}" * 3000 + "x" + "{% endif %}" * 3000,
-    "recursive macro": "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
-    "tojson of a deep value": "{% set ns = namespace(v=[]) %}{% for i in range(100000) %}"
-                              "{% set ns.v = [ns.v] %}{% endfor %}{{ ns.v|tojson }}",
-}
 
 
 def test_compiling_a_huge_template_is_under_the_hard_deadline(tokenizer, monkeypatch):

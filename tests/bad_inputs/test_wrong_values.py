@@ -19,7 +19,7 @@ import tempfile
 import pytest
 import torch
 
-from tests.bad_inputs.test_every_door import _public_functions
+from tests.helpers.doors import public_functions
 
 CALL_SECONDS = 20.0
 FOLDER = tempfile.mkdtemp(prefix="attnscope-door-")
@@ -73,7 +73,7 @@ def _call_in_child(qualified: str, value_name: str, n: int) -> tuple[str, str, s
 
 
 def _cases():
-    for qualified in sorted(_public_functions()):
+    for qualified in sorted(public_functions()):
         for value_name in WRONG:
             yield qualified, value_name
 

@@ -17,7 +17,7 @@ from attnscope.engine.inspection.statistics import LOCAL_WINDOW, NAMES
 from attnscope.engine.loading.catalog import open_model
 from attnscope.engine.traces import RunCancelled
 from tests.helpers.hf_tiny import tiny_folder
-from tests.engine.test_attention_sinks import sink_folder
+from tests.helpers.hf_sinks import sink_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "resources" / "checkpoints" / "gpt.safetensors"

@@ -10,23 +10,7 @@ from attnscope.engine.loading.convert import hf_to_scratch
 from attnscope.engine.traces.words import merge_pieces, merged_tokens, word_groups
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.engine.seam import recording
-
-WORDS = ("the a time flies like an arrow fruit banana dog cat sees big small is all you need attention "
-         "##s ##ing ##ed play run").split()
-
-
-def tiny_bert_folder(tmp_path, hidden, layers, heads):
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    folder = tmp_path / f"bert-{hidden}-{layers}-{heads}"
-    folder.mkdir()
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS)}
-    torch.manual_seed(hidden + layers + heads)
-    config = BertConfig(vocab_size=len(WORDS) + 7, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=2 * hidden, max_position_embeddings=64)
-    BertModel(config).save_pretrained(folder)
-    BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(folder)
-    return folder
+from tests.helpers.hf_tiny import tiny_bert_folder
 
 
 def assert_same(loaded, batch_texts, pairs=None):

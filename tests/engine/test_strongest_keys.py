@@ -19,7 +19,7 @@ from attnscope.engine.seam.call import AttentionCall, Site
 from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import tiny_folder
-from tests.gui.test_long_head_lines import TEXT, fresh, reference
+from tests.helpers.traces import TEXT, fresh_recording, top_k_reference
 
 NAMES = ["llama", "mistral", "gemma2", "t5", "translator"]
 
@@ -68,7 +68,7 @@ def every_kind_equals_the_head_by_head_path(trace):
     for kind in trace.kinds:
         _, heads, _, tk = trace.shape(kind)
         for overview in (False, True):                   # the rows' log-sum-exp from the kernel / the thumbnails
-            lazy = fresh(trace)
+            lazy = fresh_recording(trace)
             if overview:
                 lazy.thumbnails(kind, 5)
             for k in (1, 3, tk + 5):                     # k past Tk: every key, zeros in key order
@@ -82,7 +82,7 @@ def every_kind_equals_the_head_by_head_path(trace):
 
 @pytest.mark.parametrize("name", ["llama", "t5"])
 def test_any_block_of_rows_is_the_same_rows_of_the_whole(traces, name):
-    trace = fresh(traces[name])
+    trace = fresh_recording(traces[name])
     kind = trace.kinds[-1]
     _, heads, tq, tk = trace.shape(kind)
     whole = trace.strongest_keys(kind, 1, [2, 1], slice(0, tq), 4, hidden_keys(tk))
@@ -118,7 +118,7 @@ def equal_weights_go_in_key_order(causal, k):
     for keys in (None, hidden_keys(23)):
         tops = layer_top_keys(trace, "decoder self", 0, [0, 1, 2, 3], k, keys)
         for h, top in tops.items():
-            want, weights, leftover = reference(dense[h], k, keys)
+            want, weights, leftover = top_k_reference(dense[h], k, keys)
             np.testing.assert_array_equal(top.keys, want)
             np.testing.assert_allclose(top.weights, weights, atol=1e-6, rtol=0)
             np.testing.assert_allclose(top.leftover, leftover, atol=1e-6, rtol=0)
@@ -141,7 +141,7 @@ def test_a_row_with_every_key_masked_keeps_nothing_and_leaves_nothing():
 
 
 def test_merged_and_dense_traces_read_head_by_head(traces, monkeypatch):
-    trace = fresh(traces["llama"])
+    trace = fresh_recording(traces["llama"])
     merged = RecordedTrace(trace.calls, model_name="m", family="llama", source_tokens=[],
                            target_tokens=trace.target_tokens, groups={"target": list(range(len(trace.target_tokens)))})
     trace.weights("decoder self")                                         # computed whole

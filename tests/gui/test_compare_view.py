@@ -5,7 +5,7 @@ from attnscope.engine.loading.demo import random_model
 from attnscope.engine.loading.hf import load_hf_model
 from attnscope.gui.state import AppState
 from attnscope.gui.views.compare import SAME_WEIGHTS, CompareView
-from tests.engine.test_hf import tiny_bert_folder
+from tests.helpers.hf_tiny import tiny_bert_folder
 
 
 def test_same_weights_differ_by_rounding_only(qtbot, tmp_path):

@@ -57,7 +57,7 @@ def test_compare_after_switching_to_a_model_with_no_b_shows_no_difference_panel(
     from attnscope.engine.loading.hf import load_hf_model
     from attnscope.gui.state import AppState
     from attnscope.gui.views.compare import CompareView
-    from tests.engine.test_hf import tiny_bert_folder
+    from tests.helpers.hf_tiny import tiny_bert_folder
 
     state = AppState()
     state.text = "the big dog sees the cat"

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from attnscope.engine.traces.dense import DenseTrace
 from attnscope.gui.state import AppState
-from tests.gui.test_token_axes import label_specs
+from tests.helpers.views import label_specs
 
 TOKENS = [f"w{i}" for i in range(40)]
 

@@ -9,7 +9,7 @@ from PySide6.QtGui import QFontMetrics
 
 from attnscope.engine.traces.pooling import pool_2d
 from attnscope.gui.widgets.minimap import FRAME_LEAST, PIXELS, SMALLEST
-from tests.gui.test_long_traces import long_head_detail
+from tests.helpers.views import long_head_detail
 
 
 def scene_to_widget(view, scene_point):

@@ -11,26 +11,10 @@ from attnscope.engine.inspection.top_keys import head_top_keys, strongest, layer
 from attnscope.engine.loading.catalog import open_model
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.dense import DenseTrace
-from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.gui.state import AppState
 from tests.helpers.hf_tiny import tiny_folder
-
-TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
-
-
-def reference(head: np.ndarray, k: int, allowed: np.ndarray | None = None):
-    """numpy's top-k of a dense (Tq, Tk) head: keys (ties in key order), weights, leftover."""
-    cols = np.arange(head.shape[1]) if allowed is None else np.flatnonzero(allowed)
-    keys = cols[np.argsort(-head[:, cols], axis=1, kind="stable")[:, :k]]
-    weights = np.take_along_axis(head, keys, 1)
-    return keys, weights, head.sum(1, dtype=np.float64) - weights.sum(1, dtype=np.float64)
-
-
-def fresh(trace) -> RecordedTrace:
-    """The same recording, nothing computed yet: every tile read from q and k, as a long trace."""
-    return RecordedTrace(trace.calls, model_name=trace.model_name, family=trace.family,
-                         source_tokens=trace.source_tokens, target_tokens=trace.target_tokens)
+from tests.helpers.traces import TEXT, fresh_recording, top_k_reference
 
 
 def causal_dense(seed: int = 0, layers: int = 2, heads: int = 3, t: int = 37) -> DenseTrace:
@@ -50,7 +34,7 @@ def test_top_keys_of_a_dense_trace_are_numpys_top_k(chunk_bytes, k):
     trace = causal_dense()
     tops = layer_top_keys(trace, "decoder self", 1, [0, 2], k, chunk_bytes=chunk_bytes)
     for h, top in tops.items():
-        keys, weights, leftover = reference(trace.attentions["decoder self"][1, h], k)
+        keys, weights, leftover = top_k_reference(trace.attentions["decoder self"][1, h], k)
         np.testing.assert_array_equal(top.keys, keys)
         np.testing.assert_array_equal(top.weights, weights)
         np.testing.assert_allclose(top.leftover, leftover, atol=1e-6)
@@ -64,7 +48,7 @@ def test_cross_attention_has_as_many_rows_as_targets():
     trace = DenseTrace("t", "translator", {"cross": w}, source_tokens=[f"s{i}" for i in range(30)],
                        target_tokens=[f"t{i}" for i in range(7)])
     top = head_top_keys(trace, "cross", 0, 1, 5, chunk_bytes=4 * 30 * 2)
-    keys, weights, leftover = reference(w[0, 1], 5)
+    keys, weights, leftover = top_k_reference(w[0, 1], 5)
     assert top.keys.shape == (7, 5)
     np.testing.assert_array_equal(top.keys, keys)
     np.testing.assert_allclose(top.leftover, leftover, atol=1e-6)
@@ -94,7 +78,7 @@ def test_only_the_keys_allowed_are_chosen_and_the_rest_is_leftover():
     allowed = np.ones(37, bool)
     allowed[[0, 5, 6]] = False
     top = head_top_keys(trace, "decoder self", 0, 1, 3, keys=allowed, chunk_bytes=4 * 37 * 4)
-    keys, weights, leftover = reference(trace.attentions["decoder self"][0, 1], 3, allowed)
+    keys, weights, leftover = top_k_reference(trace.attentions["decoder self"][0, 1], 3, allowed)
     np.testing.assert_array_equal(top.keys, keys)
     np.testing.assert_allclose(top.leftover, leftover, atol=1e-6)
     assert not np.isin(top.keys, [0, 5, 6]).any()
@@ -109,12 +93,12 @@ def llama(tmp_path_factory):
 def test_top_keys_of_a_recorded_trace_are_numpys_top_k_of_its_dense_heads(llama):
     trace = trace_text(llama, TEXT)
     dense = trace.weights("decoder self")                                  # (L, H, T, T), small here
-    lazy = fresh(trace)                                                    # tiles computed from q and k
+    lazy = fresh_recording(trace)                                                    # tiles computed from q and k
     t = dense.shape[-1]
     tops = layer_top_keys(lazy, "decoder self", 1, [0, 3], 4, chunk_bytes=4 * t * 3)
     assert not lazy._dense and not lazy._layers                            # never a whole layer or kind
     for h, top in tops.items():
-        keys, weights, leftover = reference(dense[1, h], 4)
+        keys, weights, leftover = top_k_reference(dense[1, h], 4)
         np.testing.assert_array_equal(top.keys, keys)
         np.testing.assert_allclose(top.weights, weights, atol=1e-6)
         np.testing.assert_allclose(top.leftover, leftover, atol=1e-5)
@@ -141,7 +125,7 @@ def long_lines(qtbot, drawn, monkeypatch, loaded, refuse_whole_kind: bool):
     else:
         monkeypatch.setattr(lines, "LONG_TOKENS", 8)
     state, view = shown_view(qtbot, lines.HeadLines, loaded)
-    trace = fresh(trace_text(loaded, TEXT))
+    trace = fresh_recording(trace_text(loaded, TEXT))
     monkeypatch.setattr(trace, "weights", lambda kind: pytest.fail("Head lines asked for every head at once"))
     state.set_trace(trace)
     drawn(view)
@@ -151,7 +135,7 @@ def long_lines(qtbot, drawn, monkeypatch, loaded, refuse_whole_kind: bool):
 def expected_lines(trace, layer: int, head: int, k: int, threshold: float, queries=None, keys=None) -> int:
     """Lines of each query's k strongest keys whose weight is above the threshold (and above 0)."""
     head_w = np.stack([trace.row("decoder self", layer, head, q) for q in range(trace.shape("decoder self")[2])])
-    ref_keys, weights, _ = reference(head_w, k, keys)
+    ref_keys, weights, _ = top_k_reference(head_w, k, keys)
     keep = (weights > 0) & (weights >= threshold)
     if queries is not None:
         keep &= queries[:, None]
@@ -231,7 +215,7 @@ def test_head_statistics_of_a_trace_too_long_for_every_head_at_once_fill_the_tab
     from attnscope.gui.views.head_stats import HeadStats
     state, view = shown_view(qtbot, HeadStats)
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
-    state.set_trace(fresh(trace_text(state.loaded, TEXT)))
+    state.set_trace(fresh_recording(trace_text(state.loaded, TEXT)))
     drawn(view)
     assert view.table.rowCount() == 8 and not view.note.isVisible()
     summed = {name: value.copy() for name, value in view.stats.items()}
@@ -256,11 +240,11 @@ def test_rollout_of_a_trace_too_long_for_every_head_at_once_is_drawn_and_refused
     whole = view.matrix.copy()
     tokens = len(state.trace.query_tokens("decoder self"))
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 3 * tokens * tokens * 4)    # every head: no; three maps: yes
-    state.set_trace(fresh(trace_text(state.loaded, TEXT)))
+    state.set_trace(fresh_recording(trace_text(state.loaded, TEXT)))
     drawn(view)
     np.testing.assert_allclose(view.matrix, whole, atol=1e-5)
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
-    state.set_trace(fresh(trace_text(state.loaded, TEXT)))
+    state.set_trace(fresh_recording(trace_text(state.loaded, TEXT)))
     drawn(view)
     assert view.plot.item._empty_label.text == TOO_LONG and f"Rollout of {tokens} tokens" in view.note.text()
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 2**31)

@@ -18,10 +18,10 @@ from attnscope.engine.traces.base import TraceTooLarge
 from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import RunCancelled, trace_text
 from attnscope.gui.widgets.mosaic import display_codes
-from tests.helpers.hf_tiny import tiny_folder
 from attnscope.engine.decoding.greedy import frame
-
-TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
+from tests.helpers.hf_tiny import tiny_folder
+from tests.helpers.traces import TEXT
+from tests.helpers.views import long_head_detail
 
 
 def blocks(dense: np.ndarray, size: int, how: str) -> np.ndarray:
@@ -182,24 +182,6 @@ def test_the_overview_pooling_says_how_far_it_is_and_stops_between_layers(qtbot,
         assert len(asked) == 2
     view.drawing_progress(("overview", 3, 16))
     assert "3 of 16 layers" in view.readout.text()
-
-
-def long_head_detail(qtbot, drawn, monkeypatch, pixels: int = 1024):
-    """Head detail on the GPT's trace, with "long" meaning more than 8 tokens: (state, view, trace)."""
-    import attnscope.gui.views.head_detail as detail
-    from attnscope.gui.state import AppState
-    monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
-    monkeypatch.setattr(detail, "VIEW_PIXELS", pixels)
-    state = AppState()
-    state.set_model(random_model("gpt", seed=1))
-    view = detail.HeadDetail(state)
-    qtbot.addWidget(view)
-    view.resize(500, 500)
-    view.show()
-    trace = trace_text(state.loaded, TEXT)
-    state.set_trace(trace)
-    drawn(view)
-    return state, view, trace
 
 
 def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):

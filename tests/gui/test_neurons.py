@@ -23,7 +23,7 @@ def test_softmax_of_q_dot_k_is_the_trace(family, kind):
 
 def test_hf_bert_neurons(tmp_path):
     from attnscope.engine.loading.hf import load_hf_model
-    from tests.engine.test_hf import tiny_bert_folder
+    from tests.helpers.hf_tiny import tiny_bert_folder
     loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
     qk = query_keys(trace_text(loaded, "the big dog", pair="a cat"), "encoder self", layer=1, head=1)
     np.testing.assert_allclose(qk.row(2)["weights"], qk.trace.head("encoder self", 1, 1)[2], atol=1e-5)

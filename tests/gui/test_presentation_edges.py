@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from attnscope.gui.state import AppState
-from tests.gui.test_token_axes import label_specs
+from tests.helpers.views import label_specs
 
 
 @pytest.fixture

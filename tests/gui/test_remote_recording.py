@@ -120,7 +120,7 @@ def test_every_view_draws_an_opened_partial_recording_or_says_why_in_place(remot
     import attnscope.gui.views.head_grid as grid
     import attnscope.gui.worker as worker
     from attnscope.gui.state import AppState
-    from tests.gui.test_thread_rule import drawing_views
+    from tests.helpers.views import drawing_views
 
     monkeypatch.setattr(grid, "EXACT_TOKENS", 8)          # the overview pools: from the pixels held (7 a side)
     monkeypatch.setattr(grid, "tile_pixels", lambda layers, heads: 7)

@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("nnsight")
 
 from tests.helpers.hf_tiny import tiny_folder  # noqa: E402
-from tests.gui.test_thread_rule import lanes_computing  # noqa: E402,F401  (the fixture: each computation's lane)
+from tests.helpers.lanes import lanes_computing  # noqa: E402,F401  (the fixture: each computation's lane)
 
 KIND = "decoder self"
 
@@ -82,7 +82,7 @@ def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot,
     from attnscope.engine.loading.catalog import open_model
     from attnscope.engine.remote import trace_remote
     from attnscope.gui.state import AppState
-    from tests.gui.test_thread_rule import drawing_views
+    from tests.helpers.views import drawing_views
 
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
     monkeypatch.setattr(grid, "EXACT_TOKENS", 8)         # the overview pools: "long" from 9 tokens on

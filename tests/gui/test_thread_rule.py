@@ -10,56 +10,17 @@ shared pool (numpy, several at once).
 """
 from __future__ import annotations
 
-import pytest
-
-import attnscope.gui.worker as worker
 from attnscope.engine.loading.demo import random_model
-from attnscope.engine.seam.call import AttentionCall
-from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.gui.state import AppState
-from attnscope.gui.views.registry import VIEWS
 from attnscope.gui.worker import MODEL, SHARED, Jobs, drawing_lane
-
-TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
-
-
-@pytest.fixture
-def lanes_computing(monkeypatch) -> list:
-    """The lane (None: a thread of no lane) of every computation from a recording from now on."""
-    seen: list = []
-    real = AttentionCall.scores
-
-    def scores(call, *args, **kwargs):
-        seen.append(getattr(worker._CURRENT, "lane", None))
-        return real(call, *args, **kwargs)
-    monkeypatch.setattr(AttentionCall, "scores", scores)
-    return seen
-
-
-def fresh_recording(loaded) -> RecordedTrace:
-    """A recorded trace of TEXT that has computed no weights yet."""
-    trace = trace_text(loaded, TEXT)
-    return RecordedTrace(trace.calls, model_name=trace.model_name, family=trace.family,
-                         source_tokens=trace.source_tokens, target_tokens=trace.target_tokens)
-
-
-def drawing_views(qtbot, state) -> list:
-    """The overview and every view that prepares drawings, on ``state``, shown (tests/gui/test_remote_window.py
-    draws a remote trace with them too)."""
-    from attnscope.gui.views.head_grid import HeadGrid
-
-    views = [HeadGrid(state)] + [spec.factory(state) for spec in VIEWS]
-    views = [v for v in views if hasattr(v, "draw_jobs")]
-    for view in views:
-        qtbot.addWidget(view)
-        view.resize(500, 400)
-        view.show()
-    return views
+from tests.helpers.lanes import lanes_computing  # noqa: F401  (the fixture: each computation's lane)
+from tests.helpers.traces import TEXT, fresh_recording
+from tests.helpers.views import drawing_views
 
 
 def test_the_guard_sees_a_drawing_lane_compute_and_the_lane_follows_the_trace(qtbot, lanes_computing):
-    trace = fresh_recording(random_model("gpt", seed=1))
+    trace = fresh_recording(trace_text(random_model("gpt", seed=1), TEXT))
     assert drawing_lane(trace) == MODEL and drawing_lane(None) == SHARED
     jobs = Jobs(None, lane=SHARED)
     done = []
@@ -79,7 +40,7 @@ def test_every_view_computes_from_a_recording_on_the_model_lane_only(qtbot, draw
     state = AppState()
     state.set_model(random_model("gpt", seed=1))
     views = drawing_views(qtbot, state)
-    trace = fresh_recording(state.loaded)
+    trace = fresh_recording(trace_text(state.loaded, TEXT))
     lanes_computing.clear()                              # the Run itself (here on the test's thread)
     state.set_trace(trace)
     drawn(*views)

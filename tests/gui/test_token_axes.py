@@ -4,23 +4,13 @@ first [BOS] at 63 tokens, and the key-axis title sat on the rotated labels."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtGui import QFontMetrics, QImage, QPainter
+from PySide6.QtGui import QFontMetrics
 
 import numpy as np
 
 from attnscope.gui.state import AppState
 from attnscope.gui.widgets.token_matrix import TokenMatrix
-
-
-def label_specs(axis) -> list:
-    """(rect in the axis' coordinates, flags, text) of each label the axis draws."""
-    image = QImage(10, 10, QImage.Format.Format_ARGB32)
-    painter = QPainter(image)
-    try:
-        _axis, _ticks, texts = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    return texts
+from tests.helpers.views import label_specs
 
 
 def drawn_labels(axis) -> list[str]:

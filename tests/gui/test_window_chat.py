@@ -14,7 +14,7 @@ import attnscope.gui.views.interventions
 from attnscope.engine.inputs import Chat
 from attnscope.gui.window.main_window import MainWindow
 from tests.helpers.hf_tiny import TURN_TOKENS, tiny_chat_folder, tiny_folder
-from tests.gui.test_window_trust import _open
+from tests.helpers.window import open_views
 
 KIND = "decoder self"
 
@@ -72,7 +72,7 @@ def test_a_chat_run_is_the_engines_run_of_the_chat(window_on, folders, qtbot):
 
 def test_toggling_chat_or_editing_the_system_turn_is_a_new_prompt(window_on, folders, qtbot, monkeypatch):
     w = window_on(str(folders[0]))
-    decoding, = _open(w, "Decoding")
+    decoding, = open_views(w, "Decoding")
     decoding.step()
     qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=30000)
     first = w.state.trace
@@ -96,11 +96,11 @@ def test_the_lens_the_effect_and_decoding_read_the_chat(window_on, folders, qtbo
     from attnscope.engine.interventions.refs import HeadRef
 
     w = window_on(str(folders[0]))
-    lens, panel = _open(w, "Lens", "Interventions")
+    lens, panel = open_views(w, "Lens", "Interventions")
     _chat_run(w, qtbot)
     qtbot.waitUntil(lambda: lens.lens is not None and lens.current(), timeout=30000)
     assert lens.lens.tokens[-1] == "<|assistant|>" and "<|system|>" in lens.lens.tokens
-    decoding, = _open(w, "Decoding")          # a tab beside the Lens
+    decoding, = open_views(w, "Decoding")          # a tab beside the Lens
     while not decoding.ended:          # this model ends its reply within a few tokens
         decoding.step()
         qtbot.waitUntil(lambda: not decoding.jobs.busy, timeout=30000)

@@ -10,16 +10,9 @@ import attnscope.gui.window.engine_calls
 import attnscope.gui.window.main_window
 from attnscope.gui.window.main_window import MainWindow
 from attnscope.gui.theme import FOREGROUND
+from tests.helpers.window import open_views
 
 ALL_VIEWS = ("Head detail", "Head lines", "Rollout", "Head statistics", "Neurons", "Decoding", "Compare")
-
-
-def _open(window, *titles):
-    for title in titles:
-        window.docks[title].show()
-        window.docks[title].raise_()
-        window.view(title)
-    return [window.views[t] for t in titles]
 
 
 def _run(window, qtbot, text: str):
@@ -31,7 +24,7 @@ def _run(window, qtbot, text: str):
 
 def test_readouts_forget_the_old_text(window, qtbot, drawn):
     grid = window.grid
-    detail, = _open(window, "Head detail")
+    detail, = open_views(window, "Head detail")
     drawn(grid, detail)
     grid._on_hover(grid.scene_pos_of(0, 0, 0, 1))
     assert "query 0" in grid.readout.text()
@@ -43,7 +36,7 @@ def test_readouts_forget_the_old_text(window, qtbot, drawn):
 
 
 def test_every_view_follows_the_head_selected_in_the_grid(window, qtbot, drawn):
-    lines, rollout, stats, detail = _open(window, "Head lines", "Rollout", "Head statistics", "Head detail")
+    lines, rollout, stats, detail = open_views(window, "Head lines", "Rollout", "Head statistics", "Head detail")
     kind = window.state.trace.kinds[0]
     window.state.select_head(kind, 1, 3)
     drawn(lines, rollout, stats, detail)
@@ -58,7 +51,7 @@ def test_every_view_follows_the_head_selected_in_the_grid(window, qtbot, drawn):
 
 
 def test_a_new_model_leaves_no_old_readouts(window, qtbot, drawn):
-    decoding, compare = _open(window, "Decoding", "Compare")
+    decoding, compare = open_views(window, "Decoding", "Compare")
     decoding.step()
     qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=20000)
     assert decoding.alignment.image.image is not None
@@ -74,14 +67,14 @@ def test_a_new_model_leaves_no_old_readouts(window, qtbot, drawn):
 
 
 def test_compare_runs_again_when_the_text_changes(qtbot, drawn, tmp_path):
-    from tests.engine.test_hf import tiny_bert_folder
+    from tests.helpers.hf_tiny import tiny_bert_folder
 
     folder = tiny_bert_folder(tmp_path, 48, 2, 3)
     w = MainWindow(source=str(folder), device="cpu")
     qtbot.addWidget(w)
     w.show()
     qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
-    compare, = _open(w, "Compare")
+    compare, = open_views(w, "Compare")
     compare.run()
     qtbot.waitUntil(lambda: compare.result is not None and not compare.jobs.busy, timeout=20000)
     first = compare.result
@@ -136,7 +129,7 @@ def test_no_view_prepares_its_drawing_on_the_gui_thread(window, qtbot, drawn, mo
             return _func(*args, **kwargs)
 
         monkeypatch.setattr(module, func.__name__, spy)
-    views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Positions")
+    views = open_views(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Positions")
     _run(window, qtbot, "the small cat sees the big dog .")
     drawn(window.grid, *views)
     names = {name for name, _ in calls}
@@ -185,10 +178,10 @@ def _axis_colors(window):
 
 
 def test_theme_switch_reaches_plots_built_before_and_after(window, qtbot):
-    _open(window, "Head detail", "Rollout")
+    open_views(window, "Head detail", "Rollout")
     window.set_dark(True)
     assert _axis_colors(window) == {FOREGROUND[True]}
-    _open(window, "Decoding", "Training")            # built while dark
+    open_views(window, "Decoding", "Training")            # built while dark
     window.set_dark(False)
     assert _axis_colors(window) == {FOREGROUND[False]}
     titles = [i for v in window.findChildren(pg.GraphicsView) for i in v.scene().items() if isinstance(i, pg.LabelItem)]
@@ -197,7 +190,7 @@ def test_theme_switch_reaches_plots_built_before_and_after(window, qtbot):
 
 
 def test_a_corrupt_time_lapse_is_a_dialog(window, qtbot, tmp_path, monkeypatch):
-    training, = _open(window, "Training")
+    training, = open_views(window, "Training")
     bad = tmp_path / "run.timelapse.npz"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(bad), ""))
@@ -236,7 +229,7 @@ def test_an_output_without_spaces_never_widens_the_window(window, qtbot):
 def test_quitting_with_an_unsaved_trained_model_asks(window, qtbot, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    training, = _open(window, "Training")
+    training, = open_views(window, "Training")
     training.trained, training.unsaved = window.state.loaded, True
     monkeypatch.setattr(QMessageBox, "exec", lambda self: QMessageBox.StandardButton.Cancel)
     assert not window.close() and window.isVisible()
@@ -249,7 +242,7 @@ def test_the_output_line_shows_the_run_and_then_each_decoding_step(window, qtbot
     from attnscope.engine.decoding.session import model_output
     assert window.output_row.label.text() == model_output(window.state.loaded, window.state.text)
     assert window.output_row.title.text() == "Translation:" and window.output_row.label.isVisible()
-    decoding, = _open(window, "Decoding")
+    decoding, = open_views(window, "Decoding")
     for n in (1, 2):
         decoding.step()
         qtbot.waitUntil(lambda: len(decoding.history) == n and not decoding.jobs.busy, timeout=20000)
@@ -276,7 +269,7 @@ def test_the_gui_thread_runs_no_torch_work_in_a_session(window, qtbot, drawn):
             return func(*args, **(kwargs or {}))
 
     with Spy():
-        views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Positions", "Decoding")
+        views = open_views(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Positions", "Decoding")
         _run(window, qtbot, "the small cat sees the big dog .")
         window.state.select_head(window.state.trace.kinds[0], 1, 2)
         drawn(window.grid, *views[:-1])
@@ -301,7 +294,7 @@ def test_a_runs_trace_is_let_go_once_the_next_is_drawn(window, qtbot, drawn):
     import gc
     import weakref
 
-    views = _open(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Neurons")
+    views = open_views(window, "Head detail", "Head lines", "Rollout", "Head statistics", "Neurons")
     _run(window, qtbot, "the small cat sees the big dog .")
     drawn(window.grid, *views[:-1])
     old = weakref.ref(window.state.trace)

@@ -158,3 +158,19 @@ def tiny_chat_folder(root: Path) -> Path:
     model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=[2, end], pad_token_id=0)
     model.save_pretrained(folder)
     return folder
+
+
+def tiny_bert_folder(tmp_path, hidden, layers, heads):
+    """A BERT of ``hidden`` x ``layers`` x ``heads`` with random weights and a word-piece
+    tokenizer, saved in ``tmp_path`` like a user's folder."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path / f"bert-{hidden}-{layers}-{heads}"
+    folder.mkdir()
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + list(WORDS))}
+    torch.manual_seed(hidden + layers + heads)
+    config = BertConfig(vocab_size=len(WORDS) + 7, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=2 * hidden, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    BertTokenizerFast(vocab=vocab, do_lower_case=True).save_pretrained(folder)
+    return folder
