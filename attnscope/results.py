@@ -40,8 +40,10 @@ def _text(text: Any, who: str, chat: bool = False, system: str | None = None):
     return Chat.of(text, system=system) if chat else text
 
 
-def _notes(loaded) -> dict:
-    """{"model_notes": ...} when the loader said something about the model (every JSON answer ends with it)."""
+def model_notes(loaded) -> dict:
+    """{"model_notes": ...} when the loader said something about the model (code in its folder that
+    was not run, a byte tokenizer standing in, the dense fallback): every JSON answer ends with it,
+    the commands' (attnscope.cli) too."""
     notes = loaded.meta.get("notes")
     return {"model_notes": notes} if notes else {}
 
@@ -56,7 +58,10 @@ def check_target(loaded, target) -> None:
                          "whole text in --text.")
 
 
-def _predicting(loaded, needs: str) -> None:
+def check_predicting(loaded, needs: str) -> None:
+    """InputError in one sentence when ``loaded`` is an encoder and ``needs`` (what the caller does)
+    reads next-token predictions: the commands (attnscope.cli.common.open_predicting) say it too.
+    A model served by NDIF (``generates`` False: it cannot be stepped here) is not an encoder."""
     from attnscope.engine.inputs import InputError
 
     if loaded.role == "encoder":
@@ -88,7 +93,7 @@ def why(model, text, layer: int, head: int, query: int, key: int, *, kind: str |
     check_target(loaded, target)
     kind = kind or ("encoder self" if loaded.role == "encoder" else "decoder self")
     split = split_of(loaded, body, kind, layer, head, query, key, versus=versus, loadings=loadings, target=target)
-    return WhyAnswer(split, _notes(loaded))
+    return WhyAnswer(split, model_notes(loaded))
 
 
 # ---- the logit lens ----------------------------------------------------------------------------
@@ -113,13 +118,13 @@ def lens(model, text, *, target: str | None = None, chat: bool = False, system: 
 
     loaded = _model(model, "lens")
     body = _text(text, "lens", chat, system)
-    _predicting(loaded, "the logit lens")
+    check_predicting(loaded, "the logit lens")
     check_target(loaded, target)
     read = remote_lens(loaded, body) if remote_of(loaded) is not None else logit_lens(loaded, body, target=target)
     layers = [{"layer": layer, "top": [[[int(i), float(p)] for i, p in zip(ids, ps)]
                                        for ids, ps in zip(read.top_ids[layer], read.top_p[layer])]}
               for layer in range(read.n_layers)]
-    return LensAnswer(loaded.name, list(read.token_ids), list(read.tokens), layers, _notes(loaded))
+    return LensAnswer(loaded.name, list(read.token_ids), list(read.tokens), layers, model_notes(loaded))
 
 
 # ---- interventions -----------------------------------------------------------------------------
@@ -147,10 +152,10 @@ def intervene(model, text, interventions, *, target: str | None = None, chat: bo
     if not isinstance(interventions, Interventions):
         raise InputError(f"attnscope.intervene takes an Interventions (attnscope.engine.interventions), not a "
                          f"{type(interventions).__name__}.")
-    _predicting(loaded, "comparing them before and after (the window ablates an encoder's heads and shows its "
-                        "attention change)")
+    check_predicting(loaded, "comparing them before and after (the window ablates an encoder's heads and shows "
+                             "its attention change)")
     effect = intervention_effect(loaded, body, interventions, target=target)
-    return InterventionAnswer(loaded.name, interventions.describe(), effect, _notes(loaded))
+    return InterventionAnswer(loaded.name, interventions.describe(), effect, model_notes(loaded))
 
 
 # ---- patching ----------------------------------------------------------------------------------
@@ -195,7 +200,7 @@ def patch(model, clean=None, corrupt=None, answers=None, *, pairs=None, what=("h
     from attnscope.engine.runtime import drive
 
     loaded = _model(model, "patch")
-    _predicting(loaded, "patching")
+    check_predicting(loaded, "patching")
     if max_batch is not None and max_batch < 1:
         raise InputError("max_batch must be at least 1.")
     options = dict(method=method, what=tuple(what), noising=noising, metric=metric, max_batch=max_batch)
@@ -208,10 +213,10 @@ def patch(model, clean=None, corrupt=None, answers=None, *, pairs=None, what=("h
         else:
             first = PromptPair(clean, corrupt, *answers)
         result = drive(experiment(loaded, frame_pair(loaded, first, target=target), **options), show)
-        return PatchAnswer(loaded.name, result, _notes(loaded))
+        return PatchAnswer(loaded.name, result, model_notes(loaded))
     limit = {} if max_seconds is None else {"max_seconds": float(max_seconds)}
     averaged = drive(over_pairs(loaded, list(pairs), target=target, **options, **limit), show)
-    return PairsAnswer(loaded.name, averaged, metric, method, noising, _notes(loaded))
+    return PairsAnswer(loaded.name, averaged, metric, method, noising, model_notes(loaded))
 
 
 # ---- a recording -------------------------------------------------------------------------------

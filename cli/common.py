@@ -279,10 +279,16 @@ def open_predicting(path: str, device: str, needs: str):
     """Like ``open_or_explain``, for a command that reads next-token predictions: an encoder
     is refused in one line saying what ``needs`` them (None then). A model served by NDIF
     (``generates`` False: it cannot be stepped here) is not an encoder: what reads it there does."""
+    from attnscope.engine.inputs import InputError
+    from attnscope.results import check_predicting
+
     loaded = open_or_explain(path, device)
-    if loaded is not None and loaded.role == "encoder":
-        say(f"{path} is an encoder: it predicts no next token, and {needs} needs a decoder or an encoder-decoder.")
-        return None
+    if loaded is not None:
+        try:
+            check_predicting(loaded, needs)
+        except InputError as exc:
+            say(exc)
+            return None
     return loaded
 
 
@@ -310,13 +316,6 @@ class LoadBar:
 
 
 LOAD_BAR_DELAY_S = 0.5
-
-
-def model_notes(loaded) -> dict:
-    """{"model_notes": ...} when the loader has something to say about a usable model (code in its
-    folder that was not run, a byte tokenizer standing in), for the command's JSON output."""
-    notes = loaded.meta.get("notes")
-    return {"model_notes": notes} if notes else {}
 
 
 def print_json(obj) -> None:

@@ -6,7 +6,8 @@ attnscope's own encoder (the proof that our BERT is BERT). With --with, any two 
 that tokenize the same way: two checkpoints of one architecture, ours against theirs."""
 from __future__ import annotations
 
-from attnscope.cli.common import BAD_INPUT, add_text_options, model_notes, print_json, say, text, text_of
+from attnscope.cli.common import BAD_INPUT, add_text_options, print_json, say, text, text_of
+from attnscope.results import model_notes
 
 
 def register(sub) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnscope.cli.common import BAD_INPUT, int_in, model_notes, open_or_explain, print_json, say
+from attnscope.cli.common import BAD_INPUT, int_in, open_or_explain, print_json, say
+from attnscope.results import model_notes
 
 MAX_TRAIN_PAIRS = 1_000_000  # the synthetic corpus rebuilt for the split: ~1 s per 20,000 pairs
 

@@ -10,7 +10,8 @@ new key here. Works for every model attnscope opens.
 """
 from __future__ import annotations
 
-from attnscope.cli.common import BAD_INPUT, model_notes, open_or_explain, print_json
+from attnscope.cli.common import BAD_INPUT, open_or_explain, print_json
+from attnscope.results import model_notes
 
 
 def register(sub) -> None:

@@ -8,8 +8,9 @@ summarise it.
 """
 from __future__ import annotations
 
-from attnscope.cli.common import (BAD_INPUT, add_text_options, float_in, int_in, model_notes, open_or_explain, print_json,
-                        say, text_of)
+from attnscope.cli.common import (BAD_INPUT, add_text_options, float_in, int_in, open_or_explain, print_json, say,
+                                  text_of)
+from attnscope.results import model_notes
 
 MAX_BEAM = 64            # each beam keeps a KV cache and a (vocabulary)-wide score row
 MAX_NEW_TOKENS = 4096

@@ -64,7 +64,8 @@ class RunEstimate:
         if self.eager:
             return (f"{n:,} tokens: every head held whole, from the model's own weights, {gib(self.dense)}; "
                     f"forward (with eager's own copy) {gib(self.working)}; about {gib(self.need)} in all, "
-                    f"{gib(self.free)} free {self.where}, and the dense fallback holds at most {gib(EAGER_LIMIT_BYTES)}")
+                    f"{gib(self.free)} free {self.where}, and the dense fallback holds at most "
+                    f"{gib(EAGER_LIMIT_BYTES)}")
         held = "every head computed at once" if self.densify else (
             f"heads computed when drawn; all at once would be {gib(self.dense)}")
         return (f"{n:,} tokens: recording {gib(self.recording)}, forward {gib(self.working)}, {held}; "
