@@ -4,7 +4,7 @@ log-sum-exp in row blocks, and each head's activation from the seam's head outpu
 Per document: the forward runs under the seam's recorder (``engine.seam.recording``, the
 fused kernel handing back each row's log-sum-exp) and one more hook at the seam that reads
 each head's output z_h (B, H, T, Dv) as it passes and keeps the norm of z_h W_O,h per query
-position (``_HeadNorms``; it changes nothing). The top contexts and the sample are merged
+position (``HeadNorms``; it changes nothing). The top contexts and the sample are merged
 first (they need only the activations), so the one pass over each layer's row blocks also
 reads the strongest keys of the rows they keep. Nothing is (T, T): a block is (H, r, c).
 
@@ -22,6 +22,7 @@ import torch
 
 from attnscope.engine.adapters import adapter_for
 from attnscope.engine.atlas.corpus import corpus_files, documents, fingerprint
+from attnscope.engine.atlas.forward import HeadNorms, atlas_kind, record, side_ids
 from attnscope.engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
 from attnscope.engine.atlas.similarity import ROWS, fold_gram, similarity_rows
 from attnscope.engine.inspection import statistics
@@ -30,7 +31,6 @@ from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import QUERY_SIDE
 from attnscope.engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from attnscope.engine.runtime.free_memory import available_memory, gib
-from attnscope.engine.seam import SeamHook, Site, hooks, recording
 from attnscope.engine.traces import RunCancelled
 from attnscope.engine.traces.estimate import check_run
 
@@ -38,48 +38,6 @@ DEFAULT_LENGTH = 4096
 DEFAULT_TOP = 32
 DEFAULT_SAMPLES = 256
 EVERY = 8            # documents between two writes of the file
-
-
-class _HeadNorms(SeamHook):
-    """||z_h W_O,h|| at each query position of every head of ``kind``, read at the seam as the
-    heads' outputs pass (changes nothing): with G_h = W_O,h^T W_O,h (Dv x Dv), the squared
-    norm is z G_h z^T, so the (T, D) products are never formed."""
-
-    def __init__(self, adapter, kind: str, layers: int):
-        self.kind = kind
-        self.gram = {}
-        for layer in range(layers):
-            w_out, _ = adapter.output_projection(Site(kind, layer))              # (D, H * Dv)
-            self.gram[layer] = w_out.detach().float()
-        self.norms: dict[int, torch.Tensor] = {}
-
-    def edits(self, site):
-        return site is not None and site.kind == self.kind
-
-    def edits_output_only(self, site):
-        return True
-
-    def output(self, call, out):
-        z = out[0].float()                                                       # (H, T, Dv)
-        h, _, dv = z.shape
-        g = self.gram[call.site.layer]
-        if g.dim() == 2:                                                         # first use: the Gram matrices
-            w = g.reshape(g.shape[0], h, dv)                                     # (D, H, Dv)
-            g = self.gram[call.site.layer] = torch.einsum("dhv,dhu->hvu", w, w)  # (H, Dv, Dv)
-        self.norms[call.site.layer] = torch.einsum("htv,hvu,htu->ht", z, g, z).clamp_min_(0).sqrt_()
-        return out
-
-
-def atlas_kind(loaded) -> str:
-    """The self-attention kind an atlas reads: a decoder's, or an encoder's."""
-    if loaded.role == "encoder-decoder":
-        raise InputError(f"{loaded.name} is an encoder-decoder; the atlas reads one self-attention stack "
-                         "(a decoder or an encoder) for now.")
-    if loaded.meta.get("dense"):        # nothing reaches the seam's recorder (engine.adapters.hf_dense)
-        from attnscope.engine.adapters.hf_dense import needs_seam
-
-        raise needs_seam(loaded.name, "the atlas")
-    return loaded.kinds[0]
 
 
 def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, length: int | None = None,
@@ -97,7 +55,7 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
         raise InputError(f"A document of {length:,} tokens is past what {loaded.name} reads ({cap:,} tokens); "
                          f"give --length from 2 to {cap:,}.")
     framed, starts = adapter.frame_ids([adapter.plain_token_ids()[0]])
-    framing = len(_side_ids(framed, kind)) - 1
+    framing = len(side_ids(framed, kind)) - 1
     body = length - framing
     corpus_path = str(Path(corpus).resolve()) if corpus else str(corpus_files(None)[0])
     out = Path(out)
@@ -105,14 +63,14 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
         state = load_state(out)
         _check_same(state, loaded, corpus_path, length, top, samples, out)
     else:
-        probe = _record(adapter, framed, kind)
+        probe = record(adapter, framed, kind)
         meta = dict(model=loaded.name, family=loaded.family, kind=kind, layers=len(probe), heads=probe[0].q.shape[1],
                     kv_heads=probe[0].k.shape[1], head_dim=probe[0].q.shape[3], corpus=corpus_path,
                     corpus_fingerprint=fingerprint(corpus_path), length=length, framing=framing, top=top,
                     samples=samples, docs_asked=docs)
         state = AtlasState.empty(meta)
     _check_fits(state, loaded.device, loaded.name)
-    norms = _HeadNorms(adapter, kind, state.meta["layers"])
+    norms = HeadNorms(adapter, kind, state.meta["layers"])
     done = state.docs_done
     for index, ids in enumerate(documents(adapter, corpus_path, body)):
         if docs is not None and index >= docs:
@@ -168,24 +126,12 @@ def _check_same(state, loaded, corpus_path, length, top, samples, out) -> None:
         raise InputError(f"The corpus {corpus_path} changed since {out} was started; give another --out.")
 
 
-def _side_ids(framed, kind: str) -> list[int]:
-    return framed.source_ids if QUERY_SIDE[kind] == "source" else framed.target_ids
-
-
 @torch.no_grad()
-def _record(adapter, framed, kind: str, norms: SeamHook | None = None):
-    """One recorded forward (the seam's recorder, each row's log-sum-exp from the kernel): the calls of ``kind``."""
-    with recording(lse=True) as rec, hooks(norms or SeamHook()):
-        adapter.forward(framed, last_only=True)
-    return rec.layers(kind)
-
-
-@torch.no_grad()
-def add_document(state: AtlasState, adapter, framed, kind: str, doc: int, norms: _HeadNorms) -> None:
+def add_document(state: AtlasState, adapter, framed, kind: str, doc: int, norms: HeadNorms) -> None:
     """One document's recorded forward folded into ``state``."""
     norms.norms.clear()
-    calls = _record(adapter, framed, kind, norms)
-    ids = _side_ids(framed, kind)
+    calls = record(adapter, framed, kind, norms)
+    ids = side_ids(framed, kind)
     tokens = framed.source_tokens if QUERY_SIDE[kind] == "source" else framed.target_tokens
     T = len(ids)
     act = torch.stack([norms.norms[layer] for layer in range(len(calls))]).cpu().numpy()   # (L, H, T)

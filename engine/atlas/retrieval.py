@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from attnscope.engine.adapters import adapter_for
-from attnscope.engine.atlas.build import _record, _side_ids   # the atlas's one recorded forward
+from attnscope.engine.atlas.forward import record, side_ids   # the atlas's one recorded forward
 from attnscope.engine.atlas.corpus import documents
 from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import QUERY_SIDE
@@ -109,7 +109,7 @@ def retrieval_scores(adapter, kind: str, corpus, lengths, depths=DEPTHS, report=
     if not lengths or lengths[0] < 2 or lengths[-1] > cap:
         raise InputError(f"Retrieval probe lengths must be from 2 to the model's {cap:,} tokens, not {lengths}.")
     framed, _ = adapter.frame_ids(adapter.plain_token_ids()[:1])
-    framing = len(_side_ids(framed, kind)) - 1                  # a BOS, an [EOS]: tokens the probe does not hold
+    framing = len(side_ids(framed, kind)) - 1                  # a BOS, an [EOS]: tokens the probe does not hold
     probes = build_probes(adapter, corpus, [n - framing for n in lengths], depths)
     total = None
     for i, probe in enumerate(probes):
@@ -117,8 +117,8 @@ def retrieval_scores(adapter, kind: str, corpus, lengths, depths=DEPTHS, report=
             raise RunCancelled("The retrieval probes were stopped.")
         framed, starts = adapter.frame_ids(probe.ids)
         offset = starts[kind]
-        assert _side_ids(framed, kind)[offset:offset + len(probe.ids)] == probe.ids
-        calls = _record(adapter, framed, kind)
+        assert side_ids(framed, kind)[offset:offset + len(probe.ids)] == probe.ids
+        calls = record(adapter, framed, kind)
         hits = probe_hits(calls, probe, offset) / (probe.copy[1] - probe.copy[0])
         total = hits if total is None else total + hits
         if report is not None:

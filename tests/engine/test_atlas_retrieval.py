@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attnscope.engine.adapters import adapter_for
-from attnscope.engine.atlas.build import _record, atlas_kind
+from attnscope.engine.atlas.forward import atlas_kind, record
 from attnscope.engine.atlas.retrieval import build_probes, probe_hits, retrieval_scores
 from attnscope.engine.inputs import InputError
 from attnscope.engine.loading.catalog import open_model
@@ -34,7 +34,7 @@ def test_a_probes_hits_equal_a_brute_force_reading_of_every_weight(gpt):
     probe = build_probes(adapter, None, [120], depths=(0.5,))[0]
     framed, starts = adapter.frame_ids(probe.ids)
     offset = starts[kind]
-    calls = _record(adapter, framed, kind)
+    calls = record(adapter, framed, kind)
     ids = np.asarray(probe.ids)
     (n0, n1), (c0, c1) = probe.needle, probe.copy
     expected = np.zeros((len(calls), calls[0].q.shape[1]), np.int64)
