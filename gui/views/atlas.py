@@ -14,6 +14,8 @@ the GUI thread only hands the finished arrays to the items.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -21,12 +23,14 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QSp
 
 from attnscope.engine.atlas import atlas_summary, load_state
 from attnscope.gui.view_options import bind_options
+from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.views.atlas_finder import METRICS, AtlasOptions, HeadFinder, metric_box
 from attnscope.gui.views.atlas_head import HeadPanel, context_line, head_panel
 from attnscope.gui.worker import Jobs
 
 __all__ = ["METRICS", "AtlasView", "context_line", "read_atlas"]
-DIM = 45             # alpha of a head the finder leaves out
+LABELLED = 12        # the most heads found named in the scatter
+DIM = 70             # alpha of a head the finder leaves out
 
 
 def read_atlas(path: str) -> dict:
@@ -57,17 +61,20 @@ class AtlasView(QWidget):
             bar.addWidget(QLabel(role))
             bar.addWidget(box)
         bar.addStretch(1)
-        self.readout = QLabel("Open an atlas, or build one: File > Build Atlas… (or attnscope atlas MODEL --out "
-                              "A.safetensors).")
-        self.readout.setWordWrap(True)
-        self.door_note = QLabel()
-        self.door_note.setWordWrap(True)
+        # Elided, not wrapped: a wrapped label makes the dock's scroll area size the view by its
+        # preferred height (height-for-width), and the finder and the contexts fell below the dock.
+        self.readout = ElidedLabel("Open an atlas, or build one: File > Build Atlas… (or attnscope atlas MODEL "
+                                   "--out A.safetensors).")
+        self.door_note = ElidedLabel()
         self.plot = pg.PlotWidget()
         self.points = pg.ScatterPlotItem(size=11, hoverable=True, tip=self._tip)
         self.points.sigClicked.connect(self._clicked)
         self.plot.addItem(self.points)
         self.ring = pg.ScatterPlotItem(size=20, brush=None, pen=pg.mkPen(220, 40, 40, width=2))   # the head shown
         self.plot.addItem(self.ring)
+        self.labels: list[pg.TextItem] = []      # the names of the heads found (a few), and of the one shown
+        for side in ("bottom", "left"):
+            self.plot.getAxis(side).enableAutoSIPrefix(False)     # a mass reads 0.16, not 160 (x0.001)
         self.finder = HeadFinder()
         self.x_min, self.x_max, self.y_min, self.y_max = (self.finder.x_min, self.finder.x_max, self.finder.y_min,
                                                           self.finder.y_max)
@@ -76,7 +83,7 @@ class AtlasView(QWidget):
         self.projection = pg.PlotWidget()
         self.queries = pg.ScatterPlotItem(size=5, brush=pg.mkBrush(30, 120, 220, 160), pen=None, name="queries")
         self.keys = pg.ScatterPlotItem(size=5, brush=pg.mkBrush(230, 110, 30, 160), pen=None, name="keys")
-        self.projection.addLegend()
+        self.projection.addLegend(offset=(-10, 10))
         self.projection.addItem(self.queries)
         self.projection.addItem(self.keys)
         self.panel = HeadPanel()
@@ -86,15 +93,17 @@ class AtlasView(QWidget):
         left = QSplitter(Qt.Orientation.Vertical)
         left.addWidget(self.plot)
         left.addWidget(self.finder)
-        left.setSizes([600, 200])
+        left.setSizes([600, 150])
         pictures = QSplitter(Qt.Orientation.Horizontal)
         pictures.addWidget(self.projection)
         pictures.addWidget(self.panel.histograms)
+        pictures.setSizes([400, 560])
         self.panel.insertWidget(0, pictures)
+        self.panel.setSizes([400, 200])
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(self.panel)
-        split.setSizes([450, 650])
+        split.setSizes([400, 600])
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.readout)
@@ -147,7 +156,7 @@ class AtlasView(QWidget):
         if self.atlas is None:
             return
         s = self.atlas["summary"]
-        said = f"{s['model']}: {s['documents']:,} documents, {s['tokens']:,} tokens of {s['corpus']}."
+        said = f"{s['model']}: {s['documents']:,} documents, {s['tokens']:,} tokens of {Path(s['corpus']).name}."
         other = self.other_model()
         if other is not None and getattr(self.state, "loaded", None) is not None:
             said += f" {other} Its contexts are not Run."
@@ -187,6 +196,20 @@ class AtlasView(QWidget):
         self.plot.setTitle(f"colour: {self.colour_box.currentText()} (viridis, low to high)")
         self.finder.show_found(heads, x, y, found, (self.x_box.currentText(), self.y_box.currentText()))
         self._ring()
+        self._name_heads(heads, x, y, found)
+
+    def _name_heads(self, heads: list[dict], x: np.ndarray, y: np.ndarray, found: np.ndarray) -> None:
+        """Name the heads found (up to LABELLED) and the head shown beside their points."""
+        for label in self.labels:
+            self.plot.removeItem(label)
+        named = set(np.flatnonzero(found)[:LABELLED]) if self.finder.filtering else set()
+        named |= {i for i, h in enumerate(heads) if (h["layer"], h["head"]) == self.selected}
+        self.labels = []
+        for i in sorted(named):
+            label = pg.TextItem(heads[i]["name"], anchor=(-0.25, 0.5), color=(200, 30, 30))
+            label.setPos(float(np.nan_to_num(x[i])), float(np.nan_to_num(y[i])))
+            self.plot.addItem(label)
+            self.labels.append(label)
 
     def _ring(self) -> None:
         if self.atlas is None or self.selected is None:
@@ -211,7 +234,7 @@ class AtlasView(QWidget):
         if self.atlas is None:
             return
         self.selected = (int(layer), int(head))
-        self._ring()
+        self._draw()
         self.jobs.start(head_panel, self.atlas["state"], int(layer), int(head), on_returned=self._show_head,
                         on_error=self._failed)
 

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel, QListWidget,
+                               QListWidgetItem, QWidget)
 
 from attnscope.engine.inspection import statistics
 from attnscope.gui.view_options import ViewOptions, option
 
 METRICS = [s.name for s in statistics.atlas_statistics()] + ["activation"]
 NO_BOUND = 0.0
-TOP = 1e9      # the spin boxes' ceiling: distances reach the document's length, activations any size
+TOP = 1e6      # the spin boxes' ceiling: distances reach the document's length, activations any size
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,16 @@ class HeadFinder(QWidget):
         self.list = QListWidget()
         self.list.setToolTip("The heads inside the ranges, by the y metric, largest first: click one to look at it")
         self.list.itemClicked.connect(self._clicked)
-        bounds = QHBoxLayout()
+        bounds = QGridLayout()
         bounds.setContentsMargins(0, 0, 0, 0)
-        bounds.addWidget(QLabel("find heads:"))
-        for box in (self.x_min, self.x_max, self.y_min, self.y_max):
-            bounds.addWidget(box)
-        bounds.addWidget(self.count, 1)
-        box = QVBoxLayout(self)
+        bounds.addWidget(QLabel("<b>find heads</b>"), 0, 0, 1, 2)
+        bounds.addWidget(self.x_min, 1, 0)
+        bounds.addWidget(self.x_max, 1, 1)
+        bounds.addWidget(self.y_min, 2, 0)
+        bounds.addWidget(self.y_max, 2, 1)
+        bounds.addWidget(self.count, 3, 0, 1, 2)
+        bounds.setRowStretch(4, 1)
+        box = QHBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.addLayout(bounds)
         box.addWidget(self.list, 1)
@@ -110,7 +113,7 @@ class HeadFinder(QWidget):
             item = QListWidgetItem(f"{h['name']}   {names[0]} {x[i]:.4g}   {names[1]} {y[i]:.4g}")
             item.setData(256, (h["layer"], h["head"]))     # Qt.UserRole
             self.list.addItem(item)
-        self.count.setText(f"{int(found.sum())} of {len(heads)} heads" + ("" if self.filtering else " (no range set)"))
+        self.count.setText(f"{int(found.sum())} of {len(heads)} heads" + ("" if self.filtering else " (no range)"))
 
     def _clicked(self, item: QListWidgetItem) -> None:
         layer, head = item.data(256)

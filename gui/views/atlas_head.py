@@ -35,15 +35,34 @@ def head_panel(state, layer: int, head: int) -> dict:
     return detail
 
 
+def _pieces(tokens: list[str]) -> list[tuple[bool, str]]:
+    """Each token as (glued to the one before, its text): WordPiece's "##", GPT-2's "Ġ" and
+    SentencePiece's "▁" read as the tokenizer meant them, a newline byte as ¶."""
+    wordpiece = any(t.startswith("##") for t in tokens)
+    marked = any(t[:1] in ("Ġ", "▁") for t in tokens)
+    out = []
+    for t in tokens:
+        t = t.replace("<0x0A>", "¶").replace("Ċ", "¶")
+        if wordpiece:
+            out.append((t.startswith("##"), t[2:] if t.startswith("##") else t))
+        elif marked:
+            out.append((t[:1] not in ("Ġ", "▁"), t[1:] if t[:1] in ("Ġ", "▁") else t))
+        else:
+            out.append((False, t))
+    return out
+
+
 def context_line(ctx: dict) -> str:
-    """One kept context as text: the query in [brackets], its strongest keys in <angles>."""
-    start, out = ctx["window_start"], []
+    """One kept context as text: the query in [brackets], its strongest keys in <angles>, the
+    tokens joined as the text reads (pieces of a word glued)."""
+    start, text = ctx["window_start"], ""
     strong = set(ctx["keys"][:3])
-    for i, token in enumerate(ctx["window"]):
+    for i, (glued, piece) in enumerate(_pieces(ctx["window"])):
         pos = start + i
-        out.append(f"[{token}]" if pos == ctx["position"] else f"<{token}>" if pos in strong else token)
+        piece = f"[{piece}]" if pos == ctx["position"] else f"<{piece}>" if pos in strong else piece
+        text += piece if glued or not text else " " + piece
     keys = ", ".join(f"{k} ({w:.2f})" for k, w in zip(ctx["keys"][:3], ctx["weights"][:3]))
-    return f"doc {ctx['document']} @ {ctx['position']}  act {ctx['activation']:.3f}  keys {keys}:  {' '.join(out)}"
+    return f"doc {ctx['document']} @ {ctx['position']}  act {ctx['activation']:.3f}  keys {keys}:  {text}"
 
 
 def escape(text: str) -> str:

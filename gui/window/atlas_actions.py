@@ -104,7 +104,7 @@ class AtlasActions(QObject):
     def atlas_view(self):
         """The Atlas view, built and in front."""
         w = self.window
-        view = w.view(ATLAS_VIEW)
+        view = w.dock_layout.view(ATLAS_VIEW)
         w.docks[ATLAS_VIEW].show()
         w.docks[ATLAS_VIEW].raise_()
         self._wire()
@@ -230,7 +230,7 @@ class AtlasActions(QObject):
         if door is None or trace is None or state.text != door["text"]:
             return
         state.select_head(door["kind"], door["layer"], door["head"])     # Head detail, in front
-        detail = self.window.view("Head detail")
+        detail = self.window.dock_layout.view("Head detail")
         if not getattr(detail, "_atlas_door_wired", False):
             detail.draw_jobs.busy_changed.connect(lambda busy: busy or self._land())
             detail._atlas_door_wired = True

@@ -95,7 +95,7 @@ def test_open_filter_click_and_a_context_is_a_door(window_on, qtbot, drawn, atla
 
     ctx = view.detail["top"][0]
     view.panel.text.anchorClicked.emit(QUrl("top:0"))
-    detail = w.views.get("Head detail") or w.view("Head detail")
+    detail = w.views.get("Head detail") or w.dock_layout.view("Head detail")
     qtbot.waitUntil(lambda: w.atlas_actions.landed is not None, timeout=60000)
     drawn(detail)
     assert (w.state.layer, w.state.head) == (3, 3)
