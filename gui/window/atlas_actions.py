@@ -154,6 +154,10 @@ class AtlasActions(QObject):
         if loaded is None or not options.get("out"):
             self.dialog.finished_with("Open a model and name the atlas file first.")
             return
+        if loaded.name != self.dialog.model_name:
+            self.dialog.finished_with(f"The open model is now {loaded.name}, not {self.dialog.model_name}: "
+                                      "close this dialog and open File > Build Atlas… again.")
+            return
         remember_folder(w.settings, "atlases", options["out"])
         self.dialog.running(True)
         w.status_line.busy_label.setText("building atlas…")

@@ -152,3 +152,21 @@ def test_build_stop_resume_and_the_view_opens_it(window_on, qtbot, tmp_path, mon
     qtbot.waitUntil(lambda: "Atlas" in w.views and w.views["Atlas"].atlas is not None, timeout=120000)
     assert load_state(out).docs_done == 12 and dialog.said.text().startswith("Built")
     assert w.views["Atlas"].atlas["summary"]["documents"] == 12
+
+
+def test_the_options_are_kept_for_the_next_view(qtbot, atlas_file):
+    from attnscope.gui.view_options import reset_view_options
+
+    first = AtlasView(AppState())
+    qtbot.addWidget(first)
+    first.x_box.setCurrentText("entropy")
+    first.y_min.setValue(0.25)
+    second = AtlasView(AppState())
+    qtbot.addWidget(second)
+    assert (second.options.x, second.options.y_min) == ("entropy", 0.25)
+    second.open_atlas(str(atlas_file))
+    qtbot.waitUntil(lambda: second.atlas is not None, timeout=20000)
+    assert second.plot.getAxis("bottom").labelText == "entropy"
+    reset_view_options([second])
+    assert (second.options.x, second.options.y_min) == ("previous", 0.0)
+    assert second.finder.list.count() == 16
