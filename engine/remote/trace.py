@@ -70,10 +70,6 @@ class RemoteTrace(PartialTrace):
         """Stop the job for rows or pixels in flight (from any thread): its answer is dropped."""
         self._stopping.set()
 
-    def follow_fetches(self, report) -> bool:
-        self.report = report
-        return True
-
     @property
     def fetcher(self) -> Fetcher:
         """Its later jobs followed (``report``) and stopped (``stop_fetch``) through one object."""

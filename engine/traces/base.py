@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnscope.engine.adapters.chat import NOT_A_MODEL_SAYS
-from attnscope.engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 from attnscope.engine.runtime.free_memory import gib  # the one byte formatter
-from attnscope.engine.traces.capabilities import Fetcher, Recording
+from attnscope.engine.traces.capabilities import FasterPaths, Fetcher, Recording
 
 # A view that needs every head of a kind at once stops here. Past it, Head statistics and
 # Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
@@ -64,6 +63,15 @@ class Thumbnails:
         return self.pooled.shape[2:] == (self.t_query, self.t_key)
 
 
+def array_block(layer: np.ndarray, heads: list[int], rows: slice, cols: slice):
+    """(h, r, c) float32 torch tensor on the host from one layer held as arrays (H, Tq, Tk): the
+    ``block`` of traces that hold or compute whole layers (engine.traces.dense, value_weighted,
+    a recorded trace's layers computed at once). Only the block is copied."""
+    import torch
+
+    return torch.from_numpy(np.stack([np.asarray(layer[h][rows, cols], np.float32) for h in heads]))
+
+
 class AttentionTrace:
     model_name: str
     family: str
@@ -81,39 +89,9 @@ class AttentionTrace:
         """(L, H, Tq, Tk) of one kind."""
         raise NotImplementedError
 
-    def layer(self, kind: str, layer: int) -> np.ndarray:
-        """(H, Tq, Tk) float32: every head of one layer."""
-        raise NotImplementedError
-
-    def weights(self, kind: str) -> np.ndarray:
-        """(L, H, Tq, Tk) float32: every head of one kind at once (views that draw all heads).
-        TraceTooLarge when that would not fit: ask for thumbnails, tiles or rows instead."""
-        from attnscope.engine.traces import reading   # reading imports this module
-
-        return reading.dense_weights(self, kind)
-
-    def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
-        """Every head of ``kind`` pooled to at most ``size`` x ``size`` (engine.traces.reading.pooled_thumbnails)."""
-        from attnscope.engine.traces import reading   # reading imports this module
-
-        return reading.pooled_thumbnails(self, kind, size, how, report, stop)
-
-    def row_blocks(self, kind: str, layer: int, step: int | None = None):
-        """(first row, (H, r, Tk) exact weights) blocks of query rows (engine.traces.reading.row_blocks)."""
-        from attnscope.engine.traces import reading   # reading imports this module
-
-        return reading.row_blocks(self, kind, layer, step)
-
-    def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
-        """(r, c) exact weights of one head for queries ``rows`` and keys ``cols``."""
-        return self.head(kind, layer, head)[rows, cols]
-
     def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice):
-        """(h, r, c) float32 torch tensor of exact weights, on ``device``: what views pool
-        (engine.traces.viewport). A recorded trace computes it on the model's device."""
-        import torch
-
-        return torch.from_numpy(np.stack([self.tile(kind, layer, h, rows, cols) for h in heads]))
+        """(h, r, c) float32 torch tensor of exact weights, on ``device``."""
+        raise NotImplementedError
 
     @property
     def device(self):
@@ -122,63 +100,68 @@ class AttentionTrace:
 
         return torch.device("cpu")
 
-    def dense_bytes(self, kind: str) -> int:
-        """What every head of ``kind`` takes as float32."""
-        from attnscope.engine.traces import reading   # reading imports this module
-
-        return reading.dense_bytes(self, kind)
-
-    def check_dense(self, kind: str) -> None:
-        """TraceTooLarge, with the numbers, when every head of ``kind`` at once would not fit."""
-        from attnscope.engine.traces import reading   # reading imports this module
-
-        reading.check_dense(self, kind)
-
-    # ---- what a trace can do: asked once, never probed (engine.traces.capabilities) ------
     @property
     def recording(self) -> Recording | None:
-        """A ``Recording`` (calls, strongest keys, a time estimate's sample; it can be saved) for a
-        trace computed from a Run's recorded queries and keys; None for weights held as arrays."""
         return None
 
     @property
     def fetcher(self) -> Fetcher | None:
-        """A ``Fetcher`` (complete, follow, stop) for a trace that may lack query rows; None else."""
         return None
 
     @property
-    def groups(self) -> dict[str, list[int]]:
-        """side -> the word index of each piece, for the sides whose pieces are merged into words;
-        empty when the tokens are the pieces fed."""
-        return {}
+    def faster(self) -> FasterPaths | None:
+        return None
+
+    # ---- handed to engine.traces.reading (going: callers name reading's functions) -------
+    def weights(self, kind):
+        return _reading().weights(self, kind)
+
+    def layer(self, kind, layer):
+        return _reading().layer(self, kind, layer)
+
+    def head(self, kind, layer, head):
+        return _reading().head(self, kind, layer, head)
+
+    def row(self, kind, layer, head, query):
+        return _reading().row(self, kind, layer, head, query)
+
+    def tile(self, kind, layer, head, rows, cols):
+        return _reading().tile(self, kind, layer, head, rows, cols)
+
+    def thumbnails(self, kind, size, how="max", report=None, stop=None):
+        return _reading().thumbnails(self, kind, size, how, report, stop)
+
+    def row_blocks(self, kind, layer, step=None):
+        return _reading().row_blocks(self, kind, layer, step)
+
+    def dense_bytes(self, kind):
+        return _reading().dense_bytes(self, kind)
+
+    def check_dense(self, kind):
+        _reading().check_dense(self, kind)
+
+    def query_tokens(self, kind):
+        return _reading().query_tokens(self, kind)
+
+    def key_tokens(self, kind):
+        return _reading().key_tokens(self, kind)
 
     @property
-    def pieces(self) -> dict[str, list[str]]:
-        """side -> the tokens fed to the model (word pieces, before any merging)."""
-        return {"source": self.source_tokens, "target": self.target_tokens}
+    def groups(self):
+        return _reading().groups(self)
+
+    @property
+    def pieces(self):
+        return _reading().pieces(self)
 
     def held_bytes(self) -> int:
-        """What this trace holds of computed or stored weights, in bytes."""
         return 0
 
-    # ---- shared ---------------------------------------------------------------------------
-    def head(self, kind: str, layer: int, head: int) -> np.ndarray:
-        """(Tq, Tk) for one head."""
-        return self.layer(kind, layer)[head]
 
-    def row(self, kind: str, layer: int, head: int, query: int) -> np.ndarray:
-        """(Tk,) the weights of one query of one head."""
-        return self.head(kind, layer, head)[query]
+def _reading():
+    from attnscope.engine.traces import reading   # reading imports this module
 
-    def query_tokens(self, kind: str) -> list[str]:
-        return self.source_tokens if QUERY_SIDE[kind] == "source" else self.target_tokens
-
-    def key_tokens(self, kind: str) -> list[str]:
-        return self.source_tokens if KEY_SIDE[kind] == "source" else self.target_tokens
-
-    @staticmethod
-    def in_order(kinds) -> list[str]:
-        return [k for k in KINDS if k in kinds]
+    return reading
 
 
 # A trace asked to run, decode or read a lens says what it is (engine.adapters.chat.check_prompt).

@@ -10,8 +10,15 @@ default; a caller could not tell which to ask. Now a caller asks ``trace.recordi
   once, a sample call for a time estimate; it can be saved (engine.traces.recording_file).
 - ``Fetcher``: a trace holding q of some query rows only (a remote Run's, or its recording):
   whether every row is here, and for a remote Run following and stopping its later jobs.
+- ``FasterPaths``: a trace's own faster way to one of the algorithms of engine.traces.reading
+  (the fused GPU pooling of the overview, arrays already held whole), offered by name. Only
+  engine.traces.reading asks for it, once per algorithm, and falls back to the generic body
+  over ``block`` where a path is None: no trace overrides a template.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 
 class Recording:
@@ -24,6 +31,17 @@ class Recording:
     def batch_index(self) -> int:
         """Which example of the recorded batch the trace reads."""
         return self._trace.batch_index
+
+    @property
+    def groups(self) -> dict[str, list[int]]:
+        """side -> the word index of each piece, for the sides whose pieces were merged into words
+        (engine.traces.words); empty when the tokens are the pieces fed."""
+        return self._trace.groups
+
+    @property
+    def pieces(self) -> dict[str, list[str]]:
+        """side -> the tokens fed to the model (word pieces, before any merging)."""
+        return self._trace.pieces
 
     def call(self, kind: str, layer: int):
         """The recorded call (engine.seam.AttentionCall: q, k, mask, bias, scale) behind one layer."""
@@ -70,3 +88,15 @@ class Fetcher:
         """Stop the fetch in flight, if any (from any thread): its answer is dropped."""
         if self._stop is not None:
             self._stop()
+
+
+@dataclass(frozen=True)
+class FasterPaths:
+    """A trace's faster ways to algorithms of engine.traces.reading, each None where the
+    generic body over ``block`` serves; each takes the arguments of the reading function of
+    its name, less the trace. A path gives the same numbers as the generic body (the tests of
+    each trace compare them), only sooner or with less memory."""
+    weights: Callable | None = None      # (kind) -> (L, H, Tq, Tk) float32: arrays held, or kept for the next view
+    layer: Callable | None = None        # (kind, layer) -> (H, Tq, Tk) float32: held, or computed and cached
+    head: Callable | None = None         # (kind, layer, head) -> (Tq, Tk) float32
+    thumbnails: Callable | None = None   # (kind, size, how, report, stop) -> Thumbnails: fused pooling, pixels held

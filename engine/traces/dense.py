@@ -1,8 +1,8 @@
 """DenseTrace: a trace whose arrays are held in full (L, H, Tq, Tk) per kind.
 
 What older files and training probes hold (time-lapse, ``.npz`` exports read back), and
-what a small recorded trace becomes once densified. Needs no torch: the window can hold
-and draw it without one.
+what a small recorded trace becomes once densified. Needs no torch to be held: the window
+can hold it without one (``block`` imports torch when a view first reads a block).
 """
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces.base import AttentionTrace, array_block
+from attnscope.engine.traces.capabilities import FasterPaths
+from attnscope.engine.traces.reading import in_order
 
 
 @dataclass
@@ -24,19 +26,22 @@ class DenseTrace(AttentionTrace):
 
     @property
     def kinds(self) -> list[str]:
-        return self.in_order(self.attentions)
+        return in_order(self.attentions)
 
     def shape(self, kind: str) -> tuple[int, int, int, int]:
         return tuple(self.attentions[kind].shape)  # type: ignore[return-value]
 
-    def layer(self, kind: str, layer: int) -> np.ndarray:
-        return self.attentions[kind][layer]
+    def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice):
+        """(h, r, c) float32 torch tensor on the host: the arrays' own cells, copied."""
+        return array_block(self.attentions[kind][layer], heads, rows, cols)
 
-    def weights(self, kind: str) -> np.ndarray:
-        return self.attentions[kind]
-
-    def head(self, kind: str, layer: int, head: int) -> np.ndarray:
-        return self.attentions[kind][layer, head]
+    @property
+    def faster(self) -> FasterPaths:
+        """Everything is held: whole kinds, layers and heads are the arrays themselves (no copy)."""
+        return FasterPaths(weights=self.attentions.__getitem__,
+                           layer=lambda kind, layer: self.attentions[kind][layer],
+                           head=lambda kind, layer, head: self.attentions[kind][layer, head])
 
     def held_bytes(self) -> int:
+        """What the arrays take, in bytes."""
         return sum(a.nbytes for a in self.attentions.values())

@@ -15,11 +15,11 @@ import numpy as np
 import torch
 
 from attnscope.engine.kinds import DECODER_SELF
-from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.seam.call import AttentionCall
+from attnscope.engine.traces import reading
 from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
-from attnscope.engine.traces.capabilities import Fetcher, Recording
-from attnscope.engine.traces.recorded import LAYER_BYTES, RecordedTrace
+from attnscope.engine.traces.capabilities import FasterPaths, Fetcher, Recording
+from attnscope.engine.traces.recorded import RecordedTrace
 
 FACTS = ("scale", "softcap", "window", "causal", "heads")     # per layer, plain numbers
 
@@ -149,6 +149,21 @@ class PartialTrace(AttentionTrace):
         """Whether every row is here; a trace read back has nothing to fetch them from."""
         return Fetcher(self)
 
+    @property
+    def faster(self) -> FasterPaths:
+        """The overview: its pixels as pooled where the model ran (``_thumbnails``)."""
+        return FasterPaths(thumbnails=self._thumbnails)
+
+    @property
+    def groups(self) -> dict[str, list[int]]:
+        """No word merging: the tokens are the pieces fed (a decoder's text)."""
+        return {}
+
+    @property
+    def pieces(self) -> dict[str, list[str]]:
+        """side -> the tokens fed: the text's, on the target side."""
+        return {"source": self.source_tokens, "target": self.target_tokens}
+
     def computes_on_demand(self, kind: str) -> bool:
         """True: a block of weights is computed here from q and k, so views draw it on the
         model's lane (gui.worker.drawing_lane). The overview's pixels held are read."""
@@ -179,31 +194,18 @@ class PartialTrace(AttentionTrace):
         pixels = sum(p.nbytes + s.nbytes for layers in self._overviews.values() for p, s in layers)
         return sum(t.numel() * t.element_size() for t in tensors) + pixels
 
-    def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
+    def _thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
         """The overview's pixels as they were pooled where the model ran; another size or pooling:
         from the rows here when all are, else ``_bring_overview`` (here: refused)."""
         key = self._overview_key(size, how)
         if key not in self._overviews and not self.complete:
             self._bring_overview(*key)
         if key not in self._overviews:
-            return self.whole_recording().thumbnails(kind, size, how, report, stop)
+            return reading.thumbnails(self.whole_recording(), kind, size, how, report, stop)
         t = len(self.target_tokens)
         pooled = np.stack([p for p, _ in self._overviews[key]]).astype(np.float32, copy=False)
         sink = np.stack([s for _, s in self._overviews[key]]).astype(np.float32, copy=False)
         return Thumbnails(pooled, how, t, t, sink)
-
-    def layer(self, kind: str, layer: int) -> np.ndarray:
-        L, H, tq, tk = self.shape(kind)
-        if H * tq * tk * 4 > LAYER_BYTES:
-            raise TraceTooLarge(f"One layer of {kind} is {H} heads x {tq:,} x {tk:,} = {gib(H * tq * tk * 4)} "
-                                "at once; ask for thumbnails, a tile or a row.")
-        return self.block(kind, layer, list(range(H)), slice(0, tq), slice(0, tk)).numpy()
-
-    def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
-        return self.block(kind, layer, [head], rows, cols)[0].numpy()
-
-    def row(self, kind: str, layer: int, head: int, query: int) -> np.ndarray:
-        return self.tile(kind, layer, head, slice(query, query + 1), slice(None))[0]
 
     @torch.no_grad()
     def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> torch.Tensor:

@@ -23,14 +23,15 @@ from attnscope.engine.runtime.blocks import causal_rows, rows_per_block, score_b
 from attnscope.engine.seam.call import AttentionCall
 import attnscope.engine.traces.block_max as block_max
 from attnscope.engine.runtime.free_memory import gib
-from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started
-from attnscope.engine.traces.capabilities import Recording
+from attnscope.engine.traces import reading
+from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, array_block, layer_started
+from attnscope.engine.traces.capabilities import FasterPaths, Recording
+from attnscope.engine.traces.reading import LAYER_BYTES   # one layer at once, at most (a test lowers it here)
 from attnscope.engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
 from attnscope.engine.traces.strongest import strongest
 from attnscope.engine.traces.words import merge_pieces, word_starts
 
 DENSE_LIMIT_BYTES = 256 * 2**20   # a trace whose every head fits here is computed at once, and kept
-LAYER_BYTES = 2**30               # one layer's every head at once, at most
 CACHE_BYTES = 256 * 2**20         # whole layers kept by a trace that computes them on demand, in all
 TOP_MARGIN = 8                    # strongest keys: candidates read past k, to see where ties end
 
@@ -57,11 +58,17 @@ class RecordedTrace(AttentionTrace):
     # ---- the protocol ---------------------------------------------------------------------
     @property
     def kinds(self) -> list[str]:
-        return self.in_order(self.calls)
+        return reading.in_order(self.calls)
 
     @property
     def recording(self) -> Recording:
         return Recording(self)
+
+    @property
+    def faster(self) -> FasterPaths:
+        """Layers and whole kinds computed at once and kept (``_layer``, ``_weights``); the
+        overview pooled a block of rows at a time, fused on a GPU (``_thumbnails``)."""
+        return FasterPaths(weights=self._weights, layer=self._layer, thumbnails=self._thumbnails)
 
     def computes_on_demand(self, kind: str) -> bool:
         return kind not in self._dense
@@ -76,9 +83,11 @@ class RecordedTrace(AttentionTrace):
 
     def shape(self, kind: str) -> tuple[int, int, int, int]:
         return (len(self.calls[kind]), self.calls[kind][0].q.shape[1],
-                len(self.query_tokens(kind)), len(self.key_tokens(kind)))
+                len(reading.query_tokens(self, kind)), len(reading.key_tokens(self, kind)))
 
-    def layer(self, kind: str, layer: int) -> np.ndarray:
+    def _layer(self, kind: str, layer: int) -> np.ndarray:
+        """(H, Tq, Tk) every head of one layer, computed at once and kept while the layers kept
+        weigh CACHE_BYTES at most; TraceTooLarge past LAYER_BYTES."""
         if kind in self._dense:
             return self._dense[kind][layer]
         L, H, tq, tk = self.shape(kind)
@@ -99,31 +108,26 @@ class RecordedTrace(AttentionTrace):
                 self._layers.popitem(last=False)
         return computed
 
-    def weights(self, kind: str) -> np.ndarray:
+    def _weights(self, kind: str) -> np.ndarray:
         """Every head of ``kind`` (TraceTooLarge past base.DENSE_VIEW_BYTES); kept for the next
         view only when it is as small as what ``densify`` keeps (DENSE_LIMIT_BYTES): a larger one
         lives as long as the view that asked holds it."""
         if kind in self._dense:
             return self._dense[kind]
-        w = super().weights(kind)                                               # (L, H, Tq, Tk)
+        w = reading.dense_weights(self, kind)                                   # (L, H, Tq, Tk)
         if w.nbytes <= DENSE_LIMIT_BYTES:
             self._dense[kind] = w
         return w
 
-    def head(self, kind: str, layer: int, head: int) -> np.ndarray:
-        if self._reads_whole(kind, layer):
-            return self.layer(kind, layer)[head]
-        tq, tk = self.piece_span(kind)
-        return self.tile(kind, layer, head, slice(0, tq), slice(0, tk))
-
     @torch.no_grad()
-    def thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
+    def _thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
         """Every head pooled to at most ``size`` a side, computed a block of query rows at a time
-        (never a whole layer at once); each row's log-sum-exp is kept for ``tile``. ``report``
-        and ``stop`` as AttentionTrace.thumbnails."""
+        (never a whole layer at once); each row's log-sum-exp is kept for ``block``. ``report``
+        and ``stop`` as engine.traces.reading.pooled_thumbnails, which serves a trace held whole
+        or merged into words."""
         L, H, tq, tk = self.shape(kind)
         if kind in self._dense or self.groups or self._effective(kind):
-            return super().thumbnails(kind, size, how, report, stop)
+            return reading.pooled_thumbnails(self, kind, size, how, report, stop)
         rows_n, cols_n = bins(tq, size), bins(tk, size)
         out = np.empty((L, H, rows_n, cols_n), np.float32)
         sink = np.empty((L, H, rows_n), np.float32)
@@ -186,20 +190,13 @@ class RecordedTrace(AttentionTrace):
         return Thumbnails(out, how, tq, tk, sink)
 
     @torch.no_grad()
-    def tile(self, kind: str, layer: int, head: int, rows: slice, cols: slice) -> np.ndarray:
-        """Exact weights of queries ``rows`` x keys ``cols`` of one head: with the rows'
-        log-sum-exp known (from the kernel, or after ``thumbnails``), only the block's scores
-        are computed."""
-        if self._reads_whole(kind, layer):
-            return self.layer(kind, layer)[head][rows, cols]
-        return self.block(kind, layer, [head], rows, cols)[0].cpu().numpy()
-
-    @torch.no_grad()
     def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> torch.Tensor:
         """(h, r, c) float32 exact weights of ``heads`` for queries ``rows`` x keys ``cols``, on
-        the model's device: a view pools them there and only its pixels cross to the host."""
+        the model's device: a view pools them there and only its pixels cross to the host. With
+        the rows' log-sum-exp known (from the kernel, or after the overview), only the block's
+        scores are computed; a layer read whole is cut from the layer kept, on the host."""
         if self._reads_whole(kind, layer):
-            return super().block(kind, layer, heads, rows, cols)
+            return array_block(self._layer(kind, layer), heads, rows, cols)
         if self.groups:
             return self._merged_block(kind, layer, heads, rows, cols)
         return self._piece_block(kind, layer, heads, rows, cols)
@@ -307,9 +304,6 @@ class RecordedTrace(AttentionTrace):
             r0 = r1
         return out_keys, out_weights, leftover
 
-    def row(self, kind: str, layer: int, head: int, query: int) -> np.ndarray:
-        return self.tile(kind, layer, head, slice(query, query + 1), slice(None))[0]
-
     # ---- recording-specific ---------------------------------------------------------------
     def _reads_whole(self, kind: str, layer: int) -> bool:
         """Whether this layer is read from whole heads (computed at once, cached, or merged
@@ -358,7 +352,7 @@ class RecordedTrace(AttentionTrace):
 
     def nbytes(self) -> int:
         """What every head of every kind takes as float32."""
-        return sum(self.dense_bytes(k) for k in self.kinds)
+        return sum(reading.dense_bytes(self, k) for k in self.kinds)
 
     def densify(self, limit: int = DENSE_LIMIT_BYTES) -> "RecordedTrace":
         """Compute every head now (in the worker) when all of them fit in ``limit`` bytes."""
@@ -366,7 +360,7 @@ class RecordedTrace(AttentionTrace):
 
         if self.nbytes() <= min(limit, base.DENSE_VIEW_BYTES):
             for kind in self.kinds:
-                self.weights(kind)
+                self._weights(kind)
             self._layers.clear()
         return self
 

@@ -13,7 +13,9 @@ import numpy as np
 import torch
 
 from attnscope.engine.seam import AttentionCall
-from attnscope.engine.traces.base import AttentionTrace
+from attnscope.engine.traces import reading
+from attnscope.engine.traces.base import AttentionTrace, array_block
+from attnscope.engine.traces.capabilities import FasterPaths
 
 
 def head_vectors(call: AttentionCall, w_out: torch.Tensor, head: int, b: int = 0) -> torch.Tensor:
@@ -48,8 +50,18 @@ class ValueWeightedTrace(AttentionTrace):
     def shape(self, kind: str) -> tuple[int, int, int, int]:
         return self.base.shape(kind)
 
-    def layer(self, kind: str, layer: int) -> np.ndarray:
-        w = self.base.layer(kind, layer) * self.norms[kind][layer][:, None, :]     # (H, Tq, Tk)
+    def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> torch.Tensor:
+        """(h, r, c) on the host, from the layer (a row's share needs every key of the row)."""
+        return array_block(self._layer(kind, layer), heads, rows, cols)
+
+    @property
+    def faster(self) -> FasterPaths:
+        """A layer is computed whole from the weights trace's layer: every view reads it there."""
+        return FasterPaths(layer=self._layer)
+
+    def _layer(self, kind: str, layer: int) -> np.ndarray:
+        """(H, Tq, Tk) each row alpha_ij ||f(x_j)||, divided by its sum."""
+        w = reading.layer(self.base, kind, layer) * self.norms[kind][layer][:, None, :]     # (H, Tq, Tk)
         total = w.sum(-1, keepdims=True)
         return np.divide(w, total, out=np.zeros_like(w), where=total > 0).astype(np.float32, copy=False)
 
