@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from attnscope.engine.atlas import atlas_summary, load_state
 from attnscope.gui.view_options import bind_options
@@ -30,6 +30,7 @@ from attnscope.gui.worker import Jobs
 
 __all__ = ["METRICS", "AtlasView", "context_line", "read_atlas"]
 LABELLED = 12        # the most heads found named in the scatter
+QUERY_BRUSH, KEY_BRUSH = pg.mkBrush(30, 120, 220, 170), pg.mkBrush(230, 110, 30, 170)
 DIM = 70             # alpha of a head the finder leaves out
 
 
@@ -54,12 +55,17 @@ class AtlasView(QWidget):
         self.open_button.clicked.connect(self._ask_file)
         self.x_box, self.y_box, self.colour_box = metric_box("previous"), metric_box("induction"), metric_box("entropy")
         self.boxes = {"x": self.x_box, "y": self.y_box, "colour": self.colour_box}
+        self.position_box = QCheckBox("colour by position")
+        self.position_box.setToolTip("Colour the sampled queries and keys by their position in the document "
+                                     "(viridis: early dark, late yellow); off: queries blue, keys orange")
+        self.position_box.toggled.connect(lambda _on: self.detail is not None and self._project(self.detail))
         bar = QHBoxLayout()
         bar.addWidget(self.open_button)
         for role, box in self.boxes.items():
             box.currentTextChanged.connect(self._draw)
             bar.addWidget(QLabel(role))
             bar.addWidget(box)
+        bar.addWidget(self.position_box)
         bar.addStretch(1)
         # Elided, not wrapped: a wrapped label makes the dock's scroll area size the view by its
         # preferred height (height-for-width), and the finder and the contexts fell below the dock.
@@ -81,8 +87,8 @@ class AtlasView(QWidget):
         self.finder.changed.connect(self._draw)
         self.finder.chosen.connect(self.select_head)
         self.projection = pg.PlotWidget()
-        self.queries = pg.ScatterPlotItem(size=5, brush=pg.mkBrush(30, 120, 220, 160), pen=None, name="queries")
-        self.keys = pg.ScatterPlotItem(size=5, brush=pg.mkBrush(230, 110, 30, 160), pen=None, name="keys")
+        self.queries = pg.ScatterPlotItem(size=6, brush=QUERY_BRUSH, pen=None, name="queries (o)")
+        self.keys = pg.ScatterPlotItem(size=7, symbol="t", brush=KEY_BRUSH, pen=None, name="keys (triangles)")
         self.projection.addLegend(offset=(-10, 10))
         self.projection.addItem(self.queries)
         self.projection.addItem(self.keys)
@@ -240,14 +246,26 @@ class AtlasView(QWidget):
 
     def _show_head(self, detail: dict) -> None:
         self.detail = detail
+        self._project(detail)
+        self.panel.show_head(detail)
+
+    def _project(self, detail: dict) -> None:
+        """The head's sampled queries (circles) and keys (triangles): blue and orange, or by position."""
         p = detail["projection"]
         q, k = np.array(p["queries"]).reshape(-1, 2), np.array(p["keys"]).reshape(-1, 2)
-        self.queries.setData(q[:, 0], q[:, 1])
-        self.keys.setData(k[:, 0], k[:, 1])
+        if self.position_box.isChecked() and len(p["positions"]) == len(q):
+            pos = np.asarray(p["positions"], float)
+            span = max(1.0, float(pos.max() - pos.min())) if len(pos) else 1.0
+            cmap = pg.colormap.get("viridis")
+            brushes = [pg.mkBrush(cmap.map(float(v), mode="qcolor")) for v in (pos - pos.min()) / span] if len(pos) else []
+            self.queries.setData(q[:, 0], q[:, 1], brush=brushes)
+            self.keys.setData(k[:, 0], k[:, 1], brush=brushes)
+        else:
+            self.queries.setData(q[:, 0], q[:, 1], brush=QUERY_BRUSH)
+            self.keys.setData(k[:, 0], k[:, 1], brush=KEY_BRUSH)
         kept = p["variance_kept"]
         self.projection.setTitle(f"{detail['name']} Q/K projection"
                                  + (f" (PCA keeps {kept:.0%} of the variance)" if np.isfinite(kept) else ""))
-        self.panel.show_head(detail)
 
     # ---- a context is a door ------------------------------------------------------------------
     def _door(self, context: dict) -> None:

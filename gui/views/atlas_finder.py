@@ -37,6 +37,7 @@ class AtlasOptions(ViewOptions):
     x_max: float = option(NO_BOUND, "x_max")
     y_min: float = option(NO_BOUND, "y_min")
     y_max: float = option(NO_BOUND, "y_max")
+    by_position: bool = option(False, "position_box")     # the Q/K projection coloured by position
 
     def valid(self) -> bool:
         return all(m in METRICS for m in (self.x, self.y, self.colour))

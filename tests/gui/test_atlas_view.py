@@ -41,6 +41,9 @@ def test_the_scatter_a_click_and_the_heads_contexts(qtbot, atlas_file):
     assert view.detail["name"] == "L3.H3" and len(view.detail["top"]) == 4
     assert "L3.H3" in view.text.toPlainText() and "[" in view.text.toPlainText()
     assert len(view.queries.data) == len(view.keys.data) == 32
+    view.position_box.setChecked(True)                   # queries and keys coloured by their position
+    colours = {p.brush().color().name() for p in view.queries.points()}
+    assert len(colours) > 4 and view.options.by_position
 
 
 def test_an_atlas_of_another_model_is_said(qtbot, atlas_file):
@@ -103,7 +106,7 @@ def test_open_filter_click_and_a_context_is_a_door(window_on, qtbot, drawn, atla
     row = ctx["position"] - 1                                      # the atlas framed the ids with [EOS]
     assert f"token {row:,}" in detail.readout.text()
     window_token = ctx["window"][ctx["position"] - ctx["window_start"]]
-    assert w.state.trace.query_tokens(w.state.kind)[row] == window_token
+    assert reading.query_tokens(w.state.trace, w.state.kind)[row] == window_token
 
 
 def test_another_models_atlas_is_said_and_not_run(window_on, qtbot, atlas_file):
