@@ -51,7 +51,7 @@ def main() -> None:
             if scenario == "lens":
                 window.docks["Lens"].show()
                 window.docks["Lens"].raise_()
-                window.view("Lens")
+                window.dock_layout.view("Lens")
             window.input_bar.text_edit.setText(long_text)
             window.run()
             stage["name"] = "long"

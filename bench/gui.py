@@ -232,7 +232,7 @@ def window_with_every_view():
         dock.setFloating(True)
         dock.resize(700, 450)
         dock.show()
-        w.view(title)
+        w.dock_layout.view(title)
     _settle(w)
     return w
 

@@ -33,7 +33,7 @@ class LensOverRun:
     def __init__(self, folder: str, tokens: int):
         self.w = w = open_window(folder)
         self.text = on_worker(lambda: _text(w.state.loaded, tokens))()
-        self.lens = w.view("Lens")
+        self.lens = w.dock_layout.view("Lens")
         self.times = {"run_ms": [], "run_with_lens_ms": [], "run_with_lens_replayed_ms": []}
         self.rows: list[int] = []
 

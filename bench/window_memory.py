@@ -96,7 +96,7 @@ def main() -> None:
     for title in VIEWS:
         window.docks[title].show()
         window.docks[title].raise_()
-        window.view(title)
+        window.dock_layout.view(title)
     settle()
     window.input_bar.open_text(str(text))
     after, steps, tokens = [], [], 0

@@ -65,7 +65,7 @@ def _run(w, text: str) -> None:
 def _show(w, title: str):
     w.docks[title].show()
     w.docks[title].raise_()
-    view = w.view(title)
+    view = w.dock_layout.view(title)
     _wait(lambda: _settled(w), f"drawing {title}")
     return view
 

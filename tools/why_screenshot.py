@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     grid = w.grid                                    # a click on the overview's tile L3 H3 opens it
     tile = grid.plot.mapFromScene(grid.scene_pos_of(3, 3, 4, 4))
     QTest.mouseClick(grid.plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, tile)
-    detail = w.view("Head detail")
+    detail = w.dock_layout.view("Head detail")
     _wait(lambda: detail.drawing is not None and (detail.drawing.layer, detail.drawing.head) == (3, 3)
           and not detail.draw_jobs.busy, "Head detail of 3.3")
     w.resizeDocks([w.docks["Why"]], [600], Qt.Orientation.Vertical)

@@ -79,7 +79,6 @@ class MainWindow(QMainWindow):
 
         self._build_central()
         self.dock_layout = DockLayout(self)    # a dock per view (gui.views.registry)
-        self.view = self.dock_layout.view
         build_menus(self)
         self._build_status()
         self.dock_layout.built(self.grid)      # the layout as built: what Reset Layout restores
@@ -157,7 +156,7 @@ class MainWindow(QMainWindow):
         dock = self.docks["Why"]
         dock.show()
         dock.raise_()
-        self.view("Why").ask(*asked)
+        self.dock_layout.view("Why").ask(*asked)
 
     # ---- running -------------------------------------------------------------------------
     def run(self) -> None:

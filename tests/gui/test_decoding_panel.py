@@ -120,7 +120,7 @@ def test_a_text_cut_to_the_models_length_is_said_under_the_steps(panel, qtbot):
 
 def test_closing_the_window_during_play_stops_play(window, qtbot):
     """The panel sits in a dock, so it gets no closeEvent of its own when the window closes."""
-    panel = window.view("Decoding")
+    panel = window.dock_layout.view("Decoding")
     panel.play_button.setChecked(True)
     qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=10000)
     window.close()
@@ -153,7 +153,7 @@ def test_after_three_steps_every_alignment_row_shows_without_scrolling(window, q
     dock = window.docks["Decoding"]
     dock.show()
     dock.raise_()
-    panel = window.view("Decoding")
+    panel = window.dock_layout.view("Decoding")
     step_and_wait(panel, qtbot, 3)
     assert len(panel.history) == 3
     scroll = panel.parentWidget().parentWidget()

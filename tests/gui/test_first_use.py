@@ -12,7 +12,7 @@ GPT = next(str(p) for p in catalog.bundled_checkpoints() if p.stem == "gpt")
 def _open(window, title):
     window.docks[title].show()
     window.docks[title].raise_()
-    return window.view(title)
+    return window.dock_layout.view(title)
 
 
 @pytest.fixture

@@ -127,7 +127,7 @@ def test_head_detail_shows_the_colour_bars_whole_range_in_the_default_layout(win
     window.dock_layout.reset()
     window.docks["Head detail"].show()
     window.docks["Head detail"].raise_()
-    view = window.view("Head detail")
+    view = window.dock_layout.view("Head detail")
     qtbot.waitUntil(view.isVisible)
     drawn(view)
     # The layout settles over a few events after Reset Layout and the resize (a shuffled fresh-clone

@@ -224,12 +224,12 @@ def test_the_window_opens_and_steps_them_from_the_file_menu(folders, qtbot, monk
         assert w.state.trace.kinds == kinds and w.input_bar.target_edit.isVisible() == (arch == "t5")
         drawn(w.grid)
         assert w.grid.layout_.rows == 2 and w.grid.layout_.cols == 4
-        decoding = w.view("Decoding")
+        decoding = w.dock_layout.view("Decoding")
         decoding.step()
         qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=30000)
         assert decoding.history[0].self_rows.shape[:2] == (2, 4)
         assert (decoding.history[0].cross_rows is not None) == (arch == "t5")
-        neurons = w.view("Neurons")
+        neurons = w.dock_layout.view("Neurons")
         w.state.select_head(kinds[-1], 1, 3)
         qtbot.waitUntil(lambda: neurons.data is not None and not neurons.jobs.busy, timeout=30000)
         if arch == "llama":

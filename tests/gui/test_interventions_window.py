@@ -19,7 +19,7 @@ STRONGEST = HeadRef(CROSS, 1, 1)                        # test_interventions.str
 
 def _open(window, title):
     window.docks[title].show()
-    return window.view(title)
+    return window.dock_layout.view(title)
 
 
 def _run(w, qtbot, text):

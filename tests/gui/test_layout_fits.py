@@ -33,7 +33,7 @@ def test_right_dock_views_fit_their_dock(window, qtbot, drawn, size):
     for title in RIGHT:
         window.docks[title].show()
         window.docks[title].raise_()
-        view = window.view(title)
+        view = window.dock_layout.view(title)
         drawn(view)
         qtbot.waitUntil(lambda: view.isVisible())
         qtbot.wait(1)

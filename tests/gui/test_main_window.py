@@ -41,7 +41,7 @@ def test_hover_reads_cell_and_click_opens_head(window, qtbot, drawn):
     w = trace.head(kind, 1, 3)[0, 2]
     q, k = trace.query_tokens(kind)[0], trace.key_tokens(kind)[2]
     assert grid.last_tooltip == f"layer 1, head 3: weight {w:.4f} | query 0 {q!r} -> key 2 {k!r}"
-    detail = window.view("Head detail")
+    detail = window.dock_layout.view("Head detail")
     with qtbot.waitSignal(window.state.head_selected):
         window.state.select_head(kind, 1, 3)
     drawn(detail)
@@ -75,7 +75,7 @@ def test_close_during_long_run_leaves_nothing_running(qtbot):
 
 def test_head_detail_keys_move_between_heads_and_layers(window, qtbot, drawn):
     from PySide6.QtCore import Qt
-    detail = window.view("Head detail")
+    detail = window.dock_layout.view("Head detail")
     kind = detail.kind
     window.state.select_head(kind, 0, 0)
     qtbot.keyClick(detail, Qt.Key.Key_Right)
@@ -205,7 +205,7 @@ def test_every_model_job_of_the_window_runs_on_one_thread(qtbot, monkeypatch):
     w.run()
     qtbot.waitUntil(lambda: w.state.text == "the dog sees the cat" and not w.run_jobs.busy
                     and not w.output_jobs.busy, timeout=20000)
-    panel = w.view("Decoding")
+    panel = w.dock_layout.view("Decoding")
     panel.step()
     qtbot.waitUntil(lambda: len(panel.history) >= 1, timeout=20000)
     w.close()

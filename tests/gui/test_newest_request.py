@@ -23,7 +23,7 @@ def _show(window, *titles):
     for title in titles:
         window.docks[title].show()
         window.docks[title].raise_()
-    return [window.view(t) for t in titles]
+    return [window.dock_layout.view(t) for t in titles]
 
 
 def _run(window, qtbot, text):

@@ -21,7 +21,7 @@ CORRUPT = "gri when speak King tru him all well court like arm fear made have th
 def _panel(w, qtbot):
     w.docks["Patching"].show()
     w.docks["Patching"].raise_()
-    p = w.view("Patching")
+    p = w.dock_layout.view("Patching")
     p.clean_edit.setText(CLEAN)
     p.corrupt_edit.setText(CORRUPT)
     qtbot.waitUntil(lambda: p.answer_box.count() > 0 and p.wrong_box.count() > 0, timeout=30000)
@@ -94,7 +94,7 @@ def test_an_encoder_is_told_there_is_nothing_to_patch_in_the_plot_too(window_on,
     after it gets the plot's invitation back."""
     w = window_on("random-bert")
     w.docks["Patching"].show()
-    panel = w.view("Patching")
+    panel = w.dock_layout.view("Patching")
     text = lambda: panel.item._empty_label.text                                # noqa: E731
     assert not panel.run_button.isEnabled() and "Nothing to patch" in text() and "press Patch" not in text()
     old = w.state.loaded

@@ -64,7 +64,7 @@ def test_every_map_has_a_colorbar(qtbot, drawn):
     window.show()
     qtbot.waitUntil(lambda: window.state.trace is not None, timeout=20000)
     for title in window.docks:
-        window.view(title)
+        window.dock_layout.view(title)
     decoding = window.views["Decoding"]
     decoding.step()
     qtbot.waitUntil(lambda: len(decoding.history) == 1 and not decoding.jobs.busy, timeout=20000)
@@ -91,7 +91,7 @@ def test_the_window_explains_itself(qtbot):
     window = MainWindow(source="random-translator", device="cpu")
     qtbot.addWidget(window)
     for title in window.docks:
-        window.view(title)
+        window.dock_layout.view(title)
     bare = [(title, type(c).__name__) for title, view in window.views.items() for c in controls(view)
             if not c.toolTip()]
     bare += [("main", type(c).__name__) for c in controls(window.centralWidget()) if not c.toolTip()]
@@ -112,7 +112,7 @@ def test_presentation_mode_is_larger_everywhere_and_kept(qtbot, tmp_path, monkey
     monkeypatch.setenv("ATTNSCOPE_SETTINGS", str(tmp_path / "s.ini"))
     w = MainWindow(source="random-translator", device="cpu")
     qtbot.addWidget(w)
-    detail = w.view("Head detail")
+    detail = w.dock_layout.view("Head detail")
     qtbot.waitUntil(lambda: bool(w.grid.labels), timeout=30000)   # L0, H0 made before the switch
     before = QApplication.font().pointSizeF()
     w.presentation_action.setChecked(True)
@@ -123,7 +123,7 @@ def test_presentation_mode_is_larger_everywhere_and_kept(qtbot, tmp_path, monkey
         assert [label.textItem.font().pointSizeF() for label in w.grid.labels] == [pytest.approx(large)] * len(w.grid.labels)
         assert detail.item.getAxis("left").labelStyle["font-size"] == f"{large:.0f}pt"   # "query"
         assert QToolTip.font().pointSizeF() == pytest.approx(large)                      # the hover tip
-        lines = w.view("Head lines")                       # built after the switch: large too
+        lines = w.dock_layout.view("Head lines")                       # built after the switch: large too
         assert lines.item.getAxis("left").style["tickFont"].pointSizeF() == pytest.approx(before * PRESENTATION_SCALE)
         w.close()
         w2 = MainWindow(source="random-translator", device="cpu")
@@ -166,7 +166,7 @@ def test_menus_and_tables_say_what_is_there(qtbot, drawn):
     qtbot.waitUntil(lambda: w.state.trace is not None, timeout=20000)
     checked = [a.text() for a in w.model_menu.actions() if a.isChecked()]
     assert checked == ["Untrained gpt (random weights)"]
-    stats = w.view("Head statistics")
+    stats = w.dock_layout.view("Head statistics")
     drawn(stats)
     columns = [stats.table.horizontalHeaderItem(c).text() for c in range(stats.table.columnCount())
                if not stats.table.isColumnHidden(c)]

@@ -91,7 +91,7 @@ def test_the_lens_view_reads_an_ndif_model(window, qtbot, tmp_path, monkeypatch,
     window.opening.open_source(f"ndif:{folders['llama']}")
     qtbot.waitUntil(lambda: isinstance(window.state.trace, RemoteTrace) and not window.run_jobs.busy, timeout=30000)
     window.docks["Lens"].show()
-    lens = window.view("Lens")
+    lens = window.dock_layout.view("Lens")
     qtbot.waitUntil(lambda: lens.lens is not None, timeout=30000)
     plain = logit_lens(open_model(str(folders["llama"]), "cpu"), window.state.text)
     np.testing.assert_array_equal(lens.lens.top_ids, plain.top_ids)

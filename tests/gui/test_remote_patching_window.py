@@ -22,7 +22,7 @@ def test_the_patching_panel_patches_an_ndif_model_there(window_on, qtbot, tmp_pa
     folder = tiny_folder(tmp_path, "llama")
     w = window_on(f"ndif:{folder}")
     w.docks["Patching"].show()
-    p = w.view("Patching")
+    p = w.dock_layout.view("Patching")
     p.clean_edit.setText(CLEAN)
     p.corrupt_edit.setText(CORRUPT)
     qtbot.waitUntil(lambda: p.answer_box.count() > 0 and p.wrong_box.count() > 0, timeout=30000)

@@ -46,7 +46,7 @@ def test_presentation_mode_keeps_head_detail_usable(window, qtbot, drawn):
     try:
         dock = window.docks["Head detail"]
         qtbot.waitUntil(lambda: dock.width() >= 1280 * RIGHT_SHARE_LARGE - 12)
-        view = window.view("Head detail")
+        view = window.dock_layout.view("Head detail")
         drawn(view)
         plot = view.export_target()
         qtbot.waitUntil(lambda: plot.width() > 300 and plot.height() > 120)

@@ -19,7 +19,7 @@ def _open(window, *titles):
     for title in titles:
         window.docks[title].show()
         window.docks[title].raise_()
-    return [window.view(title) for title in titles]
+    return [window.dock_layout.view(title) for title in titles]
 
 
 def _veiled(view, sentence: str) -> bool:

@@ -71,7 +71,7 @@ def _show_views(window):
     for title in VIEWS:
         window.docks[title].show()
         window.docks[title].raise_()
-        window.view(title)
+        window.dock_layout.view(title)
 
 
 @pytest.mark.parametrize("first", [False, True])

@@ -170,7 +170,7 @@ def test_save_checkpoint_writes_in_the_training_worker(panel, qtbot, tmp_path, m
 def _window_training(window, qtbot):
     """The window's Training panel, a long run under way in it."""
     window.docks["Training"].show()
-    panel = window.view("Training")
+    panel = window.dock_layout.view("Training")
     panel.size.setCurrentText("tiny")
     panel.probe_every.setValue(100000)
     _start_long_run(panel, qtbot)

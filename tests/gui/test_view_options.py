@@ -86,7 +86,7 @@ def test_view_reset_layout_in_the_window_puts_the_options_back(window):
     open in it, not only their docks."""
     from attnscope.gui.views.head_detail import HeadDetailOptions
 
-    detail = window.view("Head detail")
+    detail = window.dock_layout.view("Head detail")
     show_value(detail.log_box, True)
     show_value(detail.threshold, 0.25)
     assert shown(detail, HeadDetailOptions)["log_colour"] is True

@@ -77,7 +77,7 @@ def _repeated(w, qtbot, drawn):
                     timeout=30000)
     w.docks["Head detail"].show()
     w.docks["Head detail"].raise_()
-    detail = w.view("Head detail")
+    detail = w.dock_layout.view("Head detail")
     w.state.select(DECODER_SELF, 3, 3)
     qtbot.waitUntil(lambda: detail.drawing is not None and (detail.drawing.layer, detail.drawing.head) == (3, 3),
                     timeout=20000)

@@ -156,7 +156,7 @@ def test_patching_reads_both_texts_as_chats_and_a_toggle_makes_its_result_stale(
     _chat_run(w, qtbot)
     w.docks["Patching"].show()
     w.docks["Patching"].raise_()
-    p = w.view("Patching")
+    p = w.dock_layout.view("Patching")
     p.clean_edit.setText("the dog sees the cat")
     p.corrupt_edit.setText("the cat sees the dog")
     qtbot.waitUntil(lambda: p.answer_box.count() > 1 and not p.answer_jobs.busy, timeout=30000)

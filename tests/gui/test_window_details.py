@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _show(window, title):
     window.docks[title].show()
     window.docks[title].raise_()
-    return window.view(title)
+    return window.dock_layout.view(title)
 
 
 def test_save_recording_asks_before_replacing_a_model_and_keeps_it_on_no(window, qtbot, tmp_path, monkeypatch):
@@ -71,7 +71,7 @@ def test_clear_all_keeps_the_decoding_step_on_screen(window_on, qtbot):
     w.state.set_interventions(w.state.interventions.ablate([HeadRef(DECODER_SELF, 0, 1)], "zero"))
     qtbot.waitUntil(lambda: len(panel.history) == 3 and not panel.jobs.busy, timeout=20000)
     assert panel.index == 2 and panel.history[-1].diff is not None      # the changed model, same place
-    w.view("Interventions").clear_button.click()
+    w.dock_layout.view("Interventions").clear_button.click()
     qtbot.waitUntil(lambda: len(panel.history) == 3 and not panel.jobs.busy, timeout=20000)
     assert panel.index == 2 and panel.history[-1].diff is None
 

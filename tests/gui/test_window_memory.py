@@ -63,7 +63,7 @@ def test_runs_of_a_long_text_leave_no_trace_behind_with_every_heavy_view_open(wi
     for title in ("Head statistics", "Rollout", "Head lines", "Head detail"):
         w.docks[title].show()
         w.docks[title].raise_()
-        w.view(title)
+        w.dock_layout.view(title)
     w.input_bar.live_box.setChecked(False)
     one = None
     gone = []
