@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from attnscope.engine.adapters import adapter_for
-from attnscope.engine.kinds import CROSS, QUERY_SIDE
+from attnscope.engine.kinds import CROSS, NOT_SOFTMAX, QUERY_SIDE
 from attnscope.engine.traces import base
 from attnscope.engine.traces.base import TraceTooLarge, layer_started, sizes_apart
 from attnscope.engine.inputs import check_kind
@@ -96,8 +96,17 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None, step: int | 
     trace go one path. ``report(("overview", layers done, layers))`` after each layer;
     ``stop()`` true ends it between two layers (RunCancelled)."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
-    return head_means(lambda i: reading.row_blocks(trace, kind, i, step), trace.shape(kind), kind != CROSS,
-                      reading.key_tokens(trace, kind), report, stop)
+    stats = head_means(lambda i: reading.row_blocks(trace, kind, i, step), trace.shape(kind), kind != CROSS,
+                       reading.key_tokens(trace, kind), report, stop)
+    if kind in NOT_SOFTMAX:     # effective attention: no distribution, so what reads one is left out (nan, "-")
+        for name in DISTRIBUTION_ONLY:
+            stats[name] = np.full_like(stats[name], np.nan)
+    return stats
+
+
+# The statistics that read a row as a distribution (non-negative, summing to at most 1): left out
+# for a kind that is not a softmax (engine.kinds.NOT_SOFTMAX), whose cells may be negative.
+DISTRIBUTION_ONLY = ("entropy", "distance", "learned_sink")
 
 
 def compare_traces(a, b, kind: str) -> dict:

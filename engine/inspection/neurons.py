@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.kinds import KEY_SIDE, NOT_SOFTMAX, QUERY_SIDE
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces.words import merge_pieces
 from attnscope.engine.inputs import check_kind
@@ -82,6 +82,9 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
     if recording is None:
         raise ValueError("This trace was read from a file: it holds the weights, not the queries and keys behind "
                          "them. Run the model on the text to see them.")
+    if kind in NOT_SOFTMAX:
+        raise ValueError(f"{kind.capitalize()} is what a linear-attention layer mixes its values with, not a softmax "
+                         "of query-key scores, so the neuron view has no scores to split.")
     call, b = recording.call(kind, layer), recording.batch_index
     tq, tk = recording.piece_span(kind)
     kv = call.kv_head(head)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from attnscope.engine.inputs import InputError
 from attnscope.engine.interventions.refs import MEAN, ZERO, Edge, HeadRef
-from attnscope.engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
+from attnscope.engine.kinds import KEY_SIDE, KINDS, NOT_SOFTMAX, QUERY_SIDE
 
 __all__ = ["MEAN", "ZERO", "Edge", "HeadRef", "Interventions", "applied", "check_fits", "malformed", "marked",
            "notes_of", "problem"]
@@ -89,10 +89,14 @@ def malformed(spec) -> str | None:
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], HeadRef)):
             return f"an ablated head is (HeadRef, mode), not {item!r:.80}"
         ref, mode = item
+        if getattr(ref, "kind", None) in NOT_SOFTMAX:
+            return f"ablated head {ref!r:.80}: {ref.kind} is a linear layer's mixing, not a softmax, and cannot be ablated"
         if mode not in (ZERO, MEAN) or ref.kind not in KINDS or not (whole(ref.layer) and whole(ref.head)):
             return (f"ablated head {ref!r:.80} with mode {mode!r:.20}: a kind among {', '.join(KINDS)}, a layer and a "
                     f"head from 0, mode '{ZERO}' or '{MEAN}'")
     for e in spec.knockout:
+        if isinstance(e, Edge) and e.kind in NOT_SOFTMAX:
+            return f"knockout {e!r:.80}: {e.kind} is a linear layer's mixing, not a softmax, and cannot be knocked out"
         if not isinstance(e, Edge) or e.kind not in KINDS:
             return f"a knocked-out edge is an Edge of a kind among {', '.join(KINDS)}, not {e!r:.80}"
         if not (positions(e.queries) and positions(e.keys) and positions(e.layers)):

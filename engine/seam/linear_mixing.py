@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import EFFECTIVE
 from attnscope.engine.seam.attend import _HOOKS
 from attnscope.engine.seam.call import Site
@@ -41,10 +40,6 @@ TOLERANCE = 1e-4
 COLUMN_BYTES = 64 * 2**20      # one-hot values per call of the function, at most
 
 _FOUND: ContextVar[list | None] = ContextVar("attnscope_mixing_discovery", default=None)
-
-
-class MixingRefused(InputError):
-    """An intervention asked of a layer drawn as effective attention: refused in one sentence."""
 
 
 @dataclass
@@ -110,7 +105,9 @@ class MixingCall:
 
 
 def _wrap(original):
-    """The model's own function, and around it: a recording keeps the call, an edit of it is refused."""
+    """The model's own function, and around it: a recording keeps the call. No hook edits it (an ablation
+    or knockout of an effective-attention layer is refused where interventions are checked,
+    engine.interventions.spec)."""
     params = inspect.signature(original).parameters
 
     def wrapped(*args, **kwargs):
@@ -132,10 +129,6 @@ def _wrap(original):
             return out
         if a.get("initial_state") is not None and bool(a["initial_state"].abs().max() > 0):
             return out        # a step after a cache: its state folds in the past, no row of M to draw
-        for hook in active:
-            if hook.edits(site):
-                raise MixingRefused(f"{site} is a linear-attention layer drawn as its effective attention, which is "
-                                    "not a softmax: attnscope cannot ablate, knock out or patch it.")
         for hook in active:
             if isinstance(hook, Recorder):
                 hook.calls[site] = call.detached(hook.keep_values)

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from attnscope.engine.errors import OneLine
-from attnscope.engine.kinds import DECODER_SELF, KEY_SIDE, KINDS, QUERY_SIDE
+from attnscope.engine.kinds import DECODER_SELF, KEY_SIDE, KINDS, NOT_SOFTMAX, QUERY_SIDE
 from attnscope.engine.runtime.device import pick_device
 from attnscope.engine.runtime.files import atomic_path
 from attnscope.engine.seam.call import AttentionCall, Site
@@ -98,7 +98,11 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
         return _save_partial(trace, path)
     tensors, sites, shared = {}, [], {}
     b = trace.batch_index
-    for kind in trace.kinds:
+    notes = list(trace.notes)
+    if any(kind in NOT_SOFTMAX for kind in trace.kinds):   # computed by the model's own function, not held here
+        notes.append("Effective attention is not in this recording: a linear layer's mixing is computed by the "
+                     "model's own function, which a recording does not hold; run the model to see it.")
+    for kind in (k for k in trace.kinds if k not in NOT_SOFTMAX):
         for layer, call in enumerate(trace.calls[kind]):
             site = {"kind": kind, "layer": layer, "scale": call.scale, "softcap": call.softcap,
                     "window": call.window, "causal": call.causal}
@@ -121,7 +125,7 @@ def save_recording(trace: RecordedTrace, path: str | Path, replace: bool = False
     version = VERSION if any(name.endswith(f"/{SINK}") for name in tensors) else 1
     meta = {"format": FORMAT, "version": version, "model_name": trace.model_name, "family": trace.family,
             "source_tokens": trace.source_tokens, "target_tokens": trace.target_tokens, "pieces": trace.pieces,
-            "groups": trace.groups, "notes": trace.notes, "sites": sites}
+            "groups": trace.groups, "notes": notes, "sites": sites}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"attnscope": json.dumps(meta)})
     return path

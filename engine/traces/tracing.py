@@ -14,6 +14,7 @@ import torch
 
 from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, request
 from attnscope.engine.inputs import InputError, check_callback
+from attnscope.engine.kinds import NOT_SOFTMAX
 from attnscope.engine.interventions.spec import applied, marked, notes_of
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.seam import SeamHook, hooks, recording
@@ -83,6 +84,10 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     calls = {kind: rec.layers(kind) for kind in rec.kinds()}
     src, tgt, groups = framed.source_tokens, framed.target_tokens, None
     notes = list(framed.notes) + notes_of(changes)    # e.g. a query the knockout left no key
+    if value_weighted and any(k in NOT_SOFTMAX for k in calls):
+        calls = {k: c for k, c in calls.items() if k not in NOT_SOFTMAX}
+        notes.append("Value-weighted attention covers the softmax layers only: a linear layer's effective attention "
+                     "has no weights to scale by its values' norms.")
     if merge_subwords:
         groups = {"source": word_groups(src), "target": word_groups(tgt)}
         src, tgt = merged_tokens(src, groups["source"]), merged_tokens(tgt, groups["target"])

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
                                QLineEdit, QMenu, QSpinBox, QVBoxLayout, QWidget)
 
 from attnscope.engine.interventions import HeadRef
-from attnscope.engine.kinds import CROSS
+from attnscope.engine.kinds import CROSS, NOT_SOFTMAX
 from attnscope.engine.traces import reading
 from attnscope.gui.display import display_weights, special_mask
 from attnscope.gui.colormaps import colormap, label_colorbar
@@ -524,7 +524,8 @@ class HeadDetail(PreparedView, QWidget):
                 value = cell(d.trace, d.kind, d.layer, d.head, d.how, qo, ko)
             else:                # the matrix holds the cells shown (specials may be hidden)
                 value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]
-            self.readout.setText(f"weight {value:.4f} | query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}")
+            what = "effective (not a softmax weight)" if d.kind in NOT_SOFTMAX else "weight"
+            self.readout.setText(f"{what} {value:.4f} | query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}")
 
     def go_to(self, what: str, span: int = 48) -> int | None:
         """Zoom to a token and frame its row (and its column, keys being the same tokens):

@@ -3,7 +3,8 @@
 A tiny random Qwen3.5 (one gated-delta-net layer, one full-attention layer, float32): the seam
 records what the linear layer mixes with, the matrix M it implies reproduces the layer's core
 output (before its gated norm) to 1e-5, the trace and its export carry the kind, the model's own
-output and its softmax layers are unchanged, and an edit of an effective layer is refused.
+output and its softmax layers are unchanged; an intervention on it is refused, value-weighted
+attention and the neuron view leave it out, said in one sentence.
 """
 import numpy as np
 import pytest
@@ -11,11 +12,11 @@ import torch
 
 from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import DECODER_SELF, EFFECTIVE, NOT_SOFTMAX
-from attnscope.engine.seam import hooks, recording
-from attnscope.engine.seam.attend import SeamHook
+from attnscope.engine.seam import recording
 from attnscope.engine.seam.call import Site
-from attnscope.engine.seam.linear_mixing import MixingCall, MixingRefused
+from attnscope.engine.seam.linear_mixing import MixingCall
 from tools.family_sweep import TEXT, build
+from attnscope.engine.traces import reading
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def test_the_trace_and_its_export_carry_the_kind(loaded, tmp_path):
     assert (L, tq, tk) == (1, len(trace.target_tokens), len(trace.target_tokens))
     eff = reading.weights(trace, EFFECTIVE)                                 # (1, H, T, T)
     assert np.isfinite(eff).all() and (eff < 0).any()                      # not a softmax: negative cells
-    thumbs = trace.thumbnails(EFFECTIVE, 8)
+    thumbs = reading.thumbnails(trace, EFFECTIVE, 8)
     assert thumbs.pooled.shape[:2] == (1, H)
     assert EFFECTIVE in NOT_SOFTMAX
     # the softmax layer is the model's own eager softmax
@@ -102,17 +103,51 @@ def test_the_trace_and_its_export_carry_the_kind(loaded, tmp_path):
     np.testing.assert_allclose(reading.weights(trace, DECODER_SELF)[0], theirs[0][0].numpy(), atol=1e-5)
     back = load_npz(save_npz(trace, tmp_path / "t.npz"))
     assert EFFECTIVE in back.kinds
-    np.testing.assert_allclose(back.weights(EFFECTIVE), eff, atol=0)
+    np.testing.assert_allclose(reading.weights(back, EFFECTIVE), eff, atol=0)
 
 
-class _Editor(SeamHook):
-    def edits(self, site):
-        return site is not None and site.kind == EFFECTIVE
+@pytest.mark.parametrize("which", ["ablation", "knockout"])
+def test_an_intervention_on_effective_attention_is_refused_in_one_sentence(loaded, which):
+    from attnscope.engine.interventions.refs import Edge, HeadRef
+    from attnscope.engine.interventions.spec import Interventions
+    from attnscope.engine.traces.tracing import trace_text
 
-
-def test_an_edit_of_an_effective_layer_is_refused_in_one_sentence(loaded):
-    with pytest.raises(MixingRefused) as info, torch.no_grad(), hooks(_Editor()):
-        loaded.model(input_ids=_ids(loaded), use_cache=False)
-    assert isinstance(info.value, InputError)
+    spec = Interventions(ablated=((HeadRef(EFFECTIVE, 0, 1), "zero"),)) if which == "ablation" else \
+        Interventions(knockout=(Edge(EFFECTIVE, (3,), (1,)),))
+    with pytest.raises(InputError) as info:
+        trace_text(loaded, TEXT, interventions=spec)
     said = str(info.value)
-    assert said.endswith(".") and "\n" not in said and "not a softmax" in said
+    assert "not a softmax" in said and "\n" not in said and said.rstrip().endswith("."), said
+
+
+def test_value_weighted_attention_leaves_effective_attention_out_and_says_so(loaded, monkeypatch):
+    from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.traces.tracing import trace_text
+
+    # Qwen3.5 gates its softmax heads before the output projection, so no projection reads them
+    # (a refusal of its own); a stand-in W_O lets the Run reach the kinds it weighs.
+    config = loaded.model.config.get_text_config()
+    w_out = torch.ones(config.hidden_size, config.num_attention_heads * config.head_dim)
+    monkeypatch.setattr(type(adapter_for(loaded)), "output_projection", lambda self, site: (w_out, None))
+    trace = trace_text(loaded, TEXT, value_weighted=True)
+    assert trace.kinds == [DECODER_SELF]
+    assert any("softmax layers only" in n for n in trace.notes)
+
+
+def test_the_neuron_view_refuses_effective_attention_in_one_sentence(loaded):
+    from attnscope.engine.inspection import query_keys
+    from attnscope.engine.traces.tracing import trace_text
+
+    with pytest.raises(ValueError, match="not a softmax"):
+        query_keys(trace_text(loaded, TEXT), EFFECTIVE, 0, 0)
+
+
+def test_a_saved_recording_leaves_effective_attention_out_and_says_so(loaded, tmp_path):
+    from attnscope.engine.traces import load_recording, save_recording
+    from attnscope.engine.traces.tracing import trace_text
+
+    trace = trace_text(loaded, TEXT)
+    back = load_recording(save_recording(trace, tmp_path / "r.recording.safetensors"))
+    assert back.kinds == [DECODER_SELF]
+    assert any("Effective attention is not in this recording" in n for n in back.notes)
+    np.testing.assert_allclose(reading.layer(back, DECODER_SELF, 0), reading.layer(trace, DECODER_SELF, 0), atol=1e-6)
