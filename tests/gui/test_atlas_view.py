@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from attnscope.engine.atlas import build_atlas, load_state
 from attnscope.engine.loading.catalog import open_model
+from attnscope.engine.traces import reading
 from attnscope.gui.state import AppState
 from attnscope.gui.views.atlas import AtlasView
 
