@@ -174,3 +174,14 @@ def test_the_options_are_kept_for_the_next_view(qtbot, atlas_file):
     reset_view_options([second])
     assert (second.options.x, second.options.y_min) == ("previous", 0.0)
     assert second.finder.list.count() == 16
+
+
+def test_a_contexts_row_is_lined_up_with_the_run_of_its_text():
+    from attnscope.gui.window.atlas_actions import aligned_row
+
+    doc = [5, 6, 7, 8, 9, 10]
+    assert aligned_row([0] + doc, doc, 3) == 2                       # the atlas framed the ids with a BOS
+    assert aligned_row([0] + doc, [1] + doc, 3) == 3                 # both framed alike
+    assert aligned_row([0] + doc, doc, 0) is None                    # the framing token: not in the text
+    assert aligned_row([0, 5, 6, 7, 8, 9], [5, 66, 67, 6, 7, 8, 9], 4) == 5   # tokenized otherwise before it
+    assert aligned_row([0, 5, 6, 7, 8], [1, 2, 3], 4) is None
