@@ -20,6 +20,13 @@ Each function counts once, at its first call, as a static walk of the calls woul
 loop's calls are one call). A *stay* is a run of functions of one module; a *return* is a stay
 in a module already left.
 
+Work handed to another thread is read where it was handed over, as a call would be: a job's
+functions (and a lane's, inside the job that asked for it) stand together at the point its
+``Jobs.start`` / ``call_on_lane`` was reached, not interleaved by the clock with what the GUI
+thread did meanwhile. Counted by the clock, the same tree gave 86 or 87 stays from one run to
+the next (the overview's pooling on the model lane and the status line's relabelling on the
+GUI thread took turns), so the count measured the scheduler as much as the structure.
+
     .venv/bin/python tools/run_walk.py          # prints the walk and one JSON line (-v: each function)
 """
 from __future__ import annotations
@@ -77,7 +84,8 @@ class Walk:
         self.ids: set[int] = {id(text)}
         self.memory: set = set()           # where marked numpy arrays keep their numbers: their views share it
         self.seen: set = set()
-        self.order: list[str] = []
+        self.root: list = []               # the GUI thread's walk: steps, and jobs' segments where handed over
+        self.current = threading.local()   # .segment: where this thread's steps go
         self.walking: set = set()          # code objects in the walk (their return values carry on)
         self.lock = threading.Lock()
 
@@ -116,6 +124,41 @@ class Walk:
             return any(self.carries(v, 1) for v in fields(value))
         return False
 
+    def segment(self) -> list:
+        """This thread's segment (the GUI thread's: the root; a thread of no job's: one of its own,
+        placed where it first stepped in)."""
+        found = getattr(self.current, "segment", None)
+        if found is None:
+            if threading.current_thread() is threading.main_thread():
+                found = self.root
+            else:
+                found = []
+                with self.lock:
+                    self.root.append(found)
+            self.current.segment = found
+        return found
+
+    def hand_over(self) -> list:
+        """A job handed to another thread from here: its segment, placed at this point of the walk."""
+        child: list = []
+        self.segment().append(child)
+        return child
+
+    @property
+    def order(self) -> list[str]:
+        """The walk's steps, each job's where it was handed over; each function once, at its first step."""
+        out, seen = [], set()
+
+        def flatten(segment):
+            for entry in list(segment):
+                if isinstance(entry, list):
+                    flatten(entry)
+                elif entry[0] not in seen:
+                    seen.add(entry[0])
+                    out.append(entry[1])
+        flatten(self.root)
+        return out
+
     def profile(self, frame, event, arg):
         code = frame.f_code
         if event == "return":
@@ -135,21 +178,26 @@ class Walk:
         args = [frame.f_locals.get(n) for n in names]       # ``self`` too: a method of what carries the request
         if not any(self.carries(a) for a in args):
             return
+        segment = self.segment()
         with self.lock:
             self.walking.add(code)
             key = (code.co_filename, code.co_firstlineno)
-            if key not in self.seen:
-                self.seen.add(key)
-                self.order.append(f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}")
+            if (key, id(segment)) not in self.seen:
+                self.seen.add((key, id(segment)))
+                segment.append((key, f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}"))
 
-    def lane(self, fn):
-        """``fn`` as handed to a lane's thread, profiled there as it runs (a thread's profile is its own)."""
+    def on_thread(self, fn, segment: list):
+        """``fn`` as handed to another thread, profiled there as it runs (a thread's profile is its
+        own), its steps in ``segment``."""
         def run(*args, **kwargs):
+            before = getattr(self.current, "segment", None)
+            self.current.segment = segment
             sys.setprofile(self.profile)
             try:
                 return fn(*args, **kwargs)
             finally:
                 sys.setprofile(None)
+                self.current.segment = before
         return run
 
 
@@ -161,7 +209,9 @@ class _Lane:
         self.pool, self.walk = pool, walk
 
     def start(self, fn, *rest):
-        return self.pool.start(self.walk.lane(fn) if callable(fn) and not hasattr(fn, "setAutoDelete") else fn, *rest)
+        if callable(fn) and not hasattr(fn, "setAutoDelete"):
+            fn = self.walk.on_thread(fn, self.walk.hand_over())
+        return self.pool.start(fn, *rest)
 
     def __getattr__(self, name):
         return getattr(self.pool, name)
@@ -193,16 +243,20 @@ def measure(text: str = TEXT) -> list[str]:
     bar.live_box.setChecked(False)
 
     walk = Walk(text)
-    task_run = worker._Task.run
+    task_run, task_init = worker._Task.run, worker._Task.__init__
+
+    def handed_over(task, *args, **kwargs):     # on the thread that starts the job: its place in the walk
+        task_init(task, *args, **kwargs)
+        task.walk_segment = walk.hand_over()
 
     def profiled_run(task):               # the worker threads are Qt's: each job is profiled as it runs
         if "output" in getattr(task.func, "__name__", ""):       # the output line's job: not the tiles' walk
             return task_run(task)
-        sys.setprofile(walk.profile)
-        try:
-            task_run(task)
-        finally:
-            sys.setprofile(None)
+        segment = getattr(task, "walk_segment", None)
+        if segment is None:                   # a job started before the walk began
+            segment = walk.hand_over()
+        walk.on_thread(task_run, segment)(task)
+    worker._Task.__init__ = handed_over
     worker._Task.run = profiled_run
     lane_pool = worker.lane_pool
     worker.lane_pool = lambda lane: _Lane(lane_pool(lane), walk)    # call_on_lane's work, on its lane
@@ -217,7 +271,7 @@ def measure(text: str = TEXT) -> list[str]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)          # type: ignore[arg-type]
-        worker._Task.run = task_run
+        worker._Task.run, worker._Task.__init__ = task_run, task_init
         worker.lane_pool = lane_pool
     window.discard_and_stop()             # its jobs stopped, then the window gone: nothing of it left behind
     window.close()

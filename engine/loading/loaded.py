@@ -3,10 +3,17 @@
 Whatever the source (a checkpoint of ours, a nanoGPT file, a Hugging Face folder, a fresh
 random model), the GUI and the CLI hold one of these and ask engine.traces.tracing for traces.
 Importing this module does not import torch (the window does, before any model is loaded).
+
+The facts a model is opened with (its kinds, role, whether it generates, is spread, how many
+parameters) are worked out the first time they are asked and then read as fields: the window's
+status line and output row read them for every trace on screen, and they do not change while the
+model is open (the dense fallback reads the same weights again, eager; a spread model is refused
+it). Where the model takes its input, ``device``, can change (``to``) and is asked each time.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from attnscope.engine.roles import KINDS_OF_FAMILY, ROLE_OF_FAMILY
@@ -25,20 +32,20 @@ class LoadedModel:
     target_tokenizer: Any = None        # translator with separate vocabularies
     meta: dict = field(default_factory=dict)  # training facts, source path, ...
 
-    @property
+    @cached_property
     def kinds(self) -> tuple[str, ...]:
         return KINDS_OF_FAMILY[self.family]
 
-    @property
+    @cached_property
     def role(self) -> str:
         """"encoder", "decoder" or "encoder-decoder": what the model does with text."""
         return ROLE_OF_FAMILY[self.family]
 
-    @property
+    @cached_property
     def is_hf(self) -> bool:
         return self.family.startswith("hf-")
 
-    @property
+    @cached_property
     def generates(self) -> bool:
         """Decoders continue a prompt and encoder-decoders translate: both can be stepped here (a
         model served by NDIF, built without weights, engine.loading.remote_source, cannot)."""
@@ -48,7 +55,7 @@ class LoadedModel:
     def tgt_tokenizer(self):
         return self.target_tokenizer or self.tokenizer
 
-    @property
+    @cached_property
     def spread(self) -> bool:
         """Spread over several devices by accelerate (engine.loading.placement): it cannot move whole."""
         return bool(getattr(self.model, "hf_device_map", None))
@@ -58,7 +65,7 @@ class LoadedModel:
         """Where the model takes its input (a spread model: where its first module runs)."""
         return input_device(self.model)
 
-    @property
+    @cached_property
     def n_parameters(self) -> int:
         return sum(p.numel() for p in {id(p): p for p in self.model.parameters()}.values())
 

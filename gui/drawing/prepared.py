@@ -30,9 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QEvent, QTimer
+from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QWidget
 
+from attnscope.gui.drawing.settling import paint_again, settle
 from attnscope.gui.superseded import gives_way
 from attnscope.gui.views.stale_cover import StaleCover
 from attnscope.gui.worker import SHARED, Jobs, accepted_parameters, call_on_lane, drawing_lane, process_events_until
@@ -95,7 +96,7 @@ class PreparedView:
     def _init_prepared(self, title: str, lane: str = SHARED) -> None:
         """``lane``: SHARED for numpy drawing; MODEL when the preparation runs torch (see gui.worker)."""
         self.draw_jobs = Jobs(self, f"{title} could not be drawn", lane=lane)
-        self.draw_jobs.busy_changed.connect(lambda busy: busy or self._paint_again())
+        self.draw_jobs.busy_changed.connect(lambda busy: busy or paint_again(self))
         self.drawing: Any = None        # what is on screen now (the last applied drawing)
         self._drawn_trace = None        # the trace it was drawn from
         self._asked_id = self._drawn_id = -1   # state.trace_id of the drawing asked for, and of the one shown
@@ -106,9 +107,9 @@ class PreparedView:
         # seconds, between two layers) instead of leaving it to take the cores from the new Run.
         gives_way(self.state, self.draw_jobs, self.redraw)
         # Bound methods, not lambdas: Qt drops them with the view (the state outlives views).
-        self.draw_jobs.busy_changed.connect(self._staleness_changed)
+        self.draw_jobs.busy_changed.connect(self.show_staleness)
         for signal in (self.state.request_started, self.state.request_ended, self.state.trace_changed):
-            signal.connect(self._staleness_changed)
+            signal.connect(self.show_staleness)
 
     def drawing_job(self) -> tuple | None:
         raise NotImplementedError
@@ -142,10 +143,7 @@ class PreparedView:
         if self.stale and not self.state.pending and not self.draw_jobs.busy:
             self.redraw()
 
-    def _staleness_changed(self, *_args) -> None:
-        self.show_staleness()
-
-    def show_staleness(self) -> None:
+    def show_staleness(self, *_args) -> None:
         """Grey the view with the sentence while it is stale (after VEIL_DELAY_MS: a short text's
         Run, typed live, is drawn sooner, and a veil on every keystroke flickered); show it
         plainly once current. The readout goes at once."""
@@ -195,17 +193,13 @@ class PreparedView:
             # old picture at the new size first). Never longer than HOLD_MS, for a drawing that
             # takes long; a zoom or a threshold on the same trace is painted as it goes.
             self.setUpdatesEnabled(False)
-            QTimer.singleShot(HOLD_MS, self, self._paint_again)
+            QTimer.singleShot(HOLD_MS, self, lambda: paint_again(self))
         self._asked_id = self.state.trace_id
         self.draw_jobs.start(_guarded, *job, lane=drawing_lane(self.trace),
                              on_returned=self._applied, on_yielded=self.drawing_progress)
 
     def drawing_progress(self, record) -> None:
         """How far a long preparation is (("overview", done, total)); a view may say so."""
-
-    def _paint_again(self) -> None:
-        if not self.updatesEnabled():
-            self.setUpdatesEnabled(True)
 
     def _applied(self, drawing: Any) -> None:
         self._drawn_id = self._asked_id
@@ -217,10 +211,10 @@ class PreparedView:
             return
         self.drawing = drawing
         self._drawn_trace = self.trace
+        self.show_staleness()        # current now: the veil goes (no paint comes before the drawing's own)
         self.apply_drawing(drawing)
-        self.show_staleness()
-        settle(self)
-        self._paint_again()
+        paint_again(self)            # updates on again, then laid out: the one paint (later, from the
+        settle(self)                 # event loop) is at the new size
 
     def show_refusal(self, reason: str) -> None:
         """Say in the view why it draws nothing for this trace (its note, else its readout)."""
@@ -232,20 +226,6 @@ class PreparedView:
     def closeEvent(self, event) -> None:
         self.draw_jobs.shutdown()
         super().closeEvent(event)
-
-
-def settle(root: QWidget) -> None:
-    """Lay out and relabel now what a drawing changed (an axis made room for longer tokens,
-    an image of another shape), so the view paints once, at its new size: left to the paint,
-    the layout and the view boxes' range signals came after it, each with one more paint
-    (three or four a view on the first long Run after a short one, the window frozen meanwhile)."""
-    import pyqtgraph as pg
-
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
-    views = root.findChildren(pg.GraphicsView) + ([root] if isinstance(root, pg.GraphicsView) else [])
-    for view in views:
-        view.scene().prepareForPaint()   # view boxes apply their new range: axes relabel now
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
 
 
 def wait_until_drawn(root: QWidget, timeout_s: float = 60.0) -> bool:

@@ -4,9 +4,9 @@ Rows are layers, columns heads; inside a tile, rows are query tokens and columns
 Hover says which layer, head, query and key a pixel is and its weight; a click opens the head.
 The kind shown is the state's selected kind; the colour codes are built in a worker.
 
-A long text is pooled, and says so: each tile is at most ``tile_pixels`` a side (fewer the
-more heads there are), each pixel the max over its block of tokens, so a sink column, the
-diagonal and any strong link stay visible. Hover then names the block and reads its
+A long text is pooled (gui.drawing.overview prepares the drawing), and says so: each tile is at
+most ``tile_pixels`` a side (fewer the more heads there are), each pixel the max over its block of
+tokens, so a sink column, the diagonal and any strong link stay visible. Hover then names the block and reads its
 strongest cell exactly (never a pooled number); a click opens the head in Head detail,
 which zooms to full resolution.
 """
@@ -25,54 +25,18 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
 from attnscope.engine.traces import reading
 from attnscope.gui.drawing.ablation_marks import AblationMarks
 from attnscope.gui.drawing.drawings import OverviewDrawing
+from attnscope.gui.drawing.overview import overview_drawing
 from attnscope.gui.drawing.intervention_clicks import toggle_from_click
-from attnscope.gui.display import log_colour
 from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.colormaps import colormap, label_colorbar, lookup_table
-from attnscope.gui.widgets.mosaic import GAP_CODE, MosaicLayout, display_codes, gap_lookup_table, tile
+from attnscope.gui.widgets.mosaic import SINK_PIXELS, MosaicLayout, gap_lookup_table
 from attnscope.gui.widgets.elided import ElidedLabel
-from attnscope.gui.drawing.prepared import STALE_NOTE, PreparedView, prepares
+from attnscope.gui.drawing.prepared import STALE_NOTE, PreparedView
 from attnscope.gui.view_options import ViewOptions, bind_options, option
 from attnscope.gui.widgets.peak_image import PeakImage
 
 HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
-EXACT_TOKENS = 512            # up to this many tokens a side, a small trace is drawn cell for cell
-MOSAIC_PIXELS = 4_000_000     # a pooled mosaic stays about this size, however many heads
-SINK_PIXELS = 3               # a pooled tile's first key (an attention sink) drawn apart this wide ...
-SINK_OFFSET = SINK_PIXELS + 1 # ... and a transparent pixel: the tile's own columns start here
 MAX_GRID_SHARE = 0.35         # the overview asks for at most this share of the window's height
-
-
-def tile_pixels(layers: int, heads: int) -> int:
-    """The side of a pooled tile: the mosaic near MOSAIC_PIXELS, each tile 32 to 256 pixels."""
-    return int(min(256, max(32, (MOSAIC_PIXELS / max(1, layers * heads)) ** 0.5)))
-
-
-def thumbnails(trace, kind: str, report=None, stop=None):
-    """Every head as drawn: exact for a small trace, pooled by max for a long one (engine.traces.base)."""
-    L, H, tq, tk = trace.shape(kind)
-    exact = max(tq, tk) <= EXACT_TOKENS and reading.dense_bytes(trace, kind) <= 2**28
-    size = max(tq, tk) if exact else tile_pixels(L, H)
-    return reading.thumbnails(trace, kind, size, "max", None if exact else report, stop)   # pooling a long text takes seconds
-
-
-@prepares
-def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False, sink: np.ndarray | None = None):
-    """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker.
-    ``sink`` (L, H, Tq), the first key's own weights, is drawn apart at each tile's left:
-    SINK_PIXELS wide, then a transparent pixel, then the tile (its columns start SINK_OFFSET in)."""
-    if sink is not None:
-        strip = np.repeat(sink[..., None], SINK_PIXELS, axis=-1)                  # (L, H, Tq, SINK_PIXELS)
-        gap = np.zeros(sink.shape + (1,), np.float32)
-        weights = np.concatenate([strip, gap, weights], axis=-1)                   # (L, H, Tq, SINK_OFFSET + Tk)
-    if threshold > 0:
-        weights = np.where(weights < threshold, 0.0, weights)
-    if log_scale:
-        weights = log_colour(weights)
-    codes = display_codes(weights)
-    if sink is not None:
-        codes[..., SINK_PIXELS] = GAP_CODE
-    return tile(codes, fill=GAP_CODE)
 
 
 @dataclass(frozen=True)
@@ -180,7 +144,7 @@ class HeadGrid(PreparedView, QWidget):
         drawn = self.drawing
         # The same trace and kind again (log colour, a threshold): its pooled tiles are reused, not pooled anew.
         pooled = drawn.thumbs if drawn is not None and drawn.trace is self.trace and drawn.kind == self.kind else None
-        return _grid_job, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked(), pooled
+        return overview_drawing, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked(), pooled
 
     def drawing_progress(self, record) -> None:
         _, done, total = record      # a passing state: said in the readout, not kept as the tooltip
@@ -245,8 +209,8 @@ class HeadGrid(PreparedView, QWidget):
         moved when the layout changes (a longer text): making 18 TextItems anew took ~35 ms
         of the GUI thread on the first long Run after a short one."""
         lay = self.layout_
-        wanted = [(f"L{r}", -1, lay.tile_origin(r, 0)[0] + lay.tile_h / 2, (1, 0.5)) for r in range(lay.rows)]
-        wanted += [(f"H{c}", lay.tile_origin(0, c)[1] + lay.tile_w / 2, -1, (0.5, 1)) for c in range(lay.cols)]
+        wanted = [(f"L{r}", -1, top + lay.tile_h / 2, (1, 0.5)) for r, top in enumerate(lay.row_tops)]
+        wanted += [(f"H{c}", left + lay.tile_w / 2, -1, (0.5, 1)) for c, left in enumerate(lay.col_lefts)]
         kept = {item.toPlainText(): item for item in self.labels}
         for text in kept.keys() - {text for text, *_ in wanted}:
             self.view.removeItem(kept.pop(text))
@@ -326,14 +290,3 @@ class HeadGrid(PreparedView, QWidget):
 
     def export_target(self) -> QWidget:
         return self.plot
-
-
-def _grid_job(trace, kind: str, threshold: float, log_scale: bool = False, pooled=None, report=None,
-              stop=None) -> OverviewDrawing:
-    """The overview's drawing: a pooled grid draws the first key
-    apart (its column would be one pixel of a block of ~100 keys at 8k tokens). ``pooled``: this
-    trace's thumbnails already computed (only the colours change)."""
-    thumbs = pooled if pooled is not None else thumbnails(trace, kind, report, stop)
-    sink = None if thumbs.exact else thumbs.sink
-    mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink)
-    return OverviewDrawing(mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 
 from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.colormaps import attach_colorbar, colormap
-from attnscope.gui.drawing.prepared import settle
+from attnscope.gui.drawing.settling import settle
 from attnscope.gui.widgets.token_axis import fit_row_axis
 from attnscope.gui.widgets.token_labels import fitting_ticks
 from attnscope.gui.widgets.elided import ElidedLabel

@@ -3,25 +3,39 @@
 One ImageItem per mosaic, not one per head: measured in DESIGN.md, 144 separate images
 update ~22 times/s, one mosaic ~124 times/s. For display the mosaic holds uint8 codes and
 gaps hold code 0, which the lookup table draws transparent.
+
+The heads overview's whole picture is made here, in its worker (``grid_drawing``: weights to
+colour codes, the first key's strip drawn apart, tiled), and its layout is a record of fields;
+so a drawing goes from the pooled tiles to this room once and the view reads what it made.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from attnscope.gui.display import log_colour
 
 
 @dataclass(frozen=True)
 class MosaicLayout:
+    """Where each layer x head tile sits. A record: its size and the tiles' edges are worked out
+    once, where the mosaic is tiled (a worker), and the view placing labels and fitting its range
+    on the GUI thread reads them as fields."""
     rows: int           # layers
     cols: int           # heads
     tile_h: int         # Tq
     tile_w: int         # Tk
     gap: int
+    shape: tuple[int, int] = field(init=False)           # the image's (height, width)
+    row_tops: tuple[int, ...] = field(init=False)        # y of each layer's first pixel row
+    col_lefts: tuple[int, ...] = field(init=False)       # x of each head's first pixel column
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.rows * (self.tile_h + self.gap) - self.gap, self.cols * (self.tile_w + self.gap) - self.gap)
+    def __post_init__(self) -> None:
+        step_y, step_x = self.tile_h + self.gap, self.tile_w + self.gap
+        object.__setattr__(self, "shape", (self.rows * step_y - self.gap, self.cols * step_x - self.gap))
+        object.__setattr__(self, "row_tops", tuple(range(0, self.rows * step_y, step_y)))
+        object.__setattr__(self, "col_lefts", tuple(range(0, self.cols * step_x, step_x)))
 
     def tile_origin(self, row: int, col: int) -> tuple[int, int]:
         """(y, x) of the tile's top-left pixel."""
@@ -45,6 +59,8 @@ def gap_for(tile: int) -> int:
 
 
 GAP_CODE = 0      # display code of gap pixels: transparent in the lookup table
+SINK_PIXELS = 3               # a pooled tile's first key (an attention sink) drawn apart this wide ...
+SINK_OFFSET = SINK_PIXELS + 1 # ... and a transparent pixel: the tile's own columns start here
 
 
 def display_codes(weights: np.ndarray) -> np.ndarray:
@@ -76,3 +92,21 @@ def tile(weights: np.ndarray, gap: int | None = None, fill=np.nan) -> tuple[np.n
     padded[:, :Tq, :, :Tk] = weights.transpose(0, 2, 1, 3)
     image = padded.reshape(L * (Tq + g), H * (Tk + g))[: L * (Tq + g) - g, : H * (Tk + g) - g]
     return image, MosaicLayout(L, H, Tq, Tk, g)
+
+
+def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False, sink: np.ndarray | None = None):
+    """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker.
+    ``sink`` (L, H, Tq), the first key's own weights, is drawn apart at each tile's left:
+    SINK_PIXELS wide, then a transparent pixel, then the tile (its columns start SINK_OFFSET in)."""
+    if sink is not None:
+        strip = np.repeat(sink[..., None], SINK_PIXELS, axis=-1)                  # (L, H, Tq, SINK_PIXELS)
+        gap = np.zeros(sink.shape + (1,), np.float32)
+        weights = np.concatenate([strip, gap, weights], axis=-1)                   # (L, H, Tq, SINK_OFFSET + Tk)
+    if threshold > 0:
+        weights = np.where(weights < threshold, 0.0, weights)
+    if log_scale:
+        weights = log_colour(weights)
+    codes = display_codes(weights)
+    if sink is not None:
+        codes[..., SINK_PIXELS] = GAP_CODE
+    return tile(codes, fill=GAP_CODE)

@@ -42,7 +42,7 @@ def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = Fal
     (thread-safe) hears what it and the trace's later jobs bring back before they go."""
     from attnscope.engine.remote import model_dims, remote_of, trace_remote
     from attnscope.engine.traces import trace_text
-    from attnscope.gui.views.head_grid import EXACT_TOKENS, tile_pixels
+    from attnscope.gui.drawing.overview import EXACT_TOKENS, tile_pixels
 
     start = time.perf_counter()
     if remote_of(loaded) is not None:        # the rows and pixels the overview draws come with the Run

@@ -17,7 +17,7 @@ from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.base import TraceTooLarge
 from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import RunCancelled, trace_text
-from attnscope.gui.widgets.mosaic import display_codes
+from attnscope.gui.widgets.mosaic import GAP_CODE, SINK_OFFSET, SINK_PIXELS, display_codes
 from attnscope.engine.decoding.greedy import frame
 from tests.helpers.hf_tiny import tiny_folder
 from tests.helpers.traces import TEXT
@@ -127,9 +127,10 @@ def test_a_run_reports_each_site_and_stops_when_asked():
 def long_grid(qtbot, drawn, monkeypatch):
     """The heads grid on the GPT's trace, "long" from 9 tokens on, tiles of 6 pixels: (module, view, trace)."""
     import attnscope.gui.views.head_grid as grid
+    import attnscope.gui.drawing.overview as overview
     from attnscope.gui.state import AppState
-    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)             # "long" from 9 tokens on
-    monkeypatch.setattr(grid, "tile_pixels", lambda layers, heads: 6)
+    monkeypatch.setattr(overview, "EXACT_TOKENS", 8)             # "long" from 9 tokens on
+    monkeypatch.setattr(overview, "tile_pixels", lambda layers, heads: 6)
     state = AppState()
     state.set_model(random_model("gpt", seed=1))
     view = grid.HeadGrid(state)
@@ -153,14 +154,14 @@ def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, dra
     grid, view, trace = long_grid(qtbot, drawn, monkeypatch)
     thumbs, offset = view.drawing.thumbs, view.drawing.offset
     weights = trace.weights("decoder self")                              # (L, H, T, T)
-    assert offset == grid.SINK_OFFSET and view.layout_.tile_w == thumbs.pooled.shape[3] + offset
+    assert offset == SINK_OFFSET and view.layout_.tile_w == thumbs.pooled.shape[3] + offset
     for qi in range(thumbs.pooled.shape[2]):                              # the strip: key 0 alone, max of each row block
         (q0, q1), _ = view.block(qi, 0)
         np.testing.assert_allclose(thumbs.sink[:, :, qi], weights[:, :, q0:q1, 0].max(-1), atol=1e-5)
     y, x = view.layout_.tile_origin(1, 2)
-    strip = view.mosaic[y:y + view.layout_.tile_h, x:x + grid.SINK_PIXELS]
+    strip = view.mosaic[y:y + view.layout_.tile_h, x:x + SINK_PIXELS]
     assert (strip == display_codes(thumbs.sink[1, 2])[:, None]).all()
-    assert (view.mosaic[y:y + view.layout_.tile_h, x + grid.SINK_PIXELS] == grid.GAP_CODE).all()
+    assert (view.mosaic[y:y + view.layout_.tile_h, x + SINK_PIXELS] == GAP_CODE).all()
     assert view.cell_at_scene(view.scene_pos_of(1, 2, 3, -1)) == (1, 2, 3, -1)
     assert view.cell_at_scene(view.scene_pos_of(1, 2, 3, 0)) == (1, 2, 3, 0)
     (q0, q1), _ = view.block(3, 0)
@@ -170,15 +171,16 @@ def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, dra
 
 
 def test_the_overview_pooling_says_how_far_it_is_and_stops_between_layers(qtbot, drawn, monkeypatch):
+    import attnscope.gui.drawing.overview as overview
     from attnscope.engine.traces.base import RunCancelled
     grid, view, trace = long_grid(qtbot, drawn, monkeypatch)
     for lazy in (fresh(trace), trace):                  # recorded, then dense (computed whole)
         seen = []
-        grid._grid_job(lazy, "decoder self", 0.0, report=seen.append)
+        overview.overview_drawing(lazy, "decoder self", 0.0, report=seen.append)
         assert seen == [("overview", i, 2) for i in range(1, 2)]        # 2 layers: said between them
         asked = []                                      # stop() is asked before each layer: true at the second
         with pytest.raises(RunCancelled):
-            grid._grid_job(lazy, "decoder self", 0.0, stop=lambda: asked.append(1) or len(asked) > 1)
+            overview.overview_drawing(lazy, "decoder self", 0.0, stop=lambda: asked.append(1) or len(asked) > 1)
         assert len(asked) == 2
     view.drawing_progress(("overview", 3, 16))
     assert "3 of 16 layers" in view.readout.text()

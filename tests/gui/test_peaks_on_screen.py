@@ -108,7 +108,7 @@ def test_the_overviews_first_cell_of_a_long_text_is_painted_at_its_peak(qtbot, d
 # ---- every pooled view: Head detail's whole head, its minimap, Rollout (issue 53) ----------------
 def _painted_at(widget, item, x: float, y: float) -> np.ndarray:
     """The colour painted where ``item``'s point (x, y) (its own coordinates) lands in ``widget``."""
-    from attnscope.gui.drawing.prepared import settle
+    from attnscope.gui.drawing.settling import settle
 
     settle(widget)                   # laid out and ranged as it will be painted
     pixels = _rgb(widget.grab().toImage())

@@ -15,12 +15,12 @@ TEXT = "the big dog sees the small cat and the cat sees the big dog"
 def test_a_views_fetch_shows_progress_and_esc_stops_it_keeping_nothing(window, qtbot, tmp_path, monkeypatch,
                                                                        drawn):
     import attnscope.gui.views.head_detail as detail
-    import attnscope.gui.views.head_grid as grid
+    import attnscope.gui.drawing.overview as overview
     import attnscope.gui.worker as worker
     from attnscope.engine.remote import RemoteTrace, trace_remote
 
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
-    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)         # "long" from 9 tokens on: views ask for rows
+    monkeypatch.setattr(overview, "EXACT_TOKENS", 8)         # "long" from 9 tokens on: views ask for rows
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
     window.opening.open_source(f"ndif:{tiny_folder(tmp_path, 'llama')}")
     qtbot.waitUntil(lambda: isinstance(window.state.trace, RemoteTrace) and not window.run_jobs.busy

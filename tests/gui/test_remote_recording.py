@@ -118,12 +118,13 @@ def test_every_view_draws_an_opened_partial_recording_or_says_why_in_place(remot
     refusal; the neuron view (it needs q of every row) says it as its one-sentence error."""
     import attnscope.gui.views.head_detail as detail
     import attnscope.gui.views.head_grid as grid
+    import attnscope.gui.drawing.overview as overview
     import attnscope.gui.worker as worker
     from attnscope.gui.state import AppState
     from tests.helpers.views import drawing_views
 
-    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)          # the overview pools: from the pixels held (7 a side)
-    monkeypatch.setattr(grid, "tile_pixels", lambda layers, heads: 7)
+    monkeypatch.setattr(overview, "EXACT_TOKENS", 8)          # the overview pools: from the pixels held (7 a side)
+    monkeypatch.setattr(overview, "tile_pixels", lambda layers, heads: 7)
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
     failures = []
     worker.job_failures().failed.connect(lambda title, message: failures.append((title, message)))

@@ -77,7 +77,7 @@ def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot,
     (every view asks for more: each runs a job, and computes the weights) is drawn on the MODEL
     lane, its jobs included."""
     import attnscope.gui.views.head_detail as detail
-    import attnscope.gui.views.head_grid as grid
+    import attnscope.gui.drawing.overview as overview
     import attnscope.gui.worker as worker
     from attnscope.engine.loading.catalog import open_model
     from attnscope.engine.remote import trace_remote
@@ -85,7 +85,7 @@ def test_every_view_draws_a_remote_trace_computing_on_the_model_lane_only(qtbot,
     from tests.helpers.views import drawing_views
 
     monkeypatch.setenv("ATTNSCOPE_NDIF", "local")
-    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)         # the overview pools: "long" from 9 tokens on
+    monkeypatch.setattr(overview, "EXACT_TOKENS", 8)         # the overview pools: "long" from 9 tokens on
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)
     state = AppState()
     state.set_model(open_model(f"ndif:{tiny_folder(tmp_path, 'llama')}", "cpu"))

@@ -33,9 +33,9 @@ def test_the_guard_sees_a_drawing_lane_compute_and_the_lane_follows_the_trace(qt
 
 def test_every_view_computes_from_a_recording_on_the_model_lane_only(qtbot, drawn, monkeypatch, lanes_computing):
     import attnscope.gui.views.head_detail as detail
-    import attnscope.gui.views.head_grid as grid
+    import attnscope.gui.drawing.overview as overview
 
-    monkeypatch.setattr(grid, "EXACT_TOKENS", 8)        # the overview pools: "long" from 9 tokens on
+    monkeypatch.setattr(overview, "EXACT_TOKENS", 8)        # the overview pools: "long" from 9 tokens on
     monkeypatch.setattr(detail, "DETAIL_EXACT", 8)      # Head detail is a viewport, and zooms
     state = AppState()
     state.set_model(random_model("gpt", seed=1))

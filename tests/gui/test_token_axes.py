@@ -52,7 +52,7 @@ def test_a_map_with_longer_tokens_paints_once_at_its_new_size(qtbot):
     tokens and relabelled before it paints, not in three or four paints one after another
     (pyqtgraph widening an axis while painting), which froze the window."""
     from PySide6.QtCore import QCoreApplication
-    from attnscope.gui.drawing.prepared import settle
+    from attnscope.gui.drawing.settling import settle
 
     view = TokenMatrix(AppState(), "rollout")
     qtbot.addWidget(view)

@@ -110,8 +110,8 @@ def test_ten_quick_runs_compute_only_the_newest(window, qtbot, monkeypatch):
 
 def test_no_view_prepares_its_drawing_on_the_gui_thread(window, qtbot, drawn, monkeypatch):
     """Structure, not time: every preparing function runs in a worker thread."""
+    import attnscope.gui.drawing.overview
     import attnscope.gui.views.head_detail
-    import attnscope.gui.views.head_grid
     import attnscope.gui.views.head_lines
     import attnscope.gui.views.head_stats
     import attnscope.gui.views.positional
@@ -119,7 +119,7 @@ def test_no_view_prepares_its_drawing_on_the_gui_thread(window, qtbot, drawn, mo
     from attnscope.gui.drawing.prepared import DRAWN_OFF_THREAD
 
     calls = []
-    modules = [attnscope.gui.views.head_grid, attnscope.gui.views.head_detail, attnscope.gui.views.head_lines, attnscope.gui.views.head_stats,
+    modules = [attnscope.gui.drawing.overview, attnscope.gui.views.head_detail, attnscope.gui.views.head_lines, attnscope.gui.views.head_stats,
                attnscope.gui.views.rollout, attnscope.gui.views.positional]
     for func in list(DRAWN_OFF_THREAD):
         module = next(m for m in modules if getattr(m, func.__name__, None) is func)
