@@ -46,23 +46,23 @@ def build_atlas_file(loaded, out: str, corpus=None, length=None, docs=None, top=
 def aligned_row(atlas_ids: list[int], run_ids: list[int], position: int) -> int | None:
     """The row of a Run of the document's text that is the atlas's query ``position``: the two
     framings may differ by a few tokens at the start (the atlas frames ids with the model's
-    BOS/EOS; a Run frames the text as a prompt). Else the query with the three tokens before it,
-    found nearest the position; None when neither finds it."""
-    for shift in sorted(range(-4, 5), key=abs):
-        # the first LEAD tokens may differ (each side's framing, a first word read with its space)
+    BOS/EOS; a Run frames the text as a prompt), so the sequences are lined up past their first
+    LEAD tokens. Where that row holds another token (a tokenizer whose decode is not its encode's
+    inverse, or a query among the first tokens), the query with the three tokens before it is
+    looked for, nearest the position. None when the Run's text does not hold the query."""
+    row = None
+    for shift in sorted(range(-LEAD, LEAD + 1), key=abs):
         pairs = [(i, i - shift) for i in range(LEAD, len(atlas_ids)) if LEAD <= i - shift < len(run_ids)]
         if pairs and len(pairs) >= min(len(atlas_ids), len(run_ids)) - 2 * LEAD and all(
                 atlas_ids[i] == run_ids[j] for i, j in pairs):
-            row = position - shift
-            return row if 0 <= row < len(run_ids) else None
-    # The text read back tokenizes otherwise somewhere (a tokenizer whose decode is not its
-    # encode's inverse): the query and the tokens just before it, found nearest the position.
+            row = position - shift if 0 <= position - shift < len(run_ids) else None
+            break
+    if row is not None and run_ids[row] == atlas_ids[position]:
+        return row
     tail = atlas_ids[max(0, position - 3):position + 1]
-    if not tail:
-        return None
     n = len(tail)
     found = [j + n - 1 for j in range(len(run_ids) - n + 1) if run_ids[j:j + n] == tail]
-    return min(found, key=lambda row: abs(row - position)) if found else None
+    return min(found, key=lambda r: abs(r - position)) if found else row
 
 
 def context_door(loaded, meta: dict, document: int, position: int) -> dict:
