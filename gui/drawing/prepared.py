@@ -211,8 +211,14 @@ class PreparedView:
             return
         self.drawing = drawing
         self._drawn_trace = self.trace
-        self.show_staleness()        # current now: the veil goes (no paint comes before the drawing's own)
+        # Said before the drawing is applied (it changes nothing staleness reads), so the base is
+        # done with it before the view's part: current, the veil goes; stale (a newer request is
+        # on its way), the readout the drawing writes is the old text's and goes too.
+        stale = self.stale
+        self.show_staleness()
         self.apply_drawing(drawing)
+        if stale:
+            self.forget_readout()
         paint_again(self)            # updates on again, then laid out: the one paint (later, from the
         settle(self)                 # event loop) is at the new size
 
