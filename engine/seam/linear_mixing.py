@@ -32,11 +32,27 @@ from attnscope.engine.seam.attend import _HOOKS
 from attnscope.engine.seam.call import Site
 from attnscope.engine.seam.recorder import Recorder
 
-# The module-level functions of transformers' modeling files that mix a linear-attention layer's
-# values, by name (the same name in every family that has one): each is wrapped where it is defined.
-FUNCTIONS = ("torch_chunk_gated_delta_rule",)
-# How far M @ v may be from the function's own output on the probe, as a share of its largest magnitude.
-TOLERANCE = 1e-4
+@dataclass(frozen=True)
+class Mixer:
+    """One module-level function of transformers' modeling files that mixes a layer's values linearly:
+    which argument holds the values (B, T, H, D), which the state a cache carries in (zero or None: the
+    output is linear in the values), what the layer is called, and whether the function returns a pair."""
+    values: str
+    state: str
+    what: str
+    pair: bool          # returns (output, final state) rather than the output alone
+    plain: dict         # arguments the one-hot calls set: no final state asked
+
+
+# By the function's name, the same in every family that has it; each is wrapped where it is defined.
+MIXERS = {
+    "torch_chunk_gated_delta_rule": Mixer("value", "initial_state", "gated delta net", True,
+                                          {"output_final_state": False}),
+    "mamba2_chunk_scan": Mixer("hidden_states", "initial_states", "Mamba-2", False, {"return_final_states": False}),
+}
+# How far M @ v may be from the function's own output on the probe, as a share of its largest magnitude,
+# by the values' dtype (the one-hot calls run in float32; half precision rounds the model's own).
+TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 COLUMN_BYTES = 64 * 2**20      # one-hot values per call of the function, at most
 
 _FOUND: ContextVar[list | None] = ContextVar("attnscope_mixing_discovery", default=None)
@@ -44,15 +60,14 @@ _FOUND: ContextVar[list | None] = ContextVar("attnscope_mixing_discovery", defau
 
 @dataclass
 class MixingCall:
-    """One gated-delta-net call as a recording keeps it; its ``weights`` are the effective attention."""
+    """One call of a MIXERS function as a recording keeps it; its ``weights`` are the effective attention.
+    ``args`` are the function's own arguments (the values taken out), as the model passed them."""
     site: Site | None
-    q: torch.Tensor                  # (B, H, T, Dk) one per value head, before the function's l2norm and scale
-    k: torch.Tensor                  # (B, H, T, Dk)
-    g: torch.Tensor                  # (B, H, T) the log decay of each step
-    beta: torch.Tensor               # (B, H, T) the delta rule's step size
-    fn: object = None                # the model's own function (the one wrapped)
-    options: dict = field(default_factory=dict)   # chunk_size, use_qk_l2norm_in_kernel as the model passed them
-    v: torch.Tensor | None = None    # (B, H, T, Dv) kept when the recording keeps values
+    fn: object                       # the model's own function (the one wrapped)
+    mixer: Mixer
+    args: dict = field(default_factory=dict)
+    v: torch.Tensor | None = None    # (B, H, T, Dv) the values, kept when the recording keeps them
+    shape_: tuple = (1, 1, 1)        # (B, H, T)
     # what the views and traces read of any call: an effective call is causal, and has no softmax terms
     causal: bool = True
     mask = None
@@ -64,39 +79,48 @@ class MixingCall:
     chosen = None
     scale: float = 1.0
     effective: bool = True
-
     group = 1
+
+    @property
+    def q(self) -> torch.Tensor:
+        """(B, H, T, 1) zeros, no memory: the shape a trace reads of any call (heads, steps); an effective
+        call has no queries to show (the neuron view refuses it)."""
+        device = next((t.device for t in self.args.values() if isinstance(t, torch.Tensor)), None)
+        return torch.zeros(1, device=device).expand(*self.shape_, 1)
+
+    k = q
 
     def kv_head(self, head: int) -> int:
         return head
 
     def detached(self, keep_values: bool = False) -> "MixingCall":
-        d = lambda t: None if t is None else t.detach()  # noqa: E731
-        return replace(self, q=d(self.q), k=d(self.k), g=d(self.g), beta=d(self.beta),
-                       v=d(self.v) if keep_values else None)
+        d = lambda t: t.detach() if isinstance(t, torch.Tensor) else t  # noqa: E731
+        return replace(self, args={n: d(t) for n, t in self.args.items()},
+                       v=d(self.v) if keep_values and self.v is not None else None)
 
     @torch.no_grad()
     def mixing(self, b: int | None = 0, heads=None, rows=None, cols=None) -> torch.Tensor:
         """(h, r, c) float32: M[t, s] of ``heads`` for queries ``rows`` and keys ``cols``, from the model's
         own function run on one-hot values (the layer is causal: only the steps up to the last row run)."""
         b = 0 if b is None else b
-        t_all = self.q.shape[2]
-        heads = list(range(self.q.shape[1])) if heads is None else list(heads)
+        batch, n_heads, t_all = self.shape_
+        heads = list(range(n_heads)) if heads is None else list(heads)
         r0, r1, _ = (rows or slice(None)).indices(t_all)
         c0, c1, _ = (cols or slice(None)).indices(t_all)
         r1, c1 = max(r0, r1), max(c0, c1)
-        out = torch.zeros(len(heads), r1 - r0, c1 - c0, device=self.q.device)
+        device = self.q.device
+        out = torch.zeros(len(heads), r1 - r0, c1 - c0, device=device)
         steps = r1                                                        # the steps the rows depend on
-        pick = lambda x: x[b:b + 1, heads, :steps].transpose(1, 2).float()  # noqa: E731  (1, steps, h, ...)
-        q, k, g, beta = pick(self.q), pick(self.k), pick(self.g), pick(self.beta)
-        width = max(1, COLUMN_BYTES // (4 * max(1, steps) * max(1, len(heads)) * 8))
+        args = {n: _steps(t, batch, t_all, b, steps) for n, t in self.args.items()}
+        width = max(1, COLUMN_BYTES // (4 * max(1, steps) * n_heads * 8))
         for start in range(c0, min(c1, steps), width):
             stop = min(c1, steps, start + width)
-            v = torch.zeros(1, steps, len(heads), stop - start, device=q.device)   # one-hot: column j is key start + j
-            idx = torch.arange(start, stop, device=q.device)
+            v = torch.zeros(1, steps, n_heads, stop - start, device=device)   # one-hot: column j is key start + j
+            idx = torch.arange(start, stop, device=device)
             v[0, idx, :, idx - start] = 1.0
-            o, _ = self.fn(q, k, v, g=g, beta=beta, initial_state=None, output_final_state=False, **self.options)
-            out[:, :, start - c0:stop - c0] = o[0, r0:r1].float().permute(1, 0, 2)   # (h, r, c)
+            o = self.fn(**args, **{self.mixer.values: v, self.mixer.state: None}, **self.mixer.plain)
+            o = o[0] if self.mixer.pair else o                                # (1, steps, H, c)
+            out[:, :, start - c0:stop - c0] = o[0, r0:r1][:, heads].float().permute(1, 0, 2)   # (h, r, c)
         return out
 
     def weights(self, b: int | None = 0, heads=None, rows=None) -> torch.Tensor:
@@ -104,11 +128,21 @@ class MixingCall:
         return self.mixing(b, heads, rows, None)
 
 
-def _wrap(original):
+def _steps(t, batch: int, steps_all: int, b: int, steps: int):
+    """One argument for the one-hot call: a per-step tensor (B, T, ...) cut to example ``b`` and the
+    first ``steps`` steps, in float32 when floating; any other argument as the model passed it."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.dim() >= 2 and tuple(t.shape[:2]) == (batch, steps_all):
+        t = t[b:b + 1, :steps]
+    return t.float() if t.is_floating_point() else t
+
+
+def _wrap(original, mixer: Mixer):
     """The model's own function, and around it: a recording keeps the call. No hook edits it (an ablation
     or knockout of an effective-attention layer is refused where interventions are checked,
     engine.interventions.spec)."""
-    params = inspect.signature(original).parameters
+    signature = inspect.signature(original)
 
     def wrapped(*args, **kwargs):
         out = original(*args, **kwargs)
@@ -120,14 +154,15 @@ def _wrap(original):
         site = getattr(module, "attnscope_mixing_site", None)
         if found is None and site is None:
             return out
-        bound = inspect.signature(original).bind(*args, **kwargs)
-        bound.apply_defaults()
-        a = bound.arguments
-        call = _call(original, site, a, params)
+        bound = signature.bind(*args, **kwargs)
+        a = dict(bound.arguments)
+        a.update(a.pop("kwargs", {}) if isinstance(a.get("kwargs"), dict) else {})
+        call = _call(original, mixer, site, a)
         if found is not None:
             found.append((module if isinstance(module, torch.nn.Module) else None, call, out))
             return out
-        if a.get("initial_state") is not None and bool(a["initial_state"].abs().max() > 0):
+        state = a.get(mixer.state)
+        if isinstance(state, torch.Tensor) and bool(state.abs().max() > 0):
             return out        # a step after a cache: its state folds in the past, no row of M to draw
         for hook in active:
             if isinstance(hook, Recorder):
@@ -139,28 +174,27 @@ def _wrap(original):
     return wrapped
 
 
-def _call(fn, site, a: dict, params) -> MixingCall:
-    """The bound arguments as a MixingCall: query/key repeated to one per value head (as the function does)."""
-    q, k, v = a["query"], a["key"], a["value"]                             # (B, T, Hk|Hv, D)
-    hv = v.shape[2]
-    if q.shape[2] != hv:
-        q, k = (x.repeat_interleave(hv // x.shape[2], dim=2) for x in (q, k))
-    options = {n: a[n] for n in ("chunk_size", "use_qk_l2norm_in_kernel") if n in params and n in a}
-    return MixingCall(site, q.transpose(1, 2), k.transpose(1, 2), a["g"].transpose(1, 2),
-                      a["beta"].transpose(1, 2), fn=fn, options=options, v=v.transpose(1, 2))
+def _call(fn, mixer: Mixer, site, a: dict) -> MixingCall:
+    """The bound arguments as a MixingCall: the values (B, T, H, D) apart, the rest kept as passed."""
+    v = a.pop(mixer.values)
+    a.pop(mixer.state, None)
+    for name in mixer.plain:
+        a.pop(name, None)
+    batch, steps, heads = v.shape[:3]
+    return MixingCall(site, fn, mixer, args=a, v=v.transpose(1, 2), shape_=(batch, heads, steps))
 
 
 def install(model) -> int:
-    """Wrap FUNCTIONS in every modeling module ``model``'s classes come from; how many are wrapped."""
+    """Wrap MIXERS' functions in every modeling module ``model``'s classes come from; how many are wrapped."""
     done = 0
     for name in {type(m).__module__ for m in model.modules()}:
         mod = sys.modules.get(name)
-        for fn_name in FUNCTIONS:
+        for fn_name, mixer in MIXERS.items():
             fn = getattr(mod, fn_name, None)
             if fn is None or not callable(fn):
                 continue
             if not hasattr(fn, "attnscope_original"):
-                setattr(mod, fn_name, _wrap(fn))
+                setattr(mod, fn_name, _wrap(fn, mixer))
             done += 1
     return done
 
@@ -179,7 +213,7 @@ def attach(model, probe) -> list[str]:
         probe()
     finally:
         _FOUND.reset(token)
-    drawn, notes, seen = 0, [], set()
+    drawn, notes, seen, kinds = 0, [], set(), {}
     for module, call, out in found:
         if module is None or id(module) in seen:
             continue
@@ -187,18 +221,19 @@ def attach(model, probe) -> list[str]:
         site = Site(EFFECTIVE, drawn)
         error = _error(call, out)
         if error is not None:
-            notes.append(f"Linear-attention layer {len(seen) - 1} ({type(module).__name__}): its mixing cannot be drawn "
-                         f"exactly (effective attention {error:.2g} of its output away from the layer's own), so it "
-                         "is not drawn.")
+            notes.append(f"Linear layer {len(seen) - 1} ({type(module).__name__}, {call.mixer.what}): this layer's "
+                         f"mixing cannot be drawn exactly (its effective attention is {error:.2g} of its output away "
+                         "from the layer's own), so it is not drawn; the softmax layers are.")
             module.attnscope_mixing_site = None
             continue
         module.attnscope_mixing_site = site
+        kinds[call.mixer.what] = kinds.get(call.mixer.what, 0) + 1
         drawn += 1
     if drawn:
-        notes.append(f"Effective attention: {drawn} linear-attention layer{'s' if drawn > 1 else ''} (gated delta "
-                     "net) drawn as the matrix each mixes its values with, o[t] = sum over s of M[t, s] v[s], "
-                     "computed by the layer's own function; not a softmax: cells can be negative and rows need not "
-                     "sum to 1.")
+        which = " and ".join(f"{n} {what}" for what, n in kinds.items())
+        notes.append(f"Effective attention: {drawn} linear-attention layer{'s' if drawn > 1 else ''} ({which}) drawn "
+                     "as the matrix each mixes its values with, o[t] = sum over s of M[t, s] v[s], computed by the "
+                     "layer's own function; not a softmax: cells can be negative and rows need not sum to 1.")
     return notes
 
 
@@ -209,4 +244,5 @@ def _error(call: MixingCall, out) -> float | None:
     want = o[0].transpose(0, 1).float()
     diff = float((got - want).abs().max())
     scale = max(float(want.abs().max()), 1e-6)
-    return None if diff <= TOLERANCE * scale else diff / scale
+    rel = TOLERANCE.get(o.dtype, TOLERANCE[torch.bfloat16])
+    return None if diff <= rel * scale else diff / scale

@@ -39,7 +39,7 @@ def _mixer(loaded):
 def test_the_linear_layer_is_found_and_said(loaded):
     assert loaded.model.config.get_text_config().layer_types == ["linear_attention", "full_attention"]
     assert _mixer(loaded).attnscope_mixing_site == Site(EFFECTIVE, 0)
-    assert "Effective attention: 1 linear-attention layer" in loaded.meta["notes"]
+    assert "Effective attention: 1 linear-attention layer (1 gated delta net)" in loaded.meta["notes"]
 
 
 @pytest.mark.parametrize("n", [37, 70])          # one chunk of the function's 64 steps, and two
@@ -62,6 +62,34 @@ def test_effective_attention_reproduces_the_core_output(loaded, n):
     assert float((got - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
     block = call.mixing(0, [1], slice(5, 20), slice(3, 11))                 # a block is the same cells
     assert torch.allclose(block[0], m[1, 5:20, 3:11], atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def mamba(tmp_path_factory):
+    from attnscope.engine.loading.catalog import open_model
+
+    return open_model(str(build(tmp_path_factory.mktemp("bamba"), "bamba", "decoder")), "cpu")
+
+
+@pytest.mark.parametrize("n", [37, 300])         # one chunk of the scan's 256 steps, and two
+def test_a_mamba2_layers_effective_attention_reproduces_its_scan(mamba, n):
+    """Bamba (Granite 4 hybrid, Falcon-H1 and Nemotron-H call the same scan): M = L ⊙ (C Bᵀ) dt plus D
+    on the diagonal, read from transformers' own mamba2_chunk_scan, against the scan's output."""
+    assert "1 Mamba-2" in mamba.meta["notes"]
+    mixer, core = _mixer(mamba), []
+    handle = mixer.norm.register_forward_pre_hook(lambda _m, args: core.append(args[0].detach()))
+    try:
+        with torch.no_grad(), recording(keep_values=True) as rec:
+            mamba.model(input_ids=_ids(mamba, n), use_cache=False)
+    finally:
+        handle.remove()
+    call = rec.calls[Site(EFFECTIVE, 0)]
+    m = call.weights(0)                                                     # (H, T, T)
+    H, T = m.shape[0], m.shape[1]
+    assert T == n and float(m.triu(1).abs().max()) == 0.0
+    got = torch.einsum("hts,hsd->thd", m, call.v[0].float())                # (T, H, P)
+    want = core[0][0].reshape(T, H, -1).float()                             # the scan's output, before the gated norm
+    assert float((got - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
 
 
 def test_the_models_own_output_is_unchanged(loaded):
@@ -125,10 +153,11 @@ def test_value_weighted_attention_leaves_effective_attention_out_and_says_so(loa
     from attnscope.engine.traces.tracing import trace_text
 
     # Qwen3.5 gates its softmax heads before the output projection, so no projection reads them
-    # (a refusal of its own); a stand-in W_O lets the Run reach the kinds it weighs.
+    # (a refusal of its own); a stand-in W_O, ungated, lets the Run reach the kinds it weighs.
     config = loaded.model.config.get_text_config()
     w_out = torch.ones(config.hidden_size, config.num_attention_heads * config.head_dim)
     monkeypatch.setattr(type(adapter_for(loaded)), "output_projection", lambda self, site: (w_out, None))
+    monkeypatch.setattr(type(adapter_for(loaded)), "gated_projection", lambda self, site: None, raising=False)
     trace = trace_text(loaded, TEXT, value_weighted=True)
     assert trace.kinds == [DECODER_SELF]
     assert any("softmax layers only" in n for n in trace.notes)
