@@ -42,8 +42,9 @@ def test_the_linear_layer_is_found_and_said(loaded):
     assert "Effective attention: 1 linear-attention layer (1 gated delta net)" in loaded.meta["notes"]
 
 
-@pytest.mark.parametrize("n", [37, 70])          # one chunk of the function's 64 steps, and two
-def test_effective_attention_reproduces_the_core_output(loaded, n):
+def _mixing_and_core(loaded, n):
+    """One recorded forward of ``n`` tokens: the linear layer's MixingCall, its M (H, T, T) and its core
+    output (T, H, Dv) as the model hands it to its gated norm."""
     mixer, core = _mixer(loaded), []
     handle = mixer.norm.register_forward_pre_hook(lambda _m, args: core.append(args[0].detach()))
     try:
@@ -52,14 +53,21 @@ def test_effective_attention_reproduces_the_core_output(loaded, n):
     finally:
         handle.remove()
     call = rec.calls[Site(EFFECTIVE, 0)]
-    assert isinstance(call, MixingCall) and call.v is not None
     m = call.weights(0)                                                     # (H, T, T)
-    H, T = m.shape[0], m.shape[1]
-    assert T == n and H == mixer.num_v_heads
-    assert float(m.triu(1).abs().max()) == 0.0                              # causal: no key after the query
+    assert m.shape[1] == n and float(m.triu(1).abs().max()) == 0.0          # causal: no key after the query
+    return call, m, core[0].reshape(n, m.shape[0], -1).float()
+
+
+def _reproduced(call, m, want) -> bool:
     got = torch.einsum("hts,hsd->thd", m, call.v[0].float())                # (T, H, Dv)
-    want = core[0].reshape(T, H, -1).float()                                # the core output, before the gated norm
-    assert float((got - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
+    return float((got - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
+
+
+@pytest.mark.parametrize("n", [37, 70])          # one chunk of the function's 64 steps, and two
+def test_effective_attention_reproduces_the_core_output(loaded, n):
+    call, m, want = _mixing_and_core(loaded, n)
+    assert isinstance(call, MixingCall) and call.v is not None and m.shape[0] == _mixer(loaded).num_v_heads
+    assert _reproduced(call, m, want)
     block = call.mixing(0, [1], slice(5, 20), slice(3, 11))                 # a block is the same cells
     assert torch.allclose(block[0], m[1, 5:20, 3:11], atol=1e-7)
 
@@ -76,20 +84,7 @@ def test_a_mamba2_layers_effective_attention_reproduces_its_scan(mamba, n):
     """Bamba (Granite 4 hybrid, Falcon-H1 and Nemotron-H call the same scan): M = L ⊙ (C Bᵀ) dt plus D
     on the diagonal, read from transformers' own mamba2_chunk_scan, against the scan's output."""
     assert "1 Mamba-2" in mamba.meta["notes"]
-    mixer, core = _mixer(mamba), []
-    handle = mixer.norm.register_forward_pre_hook(lambda _m, args: core.append(args[0].detach()))
-    try:
-        with torch.no_grad(), recording(keep_values=True) as rec:
-            mamba.model(input_ids=_ids(mamba, n), use_cache=False)
-    finally:
-        handle.remove()
-    call = rec.calls[Site(EFFECTIVE, 0)]
-    m = call.weights(0)                                                     # (H, T, T)
-    H, T = m.shape[0], m.shape[1]
-    assert T == n and float(m.triu(1).abs().max()) == 0.0
-    got = torch.einsum("hts,hsd->thd", m, call.v[0].float())                # (T, H, P)
-    want = core[0][0].reshape(T, H, -1).float()                             # the scan's output, before the gated norm
-    assert float((got - want).abs().max()) <= 1e-5 * max(1.0, float(want.abs().max()))
+    assert _reproduced(*_mixing_and_core(mamba, n))
 
 
 def test_the_models_own_output_is_unchanged(loaded):
