@@ -8,13 +8,15 @@ Run's framing: the adapter's, with that output as the decoder's tokens where it 
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from attnscope.engine.adapters.base import OWN_OUTPUT_TOKENS, Framed, written_ids
 from attnscope.engine.decoding.cost import check_decoding
 from attnscope.engine.decoding.records import DecodeSettings
 from attnscope.engine.adapters import adapter_for
 from attnscope.engine.adapters.base import Adapter, Prepared
 from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.inputs import Prompt, check_kind
+from attnscope.engine.inputs import Chat, Prompt, check_kind
 from attnscope.engine.loading.loaded import LoadedModel
 
 
@@ -42,15 +44,28 @@ def frame(adapter, text, pair: str | None = None, target: str | None = None,
 
 
 def request(loaded, text, target=None, pair=None, interventions=None, what: str = "run", remote: bool = False,
-            max_new_tokens: int = OWN_OUTPUT_TOKENS) -> Prepared:
+            max_new_tokens: int = OWN_OUTPUT_TOKENS, fits: Callable[[Adapter], None] | None = None) -> Prepared:
     """The Run's prepared request (engine.adapters.base.Prepared): ``text`` when it is one
     already (its door was passed once), else ``loaded``'s adapter preparing the Prompt of
     ``text``, ``target`` and ``pair`` (checked once, framed once), an encoder-decoder with no
-    target reading its own greedy output (``greedy_ids``) under ``interventions``."""
+    target reading its own greedy output (``greedy_ids``) under ``interventions``. ``fits``:
+    a check of the adapter before any forward (the interventions' kinds, layers and heads)."""
     if isinstance(text, Prepared):
         return text
     if not isinstance(loaded, LoadedModel):
         check_prompt(loaded, text, what, remote)     # not a model (a recording, a path): its one sentence
     adapter = adapter_for(loaded)
+    if fits is not None:
+        fits(adapter)
     return adapter.prepare(Prompt.of(text, target, pair, what), interventions, what, remote,
                            written=lambda checked: greedy_ids(adapter, checked, max_new_tokens))
+
+
+def admitted(loaded, text, what: str = "run", remote: bool = False) -> tuple[Adapter, "str | Chat"]:
+    """The adapter and the checked text of a request that needs no framing (a decoding session
+    steps the text itself): a Prepared's own (its door was passed once), else ``text`` (a str,
+    a Chat or a Prompt) checked for ``loaded`` once and ``loaded``'s adapter."""
+    if isinstance(text, Prepared):
+        return text.adapter, text.prompt.text
+    text = check_prompt(loaded, text.text if isinstance(text, Prompt) else text, what, remote)
+    return adapter_for(loaded), text

@@ -18,11 +18,9 @@ from typing import Generator
 
 import torch
 
-from attnscope.engine.adapters import adapter_for
 from attnscope.engine.adapters.base import as_numpy as _rows
-from attnscope.engine.adapters.chat import check_prompt
 from attnscope.engine.decoding.cost import check_decoding
-from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame, greedy_text
+from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, admitted, frame, greedy_text
 from attnscope.engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
 from attnscope.engine.inputs import InputError, check_kind
 from attnscope.engine.loading.loaded import LoadedModel
@@ -30,16 +28,17 @@ from attnscope.engine.seam import hooks
 
 
 class DecodeSession:
-    """Decoding ``text`` with ``loaded``: ``steps()`` yields one DecodeStep per token."""
+    """Decoding ``text`` (a str, a Chat, a Prompt or a Prepared request) with ``loaded``:
+    ``steps()`` yields one DecodeStep per token."""
 
-    def __init__(self, loaded: LoadedModel, text: str, settings: DecodeSettings | None = None, interventions=None,
+    def __init__(self, loaded: LoadedModel, text, settings: DecodeSettings | None = None, interventions=None,
                  compare: bool = True):
-        text = check_prompt(loaded, text, "decode")
+        adapter, text = admitted(loaded, text, "decode")     # a Prepared's own: its door was passed once
         self.settings = settings or DecodeSettings()
         if self.settings.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.settings.strategy!r}; choose one of {', '.join(STRATEGIES)}")
         loaded.model.eval()
-        self.loaded = loaded
+        self.loaded, self.adapter = loaded, adapter
         self.device = loaded.device
         # With interventions the session steps the changed model, and beside it the plain one
         # fed the same tokens (``base``), so each step says what the change did to its choice.
@@ -49,11 +48,11 @@ class DecodeSession:
         with torch.no_grad():
             self._prime_means(text)
         with torch.no_grad(), hooks(*self.changes):
-            self.stepper = adapter_for(loaded).stepper(text, self.settings)   # InputError for an encoder
+            self.stepper = adapter.stepper(text, self.settings)   # InputError for an encoder
         with torch.no_grad():
-            self.base = adapter_for(loaded).stepper(text, self.settings) if self.changes and compare else None
+            self.base = adapter.stepper(text, self.settings) if self.changes and compare else None
         beams = self.settings.beam_width if self.settings.strategy == "beam" else 1
-        check_decoding(adapter_for(loaded), len(self.stepper.prompt_ids) + len(self.stepper.source_tokens),
+        check_decoding(adapter, len(self.stepper.prompt_ids) + len(self.stepper.source_tokens),
                        self.stepper.limit, beams * (2 if self.base is not None else 1), loaded.name)
         self.source_tokens = self.stepper.source_tokens
         self.prompt_tokens = self.stepper.tokenizer.tokens(self.stepper.prompt_ids)
@@ -76,10 +75,9 @@ class DecodeSession:
         not from the session's first step, which for a translator is a lone [BOS]."""
         means = [h for h in self.changes if getattr(h, "takes_means", False)]
         if means and self.loaded.generates:
-            adapter = adapter_for(self.loaded)
-            framed = frame(adapter, text)
+            framed = frame(self.adapter, text)
             with hooks(*means):
-                adapter.forward(framed)
+                self.adapter.forward(framed)
 
     def _step(self, feed: torch.Tensor):
         """(logits (B, V), self rows, cross rows, logits without the interventions or None)."""
@@ -226,7 +224,7 @@ def decode_all(loaded: LoadedModel, text: str, settings: DecodeSettings | None =
                         session.notes)
 
 
-def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = None, interventions=None) -> str:
+def model_output(loaded: LoadedModel, text, max_new_tokens: int | None = None, interventions=None) -> str:
     """The model's own greedy output for ``text``, as text: a translation for an
     encoder-decoder (the very one a Run without a target prefix shows: engine.decoding.greedy,
     ``OWN_OUTPUT_TOKENS`` tokens, under the same interventions), a continuation for a decoder,
@@ -234,8 +232,8 @@ def model_output(loaded: LoadedModel, text: str, max_new_tokens: int | None = No
     check_kind(loaded, LoadedModel, "loaded", "a LoadedModel (engine.loading.open_model)")
     if not loaded.generates:
         return ""
-    text = check_prompt(loaded, text, "decode")
+    adapter, text = admitted(loaded, text, "decode")
     n = max_new_tokens or (OWN_OUTPUT_TOKENS if loaded.role == "encoder-decoder" else 24)
     loaded.model.eval()
     with torch.no_grad(), hooks(*(interventions.hooks() if interventions is not None else [])):
-        return greedy_text(adapter_for(loaded), text, n)
+        return greedy_text(adapter, text, n)

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 
 from attnscope.engine.experiments.pairs import FramedPair
-from attnscope.engine.experiments.patching import ATTRIBUTION, Progress, check_interventions, check_points, result_frame
+from attnscope.engine.experiments.patching import (ATTRIBUTION, Progress, check_interventions, check_points,
+                                                  pair_adapter, result_frame)
 from attnscope.engine.experiments.points import (ACTIVATION, HEAD_KIND, HEADS, LOGIT_DIFF, Points, capture, edited,
                                        last_position_only, metric_of)
-from attnscope.engine.adapters import adapter_for
 from attnscope.engine.interventions import Interventions, applied
 from attnscope.engine.traces.base import RunCancelled
 from attnscope.engine.inputs import check_kind
@@ -57,7 +57,7 @@ def attribution_patching(loaded, pair: FramedPair, what=(HEADS,), noising: bool 
     """Yields Progress; returns a PatchResult (method "attribution") shaped as exact patching's."""
     what = check_points(what, loaded.role)
     check_interventions(loaded, pair, interventions)
-    adapter = adapter_for(loaded)
+    adapter = pair_adapter(loaded, pair)
     loaded.model.eval()
     points = Points.of(adapter, {ACTIVATION[w] for w in what})
     base_framed, source_framed = (pair.clean, pair.corrupt) if noising else (pair.corrupt, pair.clean)

@@ -19,10 +19,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnscope.engine.adapters import adapter_for
 from attnscope.engine.experiments.frozen_norms import frozen, norm_eps, norm_scale, subtracts_mean
 from attnscope.engine.experiments.pairs import FramedPair
-from attnscope.engine.experiments.patching import DLA, check_interventions, result_frame
+from attnscope.engine.experiments.patching import DLA, check_interventions, pair_adapter, result_frame
 from attnscope.engine.experiments.points import ATTN_OUT, HEADS, LOGIT_DIFF, MLP_OUT, RESID_PRE, Points, capture, metric_of
 from attnscope.engine.inputs import InputError
 from attnscope.engine.interventions import Interventions
@@ -71,7 +70,7 @@ def direct_logit_attribution(loaded, pair: FramedPair, metric: str = LOGIT_DIFF,
     if metric != LOGIT_DIFF:
         raise InputError("Direct logit attribution splits the logit difference; it has no share of a log-probability.")
     check_interventions(loaded, pair, interventions)
-    adapter = adapter_for(loaded)
+    adapter = pair_adapter(loaded, pair)
     loaded.model.eval()
     points = Points.of(adapter, {HEADS, RESID_PRE, ATTN_OUT, MLP_OUT})
     run = capture(points, pair.clean, interventions=interventions)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnscope.engine.adapters import adapter_for
 from attnscope.engine.adapters.base import Framed
-from attnscope.engine.adapters.chat import check_prompt, not_a_model
+from attnscope.engine.adapters.chat import not_a_model
 from attnscope.engine.adapters.hf_text import byte_labels
 from attnscope.engine.corpora.pairs_file import read_tsv_rows
+from attnscope.engine.decoding.greedy import admitted
 from attnscope.engine.inputs import InputError, check_count, check_optional_text, check_path
 from attnscope.engine.interventions import applied
 from attnscope.engine.interventions.lens import adapter_tokens
@@ -41,6 +41,7 @@ class FramedPair:
     corrupt: Framed
     answers: tuple[int, int]          # (answer id, wrong answer id)
     framed_for: object = field(default=None, repr=False, compare=False)   # the LoadedModel it was framed for
+    adapter: object = field(default=None, repr=False, compare=False)      # the adapter that framed it (its door)
 
     @property
     def tokens(self) -> int:
@@ -113,10 +114,9 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
                          "so there is no answer to patch.")
     if loaded.role == "decoder" and target is not None and target.strip():
         raise InputError("--target is a decoder prefix of an encoder-decoder; a decoder's pair has none.")
-    adapter = adapter_for(loaded)
     # an ndif: model's pair is framed here (its tokenizer) and patched where it is served (experiment)
-    texts = [check_prompt(loaded, pair.clean, "patch (the clean text)", remote=True),
-             check_prompt(loaded, pair.corrupt, "patch (the corrupted text)", remote=True)]
+    adapter, clean_text = admitted(loaded, pair.clean, "patch (the clean text)", remote=True)
+    texts = [clean_text, admitted(loaded, pair.corrupt, "patch (the corrupted text)", remote=True)[1]]
     if loaded.role == "encoder-decoder":
         clean, corrupt = (_with_prefix(adapter, text, target or "") for text in texts)
         side, name = "source", "source"
@@ -131,7 +131,8 @@ def frame_pair(loaded, pair: PromptPair, target: str | None = None) -> FramedPai
     for framed in (clean, corrupt):
         if framed.notes and any("truncated" in n for n in framed.notes):
             raise InputError(f"A text of the pair is longer than {loaded.name} reads: shorten it.")
-    return FramedPair(clean, corrupt, (answer_id(adapter, pair.answer), answer_id(adapter, pair.wrong)), loaded)
+    return FramedPair(clean, corrupt, (answer_id(adapter, pair.answer), answer_id(adapter, pair.wrong)), loaded,
+                      adapter)
 
 
 def _with_prefix(adapter, text: str, prefix: str) -> Framed:
@@ -175,7 +176,7 @@ def answer_texts(loaded, ids) -> list[str]:
     return out
 
 
-def next_tokens(loaded, text: str, k: int = 5, target: str | None = None, keep=(), interventions=None
+def next_tokens(loaded, text, k: int = 5, target: str | None = None, keep=(), interventions=None
                 ) -> list[tuple[int, str, float]]:
     """The ``k`` likeliest next tokens after ``text`` (an encoder-decoder's: after the decoder
     prefix ``target``), then each id of ``keep`` not among them (an answer the user chose;
@@ -185,10 +186,9 @@ def next_tokens(loaded, text: str, k: int = 5, target: str | None = None, keep=(
     import torch
 
     k = check_count(k, "k (the likeliest tokens to list)")
-    text = check_prompt(loaded, text)
+    adapter, text = admitted(loaded, text)          # a Prepared's own: its door was passed once
     if loaded.role == "encoder":
         raise InputError(f"{loaded.name} is an encoder without a language-model head: it predicts no next token.")
-    adapter = adapter_for(loaded)
     framed = _with_prefix(adapter, text, target or "") if loaded.role == "encoder-decoder" else adapter.frame(text)
     with torch.no_grad(), applied(interventions):
         logits = adapter.forward(framed)[0, -1].float()                           # (V,)

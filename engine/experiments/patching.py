@@ -224,7 +224,7 @@ def patched_metrics(points: Points, framed, base: Activations, source: Activatio
 
 def prepared(loaded, pair: FramedPair, what, noising: bool, interventions: Interventions | None = None):
     """(adapter's points, clean activations, corrupt activations), from one forward each."""
-    adapter = adapter_for(loaded)
+    adapter = pair_adapter(loaded, pair)
     loaded.model.eval()
     points = Points.of(adapter, {ACTIVATION[w] for w in what})
     with torch.no_grad():
@@ -236,9 +236,15 @@ def check_interventions(loaded, pair: FramedPair, interventions: Interventions |
     """InputError in one sentence when ``interventions`` do not fit the model or the pair's texts
     (a head it lacks, a knocked-out position past the text): before any forward."""
 
-    adapter = adapter_for(loaded)
+    adapter = pair_adapter(loaded, pair)
     check_fits(interventions, adapter)
     check_fits(interventions, adapter, pair.clean)
+
+
+def pair_adapter(loaded, pair: FramedPair):
+    """The adapter that framed ``pair`` (engine.experiments.pairs.frame_pair: the pair's door,
+    passed once), else ``loaded``'s."""
+    return pair.adapter if pair.adapter is not None else adapter_for(loaded)
 
 
 def takes_means(interventions: Interventions | None) -> bool:

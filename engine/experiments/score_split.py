@@ -22,14 +22,12 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from attnscope.engine.adapters import adapter_for
-from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.decoding.greedy import request
 from attnscope.engine.experiments.patching import Progress
 from attnscope.engine.experiments.stream import SOURCE, TARGET, Reading, asked_call, read, replay, sides_of
 from attnscope.engine.experiments.why_result import BIAS, Loadings, ScoreSplit, Versus
-from attnscope.engine.inputs import InputError, check_callback, check_optional_text
-from attnscope.engine.interventions import applied
+from attnscope.engine.inputs import InputError, check_callback
+from attnscope.engine.interventions.spec import check_fits
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.runtime.free_memory import free_bytes, gib
 from attnscope.engine.seam import Site
@@ -112,13 +110,14 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
     tokens the model reads, specials included (query side and key side of ``kind``)."""
     if not isinstance(loaded, LoadedModel):
         raise InputError(NEEDS_MODEL)
-    text = check_prompt(loaded, text, "split")
     stop = check_callback(stop, "stop")
-    target, pair = check_optional_text(target, "target prefix"), check_optional_text(pair, "second sentence")
     if not isinstance(loadings, bool):
         raise InputError(f"loadings is True or False, not {loadings!r:.40}.")
     loaded.model.eval()
-    adapter = adapter_for(loaded)
+    with torch.no_grad():          # checked once, framed once under the interventions (a Prepared: as given)
+        prepared = request(loaded, text, target, pair, interventions, "split",
+                           fits=lambda adapter: check_fits(interventions, adapter))
+    adapter, framed = prepared.adapter, prepared.framed
     heads = adapter.site_heads()
     kinds = sorted({s.kind for s in heads})
     if kind not in kinds:
@@ -129,8 +128,6 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
     head = _whole(head, f"head of {kind} layer {layer}", heads[site])
     yield Progress(0, 3, "Reading the text")
     with torch.no_grad():
-        with applied(interventions):
-            framed = frame(adapter, text, pair=pair, target=target)
         q_side, k_side = sides_of(kind)
         tokens = {SOURCE: framed.source_tokens, TARGET: framed.target_tokens}
         ids = {SOURCE: framed.source_ids, TARGET: framed.target_ids}

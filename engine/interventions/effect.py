@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnscope.engine.adapters import adapter_for
-from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.decoding.greedy import request
 from attnscope.engine.decoding.session import kl_divergence
-from attnscope.engine.inputs import InputError, check_count, check_optional_text
-from attnscope.engine.interventions.spec import Interventions, applied, check_fits, notes_of
+from attnscope.engine.inputs import check_count
+from attnscope.engine.interventions.lens import check_predicts
+from attnscope.engine.interventions.spec import Interventions, applied, notes_of
 
 
 @dataclass
@@ -41,9 +40,13 @@ class Effect:
         return out
 
 
-def logits_pair(loaded, framed, spec: Interventions) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """(before, after) logits (T, V) float32 of one framed text, and the hooks' notes."""
-    adapter = adapter_for(loaded)
+COMPARE_NEEDS = ("{name} is an encoder: it predicts no next token to compare. Ablate its heads in the window to "
+                 "see its attention change.")
+
+
+def logits_pair(adapter, framed, spec: Interventions) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """(before, after) logits (T, V) float32 of one framed text by ``adapter`` (the
+    request's own), and the hooks' notes."""
     before = adapter.forward(framed)
     with applied(spec) as made:
         after = adapter.forward(framed)
@@ -64,19 +67,14 @@ def intervention_effect(loaded, text: str, spec: Interventions, target: str | No
     an encoder-decoder reading its own translation (no ``target``), at the first step where
     the change makes it choose another token (``first_divergence``). Interventions that do not
     fit the model or the text are refused in one sentence (InputError) before any forward."""
-    text = check_prompt(loaded, text, "compare before and after")
-    target = check_optional_text(target, "target prefix")
+    prepared = request(loaded, text, target, what="compare before and after",    # checked once, framed once
+                       fits=lambda adapter: check_predicts(spec, adapter, None, COMPARE_NEEDS))  # kinds, layers, heads
     k = check_count(k, "k (the likeliest tokens to compare)")
-    if not loaded.generates:
-        raise InputError(f"{loaded.name} is an encoder: it predicts no next token to compare. "
-                         "Ablate its heads in the window to see its attention change.")
+    loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
+    check_predicts(spec, adapter, framed, COMPARE_NEEDS)                   # positions, on this text
     loaded.model.eval()
-    adapter = adapter_for(loaded)
-    check_fits(spec, adapter)                                              # kinds, layers, heads
-    framed = frame(adapter, text, target=target)
-    check_fits(spec, adapter, framed)                                      # positions, on this text
-    before, after, notes = logits_pair(loaded, framed, spec)               # (T, V) each
-    own_output = loaded.role == "encoder-decoder" and target is None
+    before, after, notes = logits_pair(adapter, framed, spec)              # (T, V) each
+    own_output = loaded.role == "encoder-decoder" and prepared.prompt.target is None
     at = first_divergence(before, after) if own_output else before.shape[0] - 1
     pb, pa = torch.softmax(before[at], -1), torch.softmax(after[at], -1)    # (V,)
     top = lambda p: [(int(i), float(p[i])) for i in p.topk(min(k, p.numel())).indices]  # noqa: E731

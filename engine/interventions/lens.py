@@ -18,9 +18,8 @@ import numpy as np
 import torch
 
 from attnscope.engine.adapters import adapter_for
-from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.decoding.greedy import frame
-from attnscope.engine.inputs import InputError, check_count, check_kind, check_optional_text
+from attnscope.engine.decoding.greedy import request
+from attnscope.engine.inputs import InputError, check_count, check_kind
 from attnscope.engine.interventions.spec import Interventions, applied, check_fits
 from attnscope.engine.runtime.modules import handing_back
 from attnscope.engine.seam.hf_attention import first_of
@@ -45,19 +44,13 @@ class Lens:
 def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions | None = None, k: int = 5) -> Lens:
     """The lens of ``text`` (an encoder-decoder's ``target`` is its decoder prefix, else its own
     greedy output), under ``spec`` if given."""
-    text = check_prompt(loaded, text, "read the logit lens")
-    target = check_optional_text(target, "target prefix")
+    prepared = request(loaded, text, target, None, spec, "read the logit lens",  # checked once, framed once
+                       fits=lambda adapter: check_predicts(spec, adapter))     # kinds, layers, heads: no forward yet
     k = check_count(k, "k (the tokens each layer lists)")
-    if not loaded.generates:
-        raise InputError(f"The logit lens reads what a model predicts; {loaded.name} is an encoder "
-                         "and predicts no next token.")
+    loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
+    check_predicts(spec, adapter, framed)                       # positions, on this text
     loaded.model.eval()
-    adapter = adapter_for(loaded)
     blocks = adapter.residual_blocks()
-    check_fits(spec, adapter)                                   # kinds, layers, heads: before any forward
-    with applied(spec):
-        framed = frame(adapter, text, target=target)
-    check_fits(spec, adapter, framed)                           # positions, on this text
     outs: list = []                                             # each block's output, as it returned it
     handles = [b.register_forward_hook(lambda _m, _i, out: outs.append(out)) for b in blocks]
     try:
@@ -83,6 +76,18 @@ def logit_lens(loaded, text: str, target: str | None = None, spec: Interventions
     tok = adapter_tokens(loaded)
     return Lens(list(framed.target_ids), list(framed.target_tokens), ids, torch.stack(top_ps).numpy(),
                 [[tok.tokens(row.tolist()) for row in layer] for layer in ids], torch.stack(finals).numpy())
+
+
+LENS_NEEDS = "The logit lens reads what a model predicts; {name} is an encoder and predicts no next token."
+
+
+def check_predicts(spec: Interventions | None, adapter, framed=None, encoder_says: str = LENS_NEEDS) -> None:
+    """InputError in one sentence when the model predicts no next token (``encoder_says``, its
+    {name} the model's) or ``spec`` does not fit it (check_fits: kinds, layers, heads; given
+    ``framed``, positions too): the lens's and the effect's door after the request's."""
+    if not adapter.loaded.generates:
+        raise InputError(encoder_says.format(name=adapter.loaded.name))
+    check_fits(spec, adapter, framed)
 
 
 def _reader(adapter, blocks, framed, outs: list, final: torch.Tensor):

@@ -16,8 +16,7 @@ import numpy as np
 import torch
 
 from attnscope.engine.adapters import adapter_for
-from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.decoding.greedy import request
 from attnscope.engine.errors import RemoteJobError
 from attnscope.engine.inputs import InputError, check_count
 from attnscope.engine.interventions.lens import Lens, adapter_tokens
@@ -29,16 +28,22 @@ from attnscope.engine.seam.hf_attention import first_of
 TAIL_ATOL = 1e-4            # the last layer read through the tail vs the model's logits, float32
 
 
-def remote_lens(loaded, text: str, spec=None, k: int = 5) -> Lens:
-    """The lens of ``text`` on the ``ndif:`` decoder ``loaded``, under ``spec`` if given, read
-    where it is served (one job)."""
-    text = check_prompt(loaded, text, "read the logit lens", remote=True)
-    k = check_count(k, "k (the tokens each layer lists)")
+def _reads_a_decoder(loaded) -> None:
+    """InputError unless ``loaded`` (or an adapter's model) is a decoder: before any framing."""
+    loaded = getattr(loaded, "loaded", loaded)
     if loaded.role != "decoder":
         raise InputError(f"The logit lens of a model served by NDIF reads a decoder; {loaded.name} is an "
                          f"{loaded.role}.")
+
+
+def remote_lens(loaded, text: str, spec=None, k: int = 5) -> Lens:
+    """The lens of ``text`` on the ``ndif:`` decoder ``loaded``, under ``spec`` if given, read
+    where it is served (one job)."""
+    framed = request(loaded, text, what="read the logit lens", remote=True,    # checked once, framed once
+                     fits=_reads_a_decoder).framed
+    k = check_count(k, "k (the tokens each layer lists)")
+    _reads_a_decoder(loaded)
     session = session_for(loaded)
-    framed = frame(adapter_for(loaded), text)
     check_interventions(spec, loaded, len(framed.target_ids))
     spec = None if spec is None or spec.empty else spec
     blocks, norm, head = tail_paths(loaded, session.ops)

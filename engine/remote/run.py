@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import weakref
 
-from attnscope.engine.adapters import adapter_for
-from attnscope.engine.adapters.chat import check_prompt
-from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.decoding.greedy import request
 from attnscope.engine.errors import RemoteJobError
 from attnscope.engine.inputs import InputError, check_callback
 from attnscope.engine.interventions.spec import malformed, problem
@@ -38,6 +36,14 @@ def session_for(loaded: LoadedModel) -> Session:
     return _sessions[loaded.model]
 
 
+def _reads_decoders(loaded) -> None:
+    """RemoteJobError unless ``loaded`` (or an adapter's model) is a decoder: before any framing."""
+    loaded = getattr(loaded, "loaded", loaded)
+    if loaded.role != "decoder":
+        raise RemoteJobError(f"{loaded.name} is an {loaded.role}; remote Runs read decoders (the language models "
+                             "NDIF serves).")
+
+
 def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS, overview: int = DEFAULT_OVERVIEW,
                  report=None, stop=None, say=None, interventions=None) -> RemoteTrace:
     """Run the ``ndif:`` model ``loaded`` on ``text`` where it is served; ``rows``: how many of
@@ -48,13 +54,10 @@ def trace_remote(loaded: LoadedModel, text: str, rows: int | None = DEFAULT_ROWS
     ``interventions`` (engine.interventions: heads ablated, links knocked out) change the
     forward there, at the same op, through the seam's own hooks; every later job of the trace
     runs with them too, and knocked-out cells read 0."""
-    text = check_prompt(loaded, text, remote=True)
     report, stop, say = check_callback(report, "report"), check_callback(stop, "stop"), check_callback(say, "say")
-    if loaded.role != "decoder":
-        raise RemoteJobError(f"{loaded.name} is an {loaded.role}; remote Runs read decoders (the language models "
-                             "NDIF serves).")
+    framed = request(loaded, text, remote=True, fits=_reads_decoders).framed     # checked once, framed once
+    _reads_decoders(loaded)
     session = session_for(loaded)
-    framed = frame(adapter_for(loaded), text)
     ids = framed.target_ids
     t = len(ids)
     check_remote_interventions(interventions, loaded, t)

@@ -18,16 +18,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnscope.engine.adapters import adapter_for
+from attnscope.engine.adapters import Prepared, adapter_for
 from attnscope.engine.decoding.session import decode_all, model_output
 from attnscope.engine.interventions import Edge, HeadRef, Interventions, applied
 from attnscope.engine.interventions.lens import logit_lens
 from attnscope.engine.kinds import CROSS, DECODER_SELF
+from attnscope.engine.inputs import Prompt
 from attnscope.engine.loading.catalog import open_model
 from attnscope.engine.seam import SeamHook, Site, hooks, recording
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import tiny_folder
 from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.traces import reading
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSLATOR = str(ROOT / "resources/checkpoints/translator.safetensors")
@@ -160,7 +162,7 @@ def test_knockout_cell_is_zero_rows_renormalise_and_equal_a_masked_reference(mod
     q, k, layer = 3, 1, 1
     spec = Interventions().block(Edge(kind, (q,), (k,), (layer,)))
     base, knocked = trace_text(loaded, TEXT), trace_text(loaded, TEXT, interventions=spec)
-    w = knocked.layer(kind, layer)                                          # (H, Tq, Tk)
+    w = reading.layer(knocked, kind, layer)                                          # (H, Tq, Tk)
     assert (w[:, q, k] == 0).all()
     rows = w.sum(-1)
     assert abs(rows[rows > 0] - 1).max() < 1e-5
@@ -171,7 +173,7 @@ def test_knockout_cell_is_zero_rows_renormalise_and_equal_a_masked_reference(mod
     s = rec.calls[Site(kind, layer)].scores()                               # (H, Tq, Tk)
     s[:, q, k] = float("-inf")
     torch.testing.assert_close(torch.from_numpy(w), torch.nan_to_num(torch.softmax(s, -1)), atol=1e-5, rtol=0)
-    assert abs(base.layer(kind, layer)[:, q, k]).max() > 0                  # the edge carried weight before
+    assert abs(reading.layer(base, kind, layer)[:, q, k]).max() > 0                  # the edge carried weight before
     framed = frame(adapter, TEXT)
     with torch.no_grad(), hooks(_RenormalisedWeights(Site(kind, layer), q, k)):
         reference = adapter.forward(framed)[0].float()
@@ -234,15 +236,14 @@ def test_lens_computes_each_block_once_and_reads_each_layer_as_the_models_own_fo
             expected.append(torch.softmax(adapter.forward(framed)[0].float(), -1).topk(5, -1))
         swap.remove()
     adapter.final_norm()                                             # found once per model, by a forward of its own
-    import attnscope.engine.interventions.lens as lens_module
-    monkeypatch.setattr(lens_module, "frame", lambda *_a, **_k: framed)  # its own greedy output: framed above
+    prepared = Prepared(Prompt.of(TEXT), adapter, framed)           # its own greedy output: framed above, once
     block_class = type(blocks[0])
     computed = []
     real = block_class.forward
     mine = {id(b) for b in blocks}                                   # T5's encoder blocks are T5Blocks too
     monkeypatch.setattr(block_class, "forward",
                         lambda self, *a, **k: computed.append(id(self) in mine) or real(self, *a, **k))
-    lens = logit_lens(loaded, TEXT)
+    lens = logit_lens(loaded, prepared)
     assert sum(computed) == len(blocks)                              # each block once, whatever follows it
     for layer, top in enumerate(expected):
         assert (lens.top_ids[layer] == top.indices.numpy()).all(), layer
@@ -391,10 +392,10 @@ def test_value_weighted_trace_rows_are_shares_of_alpha_times_norm(models):
     call = rec.calls[Site(DECODER_SELF, 2)]
     from attnscope.engine.traces.value_weighted import value_norms
 
-    expected = plain.layer(DECODER_SELF, 2) * value_norms(call, adapter.output_projection(call.site)[0]).numpy()[:, None]
+    expected = reading.layer(plain, DECODER_SELF, 2) * value_norms(call, adapter.output_projection(call.site)[0]).numpy()[:, None]
     expected /= expected.sum(-1, keepdims=True)
-    assert abs(vw.layer(DECODER_SELF, 2) - expected).max() < 1e-5
-    assert abs(vw.layer(DECODER_SELF, 2) - plain.layer(DECODER_SELF, 2)).max() > 1e-3
+    assert abs(reading.layer(vw, DECODER_SELF, 2) - expected).max() < 1e-5
+    assert abs(reading.layer(vw, DECODER_SELF, 2) - reading.layer(plain, DECODER_SELF, 2)).max() > 1e-3
     assert vw.kinds == plain.kinds and vw.target_tokens == plain.target_tokens
 
 

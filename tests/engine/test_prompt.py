@@ -57,3 +57,58 @@ def test_a_plain_text_is_checked_once_on_its_way_in(monkeypatch):
     monkeypatch.setattr(adapters_base, "check_prompt", counted)
     trace_text(loaded, "the big dog")
     assert len(calls) == 1
+
+
+def _door_shut(monkeypatch) -> list:
+    """check_prompt made to fail wherever an entry point could reach it; the calls it got."""
+    import attnscope.engine.decoding.greedy as greedy
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        raise AssertionError("the door was reopened")
+    for module in (adapters_base, adapters_chat, greedy):
+        monkeypatch.setattr(module, "check_prompt", counted)
+    return calls
+
+
+@pytest.mark.parametrize("family", ["gpt", "translator"])
+def test_every_converted_door_given_a_prepared_request_does_not_check_again(family, monkeypatch):
+    """The decoding session, the model's output, the next tokens of a pair, the effect of an
+    intervention, the logit lens and why a head attends each read the prepared request's
+    checked text, adapter and framing, and never call check_prompt again (issue 54)."""
+    from attnscope.engine.decoding.records import DecodeSettings
+    from attnscope.engine.decoding.session import DecodeSession, decode_all, model_output
+    from attnscope.engine.experiments.pairs import next_tokens
+    from attnscope.engine.experiments.score_split import why
+    from attnscope.engine.interventions import HeadRef, Interventions
+    from attnscope.engine.interventions.effect import intervention_effect
+    from attnscope.engine.interventions.lens import logit_lens
+    from attnscope.engine.kinds import DECODER_SELF
+
+    loaded = random_model(family)
+    prepared = request(loaded, Prompt.of("the big dog sees the cat ."))
+    calls = _door_shut(monkeypatch)
+    settings = DecodeSettings(max_new_tokens=3)
+    assert DecodeSession(loaded, prepared, settings).prompt_tokens
+    assert decode_all(loaded, prepared, settings).steps
+    assert isinstance(model_output(loaded, prepared, 3), str)
+    assert len(next_tokens(loaded, prepared, k=2)) >= 2
+    spec = Interventions(ablated=((HeadRef(DECODER_SELF, 0, 0), "zero"),))
+    assert intervention_effect(loaded, prepared, spec, k=2).after
+    assert logit_lens(loaded, prepared, k=2).n_layers >= 1
+    t = len(prepared.framed.target_ids)
+    assert why(loaded, prepared, DECODER_SELF, 0, 0, t - 1, 0) is not None
+    assert calls == []
+
+
+def test_a_prompt_given_to_a_door_is_checked_for_the_model_once(monkeypatch):
+    """A Prompt (checked as text) still meets the model's door once: a chat for a model that
+    reads none is refused in one sentence, whatever entry point it reaches."""
+    from attnscope.engine.decoding.session import model_output
+
+    loaded = random_model("gpt")
+    with pytest.raises(InputError) as err:
+        model_output(loaded, Prompt.of(Chat.of("hello there")), 3)
+    assert "chat" in str(err.value)
