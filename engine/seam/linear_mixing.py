@@ -206,7 +206,7 @@ def attach(model, probe) -> list[str]:
     probe. Returns the notes a user reads: which layers are drawn as effective attention, and any whose
     mixing cannot be drawn exactly."""
     if not install(model):
-        return []
+        return _unseen_layers(model)
     found: list = []
     token = _FOUND.set(found)
     try:
@@ -229,12 +229,33 @@ def attach(model, probe) -> list[str]:
         module.attnscope_mixing_site = site
         kinds[call.mixer.what] = kinds.get(call.mixer.what, 0) + 1
         drawn += 1
+    notes += _unseen_layers(model)
     if drawn:
         which = " and ".join(f"{n} {what}" for what, n in kinds.items())
         notes.append(f"Effective attention: {drawn} linear-attention layer{'s' if drawn > 1 else ''} ({which}) drawn "
                      "as the matrix each mixes its values with, o[t] = sum over s of M[t, s] v[s], computed by the "
                      "layer's own function; not a softmax: cells can be negative and rows need not sum to 1.")
     return notes
+
+
+def _unseen_layers(model) -> list[str]:
+    """One sentence naming the decoder layers in which no module reached the seam, softmax or linear (a
+    state-space scan or a convolution written inline in the model's own forward, Jamba's Mamba layers,
+    LFM2's convolutions): what each mixes cannot be drawn exactly. The layers are the model's one list
+    of as many modules as the config has layers; none found, nothing said."""
+    n = getattr(model.config.get_text_config(), "num_hidden_layers", None)
+    layers = next((m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n), None)
+    if not isinstance(n, int) or layers is None:
+        return []
+    seen = lambda m: getattr(m, "attnscope_site", None) is not None or getattr(m, "attnscope_mixing_site", None) is not None  # noqa: E731
+    unseen = [(i, type(layer).__name__) for i, layer in enumerate(layers) if not any(seen(m) for m in layer.modules())]
+    if not unseen:
+        return []
+    said = ", ".join(f"{i} ({name})" for i, name in unseen)
+    plural = "s" if len(unseen) > 1 else ""
+    return [f"Layer{plural} {said} of {n} mix{'' if plural else 'es'} tokens in code of the model's own that reaches no "
+            f"seam (a state-space scan or convolution written inline): this layer's mixing cannot be drawn exactly, "
+            "so it is not drawn; the softmax layers are."]
 
 
 def _error(call: MixingCall, out) -> float | None:

@@ -175,3 +175,14 @@ def test_a_saved_recording_leaves_effective_attention_out_and_says_so(loaded, tm
     assert back.kinds == [DECODER_SELF]
     assert any("Effective attention is not in this recording" in n for n in back.notes)
     np.testing.assert_allclose(reading.layer(back, DECODER_SELF, 0), reading.layer(trace, DECODER_SELF, 0), atol=1e-6)
+
+
+def test_a_layer_whose_mixing_reaches_no_seam_is_said_by_number(tmp_path):
+    """Jamba's Mamba layer runs its scan inline: it is named as not drawn exactly; its softmax layer is drawn."""
+    from attnscope.engine.loading.catalog import open_model
+    from attnscope.engine.traces.tracing import trace_text
+
+    loaded = open_model(str(build(tmp_path, "jamba", "decoder")), "cpu")
+    said = [n for n in loaded.meta["notes"].split(". ") if "cannot be drawn exactly" in n]
+    assert len(said) == 1 and said[0].startswith("Layer 0 (JambaMambaDecoderLayer) of 2"), loaded.meta["notes"]
+    assert trace_text(loaded, TEXT).kinds == [DECODER_SELF]
