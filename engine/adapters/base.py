@@ -285,6 +285,13 @@ class Adapter:
         (value-weighted attention)."""
         raise NotImplementedError
 
+    def gated_projection(self, site: Site):
+        """(the output projection module, Hq) where ``site``'s heads reach it through an
+        elementwise gate, so a head's output is read and patched at that module's input;
+        None where the projection reads the seam's output as it is (every family but the
+        gated ones, engine.adapters.output_gates)."""
+        return None
+
 
 class Stepper:
     """Feeds new tokens to a model, keeping its cache. ``step`` returns the next-token logits

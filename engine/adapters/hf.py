@@ -16,6 +16,7 @@ import torch
 from attnscope.engine.adapters.base import Adapter, Framed, Stepper, calls_of, newest_rows, own_output, without_byte_pieces
 from attnscope.engine.adapters.hf_text import HFTokens, cache_field, hf_eos_id, readable_tokens, unknown_pieces_note
 from attnscope.engine.adapters.chat import chat_ids, end_ids
+from attnscope.engine.adapters.output_gates import find_gates
 from attnscope.engine.inputs import Chat, InputError, keep_end, within_reach
 from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from attnscope.engine.seam import SeamHook, hooks
@@ -58,10 +59,18 @@ class HFAdapter(Adapter):
     def output_projection(self, site):
         """Found, not named (o_proj, c_proj, out_proj, o, dense ...): in one small forward, the
         matrix whose input is exactly the heads' merged output at ``site``."""
+        return self._found_projections()[0][site]
+
+    def gated_projection(self, site):
+        """(the projection module, Hq) where ``site``'s heads reach it through an elementwise
+        gate (Qwen3.5: o_proj((p·v) ⊙ σ(g)), engine.adapters.output_gates), else None."""
+        return self._found_projections()[1].get(site)
+
+    def _found_projections(self) -> tuple[dict, dict]:
         found = self.__dict__.get("_projections")
         if found is None:
             found = self._projections = find_projections(self)
-        return found[site]
+        return found
 
     def unembedding(self):
         return self.model.get_output_embeddings()
@@ -133,8 +142,10 @@ class _MergedOutputs(SeamHook):
 
 @torch.no_grad()
 def find_projections(adapter) -> dict:
-    """Site -> (W_O (D, Hq * Dv), bias or None), by matching every 2-D weight's input (forward
-    hooks, one forward on a few plain tokens) against the heads' merged output."""
+    """(site -> (W_O (D, Hq * Dv), bias or None), gated: site -> (projection, Hq)), by matching
+    every 2-D weight's input (forward hooks, one forward on a few plain tokens) against the
+    heads' merged output; where none equals it, a second forward asks which reads it through
+    an elementwise gate (engine.adapters.output_gates)."""
     model = adapter.model
     candidates = [m for m in model.modules() if getattr(m, "weight", None) is not None and m.weight.dim() == 2
                   and not isinstance(m, torch.nn.Embedding)]
@@ -152,7 +163,7 @@ def find_projections(adapter) -> dict:
     finally:
         for h in handles:
             h.remove()
-    out = {}
+    out, pending = {}, {}
     for site, value in merged.merged.items():
         for m in candidates:
             if any(x.shape == value.shape and torch.equal(x, value) for x in inputs.get(id(m), [])):
@@ -160,9 +171,17 @@ def find_projections(adapter) -> dict:
                 out[site] = (m.weight.T if conv1d else m.weight, getattr(m, "bias", None))
                 break
         else:
-            raise InputError(f"{adapter.loaded.name}: no output projection reads the heads of {site}, so "
-                             "value-weighted attention cannot be computed for it.")
-    return out
+            pending[site] = [m for m in candidates if len(inputs.get(id(m), [])) == 1
+                             and inputs[id(m)][0].shape == value.shape and m.weight.shape[-1] == value.shape[-1]]
+    gated = find_gates(lambda: adapter.forward(framed), pending, inputs) if pending else {}
+    for site in pending:
+        if site not in gated:
+            raise InputError(f"{adapter.loaded.name}: no output projection reads the heads of {site}, so their "
+                             "outputs cannot be carried into the residual stream (value-weighted attention, direct "
+                             "logit attribution, Why).")
+        m = gated[site][0]
+        out[site] = (m.weight, getattr(m, "bias", None))
+    return out, gated
 
 
 class HFEncoderAdapter(HFAdapter):

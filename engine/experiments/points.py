@@ -2,7 +2,8 @@
 
 Each point is where the adapter says it is (no table of module names): a head's output is
 the seam's ``output`` at its decoder self-attention site (B, H, T, Dv), before the output
-projection mixes the heads; the residual stream before layer l is the input of the adapter's
+projection mixes the heads (where a gate multiplies it first, Qwen3.5's (p·v) ⊙ σ(g), the
+gated output at the projection's input: adapter.gated_projection); the residual stream before layer l is the input of the adapter's
 block l (B, T, D); a layer's attention output and MLP output are the outputs of its attention
 module and MLP module (B, T, D). ``edited`` installs one function per (point, layer) that
 sees the batch's tensor and returns it, changed or not: capturing a run, patching a batch of
@@ -121,13 +122,26 @@ def _first_input(fn: Callable) -> Callable:
     return hook
 
 
+def _gated_heads(fn: Callable, heads: int) -> Callable:
+    """A gated projection's input (B, T, H * Dv), (p·v) ⊙ σ(g) merged, seen by ``fn`` as the
+    heads' outputs (B, H, T, Dv) and put back merged (engine.adapters.output_gates)."""
+    def hook(_module, args):
+        x = args[0]
+        z = fn(x.unflatten(-1, (heads, -1)).transpose(1, 2))                 # (B, H, T, Dv)
+        return (z.transpose(1, 2).reshape(x.shape), *args[1:])
+    return hook
+
+
 @contextlib.contextmanager
 def edited(points: Points, fns: dict[tuple[str, int], Callable]):
     """Inside: each (activation, layer)'s tensor passes its function during the forward."""
     handles, seam = [], {}
     try:
         for (act, layer), fn in fns.items():
-            if act in HEAD_KIND:
+            gate = points.adapter.gated_projection(Site(HEAD_KIND[act], layer)) if act in HEAD_KIND else None
+            if gate is not None:                    # the heads' gated output, at the projection's input
+                handles.append(gate[0].register_forward_pre_hook(_gated_heads(fn, gate[1])))
+            elif act in HEAD_KIND:
                 seam[Site(HEAD_KIND[act], layer)] = fn
             elif act == RESID_PRE:
                 handles.append(points.blocks[layer].register_forward_pre_hook(_first_input(fn)))

@@ -58,6 +58,8 @@ class Parts:
     projected: dict[Site, tuple[torch.nn.Module, torch.Tensor, torch.Tensor | None]] = field(default_factory=dict)
     #   site -> (its attention module, W_O (D, H * Dv), bias): the sites whose module applies its own
     #   output projection, so the replay can hand back the module's output without computing it
+    gated: dict[Site, tuple[torch.nn.Module, int]] = field(default_factory=dict)
+    #   site -> (its projection, H) where a gate multiplies the heads' output first (Qwen3.5)
 
     @classmethod
     def of(cls, adapter) -> "Parts":
@@ -90,7 +92,8 @@ class Parts:
             w_o, bias = adapter.output_projection(site)
             if any(p.data_ptr() == w_o.data_ptr() for p in module.parameters()):
                 projected[site] = (module, w_o, bias)
-        return cls(norms, embeddings, list(adapter.position_adders()), mlps, last, role, projected)
+        gated = {site: g for site in adapter.site_modules() if (g := adapter.gated_projection(site)) is not None}
+        return cls(norms, embeddings, list(adapter.position_adders()), mlps, last, role, projected, gated)
 
 
 class _Sides:
@@ -243,6 +246,15 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
         elif isinstance(out, tuple) and out and all(r is None for r in out[1:]):
             reading.handed[by_module[id(module)]] = len(out) - 1
 
+    def on_gated(site, heads):
+        """A gated site's heads' outputs as its projection reads them, (p·v) ⊙ σ(g): what each
+        head adds to the stream (engine.adapters.output_gates)."""
+        def hook(_module, args):
+            side = QUERY_SIDE[site.kind]
+            z = args[0].unflatten(-1, (heads, -1)).transpose(1, 2)             # (B, H, T, Dv)
+            reading.heads[site] = z[0][:, at[side]].detach()
+        return hook
+
     def on_norm(module, args, _out):
         side = sides.now()
         z = _positions(args[0], at[side], lengths[side], "norm")
@@ -265,6 +277,9 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
             for site, (m, _, _) in parts.projected.items():
                 if site != target:
                     keep(m.register_forward_hook(on_site))
+            for site, (m, heads) in parts.gated.items():
+                if site != target:
+                    keep(m.register_forward_pre_hook(on_gated(site, heads)))
             reader = _Reader(target, reading, enc_dec)
             with applied(interventions), hooks(reader):
                 adapter.forward(framed, last_only=True)
@@ -306,7 +321,7 @@ class _Replayer(SeamHook):
 
     def __init__(self, target: Site, reading: Reading, index: dict, at: dict, copies: int, enc_dec: bool):
         self.target, self.reading, self.index, self.at, self.copies = target, reading, index, at, copies
-        self.enc_dec, self.qk = enc_dec, None
+        self.enc_dec, self.qk, self.gated = enc_dec, None, {}
 
     def see(self, call):
         if call.site == self.target:
@@ -320,6 +335,9 @@ class _Replayer(SeamHook):
         return True
 
     def output(self, call, out):                                       # (C, H, |P|, Dv)
+        if call.site in self.gated:
+            raise InputError(f"The heads of {call.site} reach the stream through a gate their module does not "
+                             "hand back whole, so their parts of the scores cannot be split.")
         side = QUERY_SIDE[call.site.kind]
         real = self.reading.heads[call.site][:, self.at[side]]          # (H, |P|, Dv)
         new = torch.zeros_like(out)
@@ -399,6 +417,7 @@ def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[i
         return out
 
     seam = _Replayer(target, reading, index, picks, copies, enc_dec)
+    seam.gated = parts.gated
     handed = [site for site in reading.handed if site in parts.projected]
     modules = [m for m, _ in parts.embeddings.values()] + [m for m, _, _ in parts.mlps.values()] \
         + [parts.projected[site][0] for site in handed]

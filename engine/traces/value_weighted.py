@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnscope.engine.inputs import InputError
 from attnscope.engine.seam import AttentionCall
 from attnscope.engine.traces import reading
 from attnscope.engine.traces.base import AttentionTrace, array_block
@@ -70,6 +71,11 @@ class ValueWeightedTrace(AttentionTrace):
 def value_weighted(trace, calls: dict, adapter) -> ValueWeightedTrace:
     """``trace`` (from the recorded ``calls``: kind -> calls by layer, values kept) as value-weighted
     attention; W_O of each site from ``adapter.output_projection``."""
+    gated = [site for site in adapter.site_modules() if adapter.gated_projection(site) is not None]
+    if gated:         # the output is sum_j alpha_ij (v_j ⊙ g_i) W_O: each query scales each value its own way
+        raise InputError(f"{adapter.loaded.name}: the heads of {gated[0]} reach their output projection through "
+                         "a gate read from each query, so a key's value has no one norm and value-weighted "
+                         "attention cannot be drawn (their weights can).")
     norms = {}
     for kind, layer_calls in calls.items():
         tk = trace.shape(kind)[3]
