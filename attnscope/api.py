@@ -163,7 +163,7 @@ def trace(model: Any, text: str, target: str | None = None, pair: str | None = N
           value_weighted: bool = False) -> Trace:
     """``model``'s attention on ``text`` (engine.traces.trace_text: the trace the views read).
     ``target``: a translator's target prefix; ``pair``: BERT's second sentence."""
-    from attnscope.engine.inputs import InputError
+    from attnscope.engine.inputs import InputError, Prompt
     from attnscope.engine.loading.loaded import LoadedModel
     from attnscope.engine.traces import trace_text
 
@@ -171,4 +171,4 @@ def trace(model: Any, text: str, target: str | None = None, pair: str | None = N
         raise InputError(f"attnscope.trace takes a model from attnscope.load, not a {type(model).__name__}.")
     if not isinstance(text, str):
         raise InputError(f"attnscope.trace takes the text as a str, not a {type(text).__name__}.")
-    return Trace(trace_text(model, text, target=target, pair=pair, value_weighted=value_weighted))
+    return Trace(trace_text(model, Prompt.of(text, target, pair), value_weighted=value_weighted))   # checked once

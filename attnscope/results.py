@@ -26,18 +26,18 @@ def _model(model: Any, who: str):
     return model
 
 
-def _text(text: Any, who: str, chat: bool = False, system: str | None = None):
-    """The text as the engine's doors take it: a str, or with ``chat`` a user's turn in the
-    model's own chat template (an engine Chat is passed on as it is)."""
-    from attnscope.engine.inputs import Chat, InputError
+def _prompt(text: Any, who: str, what: str, chat: bool = False, system: str | None = None,
+            target: str | None = None, pair: str | None = None):
+    """The request as the engine's doors take it, built and checked once (engine.inputs.Prompt:
+    ``what`` names the action in a refusal): a str, or with ``chat`` a user's turn in the
+    model's own chat template (an engine Chat or Prompt is passed on as it is)."""
+    from attnscope.engine.inputs import Chat, InputError, Prompt
 
-    if isinstance(text, Chat):
-        return text
-    if not isinstance(text, str):
+    if not isinstance(text, (str, Chat, Prompt)):
         raise InputError(f"attnscope.{who} takes the text as a str, not a {type(text).__name__}.")
     if system is not None and not chat:
         raise InputError("A system turn belongs to a chat: pass chat=True too.")
-    return Chat.of(text, system=system) if chat else text
+    return Prompt.of(Chat.of(text, system=system) if chat and isinstance(text, str) else text, target, pair, what)
 
 
 def model_notes(loaded) -> dict:
@@ -89,10 +89,10 @@ def why(model, text, layer: int, head: int, query: int, key: int, *, kind: str |
     from attnscope.engine.experiments import why as split_of
 
     loaded = _model(model, "why")
-    body = _text(text, "why", chat, system)
     check_target(loaded, target)
+    prompt = _prompt(text, "why", "split", chat, system, target)
     kind = kind or ("encoder self" if loaded.role == "encoder" else "decoder self")
-    split = split_of(loaded, body, kind, layer, head, query, key, versus=versus, loadings=loadings, target=target)
+    split = split_of(loaded, prompt, kind, layer, head, query, key, versus=versus, loadings=loadings)
     return WhyAnswer(split, model_notes(loaded))
 
 
@@ -117,10 +117,10 @@ def lens(model, text, *, target: str | None = None, chat: bool = False, system: 
     from attnscope.engine.remote import remote_lens, remote_of
 
     loaded = _model(model, "lens")
-    body = _text(text, "lens", chat, system)
     check_predicting(loaded, "the logit lens")
     check_target(loaded, target)
-    read = remote_lens(loaded, body) if remote_of(loaded) is not None else logit_lens(loaded, body, target=target)
+    prompt = _prompt(text, "lens", "read the logit lens", chat, system, target)
+    read = remote_lens(loaded, prompt) if remote_of(loaded) is not None else logit_lens(loaded, prompt)
     layers = [{"layer": layer, "top": [[[int(i), float(p)] for i, p in zip(ids, ps)]
                                        for ids, ps in zip(read.top_ids[layer], read.top_p[layer])]}
               for layer in range(read.n_layers)]
@@ -148,13 +148,13 @@ def intervene(model, text, interventions, *, target: str | None = None, chat: bo
     from attnscope.engine.interventions import Interventions, intervention_effect
 
     loaded = _model(model, "intervene")
-    body = _text(text, "intervene", chat, system)
     if not isinstance(interventions, Interventions):
         raise InputError(f"attnscope.intervene takes an Interventions (attnscope.engine.interventions), not a "
                          f"{type(interventions).__name__}.")
     check_predicting(loaded, "comparing them before and after (the window ablates an encoder's heads and shows "
                              "its attention change)")
-    effect = intervention_effect(loaded, body, interventions, target=target)
+    prompt = _prompt(text, "intervene", "compare before and after", chat, system, target)
+    effect = intervention_effect(loaded, prompt, interventions)
     return InterventionAnswer(loaded.name, interventions.describe(), effect, model_notes(loaded))
 
 
@@ -245,14 +245,14 @@ def record(model, text, path, *, target: str | None = None, pair: str | None = N
     from attnscope.engine.adapters.hf_dense import check_seam
 
     loaded = _model(model, "record")
-    body = _text(text, "record", chat, system)
     check_seam(loaded, "a recording")      # a fallback's trace holds weights only: no queries and keys to save
     out = recording_target(path)     # before the Run: never over a user's file
+    prompt = _prompt(text, "record", "run", chat, system, target, pair)
     if remote_of(loaded) is not None:
         tell = say or (lambda line: print(line, file=sys.stderr))
-        raw = trace_remote(loaded, body, rows=None, say=tell).whole_recording()
+        raw = trace_remote(loaded, prompt, rows=None, say=tell).whole_recording()
     else:
-        raw = trace_text(loaded, body, target=target, pair=pair)
+        raw = trace_text(loaded, prompt)
     written = save_recording(raw, out)
     return RecordAnswer(written, written.stat().st_size, {k: list(raw.shape(k)) for k in raw.kinds}, list(raw.notes))
 

@@ -47,10 +47,12 @@ def run(args) -> int:
 
 
 def _compare_two(a, b, args) -> int:
+    from attnscope.engine.inputs import Prompt
     from attnscope.engine.inspection import compare_traces
     from attnscope.engine.traces import trace_text
 
-    ta, tb = trace_text(a, args.text, pair=args.pair), trace_text(b, args.text, pair=args.pair)
+    prompt = Prompt.of(args.text, pair=args.pair)          # checked once, for both models
+    ta, tb = trace_text(a, prompt), trace_text(b, prompt)
     shared = [k for k in ta.kinds if k in tb.kinds]
     if not shared:
         say(f"{a.name} and {b.name} have no kind of attention in common.")

@@ -57,7 +57,7 @@ SAY_ESTIMATE_S = 5         # a drawing estimated longer says so (one line) and s
 
 
 def run(args) -> int:
-    from attnscope.engine.inputs import InputError
+    from attnscope.engine.inputs import InputError, Prompt
     from attnscope.engine.remote import remote_of, trace_remote
     from attnscope.engine.traces import trace_text
 
@@ -80,11 +80,11 @@ def run(args) -> int:
         if loaded is None:
             return BAD_INPUT
         try:
+            prompt = Prompt.of(body, args.target, args.pair)             # checked once
             if remote_of(loaded) is not None and not args.value_weighted:   # ndif:MODEL: one nnsight job
-                trace = trace_remote(loaded, body, say=say)
+                trace = trace_remote(loaded, prompt, say=say)
             else:
-                trace = trace_text(loaded, body, target=args.target, pair=args.pair,
-                                   value_weighted=args.value_weighted)
+                trace = trace_text(loaded, prompt, value_weighted=args.value_weighted)
         except InputError as exc:
             say(exc)
             return BAD_INPUT

@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from attnscope.engine.decoding import DecodeSettings, decode_all
-    from attnscope.engine.inputs import InputError, unknown_words
+    from attnscope.engine.inputs import InputError, Prompt, unknown_words
 
     body = text_of(args)
     loaded = open_or_explain(args.checkpoint, args.device or "auto")
@@ -55,7 +55,7 @@ def run(args) -> int:
     settings = DecodeSettings(strategy=args.strategy, beam_width=args.beam_width, temperature=args.temperature,
                               top_k=args.top_k, top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens)
     try:
-        result = decode_all(loaded, body, settings)
+        result = decode_all(loaded, Prompt.of(body, what="decode"), settings)     # checked once
     except InputError as exc:
         say(exc)
         return BAD_INPUT
