@@ -206,6 +206,8 @@ class RecordedTrace(AttentionTrace):
         tq, tk = self.piece_span(kind)
         rows, cols = slice(*rows.indices(tq)), slice(*cols.indices(tk))
         call, heads = self.calls[kind][layer], list(heads)
+        if self._effective(kind):              # the layer's own function on one-hot values, this block's columns
+            return call.mixing(self.batch_index, heads, rows, cols)
         lse = self.row_lse(kind, layer)
         if lse is not None:
             s = call.scores(self.batch_index, heads, rows, cols)                 # (h, r, c)
@@ -254,7 +256,7 @@ class RecordedTrace(AttentionTrace):
         ``keys`` (Tk,) bool: the keys that may be chosen. Returns (keys (h, r, k) int64, weights
         (h, r, k) float32, leftover (h, r) float32), or None where this trace reads its heads
         another way (word-merged, computed whole)."""
-        if self._reads_whole(kind, layer) or self.groups:
+        if self._reads_whole(kind, layer) or self.groups or self._effective(kind):
             return None
         tq, tk = self.piece_span(kind)
         start, stop, _ = rows.indices(tq)
@@ -309,14 +311,15 @@ class RecordedTrace(AttentionTrace):
         """Whether this layer is read from whole heads (computed at once, cached, or merged
         into words while a layer of pieces fits LAYER_BYTES) rather than from the recording a
         block at a time (``_merged_block`` for a long trace merged into words)."""
-        if kind in self._dense or (kind, layer) in self._layers or self._effective(kind):
+        if kind in self._dense or (kind, layer) in self._layers:
             return True
         pq, pk = self.piece_span(kind)
-        return bool(self.groups) and self.shape(kind)[1] * pq * pk * 4 <= LAYER_BYTES
+        return (bool(self.groups) or self._effective(kind)) and self.shape(kind)[1] * pq * pk * 4 <= LAYER_BYTES
 
     def _effective(self, kind: str) -> bool:
         """Whether ``kind`` is a linear layer's effective attention (engine.seam.linear_mixing): no softmax,
-        so its layers are computed whole by the layer's own function, never from scores and a log-sum-exp."""
+        so its layers (whole where one fits LAYER_BYTES, else a block at a time) are computed by the
+        layer's own function, never from scores and a log-sum-exp."""
         return bool(getattr(self.calls[kind][0], "effective", False))
 
     def row_lse(self, kind: str, layer: int) -> torch.Tensor | None:

@@ -186,3 +186,20 @@ def test_a_layer_whose_mixing_reaches_no_seam_is_said_by_number(tmp_path):
     said = [n for n in loaded.meta["notes"].split(". ") if "cannot be drawn exactly" in n]
     assert len(said) == 1 and said[0].startswith("Layer 0 (JambaMambaDecoderLayer) of 2"), loaded.meta["notes"]
     assert trace_text(loaded, TEXT).kinds == [DECODER_SELF]
+
+
+def test_a_long_trace_reads_effective_attention_a_block_at_a_time(loaded, monkeypatch):
+    """Past one layer at once (LAYER_BYTES lowered here), blocks come from the layer's own function on
+    one-hot values of their columns alone: the same cells as the whole layer."""
+    import attnscope.engine.traces.recorded as recorded
+    from attnscope.engine.traces import reading
+    from attnscope.engine.traces.tracing import trace_text
+
+    whole = reading.weights(trace_text(loaded, TEXT), EFFECTIVE)[0]           # (H, T, T) read whole
+    monkeypatch.setattr(recorded, "LAYER_BYTES", 64)
+    monkeypatch.setattr(recorded.RecordedTrace, "densify", lambda self, *a, **k: self)   # nothing held whole
+    trace = trace_text(loaded, TEXT)
+    T = trace.shape(EFFECTIVE)[2]
+    assert trace.recording.strongest_keys(EFFECTIVE, 0, [0], slice(0, T), 3) is None   # read through blocks
+    blocked = trace.block(EFFECTIVE, 0, [0, 2], slice(3, T), slice(1, 9)).cpu().numpy()
+    np.testing.assert_allclose(blocked, whole[[0, 2], 3:, 1:9], atol=1e-6)
