@@ -20,7 +20,7 @@ def _statistics_list() -> str:
 
 
 KINDS = """
-<h3>The three kinds of attention</h3>
+<h3>The kinds of attention</h3>
 <ul>
 <li><b>encoder self</b>: every token of the input looks at every token of the input (BERT, the
 translator's encoder). Nothing is hidden.</li>
@@ -29,6 +29,11 @@ translator's encoder). Nothing is hidden.</li>
 its maps is exactly 0.</li>
 <li><b>cross</b>: every output token looks at the input tokens (encoder-decoder models: a
 translator, T5, BART). This is where the alignment between the two sentences shows.</li>
+<li><b>effective attention</b>: a hybrid's linear-attention or Mamba-2 layers (Qwen3.5,
+Qwen3-Next, Bamba, Granite 4, Falcon-H1) have no softmax, but each output token is still a
+weighted sum of the earlier tokens' values: the matrix of those weights, computed exactly by
+the layer's own function. It is not a softmax: cells can be negative (drawn as 0, read signed
+in Head detail) and rows need not sum to 1.</li>
 </ul>
 """
 
