@@ -18,7 +18,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from attnscope.engine.adapters import reads_chat
-from attnscope.engine.inputs import Chat
+from attnscope.engine.inputs import Chat, Prompt
 from attnscope.engine.interventions import Interventions
 from attnscope.engine.loading import LoadedModel
 from attnscope.engine.traces import AttentionTrace
@@ -55,6 +55,7 @@ class AppState(QObject):
         self.pair: str = ""                  # BERT: optional segment B
         self.chat: bool = False              # the text is a user's turn, read through the model's chat template
         self.system: str = ""                # with chat: the system turn before it ("": none)
+        self.typed: Prompt | None = None     # the Prompt the Run on screen read (set_prompt), all of the above
         self.device: str = "auto"
         self.colormap: str = "viridis"
         self.dark: bool = False
@@ -81,12 +82,18 @@ class AppState(QObject):
         hands this to the engine and compares it with what its result was computed for."""
         return self.as_prompt(self.text)
 
-    def set_prompt(self, text: str, target: str = "", pair: str = "", chat: bool = False, system: str = "") -> None:
-        """The input a Run read (its words, target, pair and chat form) becomes the state's;
-        the chat form only for a model that reads chats (engine.adapters.chat.reads_chat)."""
-        chat = chat and reads_chat(self.loaded)
-        self.text, self.target, self.pair = text, target, pair
-        self.chat, self.system = chat, (system if chat else "")
+    def set_prompt(self, prompt: Prompt | None) -> None:
+        """The Prompt a Run read (the input bar's, checked once) becomes the state's, and with it
+        the words, target, pair and chat form every view derives its request from (None: no
+        text); the chat form only for a model that reads chats (engine.adapters.chat.reads_chat)."""
+        self.typed = prompt
+        if prompt is None:
+            self.text, self.target, self.pair, self.chat, self.system = "", "", "", False, ""
+            return
+        turns = dict(prompt.text.turns) if isinstance(prompt.text, Chat) else {"user": prompt.text}
+        self.chat = prompt.chat and reads_chat(self.loaded)
+        self.text, self.system = turns["user"], (turns.get("system", "") if self.chat else "")
+        self.target, self.pair = prompt.target or "", prompt.pair or ""
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.loaded = loaded

@@ -9,7 +9,10 @@ imported by the engine modules they call, inside them: building the window impor
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
+from attnscope.engine.inputs import Prompt
 from attnscope.engine.loading import catalog
 from attnscope.engine.runtime import SPREAD, available_devices, pick_device
 
@@ -35,10 +38,23 @@ def move_model(loaded, device: str):
     return loaded.to(pick_device(device))
 
 
-def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = False, report=None, stop=None,
+@dataclass(frozen=True)
+class RunAsk:
+    """One Run as the window asks it: the model, the input bar's Prompt (checked once), word
+    merging, the interventions and the measure. Two equal asks are one Run: the same one on its
+    way is not started again (gui.window.main_window.run)."""
+    loaded: Any
+    prompt: Prompt
+    merge_subwords: bool = False
+    interventions: Any = None
+    value_weighted: bool = False
+
+
+def timed_trace(loaded, prompt: Prompt, merge_subwords: bool = False, report=None, stop=None,
                 interventions=None, value_weighted=False, say=None):
-    """A Run: (trace, seconds), its progress (attention sites passed) reported, stopped on Esc. An
-    ``ndif:`` model's Run, interventions included, is one nnsight job (engine.remote); ``say``
+    """A Run of ``prompt`` (its target and pair with it, checked once by the input bar): (trace,
+    seconds), its progress (attention sites passed) reported, stopped on Esc. An ``ndif:``
+    model's Run, interventions included, is one nnsight job (engine.remote); ``say``
     (thread-safe) hears what it and the trace's later jobs bring back before they go."""
     from attnscope.engine.remote import model_dims, remote_of, trace_remote
     from attnscope.engine.traces import trace_text
@@ -47,10 +63,10 @@ def timed_trace(loaded, text, target: str, pair: str, merge_subwords: bool = Fal
     start = time.perf_counter()
     if remote_of(loaded) is not None:        # the rows and pixels the overview draws come with the Run
         layers, heads, _, _ = model_dims(loaded)
-        trace = trace_remote(loaded, text, rows=EXACT_TOKENS, overview=tile_pixels(layers, heads), report=report,
+        trace = trace_remote(loaded, prompt, rows=EXACT_TOKENS, overview=tile_pixels(layers, heads), report=report,
                              stop=stop, interventions=interventions, say=say)
         return trace, time.perf_counter() - start
-    trace = trace_text(loaded, text, target=target or None, pair=pair or None, merge_subwords=merge_subwords,
+    trace = trace_text(loaded, prompt, merge_subwords=merge_subwords,
                        report=report, stop=stop, interventions=interventions, value_weighted=value_weighted)
     return trace, time.perf_counter() - start
 

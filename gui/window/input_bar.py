@@ -1,6 +1,6 @@
 """The input bar above the heads: the text, a target or a pair, the chat form, Run, live, device.
 
-It says what is typed (``typed``) and when to run (``run_asked``: Enter, the Run button, a
+It says what is asked (``prompt``: one engine.inputs.Prompt, checked once) and when to run (``run_asked``: Enter, the Run button, a
 changed chat form or word merging, and ``LIVE_DELAY_MS`` after an edit while "live" is on);
 the window decides what a Run is. Which fields show follows the model (``fit_to``): a target
 for an encoder-decoder, a pair and word merging for BERT-like encoders, the chat form for a
@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QVBoxLayout, QWidget)
 
 from attnscope.engine.adapters import reads_chat
+from attnscope.engine.inputs import Chat, Prompt
 from attnscope.gui.settings import remember_folder, start_folder
 from attnscope.gui.widgets.text_box import TextBox
 from attnscope.gui.worker import error_message
@@ -120,11 +121,14 @@ class InputBar(QWidget):
         self._show_chat()
         self.run_asked.emit()
 
-    def typed(self) -> tuple[str, str, str, bool, str]:
-        """What the bar asks for: text, target, pair, chat on, system turn."""
-        chat = self.chat_on()
-        return (self.text_edit.text(), self.target_edit.text(), self.pair_edit.text(), chat,
-                self.system_edit.text() if chat else "")
+    def prompt(self) -> Prompt:
+        """What the bar asks a Run to read, checked once (engine.inputs.Prompt; InputError in one
+        sentence for no text or text that is not valid Unicode): the text (with the chat form on,
+        the user's turn after the system turn, none when blank), the target prefix and the pair."""
+        text = self.text_edit.text()
+        if self.chat_on():
+            text = Chat.of(text, self.system_edit.text() if self.system_edit.text().strip() else None)
+        return Prompt.of(text, self.target_edit.text(), self.pair_edit.text())
 
     def fit_to(self, loaded) -> None:
         """The fields ``loaded`` reads: a target (encoder-decoder), a pair (encoder), word merging

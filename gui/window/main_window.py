@@ -21,6 +21,7 @@ from PySide6.QtGui import QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWindow, QMessageBox, QVBoxLayout,
                                QWidget)
 
+from attnscope.engine.inputs import InputError
 from attnscope.engine.loading import catalog
 from attnscope.gui.window import engine_calls
 from attnscope.gui.window import trace_export
@@ -38,7 +39,7 @@ from attnscope.gui.window.output_row import OutputRow
 from attnscope.gui.window.recordings import Recordings
 from attnscope.gui.window.remote_fetches import RemoteFetches, shown_notes as remote_fetches_notes
 from attnscope.gui.settings import app_settings, remember_folder, start_folder
-from attnscope.gui.state import AppState, prompt_of
+from attnscope.gui.state import AppState
 from attnscope.gui.window.status_line import StatusLine
 from attnscope.gui.theme import apply_font, apply_theme, restyle_plots, tint
 from attnscope.gui.views.head_grid import HeadGrid
@@ -69,7 +70,7 @@ class MainWindow(QMainWindow):
         self.help_dialog: HelpDialog | None = None
         self.error_box: QMessageBox | None = None
         self.last_forward_s: float | None = None
-        self._running: tuple | None = None         # the request the Run in flight computes (never started twice)
+        self._running: engine_calls.RunAsk | None = None   # the Run in flight (never started twice)
         self.docks: dict[str, QDockWidget] = {}
         self.views: dict[str, QWidget] = {}
         # The window's jobs, each a module of its own; the window answers for them by these names.
@@ -167,27 +168,27 @@ class MainWindow(QMainWindow):
         if loaded is None:
             return
         self.input_bar.live_timer.stop()
-        typed = self.input_bar.typed()
-        if not typed[0].strip():   # said once, here; the old text's heads and output go
+        try:
+            prompt = self.input_bar.prompt()      # checked once, here: no text, or text that is not Unicode
+        except InputError as exc:                 # said once, here; the old text's heads and output go
             self.supersede()
             self.run_jobs.cancel()
-            self.state.set_prompt(*typed)
+            self.state.set_prompt(None)
             self.state.set_trace(None)
             self.state.set_output("")
             self.state.end_request()
-            self.banner.setText("There is no text to run: type a sentence first.")
+            self.banner.setText(str(exc))
             self.banner.setVisible(True)
             return
-        merge = loaded.is_hf and self.input_bar.merge_box.isChecked()
-        request = (loaded, *typed, merge, self.state.interventions, self.state.value_weighted)
-        if self.run_jobs.busy and request == self._running:
+        ask = engine_calls.RunAsk(loaded, prompt, loaded.is_hf and self.input_bar.merge_box.isChecked(),
+                                  self.state.interventions, self.state.value_weighted)
+        if self.run_jobs.busy and ask == self._running:
             return
-        self._running = request
+        self._running = ask
         self.supersede()
-        text, target, pair, chat, system = typed
-        self.run_jobs.start(engine_calls.timed_trace, loaded, prompt_of(text, chat, system), target, pair, merge,
-                            interventions=self.state.interventions, value_weighted=self.state.value_weighted,
-                            say=self.opening.remote_notices.said.emit, on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, typed),
+        self.run_jobs.start(engine_calls.timed_trace, loaded, prompt, ask.merge_subwords,
+                            interventions=ask.interventions, value_weighted=ask.value_weighted,
+                            say=self.opening.remote_notices.said.emit, on_yielded=self._run_progress, on_returned=lambda result: self._trace_done(result, prompt),
                             on_error=lambda _exc: self.state.end_request())
 
     def supersede(self) -> None:
@@ -212,12 +213,12 @@ class MainWindow(QMainWindow):
             self.state.end_request()
             self.statusBar().showMessage("Run stopped; the heads on screen are the last finished Run's.", 6000)
 
-    def _trace_done(self, result, typed: tuple[str, str, str, bool, str]) -> None:
+    def _trace_done(self, result, prompt) -> None:
         """The Run's trace is in: the input it read becomes the state's (the text, target, pair
         and chat form every view derives its prompt from), then the model writes its output for it."""
         trace, seconds = result
         self.last_forward_s = seconds
-        self.state.set_prompt(*typed)
+        self.state.set_prompt(prompt)
         self.state.set_trace(trace)
         self.state.end_request()
         self.status_line.time_label.setText(f"forward {seconds * 1000:.0f} ms")

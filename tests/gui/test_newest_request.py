@@ -80,8 +80,8 @@ def test_the_same_run_asked_twice_while_it_runs_is_started_once(window, qtbot, m
     gate, texts = threading.Event(), []
     real = attnscope.gui.window.engine_calls.timed_trace
 
-    def gated(loaded, text, *args, **kwargs):
-        texts.append(text)
+    def gated(loaded, text, *args, **kwargs):      # text: the input bar's Prompt, checked once
+        texts.append(text.text)
         gate.wait(20)
         return real(loaded, text, *args, **kwargs)
 

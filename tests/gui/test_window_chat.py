@@ -81,7 +81,7 @@ def test_toggling_chat_or_editing_the_system_turn_is_a_new_prompt(window_on, fol
     assert decoding.history == []              # the plain text's steps are another prompt's
     seen = []
     real = attnscope.gui.window.engine_calls.timed_trace
-    monkeypatch.setattr(attnscope.gui.window.engine_calls, "timed_trace", lambda loaded, text, *a, **k: (seen.append(text),
+    monkeypatch.setattr(attnscope.gui.window.engine_calls, "timed_trace", lambda loaded, text, *a, **k: (seen.append(text.text),
                                                                                         real(loaded, text, *a, **k))[1])
     w.input_bar.system_edit.setText("be brief")
     w.input_bar.system_edit.textEdited.emit("be brief")     # as typed: live re-runs

@@ -89,8 +89,8 @@ def test_ten_quick_runs_compute_only_the_newest(window, qtbot, monkeypatch):
     gate, texts = threading.Event(), []
     real = attnscope.gui.window.engine_calls.timed_trace
 
-    def slow_first(loaded, text, *args, **kwargs):
-        texts.append(text)
+    def slow_first(loaded, text, *args, **kwargs):  # text: the input bar's Prompt, checked once
+        texts.append(text.text)
         if len(texts) == 1:
             gate.wait(10)
         return real(loaded, text, *args, **kwargs)
