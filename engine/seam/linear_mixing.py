@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from attnscope.engine.kinds import EFFECTIVE
+from attnscope.engine.runtime.blocks import score_block_bytes
 from attnscope.engine.seam.attend import _HOOKS
 from attnscope.engine.seam.call import Site
 from attnscope.engine.seam.recorder import Recorder
@@ -53,7 +54,7 @@ MIXERS = {
 # How far M @ v may be from the function's own output on the probe, as a share of its largest magnitude,
 # by the values' dtype (the one-hot calls run in float32; half precision rounds the model's own).
 TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
-COLUMN_BYTES = 64 * 2**20      # one-hot values per call of the function, at most
+TEMPORARIES = 8                # the function's copies of its values (beta-scaled, solved, per chunk ...), about
 
 _FOUND: ContextVar[list | None] = ContextVar("attnscope_mixing_discovery", default=None)
 
@@ -112,7 +113,8 @@ class MixingCall:
         out = torch.zeros(len(heads), r1 - r0, c1 - c0, device=device)
         steps = r1                                                        # the steps the rows depend on
         args = {n: _steps(t, batch, t_all, b, steps) for n, t in self.args.items()}
-        width = max(1, COLUMN_BYTES // (4 * max(1, steps) * n_heads * 8))
+        # one-hot columns per call: the device's block budget (engine.runtime.blocks) over the values' copies
+        width = max(1, score_block_bytes(device, "view") // (4 * max(1, steps) * n_heads * TEMPORARIES))
         for start in range(c0, min(c1, steps), width):
             stop = min(c1, steps, start + width)
             v = torch.zeros(1, steps, n_heads, stop - start, device=device)   # one-hot: column j is key start + j
