@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from attnscope.engine.errors import first_line
 from attnscope.engine.kinds import EFFECTIVE
 from attnscope.engine.runtime.blocks import score_block_bytes
 from attnscope.engine.seam.attend import _HOOKS
@@ -206,9 +207,22 @@ def attach(model, probe) -> list[str]:
     """Find the layers that mix through a wrapped function (``probe()`` runs the model's probe forward),
     give each its Site (EFFECTIVE, call order) and check M @ v against the function's output on the
     probe. Returns the notes a user reads: which layers are drawn as effective attention, and any whose
-    mixing cannot be drawn exactly."""
+    mixing cannot be drawn exactly. A failure here never costs the softmax layers: no linear layer is
+    drawn, and the note says why in one sentence."""
     if not install(model):
         return _unseen_layers(model)
+    try:
+        return _attach(model, probe)
+    except Exception as exc:        # a family whose function is called otherwise: said, the model still opens
+        for module in model.modules():
+            if getattr(module, "attnscope_mixing_site", None) is not None:
+                module.attnscope_mixing_site = None
+        return [f"The linear layers' effective attention could not be computed ({first_line(exc, 120)}), so they "
+                "are not drawn; the softmax layers are."] + _unseen_layers(model)
+
+
+def _attach(model, probe) -> list[str]:
+    """``attach`` once the functions are wrapped."""
     found: list = []
     token = _FOUND.set(found)
     try:

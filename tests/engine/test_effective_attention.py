@@ -203,3 +203,19 @@ def test_a_long_trace_reads_effective_attention_a_block_at_a_time(loaded, monkey
     assert trace.recording.strongest_keys(EFFECTIVE, 0, [0], slice(0, T), 3) is None   # read through blocks
     blocked = trace.block(EFFECTIVE, 0, [0, 2], slice(3, T), slice(1, 9)).cpu().numpy()
     np.testing.assert_allclose(blocked, whole[[0, 2], 3:, 1:9], atol=1e-6)
+
+
+def test_a_failure_of_effective_attention_never_costs_the_softmax_layers(tmp_path, monkeypatch):
+    """A mixing function that cannot be replayed (here: it breaks on one-hot values) is said in one
+    sentence at load; the model opens and its softmax layers are drawn."""
+    from attnscope.engine.loading.catalog import open_model
+    from attnscope.engine.seam import linear_mixing
+    from attnscope.engine.traces.tracing import trace_text
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("no one-hot values here")
+    monkeypatch.setattr(linear_mixing.MixingCall, "mixing", broken)
+    loaded = open_model(str(build(tmp_path, "qwen3_5_text", "decoder")), "cpu")
+    assert "effective attention could not be computed (no one-hot values here)" in loaded.meta["notes"]
+    assert "Layer 0 (Qwen3_5DecoderLayer) of 2" in loaded.meta["notes"]
+    assert trace_text(loaded, TEXT).kinds == [DECODER_SELF]
