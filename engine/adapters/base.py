@@ -181,6 +181,11 @@ class Adapter:
             layers = [[own[id(m)] for m in child.modules() if id(m) in own] for child in lst]
             if all(len(x) == 1 for x in layers) and [x[0] for x in layers] == list(range(len(own))):
                 return list(lst)
+            if own and all(len(x) <= 1 for x in layers) and [y for x in layers for y in x] == list(range(len(own))):
+                bare = next(i for i, x in enumerate(layers) if not x)     # a hybrid: linear or state-space blocks
+                raise InputError(f"{self.loaded.name}'s block {bare} holds no softmax attention (a linear or "
+                                 "state-space layer), and the logit lens, patching, direct logit attribution and "
+                                 "Why read one softmax layer per block, so they cannot split this hybrid yet.")
         raise InputError(f"{self.loaded.name} has no decoder blocks the logit lens can read "
                          "(it needs a model that predicts tokens: a decoder or an encoder-decoder).")
 

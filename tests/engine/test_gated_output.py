@@ -182,3 +182,17 @@ def test_value_weighted_attention_is_refused_naming_the_gate(qwen):
     with pytest.raises(InputError, match="gate") as caught:
         trace_text(qwen, TEXT, value_weighted=True)
     assert "\n" not in str(caught.value)
+
+
+def test_a_hybrid_with_linear_blocks_is_refused_for_its_true_reason(tmp_path):
+    """The default Qwen3.5 (a gated-delta-net block, then a gated softmax block): its gate is
+    found, and the per-block experiments say the hybrid is why, in one sentence."""
+    from attnscope.engine.experiments.dla import direct_logit_attribution
+    from tools.family_sweep import build
+
+    loaded = open_model(str(build(tmp_path, "qwen3_5_text", "decoder")), "cpu")
+    adapter = adapter_for(loaded)
+    assert [adapter.gated_projection(s) is not None for s in adapter.site_modules()] == [True]
+    with pytest.raises(InputError, match="block 0 holds no softmax attention.*hybrid") as caught:
+        direct_logit_attribution(loaded, frame_pair(loaded, PAIR))
+    assert "\n" not in str(caught.value)
