@@ -129,6 +129,7 @@ class OptionsBinding:
 
     def __init__(self, view: QWidget, cls: type[ViewOptions], settings: QSettings):
         self.view, self.cls, self.settings = view, cls, settings
+        view.option_binding = self          # before the saved options show: a redraw they start reads them here
         cls.restore(settings).show(view)
         for widget in cls.widget_names().values():
             changed_signal(getattr(view, widget)).connect(self._changed)
@@ -150,8 +151,7 @@ def bind_options(view: QWidget, cls: type[ViewOptions], settings: QSettings | No
     """Bind ``cls`` to ``view``'s widgets (``view.option_binding``), the saved options shown."""
     from attnscope.gui.settings import app_settings
 
-    view.option_binding = OptionsBinding(view, cls, settings if settings is not None else app_settings())
-    return view.option_binding
+    return OptionsBinding(view, cls, settings if settings is not None else app_settings())   # view.option_binding
 
 
 def reset_view_options(views, settings: QSettings | None = None) -> None:

@@ -240,9 +240,10 @@ class DecodingPanel(QWidget):
             w.setVisible(strategy == "sample")
 
     def settings(self) -> DecodeSettings:
-        return DecodeSettings(strategy=self.strategy.currentText(), beam_width=self.beam_width.value(),
-                              length_penalty=self.length_penalty.value(), temperature=self.temperature.value(),
-                              top_k=self.top_k.value(), top_p=self.top_p.value(), seed=self.seed.value())
+        """The session's settings, from the view's options (DecodingOptions: what the widgets show)."""
+        o = self.option_binding.options
+        return DecodeSettings(strategy=o.strategy, beam_width=o.beam_width, length_penalty=o.length_penalty,
+                              temperature=o.temperature, top_k=o.top_k, top_p=o.top_p, seed=o.seed)
 
     # ---- stepping ---------------------------------------------------------------------------
     def reset(self) -> None:

@@ -338,9 +338,9 @@ class HeadDetail(PreparedView, QWidget):
     def drawing_job(self):
         if self.trace is None or self.kind is None:
             return None
-        return (detail_drawing, self.trace, self.kind, self.layer, self.head, self.agg_box.currentText(),
-                self.hide_special.isChecked(), self.threshold.value(), self.normalise.isChecked(),
-                self.log_box.isChecked())
+        options = self.option_binding.options      # HeadDetailOptions: what the widgets show, read once
+        return (detail_drawing, self.trace, self.kind, self.layer, self.head, options.how, options.hide_special,
+                options.threshold, options.normalise, options.log_colour)
 
     def clear_drawing(self) -> None:
         self.image.clear()

@@ -144,7 +144,8 @@ class HeadGrid(PreparedView, QWidget):
         drawn = self.drawing
         # The same trace and kind again (log colour, a threshold): its pooled tiles are reused, not pooled anew.
         pooled = drawn.thumbs if drawn is not None and drawn.trace is self.trace and drawn.kind == self.kind else None
-        return overview_drawing, self.trace, self.kind, self.threshold.value(), self.log_box.isChecked(), pooled
+        options = self.option_binding.options      # OverviewOptions: what the widgets show, read once
+        return overview_drawing, self.trace, self.kind, options.threshold, options.log_colour, pooled
 
     def drawing_progress(self, record) -> None:
         _, done, total = record      # a passing state: said in the readout, not kept as the tooltip

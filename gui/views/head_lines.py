@@ -386,10 +386,11 @@ class HeadLines(PreparedView, QWidget):
         trace = self.state.trace
         if trace is None or self.kind is None:
             return None
-        pair_mode = self.pair_filter.currentText() if self.pair_filter.isVisibleTo(self) else "all"
-        return (lines_drawing, trace, self.kind, self.state.layer, self.heads(), self.threshold.value(),
-                self.normalise.isChecked(), self.hide_special.isChecked(), pair_mode, self.focus,
-                self.keys_per_query.value(), self.top_cache)
+        options = self.option_binding.options      # HeadLinesOptions: what the widgets show, read once
+        pair_mode = options.pair_filter if self.pair_filter.isVisibleTo(self) else "all"
+        return (lines_drawing, trace, self.kind, self.state.layer, self.heads(), options.threshold,
+                options.normalise, options.hide_special, pair_mode, self.focus, options.keys_per_query,
+                self.top_cache)
 
     def clear_drawing(self) -> None:
         for c in self._curves:

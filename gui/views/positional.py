@@ -463,12 +463,12 @@ class PositionalLab(PreparedView, QWidget):
     def drawing_job(self) -> tuple:
         """The worker's job, always one (the formula needs no model): the position part, and the
         tables while the ones on screen are stale. A newer job supersedes one still waiting."""
-        position = PositionSettings(self.position.value(), self.k.value(), self.depth.value(), self.d_model.value(),
-                                    self.n_positions.value(), self.base.value())
+        o = self.option_binding.options        # PositionalOptions: the lab's knobs, read once
+        position = PositionSettings(self.position.value(), o.k, o.depth, o.d_model, o.n_positions, o.base)
         tables = None
         if self._tables_stale:
-            tables = TableSettings(self.d_model.value(), self.n_positions.value(), self.base.value(),
-                                   self.use_model.isChecked(), self.state.loaded, self.state.prompt)
+            tables = TableSettings(o.d_model, o.n_positions, o.base, o.use_model, self.state.loaded,
+                                   self.state.prompt)
         return lab_drawing, position, tables
 
     def apply_drawing(self, drawing: LabDrawing) -> None:

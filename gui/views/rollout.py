@@ -179,7 +179,7 @@ class RolloutView(PreparedView, QWidget):
         trace, kind = self.state.trace, self.shown_kind()
         if trace is None or kind not in trace.kinds:
             return None
-        return rollout_drawing, trace, kind, self.shown_layer(kind), self.mode.currentText()
+        return rollout_drawing, trace, kind, self.shown_layer(kind), self.option_binding.options.mode
 
     def clear_drawing(self) -> None:
         self.matrix = None

@@ -230,13 +230,15 @@ class TrainingPanel(QWidget):
 
     # ---- running --------------------------------------------------------------------------
     def config(self) -> TrainConfig:
-        steps = self.steps_box.value()
-        config = TrainConfig(size=self.size.currentText(), steps=steps, lr=self.lr.value(),
+        """The run's config, from the view's options (TrainingOptions: what the widgets show)."""
+        o = self.option_binding.options
+        steps = o.steps
+        config = TrainConfig(size=o.size, steps=steps, lr=o.lr,
                              warmup=min(300, max(1, steps // 10)), report_every=5 if steps < 2000 else 10,
-                             eval_every=max(10, steps // 10), probe_every=self.probe_every.value(),
+                             eval_every=max(10, steps // 10), probe_every=o.probe_every,
                              probe_text=self.probe_text.text().strip() or None,
-                             batch_size=32 if self.size.currentText() == "tiny" else 64)
-        if self.family.currentText() == "gpt":   # the bundled GPT's way, so induction heads can form
+                             batch_size=32 if o.size == "tiny" else 64)
+        if o.family == "gpt":   # the bundled GPT's way, so induction heads can form
             config = replace(config, vocab_size=GPT_RECIPE["vocab_size"], batch_size=GPT_RECIPE["batch_size"],
                              repeat_fraction=GPT_RECIPE["repeat_fraction"])
         return config
@@ -257,7 +259,7 @@ class TrainingPanel(QWidget):
         self.status.setText("Preparing the corpus and the tokenizer…")
         self._started = time.perf_counter()
         corpus = self.corpus.text().strip() or None
-        self.jobs.start(training_run, self.family.currentText(), corpus, config, self.state.device or "auto",
+        self.jobs.start(training_run, self.option_binding.options.family, corpus, config, self.state.device or "auto",
                         on_yielded=self._progress, on_returned=self._finished,
                         on_error=self._failed, on_finished=self._update_buttons)
         self._update_buttons()
