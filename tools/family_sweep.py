@@ -199,7 +199,7 @@ def compare(folder: Path, role: str) -> dict:
 
     from attnscope.engine.errors import ModelLoadError
     from attnscope.engine.inputs import InputError
-    from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
+    from attnscope.engine.kinds import CROSS, DECODER_SELF, EFFECTIVE, ENCODER_SELF
     from attnscope.engine.loading.catalog import open_model
     from attnscope.engine.adapters import adapter_for
     from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, frame
@@ -229,7 +229,8 @@ def compare(folder: Path, role: str) -> dict:
         else:
             ref = {DECODER_SELF: reference(input_ids=torch.tensor([framed.target_ids]), output_attentions=True).attentions}
     worst, compared, notes = 0.0, 0, []
-    for kind in trace.kinds:
+    effective = trace.shape(EFFECTIVE)[0] if EFFECTIVE in trace.kinds else 0   # checked against its layer at load
+    for kind in (k for k in trace.kinds if k != EFFECTIVE):
         theirs = [a for a in (ref.get(kind) or ()) if isinstance(a, torch.Tensor)]
         ours = reading.weights(trace, kind)                                      # (L, H, Tq, Tk)
         if len(theirs) != ours.shape[0]:
@@ -247,7 +248,10 @@ def compare(folder: Path, role: str) -> dict:
     config = loaded.model.config.get_text_config()
     layers = getattr(config, "num_hidden_layers", None)
     if isinstance(layers, int) and role == "decoder" and compared < layers:   # a hybrid's other layers
-        notes.append(f"{layers - compared} of {layers} layers not softmax attention (linear or state-space)")
+        drawn = f", {effective} drawn as effective attention" if effective else ""
+        notes.append(f"{layers - compared} of {layers} layers not softmax attention (linear or state-space{drawn})")
+    elif effective:                     # Falcon-H1: a Mamba-2 mixer beside attention in every layer
+        notes.append(f"{effective} linear mixers beside attention drawn as effective attention")
     exact = "dense" if loaded.meta.get("dense") else "exact"     # drawn from its own eager weights (hf_dense)
     if not compared:
         return {"class": "nothing compared", "diff": None, "note": "; ".join(notes) or "no softmax layer compared"}

@@ -26,6 +26,8 @@ EXPECTED = {
 }
 # Falcon-H1 is not here: its Mamba-2 mixer runs beside attention in every layer.
 HYBRIDS = ("qwen3_next", "bamba", "granitemoehybrid", "jamba", "qwen3_5_text")
+# Their linear layers drawn as effective attention (engine.seam.linear_mixing): gated delta net, Mamba-2.
+EFFECTIVE = ("qwen3_next", "bamba", "granitemoehybrid", "qwen3_5_text", "falcon_h1")
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +48,4 @@ def test_each_family_is_exact_or_refused_in_one_sentence(root, family):
         assert words in note and "\n" not in note and note.rstrip().endswith(".")
     if family in HYBRIDS:     # the tiny model held a softmax layer and a linear or state-space one
         assert "not softmax attention" in row["note"], row
+    assert ("drawn as effective attention" in row["note"]) == (family in EFFECTIVE), row
