@@ -8,7 +8,10 @@ and the neuron view) and may replace scores, weights or a head's output (interve
 Without an editing hook the output comes from the fused kernel, never from eager.
 
 Our ``MultiHeadAttention`` calls ``attend`` directly; Hugging Face models reach it through
-one function registered with transformers' ``AttentionInterface`` (``hf_attention``).
+one function registered with transformers' ``AttentionInterface`` (``hf_attention``). A hybrid's
+linear-attention and Mamba-2 layers reach it through the module-level function transformers mixes
+their values with, wrapped where it is defined (``linear_mixing``): kept by the same Recorder, drawn
+as their effective attention (kind ``effective attention``, not a softmax).
 """
 from attnscope.engine.seam.attend import SeamHook, attend, hooks
 from attnscope.engine.seam.call import AttentionCall, Site
