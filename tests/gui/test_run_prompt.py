@@ -32,3 +32,31 @@ def test_the_state_holds_one_prompt_and_its_fields_follow_it(qtbot):
     state.set_prompt(None)
     assert state.typed is None and (state.text, state.pair) == ("", "")
 
+
+
+
+def test_a_views_job_is_built_from_its_options_object_not_its_widgets():
+    """Each job builder reads the view's options object (view.option_binding.options) and no
+    widget: asked on a stand-in that has the options and no widgets at all, it builds the job."""
+    from types import SimpleNamespace
+
+    from attnscope.gui.views.decoding import DecodingOptions, DecodingPanel
+    from attnscope.gui.views.head_detail import HeadDetail, HeadDetailOptions
+    from attnscope.gui.views.head_grid import HeadGrid, OverviewOptions
+    from attnscope.gui.views.training import TrainingOptions, TrainingPanel
+
+    def bare(options, **fields):
+        return SimpleNamespace(option_binding=SimpleNamespace(options=options), **fields)
+
+    s = DecodingPanel.settings(bare(DecodingOptions(strategy="sample", seed=7, top_k=40)))
+    assert (s.strategy, s.seed, s.top_k) == ("sample", 7, 40)
+    c = TrainingPanel.config(bare(TrainingOptions(family="gpt", size="small", steps=900, lr=0.002, probe_every=25),
+                                  probe_text=SimpleNamespace(text=lambda: "a probe")))
+    assert (c.size, c.steps, c.lr, c.probe_every, c.probe_text) == ("small", 900, 0.002, 25, "a probe")
+    trace = object()
+    job = HeadDetail.drawing_job(bare(HeadDetailOptions(how="max of heads", threshold=0.1, log_colour=True),
+                                      trace=trace, kind="decoder self", layer=1, head=2))
+    assert job[1:] == (trace, "decoder self", 1, 2, "max of heads", False, 0.1, False, True)
+    job = HeadGrid.drawing_job(bare(OverviewOptions(threshold=0.3, log_colour=True), trace=trace, kind="decoder self",
+                                    drawing=None))
+    assert job[1:] == (trace, "decoder self", 0.3, True, None)
