@@ -22,7 +22,7 @@ import torch
 
 from attnscope.engine.adapters import adapter_for
 from attnscope.engine.atlas.corpus import corpus_files, documents, fingerprint
-from attnscope.engine.atlas.forward import HeadNorms, atlas_kind, record, side_ids
+from attnscope.engine.atlas.forward import HeadNorms, atlas_kind, probe_meta, record, side_ids
 from attnscope.engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
 from attnscope.engine.atlas.similarity import ROWS, fold_gram, similarity_rows
 from attnscope.engine.inspection import statistics
@@ -63,11 +63,11 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
         state = load_state(out)
         _check_same(state, loaded, corpus_path, length, top, samples, out)
     else:
-        probe = record(adapter, framed, kind)
+        probe, facts = probe_meta(adapter, framed, kind)                   # the widest head, layers left out
         meta = dict(model=loaded.name, family=loaded.family, kind=kind, layers=len(probe), heads=probe[0].q.shape[1],
-                    kv_heads=probe[0].k.shape[1], head_dim=probe[0].q.shape[3], corpus=corpus_path,
+                    kv_heads=probe[0].k.shape[1], corpus=corpus_path,
                     corpus_fingerprint=fingerprint(corpus_path), length=length, framing=framing, top=top,
-                    samples=samples, docs_asked=docs)
+                    samples=samples, docs_asked=docs, **facts)
         state = AtlasState.empty(meta)
     _check_fits(state, loaded.device, loaded.name)
     norms = HeadNorms(adapter, kind, state.meta["layers"])
@@ -219,10 +219,11 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
     tk = call.k.shape[2]
     offset = tk - tq
     root = math.sqrt(call.scale)
+    dh = call.q.shape[3]                                                        # this layer's own (Gemma 4)
     for slot, pos in new_sample:                                                # (H, Dh) each, as in q.k * scale
-        a["sample.q"][layer, :, slot] = (call.q[0, :, pos].float() * root).cpu().numpy()
+        a["sample.q"][layer, :, slot, :dh] = (call.q[0, :, pos].float() * root).cpu().numpy()
         kv = torch.arange(H, device=dev) // call.group
-        a["sample.k"][layer, :, slot] = (call.k[0, kv, pos + offset].float() * root).cpu().numpy()
+        a["sample.k"][layer, :, slot, :dh] = (call.k[0, kv, pos + offset].float() * root).cpu().numpy()
     mine = [(h, pos, slot) for l, h, slot, pos in new_top if l == layer]
     sample = [(h, pos, slot) for slot, pos in new_sample for h in range(H)]
     wanted = {kind: tuple(np.array(col, np.int64) for col in zip(*rows)) for kind, rows in

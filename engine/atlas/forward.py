@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from attnscope.engine.inputs import InputError
-from attnscope.engine.kinds import QUERY_SIDE
+from attnscope.engine.kinds import DECODER_SELF, EFFECTIVE, ENCODER_SELF, QUERY_SIDE
 from attnscope.engine.seam import SeamHook, Site, hooks, recording
 
 
@@ -41,15 +41,45 @@ class HeadNorms(SeamHook):
 
 
 def atlas_kind(loaded) -> str:
-    """The self-attention kind an atlas reads: a decoder's, or an encoder's."""
-    if loaded.role == "encoder-decoder":
-        raise InputError(f"{loaded.name} is an encoder-decoder; the atlas reads one self-attention stack "
-                         "(a decoder or an encoder) for now.")
+    """The self-attention kind an atlas reads: a decoder's, an encoder's, or an encoder-decoder's
+    encoder (where the document is read, every key seen; its decoder runs teacher-forced on the same
+    text, and its self and cross attention are not in the atlas). A hybrid's linear or state-space
+    layers (effective attention) are left out: every statistic assumes a softmax distribution, and
+    ``probe_meta`` says how many were skipped."""
     if loaded.meta.get("dense"):        # nothing reaches the seam's recorder (engine.adapters.hf_dense)
         from attnscope.engine.adapters.hf_dense import needs_seam
 
         raise needs_seam(loaded.name, "the atlas")
-    return loaded.kinds[0]
+    if loaded.role == "encoder-decoder" and ENCODER_SELF in loaded.kinds:
+        return ENCODER_SELF
+    softmax = [k for k in loaded.kinds if k in (ENCODER_SELF, DECODER_SELF)]
+    if not softmax:
+        raise InputError(f"{loaded.name} has no softmax self-attention layer; the atlas's statistics are of "
+                         "softmax distributions, so it cannot build one.")
+    return softmax[0]
+
+
+def probe_meta(adapter, framed, kind: str) -> tuple[list, dict]:
+    """The calls of ``kind`` on a short probe, and what the atlas's file says of their shape: the
+    widest head (Gemma 4's layers differ; narrower ones are padded with zeros in the Q/K sample,
+    which a centred PCA ignores) and the effective-attention layers left out."""
+    with recording(lse=True) as rec:
+        adapter.forward(framed, last_only=True)
+    calls = rec.layers(kind)
+    effective = len(rec.layers(EFFECTIVE))
+    skipped = max(effective, _model_layers(adapter.loaded) - len(calls)) if kind == DECODER_SELF else 0
+    facts = {"head_dim": max(int(c.q.shape[3]) for c in calls), "skipped_layers": skipped}
+    if skipped:
+        facts["skipped"] = (f"{skipped} linear or state-space layer{'s' * (skipped > 1)} left out ({effective} drawn "
+                            "elsewhere as effective attention): every statistic here assumes a softmax distribution.")
+    return calls, facts
+
+
+def _model_layers(loaded) -> int:
+    """The decoder's layer count as its config says (0 where it says none): softmax or not."""
+    config = getattr(getattr(loaded.model, "config", None), "get_text_config", lambda: None)()
+    count = getattr(config, "num_hidden_layers", 0)
+    return count if isinstance(count, int) else 0
 
 
 def side_ids(framed, kind: str) -> list[int]:

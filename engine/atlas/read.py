@@ -64,6 +64,7 @@ def atlas_summary(state: AtlasState) -> dict:
     return {"model": m["model"], "family": m["family"], "kind": m["kind"], "corpus": m["corpus"],
             "length": m["length"], "documents": state.docs_done, "tokens": int(m["tokens_done"]),
             "layers": L, "heads_per_layer": H, "memory": m.get("memory", {}), "retrieval": m.get("retrieval"),
+            "skipped": m.get("skipped"),                    # a hybrid's effective-attention layers, left out
             "definitions": {s.name: {"definition": s.definition, "tip": s.tip, "source": s.source}
                             for s in statistics.atlas_statistics()},
             "similarity": {"measure": "cosine of the heads' attention rows on the same rows of every document "

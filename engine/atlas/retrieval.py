@@ -32,6 +32,7 @@ from attnscope.engine.traces import RunCancelled
 
 DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)     # where the needle sits in the haystack, as a share of its length
 NEEDLE_TOKENS = (8, 24)                # a needle is a corpus line of this many tokens (fewer: the next line)
+SHORTEST_NEEDLE = 4                    # a short model's needle: a quarter of its shortest probe, at least this
 
 
 @dataclass
@@ -44,18 +45,20 @@ class RetrievalProbe:
     depth: float
 
 
-def needle_ids(adapter, corpus, skip: int) -> list[int]:
-    """A needle from the corpus: NEEDLE_TOKENS[1] tokens past its first ``skip`` (so it is not in
-    the haystack, the corpus's first document), the first such run with at least NEEDLE_TOKENS[0]
-    different tokens (a run of one token repeated says nothing about copying)."""
+def needle_ids(adapter, corpus, skip: int, size: int = NEEDLE_TOKENS[1]) -> list[int]:
+    """A needle from the corpus: ``size`` tokens (NEEDLE_TOKENS[1], fewer where a probe is short)
+    past its first ``skip`` (so it is not in the haystack, the corpus's first document), the first
+    such run with at least NEEDLE_TOKENS[0] different tokens, or half of ``size`` (a run of one token
+    repeated says nothing about copying)."""
+    distinct = min(NEEDLE_TOKENS[0], size // 2)
     seen = 0
     for doc in documents(adapter, corpus, 256):
         seen += len(doc)
         if seen <= skip:
             continue
-        for start in range(0, len(doc) - NEEDLE_TOKENS[1] + 1, NEEDLE_TOKENS[1]):
-            piece = doc[start:start + NEEDLE_TOKENS[1]]
-            if len(set(piece)) >= NEEDLE_TOKENS[0]:
+        for start in range(0, len(doc) - size + 1, size):
+            piece = doc[start:start + size]
+            if len(set(piece)) >= distinct:
                 return piece
     raise InputError(f"The corpus {corpus or 'bundled'} has no text past its first {skip:,} tokens to take a needle "
                      "from; give a longer corpus or shorter --retrieval lengths.")
@@ -67,12 +70,13 @@ def build_probes(adapter, corpus, lengths, depths=DEPTHS) -> list[RetrievalProbe
     probes = []
     longest = max(lengths)
     haystack = next(iter(documents(adapter, corpus, longest)))
-    needle = needle_ids(adapter, corpus, len(haystack))
+    size = min(NEEDLE_TOKENS[1], min(lengths) // 4)         # the needle twice in at most half the probe
+    if size < SHORTEST_NEEDLE:
+        raise InputError(f"A retrieval probe of {min(lengths):,} tokens cannot hold a needle twice and a haystack; "
+                         f"give --retrieval lengths of at least {4 * SHORTEST_NEEDLE + 1}.")
+    needle = needle_ids(adapter, corpus, len(haystack), size)
     for length in lengths:
         body = length - 2 * len(needle)
-        if body < 2 * len(needle):
-            raise InputError(f"A retrieval probe of {length:,} tokens cannot hold a needle of {len(needle)} tokens "
-                             f"twice and a haystack; give --retrieval lengths of at least {4 * len(needle)}.")
         hay = haystack[:body]
         for depth in depths:
             at = int(round(depth * len(hay)))
@@ -104,6 +108,9 @@ def probe_hits(calls, probe: RetrievalProbe, offset: int) -> np.ndarray:
 def retrieval_scores(adapter, kind: str, corpus, lengths, depths=DEPTHS, report=None, stop=None) -> dict:
     """Each head's retrieval score over the probes: {"score": (L, H) float64, "probes": count,
     "needle_tokens": n, "lengths": [...], "depths": [...]}."""
+    if QUERY_SIDE[kind] == "source":     # an encoder's rows write nothing: no step copies the needle
+        raise InputError(f"{adapter.loaded.name}'s atlas reads {kind} attention, which writes no token; retrieval "
+                         "probes need a model that writes the needle again (a decoder).")
     cap = int(adapter.loaded.max_len)
     lengths = sorted({int(n) for n in lengths})
     if not lengths or lengths[0] < 2 or lengths[-1] > cap:

@@ -47,7 +47,7 @@ def test_a_probes_hits_equal_a_brute_force_reading_of_every_weight(gpt):
     assert probe.ids[n0:n1] == probe.ids[c0:c1] and len(probe.ids) == 120
 
 
-@pytest.mark.parametrize("lengths", [[100_000], [1], [20]])
+@pytest.mark.parametrize("lengths", [[100_000], [1], [12]])   # 12: no room for a 4-token needle twice
 def test_lengths_the_model_cannot_read_are_one_sentence(gpt, lengths):
     _, adapter, kind = gpt
     with pytest.raises(InputError) as caught:
