@@ -186,7 +186,9 @@ class Prompt:
     def of(cls, text, target=None, pair=None, what: str = "run") -> "Prompt":
         """The checked Prompt, or InputError in one sentence (no text, bytes that are not UTF-8,
         a chat whose turns are wrong, a target or pair that is not text)."""
-        if isinstance(text, Prompt):
+        if isinstance(text, Prompt):      # its own target and pair: one beside it would be lost, so refused
+            if any(isinstance(x, str) and x.strip() for x in (target, pair)):
+                raise InputError("A Prompt carries its own target and pair: give them to Prompt.of, not beside it.")
             return text
         return cls(check_text(text, what), check_optional_text(target, "target prefix"),
                    check_optional_text(pair, "second sentence"))

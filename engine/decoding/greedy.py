@@ -51,6 +51,7 @@ def request(loaded, text, target=None, pair=None, interventions=None, what: str 
     target reading its own greedy output (``greedy_ids``) under ``interventions``. ``fits``:
     a check of the adapter before any forward (the interventions' kinds, layers and heads)."""
     if isinstance(text, Prepared):
+        Prompt.of(text.prompt, target, pair)         # a target or pair beside it is refused, not dropped
         return text
     if not isinstance(loaded, LoadedModel):
         check_prompt(loaded, text, what, remote)     # not a model (a recording, a path): its one sentence

@@ -112,3 +112,12 @@ def test_a_prompt_given_to_a_door_is_checked_for_the_model_once(monkeypatch):
     with pytest.raises(InputError) as err:
         model_output(loaded, Prompt.of(Chat.of("hello there")), 3)
     assert "chat" in str(err.value)
+
+
+def test_a_target_beside_a_prompt_is_refused_not_dropped():
+    """A Prompt carries its target and pair: one given beside it would be silently lost."""
+    loaded = random_model("translator")
+    with pytest.raises(InputError) as err:
+        trace_text(loaded, Prompt.of("the big dog"), target="der")
+    assert "Prompt.of" in str(err.value) and "\n" not in str(err.value)
+    assert trace_text(loaded, Prompt.of("the big dog", target="der"), target="  ") is not None
