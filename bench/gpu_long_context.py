@@ -180,7 +180,7 @@ def measure(loaded, n: int) -> dict:
                               target_tokens=trace.target_tokens)
         applies, block_max.applies = block_max.applies, lambda call: False
         try:
-            plain, out["overview_torch_blocks_s"] = timed(lambda: again.thumbnails(KIND, 64))
+            plain, out["overview_torch_blocks_s"] = timed(lambda: reading.thumbnails(again, KIND, 64))
         finally:
             block_max.applies = applies
         fused = reading.thumbnails(trace, KIND, 64)

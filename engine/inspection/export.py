@@ -335,7 +335,7 @@ def _head_blocks(trace: AttentionTrace, kind: str, layer: int, head: int, progre
     step = max(1, min(progress.compute(_rows_per_block, trace, tk), BLOCK_BYTES // (4 * max(1, tk))))
     n = max(1, min(step, piece // (4 * max(1, tk))))
     for r0 in range(0, tq, step):
-        block = progress.compute(trace.tile, kind, layer, head, slice(r0, min(tq, r0 + step)), slice(0, tk))
+        block = progress.compute(reading.tile, trace, kind, layer, head, slice(r0, min(tq, r0 + step)), slice(0, tk))
         for p0 in range(0, len(block), n):
             yield r0 + p0, block[p0:p0 + n]
             progress.step(block[p0:p0 + n].size)
@@ -397,7 +397,7 @@ def _write_pooled(trace: AttentionTrace, ask: ExportAsk, tmp: Path, fmt: str, pr
         start = progress.done
         told = None if progress.report is None else (
             lambda record, start=start: progress.report(("export", start + record[1], progress.total)))
-        pooled[kind] = progress.compute(trace.thumbnails, kind, POOLED_PIXELS, "max", report=told,
+        pooled[kind] = progress.compute(reading.thumbnails, trace, kind, POOLED_PIXELS, "max", report=told,
                                         stop=progress.stop)
         progress.step(trace.shape(kind)[0])
     if fmt == "npz":

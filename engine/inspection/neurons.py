@@ -18,6 +18,7 @@ from attnscope.engine.kinds import KEY_SIDE, NOT_SOFTMAX, QUERY_SIDE
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces.words import merge_pieces
 from attnscope.engine.inputs import check_kind
+from attnscope.engine.traces import reading
 
 
 @dataclass
@@ -115,8 +116,8 @@ def query_keys(trace: AttentionTrace, kind: str, layer: int, head: int) -> Query
         notes.append(f"Attention sink: {said} joins each row's softmax denominator and reads no value, "
                      "so the row sums to less than 1.")
     groups = None
-    if trace.groups:
-        groups = (trace.groups[QUERY_SIDE[kind]], trace.groups[KEY_SIDE[kind]])
+    if reading.groups(trace):
+        groups = (reading.groups(trace)[QUERY_SIDE[kind]], reading.groups(trace)[KEY_SIDE[kind]])
         notes.append("Words merged: a word's vectors are its pieces' mean; its weights are the trace's.")
     return QueryKeys(call.q[b, head, :tq].float().cpu().numpy(), call.k[b, kv, :tk].float().cpu().numpy(),
                      masked.numpy(), trace, kind, scale=call.scale, bias=bias, note=" ".join(notes),

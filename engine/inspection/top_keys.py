@@ -82,7 +82,7 @@ def _sizes(trace, kind: str, k: int, keys: np.ndarray | None) -> tuple[int, int,
 def head_top_keys(trace, kind: str, layer: int, head: int, k: int, keys: np.ndarray | None = None,
                   chunk_bytes: int = CHUNK_BYTES) -> TopKeys:
     """The ``k`` strongest keys of every query of one head, computed ``chunk_bytes`` of rows at
-    a time through ``trace.tile``. ``keys`` (Tk,) bool, when given, says which keys may be
+    a time through ``reading.tile``. ``keys`` (Tk,) bool, when given, says which keys may be
     chosen (special tokens hidden, one sentence of a pair); the weight on the others counts
     in the leftover, which is each row's own sum minus what was kept (an all-masked row
     leaves 0, not 1)."""

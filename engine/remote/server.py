@@ -9,7 +9,7 @@ output replaces the op's (the seam's rules hold on the server too); ``reduce_cal
 
 - k, as the model used it (after rotary, one per key/value head);
 - each query row's log-sum-exp (the softmax's log-denominator, the sink's term in it);
-- every head's overview pixels, pooled by engine.traces.RecordedTrace.thumbnails: the very
+- every head's overview pixels, pooled by engine.traces.reading.thumbnails: the very
   code the local path draws with, run on the one call;
 - q for the rows asked, with those rows of the mask and bias (a plain causal call: none; the
   triangle is rebuilt where the rows are read).
@@ -29,6 +29,7 @@ from attnscope.engine.kinds import DECODER_SELF, QUERY_SIDE
 from attnscope.engine.seam import AttentionCall, Site, attend, hooks
 from attnscope.engine.seam.hf_attention import interface_call
 from attnscope.engine.traces.recorded import RecordedTrace
+from attnscope.engine.traces import reading
 
 
 def layer_call(args: tuple, kwargs: dict, layer: int) -> AttentionCall:
@@ -66,7 +67,7 @@ def reduce_call(call: AttentionCall, rows: tuple[int, int] | None, overviews: li
     out = {"scale": call.scale, "softcap": call.softcap, "window": call.window, "causal": call.causal,
            "heads": call.q.shape[1], "tokens": t, "overviews": {}}
     for size, how in overviews:
-        thumbs = one.thumbnails(DECODER_SELF, size, how)
+        thumbs = reading.thumbnails(one, DECODER_SELF, size, how)
         out["overviews"][(size, how)] = (torch.from_numpy(thumbs.pooled[0]), torch.from_numpy(thumbs.sink[0]))
     lse = one.row_lse(DECODER_SELF, 0)
     if lse is None:                                 # no overview asked: the rows' log-denominators, a layer at once

@@ -1,20 +1,32 @@
-"""AttentionTrace: the protocol every view draws from.
+"""AttentionTrace: the narrow protocol every view draws from (DESIGN.md, "A trace is a narrow
+protocol").
 
 A trace answers for one forward on one example: which attention kinds it has, their shapes,
-the tokens that label each axis, and any head, layer or row of weights as float32 numpy.
-Two implementations stand behind it: ``DenseTrace`` (arrays held in full: small Runs kept
-from older files, time-lapse probes, exports read back) and ``RecordedTrace`` (computed
-from the queries and keys the seam recorded). A view never asks which one it has.
+the tokens that label each axis, and any block of exact weights through one primitive,
+``block``. Everything read from it (weights, a layer, a head, a row, a tile, blocks of rows,
+the pooled overview, the dense check) is a free function of engine.traces.reading over those
+members; what a trace can do beyond drawing is an optional object asked once (``recording``,
+``fetcher``, ``faster``: engine.traces.capabilities). Implementations: ``DenseTrace`` (arrays
+held in full: small Runs kept from older files, time-lapse probes, exports read back),
+``RecordedTrace`` (computed from the queries and keys the seam recorded), ``PartialTrace`` and
+engine.remote's ``RemoteTrace`` (q of some rows only), ``ValueWeightedTrace``. A view never asks
+which one it has. It was a base class of 32 members whose algorithms called subclass hooks that
+called ``super()`` back (issue 54); it is 12 members now, and no member has a body.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from attnscope.engine.adapters.chat import NOT_A_MODEL_SAYS
 from attnscope.engine.runtime.free_memory import gib  # the one byte formatter
-from attnscope.engine.traces.capabilities import FasterPaths, Fetcher, Recording
+
+if TYPE_CHECKING:
+    import torch
+
+    from attnscope.engine.traces.capabilities import FasterPaths, Fetcher, Recording
 
 # A view that needs every head of a kind at once stops here. Past it, Head statistics and
 # Rollout sum over blocks of rows (exact), Head lines draws each query's strongest keys, and the
@@ -72,99 +84,78 @@ def array_block(layer: np.ndarray, heads: list[int], rows: slice, cols: slice):
     return torch.from_numpy(np.stack([np.asarray(layer[h][rows, cols], np.float32) for h in heads]))
 
 
-class AttentionTrace:
+@runtime_checkable   # engine.inputs.check_kind asks isinstance(x, AttentionTrace) at each door
+class AttentionTrace(Protocol):
+    """What a trace is, in 12 members, each said once and none with a body. Why each is here:
+
+    - ``kinds``: the attention kinds held, in canonical order: what a view may ask for.
+    - ``shape(kind)``: (L, H, Tq, Tk): the bounds of every ask, and every size check.
+    - ``source_tokens``, ``target_tokens``: the labels of the axes (which labels which axis of
+      a kind: engine.kinds.QUERY_SIDE, read by reading.query_tokens / key_tokens).
+    - ``block(kind, layer, heads, rows, cols)``: (h, r, c) float32 torch tensor of exact
+      weights on ``device``, the one primitive every algorithm of engine.traces.reading reads.
+    - ``device``: where ``block`` computes, so a view pools there and only pixels cross.
+    - ``notes``: what the user must be told of this trace (input cut, a kernel refused ...).
+    - ``model_name``, ``family``: what a trace says of itself: the model it came from, for the
+      status line, exports, recording files and the sentence of a trace asked to run.
+    - ``recording``, ``fetcher``, ``faster``: optional capabilities, each None where absent
+      (engine.traces.capabilities): a Run's recorded calls and what they compute (word groups
+      and pieces included); fetching rows not here; faster paths to reading's algorithms.
+
+    Implementations take the capabilities' None and the host as device from ``TraceDefaults``
+    where they have none."""
+
     model_name: str
     family: str
     source_tokens: list[str]
     target_tokens: list[str]
     notes: list[str]
 
-    # ---- what implementations provide ------------------------------------------------
     @property
-    def kinds(self) -> list[str]:
-        """The attention kinds this trace holds, in canonical order."""
-        raise NotImplementedError
+    def kinds(self) -> list[str]: ...
 
-    def shape(self, kind: str) -> tuple[int, int, int, int]:
-        """(L, H, Tq, Tk) of one kind."""
-        raise NotImplementedError
+    def shape(self, kind: str) -> tuple[int, int, int, int]: ...
 
-    def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice):
-        """(h, r, c) float32 torch tensor of exact weights, on ``device``."""
-        raise NotImplementedError
+    def block(self, kind: str, layer: int, heads: list[int], rows: slice, cols: slice) -> "torch.Tensor": ...
 
     @property
-    def device(self):
-        """Where ``block`` computes: the host for traces held as arrays."""
-        import torch
+    def device(self) -> "torch.device": ...
+
+    @property
+    def recording(self) -> "Recording | None": ...
+
+    @property
+    def fetcher(self) -> "Fetcher | None": ...
+
+    @property
+    def faster(self) -> "FasterPaths | None": ...
+
+
+class TraceDefaults:
+    """A mixin, not the protocol: what an implementation without a capability answers (None
+    each) and the host as ``device``, for traces whose blocks are cut from arrays; the class a
+    trace asked to run is known by (NOT_A_MODEL_SAYS below)."""
+
+    @property
+    def device(self) -> "torch.device":
+        import torch   # only when asked: a DenseTrace is held without torch
 
         return torch.device("cpu")
 
     @property
-    def recording(self) -> Recording | None:
+    def recording(self) -> "Recording | None":
         return None
 
     @property
-    def fetcher(self) -> Fetcher | None:
+    def fetcher(self) -> "Fetcher | None":
         return None
 
     @property
-    def faster(self) -> FasterPaths | None:
+    def faster(self) -> "FasterPaths | None":
         return None
-
-    # ---- handed to engine.traces.reading (going: callers name reading's functions) -------
-    def weights(self, kind):
-        return _reading().weights(self, kind)
-
-    def layer(self, kind, layer):
-        return _reading().layer(self, kind, layer)
-
-    def head(self, kind, layer, head):
-        return _reading().head(self, kind, layer, head)
-
-    def row(self, kind, layer, head, query):
-        return _reading().row(self, kind, layer, head, query)
-
-    def tile(self, kind, layer, head, rows, cols):
-        return _reading().tile(self, kind, layer, head, rows, cols)
-
-    def thumbnails(self, kind, size, how="max", report=None, stop=None):
-        return _reading().thumbnails(self, kind, size, how, report, stop)
-
-    def row_blocks(self, kind, layer, step=None):
-        return _reading().row_blocks(self, kind, layer, step)
-
-    def dense_bytes(self, kind):
-        return _reading().dense_bytes(self, kind)
-
-    def check_dense(self, kind):
-        _reading().check_dense(self, kind)
-
-    def query_tokens(self, kind):
-        return _reading().query_tokens(self, kind)
-
-    def key_tokens(self, kind):
-        return _reading().key_tokens(self, kind)
-
-    @property
-    def groups(self):
-        return _reading().groups(self)
-
-    @property
-    def pieces(self):
-        return _reading().pieces(self)
-
-    def held_bytes(self) -> int:
-        return 0
-
-
-def _reading():
-    from attnscope.engine.traces import reading   # reading imports this module
-
-    return reading
 
 
 # A trace asked to run, decode or read a lens says what it is (engine.adapters.chat.check_prompt).
-NOT_A_MODEL_SAYS[AttentionTrace] = (
+NOT_A_MODEL_SAYS[TraceDefaults] = (
     "This is a recording (the attention of one Run, without the model's weights): it can be drawn and exported, "
     "but nothing can {what} on it; open the model it was recorded from.")

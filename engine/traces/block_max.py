@@ -13,7 +13,7 @@ reach memory.
 
 Used only where it applies and is there: a CUDA recording of a plain causal call (no mask,
 bias or softcap), Triton importable (it ships with CUDA builds of torch); everywhere else
-the torch path of ``RecordedTrace.thumbnails`` runs, and a test on a GPU checks both give
+the torch path of ``RecordedTrace._thumbnails`` runs, and a test on a GPU checks both give
 the same pixels. Where the kernel is there but fails its check, the trace's notes say so. ``TRITON_INTERPRET=1`` runs the kernel on the CPU for development.
 """
 from __future__ import annotations

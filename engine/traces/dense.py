@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnscope.engine.traces.base import AttentionTrace, array_block
+from attnscope.engine.traces.base import TraceDefaults, array_block
 from attnscope.engine.traces.capabilities import FasterPaths
 from attnscope.engine.traces.reading import in_order
 
 
 @dataclass
-class DenseTrace(AttentionTrace):
+class DenseTrace(TraceDefaults):
     model_name: str
     family: str
     attentions: dict[str, np.ndarray]          # kind -> (L, H, Tq, Tk)

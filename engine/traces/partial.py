@@ -17,7 +17,7 @@ import torch
 from attnscope.engine.kinds import DECODER_SELF
 from attnscope.engine.seam.call import AttentionCall
 from attnscope.engine.traces import reading
-from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge
+from attnscope.engine.traces.base import Thumbnails, TraceDefaults, TraceTooLarge
 from attnscope.engine.traces.capabilities import FasterPaths, Fetcher, Recording
 from attnscope.engine.traces.recorded import RecordedTrace
 
@@ -34,7 +34,7 @@ def spans(rows: list[tuple[int, int]]) -> str:
     return ", ".join(f"{a:,}" if b - a == 1 else f"{a:,}-{b - 1:,}" for a, b in rows) or "none"
 
 
-class PartialTrace(AttentionTrace):
+class PartialTrace(TraceDefaults):
     def __init__(self, layers: list[dict], rows: tuple[int, int] | None, *, model_name: str, family: str,
                  tokens: list[str], notes: list[str] | None = None):
         """``layers``: per layer a dict (engine.remote.server.reduce_call's): ``k`` (Hkv, T, Dh),

@@ -24,7 +24,7 @@ from attnscope.engine.seam.call import AttentionCall
 import attnscope.engine.traces.block_max as block_max
 from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.traces import reading
-from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, array_block, layer_started
+from attnscope.engine.traces.base import Thumbnails, TraceDefaults, TraceTooLarge, array_block, layer_started
 from attnscope.engine.traces.capabilities import FasterPaths, Recording
 from attnscope.engine.traces.reading import LAYER_BYTES   # one layer at once, at most (a test lowers it here)
 from attnscope.engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
@@ -36,7 +36,7 @@ CACHE_BYTES = 256 * 2**20         # whole layers kept by a trace that computes t
 TOP_MARGIN = 8                    # strongest keys: candidates read past k, to see where ties end
 
 
-class RecordedTrace(AttentionTrace):
+class RecordedTrace(TraceDefaults):
     def __init__(self, calls: dict[str, list[AttentionCall]], *, model_name: str, family: str,
                  source_tokens: list[str], target_tokens: list[str], notes: list[str] | None = None,
                  batch_index: int = 0, groups: dict[str, list[int]] | None = None,

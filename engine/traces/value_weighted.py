@@ -15,7 +15,7 @@ import torch
 from attnscope.engine.inputs import InputError
 from attnscope.engine.seam import AttentionCall
 from attnscope.engine.traces import reading
-from attnscope.engine.traces.base import AttentionTrace, array_block
+from attnscope.engine.traces.base import AttentionTrace, TraceDefaults, array_block
 from attnscope.engine.traces.capabilities import FasterPaths
 
 
@@ -32,7 +32,7 @@ def value_norms(call: AttentionCall, w_out: torch.Tensor, b: int = 0) -> torch.T
     return torch.stack([head_vectors(call, w_out, h, b).norm(dim=-1) for h in range(call.q.shape[1])])
 
 
-class ValueWeightedTrace(AttentionTrace):
+class ValueWeightedTrace(TraceDefaults):
     """A trace whose rows are alpha_ij ||f(x_j)||, each row divided by its sum; everything else
     (kinds, tokens, notes) is the weights trace's."""
 

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from attnscope.engine.interventions import Edge, HeadRef
 from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.traces import reading
 
 KEYS = Qt.KeyboardModifier
 SHIFT, CTRL = KEYS.ShiftModifier, KEYS.ControlModifier
@@ -26,7 +27,7 @@ def positions(trace, kind: str, side: str, index: int) -> tuple[int, ...]:
     """The token positions fed that row or column ``index`` of a trace stands for: itself, or
     every piece of the word when the trace merges word pieces (a knockout blocks ids fed)."""
     side_name = (QUERY_SIDE if side == "query" else KEY_SIDE)[kind]
-    word_of = trace.groups.get(side_name)
+    word_of = reading.groups(trace).get(side_name)
     return (index,) if word_of is None else tuple(i for i, w in enumerate(word_of) if w == index)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.traces import reading
 
 MAX_RECTS = 2000     # frames drawn for one knockout, at most
 
@@ -48,7 +49,7 @@ def runs(xs: list[int]) -> list[tuple[int, int]]:
 def knockout_rects(spec, trace, kind: str, layer: int, q_index, k_index) -> list[tuple[int, int, int, int]]:
     """(x, y, width, height) in map cells of every block the interventions knock out in this
     kind and layer: the map's columns are keys (x), its rows queries (y)."""
-    groups, pieces = trace.groups, trace.pieces
+    groups, pieces = reading.groups(trace), reading.pieces(trace)
     q_side, k_side = QUERY_SIDE[kind], KEY_SIDE[kind]
     rects: list[tuple[int, int, int, int]] = []
     for edge in spec.knockout:

@@ -17,6 +17,7 @@ from attnscope.engine.interventions import MEAN, ZERO, Edge, HeadRef
 from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.worker import MODEL, Jobs
+from attnscope.engine.traces import reading
 
 ALL = "every"
 
@@ -170,7 +171,7 @@ class InterventionsPanel(QWidget):
         self.active.addItems(spec.describe() or ["Nothing switched off: the model as it is."])
         if has:
             n_layers = trace.shape(kind)[0]
-            pieces = trace.pieces
+            pieces = reading.pieces(trace)
             for box, side in ((self.query_box, QUERY_SIDE), (self.key_box, KEY_SIDE)):   # ids fed, never merged words
                 self._fill(box, [("every", ALL)] + [(f"{i} {t}", i) for i, t in enumerate(pieces[side[kind]])])
             self._fill(self.layers_box, [("all layers", ALL)] + [(f"layer {i}", i) for i in range(n_layers)])

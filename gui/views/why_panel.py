@@ -263,7 +263,7 @@ class WhyPanel(QWidget):
             return EMPTY
         if state.loaded is None or state.recording is not None:
             return NEEDS_MODEL
-        if state.trace is not None and state.trace.groups:
+        if state.trace is not None and reading.groups(state.trace):
             return MERGED
         return None
 

@@ -16,6 +16,7 @@ pytest.importorskip("nnsight")
 from attnscope.engine.errors import RemoteJobError  # noqa: E402
 from attnscope.engine.loading.catalog import open_model  # noqa: E402
 from tests.helpers.hf_tiny import tiny_folder  # noqa: E402
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat ."
 KEY = "secret-key-123"
@@ -320,7 +321,7 @@ def test_why_splits_a_gpt_oss_head_with_its_sinks_and_its_experts(tmp_path):
     split = why(loaded, TEXT, "decoder self", 1, 1, 5, 2, loadings=True)
     assert "L0.mlp" in split.query_sources
     np.testing.assert_allclose(split.terms.sum(), split.score, atol=1e-5)
-    drawn = trace_text(loaded, TEXT).head("decoder self", 1, 1)
+    drawn = reading.head(trace_text(loaded, TEXT), "decoder self", 1, 1)
     np.testing.assert_allclose(split.weight, drawn[5, 2], atol=1e-5)
     assert drawn[5].sum() < 1 - 1e-3                                  # the sink took its share of the row
     assert split.loadings is not None

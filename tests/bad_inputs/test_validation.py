@@ -10,6 +10,7 @@ from attnscope.engine.loading.demo import random_model
 from attnscope.engine.errors import ModelLoadError
 from attnscope.engine.inputs import text_problem
 from attnscope.engine.loading.check import check_config, check_model_size, parameter_count
+from attnscope.engine.traces import reading
 
 
 @pytest.mark.parametrize("family", ["translator", "gpt", "bert"])
@@ -91,7 +92,7 @@ def test_the_engine_reads_utf8_bytes_as_text():
     loaded = random_model("gpt", layers=1, heads=2, width=16)
     from_bytes, from_text = trace_text(loaded, "the dog".encode()), trace_text(loaded, "the dog")
     kind = from_text.kinds[0]
-    assert from_bytes.key_tokens(kind) == from_text.key_tokens(kind)
+    assert reading.key_tokens(from_bytes, kind) == reading.key_tokens(from_text, kind)
 
 
 @pytest.mark.parametrize("raw, phrases", [

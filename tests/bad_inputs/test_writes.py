@@ -12,6 +12,7 @@ from attnscope.engine.loading.demo import random_model
 from attnscope.engine.inspection.export import load_npz, save_csv, save_npz
 from attnscope.engine.training.timelapse import Probe, load_timelapse, save_timelapse
 from attnscope.engine.traces.tracing import trace_text
+from attnscope.engine.traces import reading
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +52,14 @@ def test_checkpoint_save_failing_half_way_keeps_the_old_file(tmp_path, monkeypat
 def test_trace_export_failing_half_way_keeps_the_old_file(tmp_path, monkeypatch, trace, save, name):
     path = save(trace, tmp_path / name)
     before = path.read_bytes()
-    tile, calls = trace.tile, []
+    tile, calls = reading.tile, []
 
-    def fails_on_the_third_head(*args):   # two heads written, then the disk is full
+    def fails_on_the_third_head(t, *args):   # two heads written, then the disk is full
         calls.append(args)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return tile(*args)
-    monkeypatch.setattr(trace, "tile", fails_on_the_third_head)
+        return tile(t, *args)
+    monkeypatch.setattr(reading, "tile", fails_on_the_third_head)
     with pytest.raises(OSError):
         save(trace, path)
     assert path.read_bytes() == before and _leftovers(tmp_path) == []
@@ -92,7 +93,7 @@ def test_npz_names_get_their_suffix(tmp_path, trace):
 def test_a_round_trip_still_works(tmp_path, trace):
     probes = load_timelapse(save_timelapse(tmp_path / "r.timelapse.npz", [Probe(5, 3.0, trace), Probe(9, 2.0, trace)]))
     assert [p.step for p in probes] == [5, 9]
-    np.testing.assert_array_equal(probes[1].trace.weights("cross"), trace.weights("cross"))
+    np.testing.assert_array_equal(reading.weights(probes[1].trace, "cross"), reading.weights(trace, "cross"))
 
 
 def _broken_timelapses(folder, trace):

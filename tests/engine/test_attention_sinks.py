@@ -26,6 +26,7 @@ from attnscope.engine.traces.recording_file import load_recording, save_recordin
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_sinks import sink_folder
 from tests.helpers.hf_tiny import tiny_folder
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat and the cat sees the dog"     # longer than the 4-token window
 
@@ -80,7 +81,7 @@ def test_logits_and_recorded_weights_equal_eager_with_rows_below_one(models, eag
         ours = loaded.model(**enc).logits
     torch.testing.assert_close(ours, logits, atol=1e-5, rtol=0)
     trace = trace_text(loaded, TEXT)
-    w = trace.weights(DECODER_SELF)                                          # (L, H, T, T)
+    w = reading.weights(trace, DECODER_SELF)                                          # (L, H, T, T)
     assert w.sum(-1).min() < 0.9 and w.sum(-1).max() < 1.0 + 1e-6           # the sinks take their share
     if family in BEFORE_THE_SINK:      # eager scales its output, not its weights: theirs are ours, renormalised
         np.testing.assert_allclose(w / w.sum(-1, keepdims=True), expected, atol=1e-5)
@@ -98,7 +99,7 @@ def test_gpt_oss_was_wrong_without_the_sinks(models, eager, monkeypatch):
     with torch.no_grad():
         dropped = loaded.model(**enc).logits
     assert (dropped - logits).abs().max() > 1e-2
-    assert np.abs(trace_text(loaded, TEXT).weights(DECODER_SELF).sum(-1) - 1).max() < 1e-5
+    assert np.abs(reading.weights(trace_text(loaded, TEXT), DECODER_SELF).sum(-1) - 1).max() < 1e-5
     assert expected.sum(-1).min() < 0.5
 
 
@@ -119,12 +120,12 @@ def test_every_way_a_long_trace_reads_a_head_keeps_the_sinks(models, eager):
     trace = fresh()
     for layer in range(2):
         for head in range(4):
-            np.testing.assert_allclose(trace.tile(DECODER_SELF, layer, head, slice(2, 9), slice(0, 7)),
+            np.testing.assert_allclose(reading.tile(trace, DECODER_SELF, layer, head, slice(2, 9), slice(0, 7)),
                                        expected[layer, head, 2:9, 0:7], atol=1e-5)
     trace = fresh()
-    thumbs = trace.thumbnails(DECODER_SELF, 4, "mean")
+    thumbs = reading.thumbnails(trace, DECODER_SELF, 4, "mean")
     assert thumbs.pooled.shape[:2] == (2, 4)
-    np.testing.assert_allclose(trace.row(DECODER_SELF, 0, 3, 6), expected[0, 3, 6], atol=1e-5)
+    np.testing.assert_allclose(reading.row(trace, DECODER_SELF, 0, 3, 6), expected[0, 3, 6], atol=1e-5)
     keys, weights, leftover = fresh().strongest_keys(DECODER_SELF, 0, [0, 1, 2, 3], slice(0, len(tokens)), 3)
     np.testing.assert_allclose(weights.sum(-1) + leftover, expected[0].sum(-1), atol=1e-5)
     np.testing.assert_allclose(weights, np.take_along_axis(expected[0], keys, -1), atol=1e-5)
@@ -138,7 +139,7 @@ def test_the_neuron_view_keeps_the_sink(models):
         view = query_keys(trace, DECODER_SELF, layer, 2)
         assert "sink" in view.note
         rows = np.stack([view.row(i)["weights"] for i in range(trace.shape(DECODER_SELF)[2])])
-        np.testing.assert_allclose(rows, trace.layer(DECODER_SELF, layer)[2], atol=1e-5)
+        np.testing.assert_allclose(rows, reading.layer(trace, DECODER_SELF, layer)[2], atol=1e-5)
 
 
 @pytest.mark.parametrize("family", ["gpt_oss", "mimo_v2_flash"])
@@ -234,7 +235,7 @@ def test_a_saved_recording_keeps_the_sinks_and_an_older_one_still_opens(models, 
         assert json.loads(f.metadata()["attnscope"])["version"] == 2 and f"{DECODER_SELF}/0/sink" in set(f.keys())
     back = load_recording(path)
     assert back.calls[DECODER_SELF][1].sink is not None
-    np.testing.assert_allclose(back.weights(DECODER_SELF), expected, atol=1e-5)
+    np.testing.assert_allclose(reading.weights(back, DECODER_SELF), expected, atol=1e-5)
     plain = save_recording(trace_text(open_model(str(tiny_folder(root, "llama")), "cpu"), TEXT), tmp_path / "llama")
     with safe_open(str(plain), framework="pt") as f:
         assert json.loads(f.metadata()["attnscope"])["version"] == 1     # no sinks: as an older attnscope wrote it
@@ -281,7 +282,7 @@ def test_knockout_equals_eager_with_that_cell_masked(models, eager):
     with torch.no_grad(), applied(spec):
         ours = loaded.model(**enc).logits
     torch.testing.assert_close(ours, out.logits, atol=1e-5, rtol=0)
-    w = knocked.layer(DECODER_SELF, 1)                                        # (H, T, T)
+    w = reading.layer(knocked, DECODER_SELF, 1)                                        # (H, T, T)
     assert (w[:, 6, 5] == 0).all() and w[:, 6].sum(-1).max() < 1.0
     np.testing.assert_allclose(w, out.attentions[1][0].numpy(), atol=1e-5)
 

@@ -8,6 +8,7 @@ import torch
 from attnscope.engine.seam.call import AttentionCall
 from attnscope.engine.traces import block_max
 from attnscope.engine.traces.recorded import RecordedTrace
+from attnscope.engine.traces import reading
 
 
 def test_the_check_spans_several_key_tiles_a_pixel(monkeypatch):
@@ -34,9 +35,9 @@ def test_a_kernel_that_fails_its_check_is_said_in_the_notes(monkeypatch):
     trace = RecordedTrace({"decoder self": [call]}, model_name="m", family="llama", source_tokens=[],
                           target_tokens=[f"t{i}" for i in range(40)])
     monkeypatch.setattr(block_max, "refused", lambda c: "The GPU kernel ... the slower exact way.")
-    pooled = trace.thumbnails("decoder self", 8)
+    pooled = reading.thumbnails(trace, "decoder self", 8)
     assert "The GPU kernel ... the slower exact way." in trace.notes
     monkeypatch.setattr(block_max, "refused", lambda c: None)
     again = RecordedTrace({"decoder self": [call]}, model_name="m", family="llama", source_tokens=[],
                           target_tokens=[f"t{i}" for i in range(40)])
-    assert (again.thumbnails("decoder self", 8).pooled == pooled.pooled).all() and again.notes == []
+    assert (reading.thumbnails(again, "decoder self", 8).pooled == pooled.pooled).all() and again.notes == []

@@ -15,6 +15,7 @@ from attnscope.engine.traces.tracing import trace_text
 from attnscope.engine.traces.viewport import viewport_weights
 from tests.helpers.hf_tiny import tiny_folder
 from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
 TINY, HUGE = 1, 2**40          # a single score a block (one row at least) / every row at once
@@ -40,7 +41,7 @@ def everything(trace, kind: str) -> list[np.ndarray]:
     _, heads, tq, tk = lazy.shape(kind)
     out = []
     for how in ("max", "mean"):
-        th = lazy.thumbnails(kind, 4, how)
+        th = reading.thumbnails(lazy, kind, 4, how)
         out += [th.pooled, th.sink]
     for how in ("one head", "mean of heads", "max of heads"):
         out.append(viewport_weights(lazy, kind, 1, heads - 1, how, (0, tq), (0, tk), (5, 7)))
@@ -64,7 +65,7 @@ def test_a_tiny_and_a_huge_block_give_the_same_numbers(traces, name):
 
 def test_the_viewport_equals_the_dense_head_pooled(traces):
     trace = traces["llama"]
-    dense = trace.weights("decoder self")                                  # (L, H, T, T)
+    dense = reading.weights(trace, "decoder self")                                  # (L, H, T, T)
     t = dense.shape[-1]
     with blocks.forced(TINY):
         one = viewport_weights(fresh(trace), "decoder self", 1, 2, "one head", (0, t), (0, t), (t, t))
@@ -126,7 +127,7 @@ def test_a_causal_overview_block_stays_within_its_budget(tmp_path, monkeypatch):
     _, heads, tq, tk = trace.shape("decoder self")
     budget = 4 * heads * 100 * 64                                 # 100 rows of 64 keys, or 80 x 80
     with blocks.forced(budget):
-        trace.thumbnails("decoder self", tk)                       # one key a pixel: no rounding of widths
+        reading.thumbnails(trace, "decoder self", tk)                       # one key a pixel: no rounding of widths
     assert len(seen) > 2 and max(seen) <= budget
 
 
@@ -146,15 +147,15 @@ def test_a_long_trace_merged_into_words_reads_blocks_of_pieces(tmp_path, monkeyp
     trace = trace_text(loaded, "the dogs playing fetch see cats playing like bananas . " * 2, merge_subwords=True)
     kind = "encoder self"
     _, heads, tq, tk = trace.shape(kind)
-    assert trace.pieces["source"] != trace.source_tokens                  # pieces were merged
-    whole = trace.layer(kind, 1)                                          # (H, Wq, Wk) merged, read whole
+    assert reading.pieces(trace)["source"] != trace.source_tokens                  # pieces were merged
+    whole = reading.layer(trace, kind, 1)                                          # (H, Wq, Wk) merged, read whole
     lazy = RecordedTrace(trace.calls, model_name="m", family="hf-bert", source_tokens=trace.source_tokens,
-                         target_tokens=[], groups=trace.groups, pieces=trace.pieces)
+                         target_tokens=[], groups=reading.groups(trace), pieces=reading.pieces(trace))
     monkeypatch.setattr(recorded, "LAYER_BYTES", 64)                      # every layer too long to read whole
     assert not lazy._reads_whole(kind, 1)
-    np.testing.assert_allclose(lazy.tile(kind, 1, 2, slice(1, tq - 1), slice(2, tk)), whole[2, 1:tq - 1, 2:], atol=1e-6)
-    np.testing.assert_allclose(lazy.row(kind, 1, 0, 3), whole[0, 3], atol=1e-6)
-    np.testing.assert_allclose(lazy.tile(kind, 1, 1, slice(0, tq), slice(0, tk)).sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(reading.tile(lazy, kind, 1, 2, slice(1, tq - 1), slice(2, tk)), whole[2, 1:tq - 1, 2:], atol=1e-6)
+    np.testing.assert_allclose(reading.row(lazy, kind, 1, 0, 3), whole[0, 3], atol=1e-6)
+    np.testing.assert_allclose(reading.tile(lazy, kind, 1, 1, slice(0, tq), slice(0, tk)).sum(-1), 1.0, atol=1e-5)
     for h, top in layer_top_keys(lazy, kind, 1, [0, heads - 1], 3).items():
         want = np.argsort(-whole[h], axis=1, kind="stable")[:, :3]
         np.testing.assert_array_equal(top.keys, want)
@@ -171,13 +172,13 @@ def test_the_overview_of_a_long_merged_trace_is_pooled_block_by_block(tmp_path, 
     trace = trace_text(loaded, "the dogs playing fetch see cats playing like bananas . " * 3, merge_subwords=True)
     kind = "encoder self"
     L, H, tq, tk = trace.shape(kind)
-    whole = trace.weights(kind)                                               # (L, H, Wq, Wk)
+    whole = reading.weights(trace, kind)                                               # (L, H, Wq, Wk)
     lazy = RecordedTrace(trace.calls, model_name="m", family="hf-bert", source_tokens=trace.source_tokens,
-                         target_tokens=[], groups=trace.groups, pieces=trace.pieces)
+                         target_tokens=[], groups=reading.groups(trace), pieces=reading.pieces(trace))
     monkeypatch.setattr(recorded, "LAYER_BYTES", 64)
     for how in ("max", "mean"):
         with blocks.forced(4 * H * tk * 3):                                   # a few word rows a block
-            th = lazy.thumbnails(kind, 5, how)
+            th = reading.thumbnails(lazy, kind, 5, how)
         want = pool_2d(torch.from_numpy(whole), -(-tq // -(-tq // 5)), -(-tk // -(-tk // 5)), how).numpy()
         np.testing.assert_allclose(th.pooled, want, atol=1e-6)
     assert not lazy._layers

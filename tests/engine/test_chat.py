@@ -10,6 +10,7 @@ from attnscope.engine.inputs import Chat, InputError
 
 from tests.helpers.hf_tiny import TURN_TOKENS
 from attnscope.engine.decoding.greedy import frame
+from attnscope.engine.traces import reading
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +40,11 @@ def test_a_chat_goes_through_the_tokenizers_own_template(chat_model):
     framed = frame(adapter_for(chat_model), chat)
     assert framed.target_ids == list(want["input_ids"])
     assert framed.target_ids[0] == tok.bos_token_id and framed.target_ids.count(tok.bos_token_id) == 1
-    tokens = trace_text(chat_model, chat).query_tokens("decoder self")
+    tokens = reading.query_tokens(trace_text(chat_model, chat), "decoder self")
     for special in TURN_TOKENS[:3]:
         assert special in tokens                       # each turn mark one token, shown as itself
     assert tokens[-1] == "<|assistant|>"               # the reply's start: what the model continues
-    plain = trace_text(chat_model, "the dog sees the cat").query_tokens("decoder self")
+    plain = reading.query_tokens(trace_text(chat_model, "the dog sees the cat"), "decoder self")
     assert not any(t in plain for t in TURN_TOKENS)
 
 

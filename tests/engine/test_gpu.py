@@ -6,6 +6,7 @@ import torch
 
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.tracing import trace_text
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat and the cat sees the dog"
 
@@ -26,8 +27,8 @@ def test_a_run_on_the_gpu_records_there_and_equals_the_cpu():
     gpu = trace_text(loaded, TEXT)
     assert gpu.calls["decoder self"][0].q.device.type == "cuda"
     for kind in cpu.kinds:
-        np.testing.assert_allclose(gpu.weights(kind), cpu.weights(kind), atol=1e-4)
-    assert isinstance(gpu.thumbnails("decoder self", 4).pooled, np.ndarray)
+        np.testing.assert_allclose(reading.weights(gpu, kind), reading.weights(cpu, kind), atol=1e-4)
+    assert isinstance(reading.thumbnails(gpu, "decoder self", 4).pooled, np.ndarray)
 
 
 def _float64_scores(call, head: int, rows: slice) -> torch.Tensor:
@@ -74,9 +75,9 @@ def test_on_cuda_the_kernels_log_sum_exp_and_every_view_equal_float64(tmp_path, 
         if call.lse is not None:
             lse64 = torch.logsumexp(exact, -1)
             assert (call.lse[0, H - 1].double() - lse64).abs().max() < 1e-5
-        got = torch.from_numpy(lazy.tile(kind, L - 1, H - 1, slice(0, tq), slice(0, tk))).double()
+        got = torch.from_numpy(reading.tile(lazy, kind, L - 1, H - 1, slice(0, tq), slice(0, tk))).double()
         np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6, rtol=1e-5)
-        th = lazy.thumbnails(kind, 4)
+        th = reading.thumbnails(lazy, kind, 4)
         assert th.pooled.shape[:2] == (L, H)
         view = viewport_weights(lazy, kind, L - 1, H - 1, "one head", (0, tq), (0, tk), (tq, tk))
         np.testing.assert_allclose(view, want.numpy(), atol=1e-6, rtol=1e-5)
@@ -97,7 +98,7 @@ def test_a_gpu_block_is_sized_from_the_gpus_free_memory_and_the_numbers_do_not_m
     def pooled():
         lazy = RecordedTrace(trace.calls, model_name="g", family="gpt", source_tokens=[],
                              target_tokens=trace.target_tokens)
-        return lazy.thumbnails("decoder self", 4).pooled
+        return reading.thumbnails(lazy, "decoder self", 4).pooled
 
     with blocks.forced(1):
         small = pooled()
@@ -126,9 +127,9 @@ def test_on_cuda_the_overviews_fused_maxima_equal_the_torch_path(tmp_path, monke
         return RecordedTrace(trace.calls, model_name="m", family="llama", source_tokens=[],
                              target_tokens=trace.target_tokens)
     for size in (7, 64):
-        fused = fresh().thumbnails("decoder self", size)
+        fused = reading.thumbnails(fresh(), "decoder self", size)
         with monkeypatch.context() as m:
             m.setattr(block_max, "applies", lambda call: False)
-            plain = fresh().thumbnails("decoder self", size)
+            plain = reading.thumbnails(fresh(), "decoder self", size)
         np.testing.assert_allclose(fused.pooled, plain.pooled, atol=1e-6, rtol=1e-5)
         np.testing.assert_allclose(fused.sink, plain.sink, atol=1e-6, rtol=1e-5)

@@ -13,6 +13,7 @@ from attnscope.engine.inspection.statistics import LOCAL_WINDOW, MARKERS, STATIS
 from attnscope.engine.kinds import CROSS
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.tracing import trace_text
+from attnscope.engine.traces import reading
 
 TEXT = "the cat sat on the mat and the dog sat on the log and the cat sat"
 
@@ -57,7 +58,7 @@ def test_every_entry_equals_a_dense_float64_reference_for_a_short_and_a_long_tra
         assert step is None or tq > step                                       # more than one block
         reports = []
         got = trace_head_statistics(trace, kind, report=reports.append, step=step)
-        want = dense_reference(trace.weights(kind), trace.key_tokens(kind), kind != CROSS)
+        want = dense_reference(reading.weights(trace, kind), reading.key_tokens(trace, kind), kind != CROSS)
         assert set(got) == {s.name for s in STATISTICS} and len(reports) == L - 1
         for name, value in want.items():
             np.testing.assert_allclose(got[name], value, atol=1e-5, rtol=1e-5, equal_nan=True,

@@ -11,6 +11,7 @@ from attnscope.engine.traces.words import merge_pieces, merged_tokens, word_grou
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.engine.seam import recording
 from tests.helpers.hf_tiny import tiny_bert_folder
+from attnscope.engine.traces import reading
 
 
 def assert_same(loaded, batch_texts, pairs=None):
@@ -68,7 +69,7 @@ def test_trace_with_merged_pieces(tmp_path):
     loaded = load_hf_model(str(tiny_bert_folder(tmp_path, 48, 2, 3)))
     trace = trace_text(loaded, "the dogs playing", merge_subwords=True)
     assert trace.source_tokens == ["[CLS]", "the", "dogs", "playing", "[SEP]"]
-    np.testing.assert_allclose(trace.weights("encoder self").sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(reading.weights(trace, "encoder self").sum(-1), 1.0, atol=1e-5)
 
 
 def test_bad_folders_and_offline_hub_names(tmp_path, monkeypatch):

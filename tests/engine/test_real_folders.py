@@ -23,6 +23,7 @@ from attnscope.engine.loading.progress import LoadCancelled
 from attnscope.engine.errors import ModelLoadError
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_sharded import build_model, put_in_cache, save_sharded
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat"
 CASES = [("llama", "safetensors"), ("gpt2", "safetensors"), ("bert", "safetensors"), ("llama", "bin"), ("bert", "bin")]
@@ -78,7 +79,7 @@ def test_opened_by_hub_id_offline_equals_transformers(offline_cache, arch, fmt):
     with torch.no_grad():
         out = ref32(**enc, output_attentions=True)
     expected = torch.stack([a[0] for a in out.attentions]).numpy()
-    np.testing.assert_allclose(trace.weights(trace.kinds[0]), expected, atol=1e-5)
+    np.testing.assert_allclose(reading.weights(trace, trace.kinds[0]), expected, atol=1e-5)
 
 
 def test_a_folder_and_its_cached_id_open_the_same(offline_cache):

@@ -21,6 +21,7 @@ from attnscope.engine.remote.estimate import JOB_SECONDS, check_travel, travel_e
 from attnscope.engine.remote.jobs import Session, explain  # noqa: E402
 from attnscope.engine.traces.tracing import trace_text  # noqa: E402
 from tests.helpers.hf_tiny import tiny_folder  # noqa: E402
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat . time flies like an arrow ; fruit flies like a banana ."
 KIND = "decoder self"
@@ -50,15 +51,15 @@ def test_a_remote_run_gives_the_local_runs_weights(folders, local, arch):
     with pytest.raises(RemoteJobError, match=f"Only query rows {t - 5}-{t - 1} of {t} were fetched"):
         remote.calls                                                # nothing saved with holes
     # the overview was pooled where the model ran, by the local path's own code
-    mine, theirs = plain.thumbnails(KIND, 7), remote.thumbnails(KIND, 7)
+    mine, theirs = reading.thumbnails(plain, KIND, 7), reading.thumbnails(remote, KIND, 7)
     np.testing.assert_allclose(theirs.pooled, mine.pooled, atol=ATOL)
     np.testing.assert_allclose(theirs.sink, mine.sink, atol=ATOL)
     assert remote.jobs == 1
     # the rows fetched, from q, k and the log-sum-exp that travelled
     for layer in range(plain.shape(KIND)[0]):
-        np.testing.assert_allclose(remote.tile(KIND, layer, 1, slice(t - 5, t), slice(None)),
-                                   plain.tile(KIND, layer, 1, slice(t - 5, t), slice(None)), atol=ATOL)
-        np.testing.assert_allclose(remote.row(KIND, layer, 0, t - 1), plain.row(KIND, layer, 0, t - 1), atol=ATOL)
+        np.testing.assert_allclose(reading.tile(remote, KIND, layer, 1, slice(t - 5, t), slice(None)),
+                                   reading.tile(plain, KIND, layer, 1, slice(t - 5, t), slice(None)), atol=ATOL)
+        np.testing.assert_allclose(reading.row(remote, KIND, layer, 0, t - 1), reading.row(plain, KIND, layer, 0, t - 1), atol=ATOL)
         call = plain.call(KIND, layer)
         np.testing.assert_allclose(remote._k[layer].float().numpy(), call.k.float().numpy(), atol=ATOL)
         lse = call.log_denominators(call.scores(0), 0)                  # (H, T) every row's, from the local Run
@@ -67,13 +68,13 @@ def test_a_remote_run_gives_the_local_runs_weights(folders, local, arch):
     # a row not fetched: one more job, then kept
     said = []
     remote.say = said.append
-    np.testing.assert_allclose(remote.tile(KIND, 1, 2, slice(0, 3), slice(None)),
-                               plain.tile(KIND, 1, 2, slice(0, 3), slice(None)), atol=ATOL)
+    np.testing.assert_allclose(reading.tile(remote, KIND, 1, 2, slice(0, 3), slice(None)),
+                               reading.tile(plain, KIND, 1, 2, slice(0, 3), slice(None)), atol=ATOL)
     assert remote.jobs == 2 and remote.rows_fetched == [(0, 3), (t - 5, t)]
     assert len(said) == 1 and "will travel back" in said[0] and "the last job took" in said[0]
-    np.testing.assert_allclose(remote.weights(KIND), plain.weights(KIND), atol=ATOL)   # the rest: one job more
+    np.testing.assert_allclose(reading.weights(remote, KIND), reading.weights(plain, KIND), atol=ATOL)   # the rest: one job more
     assert remote.jobs == 3 and remote.complete
-    np.testing.assert_allclose(remote.whole_recording().weights(KIND), plain.weights(KIND), atol=ATOL)
+    np.testing.assert_allclose(reading.weights(remote.whole_recording(), KIND), reading.weights(plain, KIND), atol=ATOL)
 
 
 def test_record_through_ndif_exports_as_the_plain_recording(folders, local, tmp_path):
@@ -91,7 +92,7 @@ def test_record_through_ndif_exports_as_the_plain_recording(folders, local, tmp_
                          "--format", "npz"]) == 0
     plain, ndif = load_npz(tmp_path / "plain" / "trace.npz"), load_npz(tmp_path / "ndif" / "trace.npz")
     assert ndif.target_tokens == plain.target_tokens
-    np.testing.assert_allclose(ndif.weights(KIND), plain.weights(KIND), atol=ATOL)
+    np.testing.assert_allclose(reading.weights(ndif, KIND), reading.weights(plain, KIND), atol=ATOL)
 
 
 def test_the_attention_op_is_found_from_the_source(folders, local):
@@ -183,7 +184,7 @@ def test_queries_and_keys_are_read_and_a_whole_trace_is_saved_whole(folders, loc
 
     plain = trace_text(open_model(str(folders["qwen3"]), "cpu"), TEXT)
     remote = trace_remote(open_model(f"ndif:{folders['qwen3']}", "cpu"), TEXT, rows=3)
-    small, pooled = plain.thumbnails(KIND, 4, "mean"), remote.thumbnails(KIND, 4, "mean")   # another size: a job
+    small, pooled = reading.thumbnails(plain, KIND, 4, "mean"), reading.thumbnails(remote, KIND, 4, "mean")   # another size: a job
     assert remote.jobs == 2 and not remote.complete
     np.testing.assert_allclose(pooled.pooled, small.pooled, atol=ATOL)
     mine, theirs = query_keys(plain, KIND, 1, 2), query_keys(remote, KIND, 1, 2)   # the rows not here: one job
@@ -192,7 +193,7 @@ def test_queries_and_keys_are_read_and_a_whole_trace_is_saved_whole(folders, loc
     np.testing.assert_array_equal(theirs.masked, mine.masked)
     back = load_recording(save_recording(remote, tmp_path / "r"))    # every row here: a plain recording
     assert not isinstance(back, PartialTrace)                       # (rows not fetched: test_remote_recording.py)
-    np.testing.assert_allclose(back.weights(KIND), plain.weights(KIND), atol=ATOL)
+    np.testing.assert_allclose(reading.weights(back, KIND), reading.weights(plain, KIND), atol=ATOL)
 
 
 @pytest.mark.parametrize("spec", ["ablation", "knockout"])
@@ -205,10 +206,10 @@ def test_interventions_run_there_through_the_seams_hooks(folders, local, spec):
     plain_model = open_model(str(folders["mistral"]), "cpu")
     changed, unchanged = trace_text(plain_model, TEXT, interventions=made), trace_text(plain_model, TEXT)
     remote = trace_remote(open_model(f"ndif:{folders['mistral']}", "cpu"), TEXT, rows=4, interventions=made)
-    theirs = remote.weights(KIND)                                   # the rows not here: a job under them too
+    theirs = reading.weights(remote, KIND)                                   # the rows not here: a job under them too
     assert remote.jobs == 2
-    np.testing.assert_allclose(theirs, changed.weights(KIND), atol=ATOL)
-    assert np.abs(theirs - unchanged.weights(KIND)).max() > 1e-3    # they changed what was computed
+    np.testing.assert_allclose(theirs, reading.weights(changed, KIND), atol=ATOL)
+    assert np.abs(theirs - reading.weights(unchanged, KIND)).max() > 1e-3    # they changed what was computed
     with pytest.raises(InputError, match="do not fit .*heads are 0 to 3"):
         trace_remote(open_model(f"ndif:{folders['mistral']}", "cpu"), TEXT,
                      interventions=Interventions(ablated=((HeadRef(KIND, 1, 9), "zero"),)))

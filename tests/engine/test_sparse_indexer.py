@@ -9,6 +9,7 @@ import torch
 
 from attnscope.engine.seam.hf_attention import SiteError, chosen_keys
 from tools import family_sweep
+from attnscope.engine.traces import reading
 
 TOPK = 4        # family_sweep.SHRINK["index_topk"]: fewer than the text's tokens, so the indexer chooses
 
@@ -26,7 +27,7 @@ def test_a_dsa_model_is_exact_and_every_key_not_picked_is_zero(dsa_folder):
     assert family_sweep.compare(dsa_folder, "decoder")["class"] == "exact"
     loaded = open_model(str(dsa_folder), "cpu")
     trace = trace_text(loaded, family_sweep.TEXT)
-    w = trace.weights(DECODER_SELF)                                          # (L, H, T, T)
+    w = reading.weights(trace, DECODER_SELF)                                          # (L, H, T, T)
     assert w.shape[-1] > TOPK
     assert ((w > 0).sum(-1) <= TOPK).all()                                   # at most the picked keys
     assert np.allclose(w.sum(-1), 1.0, atol=1e-5)                            # a softmax over those alone

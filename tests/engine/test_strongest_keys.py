@@ -20,6 +20,7 @@ from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import tiny_folder
 from tests.helpers.traces import TEXT, fresh_recording, top_k_reference
+from attnscope.engine.traces import reading
 
 NAMES = ["llama", "mistral", "gemma2", "t5", "translator"]
 
@@ -70,7 +71,7 @@ def every_kind_equals_the_head_by_head_path(trace):
         for overview in (False, True):                   # the rows' log-sum-exp from the kernel / the thumbnails
             lazy = fresh_recording(trace)
             if overview:
-                lazy.thumbnails(kind, 5)
+                reading.thumbnails(lazy, kind, 5)
             for k in (1, 3, tk + 5):                     # k past Tk: every key, zeros in key order
                 for keys in (None, hidden_keys(tk)):
                     every = list(range(heads))           # query heads grouped over their key head
@@ -144,7 +145,7 @@ def test_merged_and_dense_traces_read_head_by_head(traces, monkeypatch):
     trace = fresh_recording(traces["llama"])
     merged = RecordedTrace(trace.calls, model_name="m", family="llama", source_tokens=[],
                            target_tokens=trace.target_tokens, groups={"target": list(range(len(trace.target_tokens)))})
-    trace.weights("decoder self")                                         # computed whole
+    reading.weights(trace, "decoder self")                                         # computed whole
     for t in (merged, trace):
         assert t.strongest_keys("decoder self", 0, [0], slice(0, 4), 2) is None
         assert_same(layer_top_keys(t, "decoder self", 0, [0, 3], 4), head_by_head(t, "decoder self", 0, [0, 3], 4))

@@ -6,6 +6,7 @@ from attnscope.engine.loading.demo import random_model
 from attnscope.engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
 from attnscope.engine.inputs import InputError
 from attnscope.engine.traces.tracing import trace_text
+from attnscope.engine.traces import reading
 
 
 @pytest.mark.parametrize("family,kinds", [("translator", [ENCODER_SELF, DECODER_SELF, CROSS]),
@@ -17,9 +18,9 @@ def test_trace_has_the_family_kinds_and_token_labels(family, kinds):
     for kind in kinds:
         L, H, Tq, Tk = trace.shape(kind)
         assert (L, H) == (2, 4)
-        assert (Tq, Tk) == (len(trace.query_tokens(kind)), len(trace.key_tokens(kind)))
-        assert trace.weights(kind).dtype == np.float32
-        assert np.allclose(trace.weights(kind).sum(-1), 1, atol=1e-5)
+        assert (Tq, Tk) == (len(reading.query_tokens(trace, kind)), len(reading.key_tokens(trace, kind)))
+        assert reading.weights(trace, kind).dtype == np.float32
+        assert np.allclose(reading.weights(trace, kind).sum(-1), 1, atol=1e-5)
     if family == "bert":
         assert trace.source_tokens[0] == "[CLS]" and trace.source_tokens[-1] == "[SEP]"
     if family == "translator":

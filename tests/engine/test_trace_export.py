@@ -1,5 +1,5 @@
 """Export writes what was asked (one head, one kind, every head, the pooled overview), asked of the
-trace through its protocol, a block at a time: one head equals ``trace.head`` for a dense and a
+trace through its protocol, a block at a time: one head equals ``reading.head`` for a dense and a
 recorded trace, a dense export past the limit is refused with its numbers before anything is
 written, a stop ends it with no file left, the file appears only when complete, and the command
 line honours --view/--layer/--head/--kind."""
@@ -19,6 +19,7 @@ from attnscope.engine.traces.recorded import RecordedTrace
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.cli.entry import main
 from tests.helpers.hf_tiny import tiny_folder
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat and the cat sees the big dog because it is small"
 
@@ -35,7 +36,7 @@ def recorded(tmp_path_factory):
 @pytest.fixture(scope="module")
 def dense(recorded):
     kinds = recorded.kinds
-    return DenseTrace("tiny", "llama", {k: recorded.weights(k).copy() for k in kinds}, recorded.source_tokens,
+    return DenseTrace("tiny", "llama", {k: reading.weights(recorded, k).copy() for k in kinds}, recorded.source_tokens,
                       recorded.target_tokens)
 
 
@@ -57,15 +58,15 @@ def test_one_head_exported_equals_the_traces_head(which, recorded, dense, small_
     ask = ExportAsk("head", kind, 1, 2)
     with np.load(export_trace(trace, tmp_path / "h.npz", ask)) as f:
         assert str(f["what"]) == "head" and (str(f["kind"]), int(f["layer"]), int(f["head"])) == (kind, 1, 2)
-        np.testing.assert_allclose(f["weights"], trace.head(kind, 1, 2), atol=1e-6, rtol=0)
-        assert list(f["key_tokens"]) == trace.key_tokens(kind)
+        np.testing.assert_allclose(f["weights"], reading.head(trace, kind, 1, 2), atol=1e-6, rtol=0)
+        assert list(f["key_tokens"]) == reading.key_tokens(trace, kind)
     with open(export_trace(trace, tmp_path / "h.csv", ask), encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
     tq, tk = trace.shape(kind)[2:]
     assert len(rows) == tq * tk and {(r["layer"], r["head"]) for r in rows} == {("1", "2")}
     cell = rows[5 * tk + 3]
-    assert (int(cell["query_index"]), int(cell["key_index"]), cell["key_token"]) == (5, 3, trace.key_tokens(kind)[3])
-    assert float(cell["weight"]) == pytest.approx(float(trace.head(kind, 1, 2)[5, 3]), rel=1e-5, abs=1e-7)
+    assert (int(cell["query_index"]), int(cell["key_index"]), cell["key_token"]) == (5, 3, reading.key_tokens(trace, kind)[3])
+    assert float(cell["weight"]) == pytest.approx(float(reading.head(trace, kind, 1, 2)[5, 3]), rel=1e-5, abs=1e-7)
     with pytest.raises(ValueError, match="holds one head"):
         load_npz(tmp_path / "h.npz")
 
@@ -74,13 +75,13 @@ def test_every_head_of_a_kind_reads_back_as_a_trace_of_that_kind(recorded, small
     kind = recorded.kinds[-1]
     back = load_npz(export_trace(recorded, tmp_path / "k.npz", ExportAsk("kind", kind)))
     assert back.kinds == [kind] and back.source_tokens == recorded.source_tokens
-    np.testing.assert_allclose(back.weights(kind), recorded.weights(kind), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(reading.weights(back, kind), reading.weights(recorded, kind), atol=1e-6, rtol=0)
 
 
 def test_the_pooled_overview_is_the_traces_thumbnails(recorded, monkeypatch, tmp_path):
     monkeypatch.setattr(export, "POOLED_PIXELS", 8)     # the text's tokens pooled several a pixel
     kind = recorded.kinds[-1]
-    thumbs = recorded.thumbnails(kind, 8, "max")
+    thumbs = reading.thumbnails(recorded, kind, 8, "max")
     with np.load(export_trace(recorded, tmp_path / "p.npz", ExportAsk("pooled"))) as f:
         np.testing.assert_allclose(f[f"pooled_{kind.replace(' ', '_')}"], thumbs.pooled, atol=1e-6)
         np.testing.assert_allclose(f[f"sink_{kind.replace(' ', '_')}"], thumbs.sink, atol=1e-6)
@@ -155,7 +156,7 @@ def test_cli_view_head_writes_that_heads_array(tmp_path, capsys):
                        "--view", "head", "--layer", "1", "--head", "2", "--format", "npz")
     path = tmp_path / "head-decoder_self-L1-H2.npz"
     assert code == 0 and json.loads(out)["written"] == [str(path)] and [p.name for p in tmp_path.iterdir()] == [path.name]
-    expected = trace_text(open_model("random-gpt", "cpu"), "the big dog sees the cat").head("decoder self", 1, 2)
+    expected = reading.head(trace_text(open_model("random-gpt", "cpu"), "the big dog sees the cat"), "decoder self", 1, 2)
     with np.load(path) as f:
         np.testing.assert_allclose(f["weights"], expected, atol=1e-6)
     code, _, _ = run(capsys, "export", "random-gpt", "--text", "the big dog sees the cat", "--out", str(tmp_path),

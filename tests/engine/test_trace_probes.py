@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from attnscope.engine.traces import reading
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = re.compile(r"\b(getattr|hasattr)\((self\.)?(state\.)?\w*trace\b"   # getattr(trace, ...), hasattr(self.trace, ...)
@@ -44,8 +45,8 @@ def test_a_dense_trace_answers_every_capability():
 
     w = np.full((1, 2, 3, 3), 1 / 3, np.float32)
     trace = DenseTrace("m", "gpt", {"decoder self": w}, target_tokens=["a", "b", "c"])
-    assert trace.recording is None and trace.fetcher is None and trace.groups == {}
-    assert trace.pieces["target"] == ["a", "b", "c"]
+    assert trace.recording is None and trace.fetcher is None and reading.groups(trace) == {}
+    assert reading.pieces(trace)["target"] == ["a", "b", "c"]
     assert trace.held_bytes() == w.nbytes
 
 
@@ -57,5 +58,5 @@ def test_a_recorded_trace_answers_every_capability():
     kind = trace.kinds[0]
     recording = trace.recording
     assert recording is not None and recording.call(kind, 0) is not None and trace.fetcher is None
-    assert trace.pieces["target"] == trace.target_tokens
+    assert reading.pieces(trace)["target"] == trace.target_tokens
     assert recording.computes_on_demand(kind) == (kind not in trace._dense)

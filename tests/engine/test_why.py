@@ -20,6 +20,7 @@ from attnscope.engine.inputs import InputError
 from attnscope.engine.loading import open_model
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces import trace_text
+from attnscope.engine.traces import reading
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "resources" / "checkpoints" / "gpt.safetensors"
@@ -59,10 +60,10 @@ def test_terms_sum_to_the_models_own_score_and_the_weight_is_the_drawn_one(trans
     assert split.terms.shape == (len(split.query_sources), len(split.key_sources))
     assert split.query_sources[-1] == split.key_sources[-1] == "bias"
     trace = trace_text(translator, text, target=target)
-    row = trace.row(kind, layer, head, query)
+    row = reading.row(trace, kind, layer, head, query)
     assert split.weight == pytest.approx(float(row[key]), abs=1e-6)
-    assert list(split.query_tokens) == list(trace.query_tokens(kind))
-    assert list(split.key_tokens) == list(trace.key_tokens(kind))
+    assert list(split.query_tokens) == list(reading.query_tokens(trace, kind))
+    assert list(split.key_tokens) == list(reading.key_tokens(trace, kind))
     if kind == "cross":      # the key side of cross-attention is the encoder's
         assert all(name.startswith("enc.") for name in split.key_sources[:-1])
         assert not any(name.startswith("enc.") for name in split.query_sources)
@@ -75,7 +76,7 @@ def test_softmax_of_the_row_of_scores_is_the_row_of_weights(translator):
     """Each key's split score, plus its position bias, through the softmax, is the drawn row."""
     text, target = "the dog sees the cat", "der Hund"
     trace = trace_text(translator, text, target=target)
-    row = trace.row("encoder self", 1, 1, 2)
+    row = reading.row(trace, "encoder self", 1, 1, 2)
     scores = [why(translator, text, "encoder self", 1, 1, 2, j, target=target) for j in range(len(row))]
     logits = np.array([s.exact_sum + s.position_bias for s in scores])
     soft = np.exp(logits - logits.max())
@@ -84,7 +85,7 @@ def test_softmax_of_the_row_of_scores_is_the_row_of_weights(translator):
 
 def test_versus_is_the_same_table_for_another_key_and_the_runner_up_is_the_rows_second(gpt):
     split = why(gpt, REPEATED, "decoder self", 3, 3, 15, 3, versus=RUNNER_UP)
-    row = trace_text(gpt, REPEATED).row("decoder self", 3, 3, 15)
+    row = reading.row(trace_text(gpt, REPEATED), "decoder self", 3, 3, 15)
     order = np.argsort(-row)
     assert split.versus.key == int(order[1] if order[0] == 3 else order[0])
     again = why(gpt, REPEATED, "decoder self", 3, 3, 15, split.versus.key)
@@ -116,7 +117,7 @@ def test_loadings_are_the_attention_weighted_mean_of_the_scores(gpt):
     n = len(split.query_tokens)
     total, mass = 0.0, 0.0
     for i in range(n):
-        row = trace.row("decoder self", 3, 3, i)
+        row = reading.row(trace, "decoder self", 3, 3, i)
         for j in range(i + 1):
             total += row[j] * why(gpt, text, "decoder self", 3, 3, i, j).exact_sum
             mass += row[j]

@@ -9,6 +9,7 @@ from attnscope.gui.display import display_weights, special_mask
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.inspection.export import load_npz, save_csv, save_npz
 from attnscope.engine.traces.tracing import trace_text
+from attnscope.engine.traces import reading
 
 
 def test_rollout_matches_a_direct_computation():
@@ -36,15 +37,15 @@ def test_exports_hold_the_trace_numbers(tmp_path):
     back = load_npz(save_npz(trace, tmp_path / "t.npz"))
     assert back.kinds == trace.kinds and back.source_tokens == trace.source_tokens
     for kind in trace.kinds:
-        np.testing.assert_array_equal(back.weights(kind), trace.weights(kind))
+        np.testing.assert_array_equal(reading.weights(back, kind), reading.weights(trace, kind))
     path = save_csv(trace, tmp_path / "t.csv")
     with path.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == sum(trace.weights(k).size for k in trace.kinds)
+    assert len(rows) == sum(reading.weights(trace, k).size for k in trace.kinds)
     row = next(r for r in rows if r["kind"] == "cross" and r["layer"] == "1" and r["head"] == "2"
                and r["query_index"] == "1" and r["key_index"] == "2")
-    assert float(row["weight"]) == pytest.approx(float(trace.head("cross", 1, 2)[1, 2]), rel=1e-5)
-    assert row["key_token"] == trace.key_tokens("cross")[2]
+    assert float(row["weight"]) == pytest.approx(float(reading.head(trace, "cross", 1, 2)[1, 2]), rel=1e-5)
+    assert row["key_token"] == reading.key_tokens(trace, "cross")[2]
 
 
 @pytest.mark.parametrize("family, text", [("gpt", "the cat sat on the mat and the dog sat on the log"),
@@ -90,7 +91,7 @@ def test_rollout_of_a_trace_too_large_for_every_head_at_once_multiplies_row_bloc
     for kind in [k for k in trace.kinds if k != "cross"]:
         L, H, t, _ = trace.shape(kind)
         for residual in (True, False):
-            whole = rollout(trace.weights(kind), residual)
+            whole = rollout(reading.weights(trace, kind), residual)
             monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 3 * t * t * 4)          # three maps, not every head
             with blocks.forced(3 * 4 * H * t):                                    # three query rows a block
                 fresh = trace_text(model, text)

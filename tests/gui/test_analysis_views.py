@@ -9,6 +9,7 @@ from attnscope.gui.state import AppState
 from attnscope.gui.views.head_lines import HeadLines, segments
 from attnscope.gui.views.head_stats import HeadStats
 from attnscope.gui.views.rollout import RolloutView
+from attnscope.engine.traces import reading
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def state():
 def test_head_lines_draw_one_segment_per_weight_above_threshold(state, qtbot, drawn):
     view = HeadLines(state)
     qtbot.addWidget(view)
-    w = state.trace.weights("encoder self")
+    w = reading.weights(state.trace, "encoder self")
     view.threshold.setValue(0.05)
     view.set_heads([0, 2])
     drawn(view)
@@ -86,11 +87,11 @@ def test_rollout_view_shows_the_engine_rollout(state, qtbot, drawn):
     qtbot.addWidget(view)
     state.select(layer=1)
     drawn(view)
-    expected = rollout(state.trace.weights("encoder self"))[-1]
+    expected = rollout(reading.weights(state.trace, "encoder self"))[-1]
     np.testing.assert_allclose(view.image.image, expected, atol=1e-6)
     view.mode.setCurrentText("max of heads")
     drawn(view)
-    np.testing.assert_allclose(view.image.image, state.trace.weights("encoder self")[-1].max(0), atol=1e-6)
+    np.testing.assert_allclose(view.image.image, reading.weights(state.trace, "encoder self")[-1].max(0), atol=1e-6)
 
 
 def test_head_detail_display_options(qtbot, drawn):
@@ -102,7 +103,7 @@ def test_head_detail_display_options(qtbot, drawn):
     qtbot.addWidget(view)
     state.select_head("cross", 1, 2)
     drawn(view)
-    head = state.trace.head("cross", 1, 2)
+    head = reading.head(state.trace, "cross", 1, 2)
     np.testing.assert_array_equal(view.image.image, head)
     view.threshold.setValue(0.2)
     drawn(view)
@@ -125,7 +126,7 @@ def test_grid_threshold_hides_weak_cells_but_hover_reads_true_weights(state, qtb
     qtbot.addWidget(grid)
     grid.threshold.setValue(0.3)
     drawn(grid)
-    head = state.trace.head(grid.kind, 1, 2)
+    head = reading.head(state.trace, grid.kind, 1, 2)
     y, x = grid.layout_.tile_origin(1, 2)
     tq, tk = head.shape
     drawn = grid.mosaic[y:y + tq, x:x + tk]
@@ -199,11 +200,11 @@ def test_rollout_opens_on_a_self_kind_when_the_selection_is_cross(qtbot, drawn):
     drawn(view)
     assert view.kind_box.currentText() == "encoder self"
     assert "cross" not in [view.kind_box.itemText(i) for i in range(view.kind_box.count())]
-    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("encoder self"))[-1], atol=1e-6)
+    np.testing.assert_allclose(view.image.image, rollout(reading.weights(state.trace, "encoder self"))[-1], atol=1e-6)
     view.mode.setCurrentText("max of heads")
     drawn(view)
     assert view.kind_box.currentText() == "cross"
-    np.testing.assert_allclose(view.image.image, state.trace.weights("cross")[-1].max(0), atol=1e-6)
+    np.testing.assert_allclose(view.image.image, reading.weights(state.trace, "cross")[-1].max(0), atol=1e-6)
 
 
 def test_rollout_opens_through_all_layers_and_follows_a_layer_chosen(qtbot, drawn):
@@ -219,13 +220,13 @@ def test_rollout_opens_through_all_layers_and_follows_a_layer_chosen(qtbot, draw
     qtbot.addWidget(view)
     drawn(view)
     assert view.layer.value() == n_layers - 1
-    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("decoder self"))[-1], atol=1e-6)
+    np.testing.assert_allclose(view.image.image, rollout(reading.weights(state.trace, "decoder self"))[-1], atol=1e-6)
     state.select(head=1)                        # another head of the selection's layer: still all layers
     drawn(view)
     assert view.layer.value() == n_layers - 1 and state.layer == 0
     view.layer.setValue(0)                      # chosen here: shown, and selected for every view
     drawn(view)
-    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("decoder self"))[0], atol=1e-6)
+    np.testing.assert_allclose(view.image.image, rollout(reading.weights(state.trace, "decoder self"))[0], atol=1e-6)
     state.select(layer=n_layers - 1)            # chosen elsewhere (a head clicked in the overview)
     drawn(view)
     assert view.layer.value() == n_layers - 1
@@ -233,7 +234,7 @@ def test_rollout_opens_through_all_layers_and_follows_a_layer_chosen(qtbot, draw
     state.set_trace(trace_text(state.loaded, "a cat sleeps ."))    # a new text keeps the layer chosen
     drawn(view)
     assert view.layer.value() == 0
-    np.testing.assert_allclose(view.image.image, rollout(state.trace.weights("decoder self"))[0], atol=1e-6)
+    np.testing.assert_allclose(view.image.image, rollout(reading.weights(state.trace, "decoder self"))[0], atol=1e-6)
     state.set_model(random_model("gpt", seed=2))
     state.set_trace(trace_text(state.loaded, "a cat sleeps ."))
     drawn(view)
@@ -267,7 +268,7 @@ def test_cross_attention_has_no_self_or_previous_scores_even_when_the_lengths_ma
     from attnscope.engine.inspection.statistics import head_means
     from attnscope.engine.traces import reading
     square_self = head_means(lambda i: reading.row_blocks(s.trace, "cross", i), s.trace.shape("cross"), True,
-                             s.trace.key_tokens("cross"))
+                             reading.key_tokens(s.trace, "cross"))
     assert np.isfinite(square_self["self"]).all()       # the same square map read as self-attention has them
     s.select(kind="cross")
     view = HeadStats(s)

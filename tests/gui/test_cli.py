@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnscope.cli.entry import main
+from attnscope.engine.traces import reading
 
 
 def run(capsys, *argv):
@@ -108,7 +109,7 @@ def test_export_trace_npz_holds_the_trace(tmp_path, capsys):
     assert code == 0
     back = load_npz(tmp_path / "trace.npz")
     expected = trace_text(open_model("random-gpt", "cpu"), "the big dog")
-    np.testing.assert_allclose(back.weights("decoder self"), expected.weights("decoder self"), atol=1e-6)
+    np.testing.assert_allclose(reading.weights(back, "decoder self"), reading.weights(expected, "decoder self"), atol=1e-6)
 
 
 def test_first_ctrl_c_asks_the_trainer_to_stop_and_save(capsys):

@@ -6,6 +6,7 @@ from attnscope.engine.loading.hf import load_hf_model
 from attnscope.gui.state import AppState
 from attnscope.gui.views.compare import SAME_WEIGHTS, CompareView
 from tests.helpers.hf_tiny import tiny_bert_folder
+from attnscope.engine.traces import reading
 
 
 def test_same_weights_differ_by_rounding_only(qtbot, tmp_path):
@@ -22,7 +23,7 @@ def test_same_weights_differ_by_rounding_only(qtbot, tmp_path):
     assert comp["max"] < 1e-5 and view.table.rowCount() == 2 * 3
     view.layer_box.setValue(1)
     view.head_box.setValue(2)
-    np.testing.assert_allclose(view.images[2].image, ta.head("encoder self", 1, 2) - tb.head("encoder self", 1, 2),
+    np.testing.assert_allclose(view.images[2].image, reading.head(ta, "encoder self", 1, 2) - reading.head(tb, "encoder self", 1, 2),
                                atol=1e-7)
     top = float(np.abs(view.images[2].image).max())
     assert view.diff_bar.levels() == (-top, top)           # centred at 0, symmetric, stated

@@ -13,6 +13,7 @@ from attnscope.engine.inspection.statistics import STATISTICS
 from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.tracing import trace_text
 from attnscope.gui.state import AppState
+from attnscope.engine.traces import reading
 
 TEXT = "the cat sat on the mat and the dog sat on the log and the cat sat"
 
@@ -40,7 +41,7 @@ def test_a_new_role_detector_is_one_entry(monkeypatch, tmp_path, capsys, qtbot, 
     kind = trace.kinds[0]
     made = stats_drawing(trace, kind)
     assert "focus" in [c.name for c in columns()] and "focus" not in made.hidden
-    np.testing.assert_allclose(made.stats["focus"], trace.weights(kind).max(-1).mean(-1), atol=1e-6)
+    np.testing.assert_allclose(made.stats["focus"], reading.weights(trace, kind).max(-1).mean(-1), atol=1e-6)
     state = AppState()
     state.set_model(loaded)
     state.set_trace(trace)

@@ -18,6 +18,7 @@ from attnscope.engine.models.outputs import CROSS, DECODER_SELF, ENCODER_SELF
 from attnscope.engine.inspection.neurons import query_keys
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import ARCHITECTURES, ROLE, tiny_folder
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat"
 
@@ -68,8 +69,8 @@ def test_role_and_trace_equal_output_attentions(models, eager, arch):
     torch.testing.assert_close(getattr(ours, field), getattr(out, field), atol=1e-5, rtol=0)   # recording changes no output
     for kind, layers in ref.items():
         expected = torch.stack([a[0] for a in layers]).numpy()   # (L, H, Tq, Tk)
-        np.testing.assert_allclose(trace.weights(kind), expected, atol=1e-5)
-        np.testing.assert_allclose(trace.weights(kind).sum(-1), 1.0, atol=1e-4)
+        np.testing.assert_allclose(reading.weights(trace, kind), expected, atol=1e-5)
+        np.testing.assert_allclose(reading.weights(trace, kind).sum(-1), 1.0, atol=1e-4)
 
 
 @pytest.mark.parametrize("arch", [a for a in ARCHITECTURES if ROLE[a] != "encoder"])
@@ -125,7 +126,7 @@ def test_neuron_view_recomputes_the_traced_weights(models, arch):
     trace = trace_text(loaded, TEXT)
     for kind in loaded.kinds:
         data = query_keys(trace, kind, 1, 3)
-        traced = data.trace.weights(kind)[1, 3]
+        traced = reading.weights(data.trace, kind)[1, 3]
         recomputed = np.stack([data.row(i)["weights"] for i in range(traced.shape[0])])
         np.testing.assert_allclose(recomputed, traced, atol=1e-5)
     if arch in ("llama", "qwen2", "qwen3", "mistral", "gemma2", "phi3"):
@@ -146,7 +147,7 @@ def test_tokens_read_as_words_and_merge(models):
     merged = trace_text(models["t5"], TEXT, merge_subwords=True)
     assert "big" in merged.source_tokens
     for kind in merged.kinds:
-        np.testing.assert_allclose(merged.weights(kind).sum(-1), 1.0, atol=1e-4)
+        np.testing.assert_allclose(reading.weights(merged, kind).sum(-1), 1.0, atol=1e-4)
 
 
 def test_an_unknown_architecture_is_named(tmp_path):

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 
 from attnscope.engine.interventions import HeadRef
 from attnscope.engine.kinds import CROSS, DECODER_SELF
+from attnscope.engine.traces import reading
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSLATOR = str(ROOT / "resources/checkpoints/translator.safetensors")
@@ -73,14 +74,14 @@ def test_knockout_from_the_panel_zeroes_its_cell_and_the_lens_fills(window_on, q
     lens = _open(w, "Lens")
     qtbot.waitUntil(lambda: lens.lens is not None, timeout=30000)
     assert lens.table.rowCount() == 4 and lens.table.columnCount() == len(w.state.trace.target_tokens)
-    base = w.state.trace.head(DECODER_SELF, 2, 1)
+    base = reading.head(w.state.trace, DECODER_SELF, 2, 1)
     panel.query_box.setCurrentIndex(panel.query_box.findData(5))
     panel.key_box.setCurrentIndex(panel.key_box.findData(4))
     panel.layers_box.setCurrentIndex(panel.layers_box.findData(2))
     old = w.state.trace
     panel.block_button.click()
     qtbot.waitUntil(lambda: w.state.trace is not old and not w.run_jobs.busy, timeout=30000)
-    after = w.state.trace.head(DECODER_SELF, 2, 1)
+    after = reading.head(w.state.trace, DECODER_SELF, 2, 1)
     assert base[5, 4] > 0 and after[5, 4] == 0 and abs(after[5].sum() - 1) < 1e-5
     assert np.array_equal(base[:5], after[:5])
     qtbot.waitUntil(lambda: "KL" in panel.effect.text(), timeout=30000)
@@ -96,8 +97,8 @@ def test_value_weighted_box_redraws_every_view_from_the_value_weighted_trace(win
     plain = w.state.trace
     panel.value_box.setChecked(True)
     qtbot.waitUntil(lambda: isinstance(w.state.trace, ValueWeightedTrace) and not w.run_jobs.busy, timeout=30000)
-    vw = w.state.trace.head(DECODER_SELF, 1, 0)
-    assert abs(vw.sum(-1) - 1).max() < 1e-5 and abs(vw - plain.head(DECODER_SELF, 1, 0)).max() > 1e-3
+    vw = reading.head(w.state.trace, DECODER_SELF, 1, 0)
+    assert abs(vw.sum(-1) - 1).max() < 1e-5 and abs(vw - reading.head(plain, DECODER_SELF, 1, 0)).max() > 1e-3
     panel.value_box.setChecked(False)
     qtbot.waitUntil(lambda: not isinstance(w.state.trace, ValueWeightedTrace) and not w.run_jobs.busy, timeout=30000)
 
@@ -123,8 +124,8 @@ def test_clicks_in_head_detail_knock_out_a_cell_a_column_and_a_row(window_on, qt
     click(6, 1, Qt.KeyboardModifier.ControlModifier)
     click(7, 0, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     assert w.state.interventions.knockout[1:] == (Edge(DECODER_SELF, None, (1,), (2,)), Edge(DECODER_SELF, (7,), None, (2,)))
-    qtbot.waitUntil(lambda: not w.run_jobs.busy and w.state.trace.head(DECODER_SELF, 2, 1)[6, 1] == 0, timeout=30000)
-    after = w.state.trace.head(DECODER_SELF, 2, 1)
+    qtbot.waitUntil(lambda: not w.run_jobs.busy and reading.head(w.state.trace, DECODER_SELF, 2, 1)[6, 1] == 0, timeout=30000)
+    after = reading.head(w.state.trace, DECODER_SELF, 2, 1)
     assert after[5, 4] == 0 and (after[:, 1] == 0).all() and (after[7] == 0).all()
     click(3, 2, Qt.KeyboardModifier.NoModifier)          # a plain click changes nothing
     assert len(w.state.interventions.knockout) == 3

@@ -15,6 +15,7 @@ from attnscope.engine.traces.tracing import trace_text
 from attnscope.gui.state import AppState
 from tests.helpers.hf_tiny import tiny_folder
 from tests.helpers.traces import TEXT, fresh_recording, top_k_reference
+from attnscope.engine.traces import reading
 
 
 def causal_dense(seed: int = 0, layers: int = 2, heads: int = 3, t: int = 37) -> DenseTrace:
@@ -92,7 +93,7 @@ def llama(tmp_path_factory):
 
 def test_top_keys_of_a_recorded_trace_are_numpys_top_k_of_its_dense_heads(llama):
     trace = trace_text(llama, TEXT)
-    dense = trace.weights("decoder self")                                  # (L, H, T, T), small here
+    dense = reading.weights(trace, "decoder self")                                  # (L, H, T, T), small here
     lazy = fresh_recording(trace)                                                    # tiles computed from q and k
     t = dense.shape[-1]
     tops = layer_top_keys(lazy, "decoder self", 1, [0, 3], 4, chunk_bytes=4 * t * 3)
@@ -126,7 +127,9 @@ def long_lines(qtbot, drawn, monkeypatch, loaded, refuse_whole_kind: bool):
         monkeypatch.setattr(lines, "LONG_TOKENS", 8)
     state, view = shown_view(qtbot, lines.HeadLines, loaded)
     trace = fresh_recording(trace_text(loaded, TEXT))
-    monkeypatch.setattr(trace, "weights", lambda kind: pytest.fail("Head lines asked for every head at once"))
+    every = reading.weights
+    monkeypatch.setattr(reading, "weights", lambda t, kind: pytest.fail("Head lines asked for every head at once")
+                        if t is trace else every(t, kind))
     state.set_trace(trace)
     drawn(view)
     return view, trace
@@ -134,7 +137,7 @@ def long_lines(qtbot, drawn, monkeypatch, loaded, refuse_whole_kind: bool):
 
 def expected_lines(trace, layer: int, head: int, k: int, threshold: float, queries=None, keys=None) -> int:
     """Lines of each query's k strongest keys whose weight is above the threshold (and above 0)."""
-    head_w = np.stack([trace.row("decoder self", layer, head, q) for q in range(trace.shape("decoder self")[2])])
+    head_w = np.stack([reading.row(trace, "decoder self", layer, head, q) for q in range(trace.shape("decoder self")[2])])
     ref_keys, weights, _ = top_k_reference(head_w, k, keys)
     keep = (weights > 0) & (weights >= threshold)
     if queries is not None:
@@ -157,14 +160,15 @@ def test_a_long_trace_draws_each_querys_strongest_keys_and_says_what_is_left(qtb
     assert f"{t:,} queries: the 4 strongest keys of each" in text and f"{left:.0f} % of the weight" in text
     assert "not drawn" in text and f"({view.drawn[0]:,} lines)" in text
 
-    read = trace.tile                                   # fewer keys, a hovered query: no head read again
-    monkeypatch.setattr(trace, "tile", lambda *args: pytest.fail("Head lines read the head again"))
+    read = reading.tile                                 # fewer keys, a hovered query: no head read again
+    monkeypatch.setattr(reading, "tile", lambda t, *args: pytest.fail("Head lines read the head again") if t is trace
+                        else read(t, *args))
     view.keys_per_query.setValue(2)
     view.focus = ("query", 9)
     view.redraw()
     drawn(view)
     shown = dict(view.drawn)
-    monkeypatch.setattr(trace, "tile", read)
+    monkeypatch.setattr(reading, "tile", read)
     assert shown == {0: expected_lines(trace, 0, 0, 2, 0.0, queries=np.arange(t) == 9)} == {0: 2}
 
     view.focus = None
@@ -180,7 +184,7 @@ def test_a_long_trace_draws_each_querys_strongest_keys_and_says_what_is_left(qtb
 
 def test_hover_and_hidden_specials_filter_the_strongest_keys(qtbot, drawn, monkeypatch, llama):
     view, trace = long_lines(qtbot, drawn, monkeypatch, llama, refuse_whole_kind=False)
-    tokens = trace.key_tokens("decoder self")
+    tokens = reading.key_tokens(trace, "decoder self")
     assert tokens[0] == "<s>"
     view.threshold.setValue(0.0)
     view.focus = ("query", 5)
@@ -203,7 +207,7 @@ def test_a_short_trace_draws_every_line_as_before(qtbot, drawn):
     state.set_trace(trace_text(state.loaded, TEXT))
     view.threshold.setValue(0.0)
     drawn(view)
-    w = state.trace.weights("decoder self")[0, 0]
+    w = reading.weights(state.trace, "decoder self")[0, 0]
     assert view.drawn == {0: int((w > 0).sum())}
     assert not view.summary.isVisible() and not view.keys_per_query.isVisible()
 
@@ -238,7 +242,7 @@ def test_rollout_of_a_trace_too_long_for_every_head_at_once_is_drawn_and_refused
     state.set_trace(trace_text(state.loaded, TEXT))
     drawn(view)
     whole = view.matrix.copy()
-    tokens = len(state.trace.query_tokens("decoder self"))
+    tokens = len(reading.query_tokens(state.trace, "decoder self"))
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 3 * tokens * tokens * 4)    # every head: no; three maps: yes
     state.set_trace(fresh_recording(trace_text(state.loaded, TEXT)))
     drawn(view)

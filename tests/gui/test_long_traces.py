@@ -22,6 +22,7 @@ from attnscope.engine.decoding.greedy import frame
 from tests.helpers.hf_tiny import tiny_folder
 from tests.helpers.traces import TEXT
 from tests.helpers.views import long_head_detail
+from attnscope.engine.traces import reading
 
 
 def blocks(dense: np.ndarray, size: int, how: str) -> np.ndarray:
@@ -56,18 +57,18 @@ def models(tmp_path_factory):
 def test_thumbnails_tiles_and_rows_equal_the_dense_reference(models, name):
     trace = trace_text(models[name], TEXT, target="the dog" if name in ("t5", "translator") else None)
     for kind in trace.kinds:
-        dense = trace.weights(kind)                                 # (L, H, Tq, Tk), computed whole (small)
+        dense = reading.weights(trace, kind)                                 # (L, H, Tq, Tk), computed whole (small)
         lazy = fresh(trace)
         _, _, tq, tk = dense.shape
         for how in ("max", "mean"):
-            th = lazy.thumbnails(kind, 5, how)
+            th = reading.thumbnails(lazy, kind, 5, how)
             np.testing.assert_allclose(th.pooled, blocks(dense, 5, how), atol=1e-6)
             np.testing.assert_allclose(th.sink, blocks(dense[..., :1], 5, how)[..., 0], atol=1e-6)  # key 0 apart
         rows, cols = slice(1, tq - 1), slice(2, tk)
-        np.testing.assert_allclose(lazy.tile(kind, 1, 3, rows, cols), dense[1, 3, rows, cols], atol=1e-6)   # with lse
-        np.testing.assert_allclose(fresh(trace).tile(kind, 0, 2, rows, cols), dense[0, 2, rows, cols], atol=1e-6)
-        np.testing.assert_allclose(fresh(trace).row(kind, 1, 1, tq - 1), dense[1, 1, tq - 1], atol=1e-6)
-        np.testing.assert_allclose(fresh(trace).head(kind, 1, 0), dense[1, 0], atol=1e-6)
+        np.testing.assert_allclose(reading.tile(lazy, kind, 1, 3, rows, cols), dense[1, 3, rows, cols], atol=1e-6)   # with lse
+        np.testing.assert_allclose(reading.tile(fresh(trace), kind, 0, 2, rows, cols), dense[0, 2, rows, cols], atol=1e-6)
+        np.testing.assert_allclose(reading.row(fresh(trace), kind, 1, 1, tq - 1), dense[1, 1, tq - 1], atol=1e-6)
+        np.testing.assert_allclose(reading.head(fresh(trace), kind, 1, 0), dense[1, 0], atol=1e-6)
 
 
 def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypatch):
@@ -75,12 +76,12 @@ def test_a_whole_kind_view_of_a_trace_too_large_is_refused_with_numbers(monkeypa
     trace = fresh(trace_text(random_model("gpt", seed=1), TEXT))
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 1000)
     with pytest.raises(TraceTooLarge, match=r"2 layers x 4 heads x .* MiB"):
-        trace.weights("decoder self")
-    assert trace.thumbnails("decoder self", 4).pooled.shape == (2, 4, 4, 4)   # the overview still draws
-    need = trace.dense_bytes("decoder self")
+        reading.weights(trace, "decoder self")
+    assert reading.thumbnails(trace, "decoder self", 4).pooled.shape == (2, 4, 4, 4)   # the overview still draws
+    need = reading.dense_bytes(trace, "decoder self")
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", need - 2**20 // 200)        # just under: both read the same rounded
     with pytest.raises(TraceTooLarge) as refused:
-        trace.weights("decoder self")
+        reading.weights(trace, "decoder self")
     said = [float(x) for x in re.findall(r"([\d.]+) MiB", str(refused.value))]
     assert len(said) == 2 and said[0] > said[1]                               # never "2.0 GiB, more than the 2.0 GiB"
 
@@ -146,14 +147,14 @@ def test_the_heads_grid_pools_a_long_trace_and_reads_blocks_exactly(qtbot, drawn
     assert view.layout_.tile_h == 6 and "max over a block" in view.readout.text()
     text = view.describe(1, 2, 3, 4)
     (q0, q1), (k0, k1) = view.block(3, 4)
-    block = trace.weights("decoder self")[1, 2, q0:q1, k0:k1]
+    block = reading.weights(trace, "decoder self")[1, 2, q0:q1, k0:k1]
     assert f"queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1}" in text and f"weight {block.max():.4f}" in text
 
 
 def test_a_pooled_grid_draws_the_first_key_apart_and_reads_it_exactly(qtbot, drawn, monkeypatch):
     grid, view, trace = long_grid(qtbot, drawn, monkeypatch)
     thumbs, offset = view.drawing.thumbs, view.drawing.offset
-    weights = trace.weights("decoder self")                              # (L, H, T, T)
+    weights = reading.weights(trace, "decoder self")                              # (L, H, T, T)
     assert offset == SINK_OFFSET and view.layout_.tile_w == thumbs.pooled.shape[3] + offset
     for qi in range(thumbs.pooled.shape[2]):                              # the strip: key 0 alone, max of each row block
         (q0, q1), _ = view.block(qi, 0)
@@ -191,7 +192,7 @@ def test_head_detail_is_a_viewport_on_a_long_head(qtbot, drawn, monkeypatch):
     state, view, trace = long_head_detail(qtbot, drawn, monkeypatch, pixels=6)
     state.select("decoder self", 1, 2)
     drawn(view)
-    dense = trace.weights("decoder self")[1, 2]
+    dense = reading.weights(trace, "decoder self")[1, 2]
     t = dense.shape[0]
     assert view.image.image.shape == (6, 6) and view.drawing.long == (t, t)
     np.testing.assert_allclose(view.image.image, blocks(dense, 6, "max"), atol=1e-6)
@@ -217,7 +218,7 @@ def test_another_head_of_a_long_text_opens_where_the_last_was_zoomed(qtbot, draw
     qtbot.waitUntil(lambda: view.zoom_image.image is not None and not view.zoom_jobs.busy and not
                     view.zoom_timer.isActive(), timeout=10000)
     (r0, r1), (c0, c1) = view.zoom_block
-    np.testing.assert_allclose(view.zoom_image.image, trace.weights("decoder self")[1, 3, r0:r1, c0:c1], atol=1e-6)
+    np.testing.assert_allclose(view.zoom_image.image, reading.weights(trace, "decoder self")[1, 3, r0:r1, c0:c1], atol=1e-6)
     state.set_trace(trace_text(state.loaded, TEXT + " again"))          # a new text: the whole map again
     drawn(view)
     (x0, x1), (y0, y1) = view.item.vb.viewRange()
@@ -258,7 +259,7 @@ def test_the_forward_hands_each_rows_log_sum_exp_to_the_recording(models):
 
 def test_head_detail_goes_to_a_position_or_a_token(qtbot, drawn, monkeypatch):
     state, view, trace = long_head_detail(qtbot, drawn, monkeypatch)
-    tokens = trace.query_tokens("decoder self")
+    tokens = reading.query_tokens(trace, "decoder self")
     first = view.go_to("cat", span=2)
     assert tokens[first] == "cat" and view.go_to("cat", span=2) == tokens.index("cat", first + 1)
     assert view.go_to("12", span=2) == 12

@@ -4,6 +4,7 @@ import numpy as np
 from attnscope.gui.worker import active_threads
 
 from attnscope.gui.window.main_window import MainWindow
+from attnscope.engine.traces import reading
 
 
 def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
@@ -23,7 +24,7 @@ def test_window_runs_text_and_grid_holds_trace_numbers(window, qtbot):
     L, H, Tq, Tk = trace.shape(grid.kind)
     assert (layout.rows, layout.cols, layout.tile_h, layout.tile_w) == (L, H, Tq, Tk)
     y, x = layout.tile_origin(1, 2)
-    head = trace.head(grid.kind, 1, 2)
+    head = reading.head(trace, grid.kind, 1, 2)
     drawn = image[y:y + Tq, x:x + Tk]
     np.testing.assert_allclose((drawn.astype(np.float64) - 1) / 254, head, atol=0.5 / 254 + 1e-6)
     assert (drawn > 0).all() and image[y, x + Tk] == 0   # cells are opaque, the gap beside is not
@@ -38,15 +39,15 @@ def test_hover_reads_cell_and_click_opens_head(window, qtbot, drawn):
     kind = grid.kind
     pos = grid.scene_pos_of(1, 3, 0, 2)
     grid._on_hover(pos)
-    w = trace.head(kind, 1, 3)[0, 2]
-    q, k = trace.query_tokens(kind)[0], trace.key_tokens(kind)[2]
+    w = reading.head(trace, kind, 1, 3)[0, 2]
+    q, k = reading.query_tokens(trace, kind)[0], reading.key_tokens(trace, kind)[2]
     assert grid.last_tooltip == f"layer 1, head 3: weight {w:.4f} | query 0 {q!r} -> key 2 {k!r}"
     detail = window.dock_layout.view("Head detail")
     with qtbot.waitSignal(window.state.head_selected):
         window.state.select_head(kind, 1, 3)
     drawn(detail)
     assert (detail.layer, detail.head) == (1, 3)
-    np.testing.assert_array_equal(detail.image.image, trace.head(kind, 1, 3))
+    np.testing.assert_array_equal(detail.image.image, reading.head(trace, kind, 1, 3))
 
 
 def test_empty_text_gets_a_note_not_a_crash(window):
@@ -85,7 +86,7 @@ def test_head_detail_keys_move_between_heads_and_layers(window, qtbot, drawn):
     assert detail.layer == 1
     detail.agg_box.setCurrentText("mean of heads")
     drawn(detail)
-    np.testing.assert_allclose(detail.image.image, window.state.trace.weights(kind)[1].mean(axis=0), atol=1e-6)
+    np.testing.assert_allclose(detail.image.image, reading.weights(window.state.trace, kind)[1].mean(axis=0), atol=1e-6)
 
 
 def test_settings_persist_colormap_device_and_layout(qtbot, tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from attnscope.engine.loading.demo import random_model
 from attnscope.engine.traces.recording_file import RecordingError, is_recording, load_recording, save_recording
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import tiny_folder
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat and the cat sees the dog"
 
@@ -35,7 +36,7 @@ def test_a_recording_round_trips_to_the_same_trace(traces, tmp_path, name):
     assert back.kinds == trace.kinds and back.source_tokens == trace.source_tokens
     assert back.target_tokens == trace.target_tokens and back.model_name == trace.model_name
     for kind in trace.kinds:
-        np.testing.assert_array_equal(back.weights(kind), trace.weights(kind))
+        np.testing.assert_array_equal(reading.weights(back, kind), reading.weights(trace, kind))
     if name == "llama":
         assert back.calls["decoder self"][0].lse is not None
 
@@ -92,8 +93,8 @@ def test_record_then_export_from_the_recording_with_no_model(tmp_path):
         assert main(["export", str(tmp_path / "r.safetensors"), "--out", str(tmp_path / "o"), "--format", "npz"]) == 0
     from attnscope.engine.inspection.export import load_npz
     exported = load_npz(tmp_path / "o" / "trace.npz")
-    np.testing.assert_allclose(exported.weights("decoder self"),
-                               trace_text(random_model("gpt"), TEXT).weights("decoder self"), atol=1e-6)
+    np.testing.assert_allclose(reading.weights(exported, "decoder self"),
+                               reading.weights(trace_text(random_model("gpt"), TEXT), "decoder self"), atol=1e-6)
     (tmp_path / "t.txt").write_bytes(b"\xff\xfe not utf-8")
     assert main(["record", "random-gpt", "--text-file", str(tmp_path / "t.txt"), "--out", str(tmp_path / "x")]) == 2
 
@@ -111,5 +112,5 @@ def test_the_window_saves_and_opens_a_recording(window, qtbot, tmp_path, monkeyp
     qtbot.waitUntil(lambda: window.state.trace is not None, timeout=20000)
     drawn(window.grid)
     for kind in before.kinds:
-        np.testing.assert_array_equal(window.state.trace.weights(kind), before.weights(kind))
+        np.testing.assert_array_equal(reading.weights(window.state.trace, kind), reading.weights(before, kind))
     assert "no model" in window.statusBar().currentMessage()

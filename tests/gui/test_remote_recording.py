@@ -17,6 +17,7 @@ from attnscope.engine.remote import trace_remote  # noqa: E402
 from attnscope.engine.traces.partial import PartialTrace, RowsNotHeld  # noqa: E402
 from attnscope.engine.traces.recording_file import RecordingError, load_recording, save_recording  # noqa: E402
 from tests.helpers.hf_tiny import tiny_folder  # noqa: E402
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat . time flies like an arrow ; fruit flies like a banana ."
 KIND = "decoder self"
@@ -32,8 +33,8 @@ def remote(tmp_path, monkeypatch):
     monkeypatch.setenv("NDIF_API_KEY", KEY)
     loaded = open_model(f"ndif:{tiny_folder(tmp_path / 'models', 'mistral')}", "cpu")
     trace = trace_remote(loaded, TEXT, rows=4, overview=256)        # the size the export pools to
-    trace.tile(KIND, 0, 0, slice(2, 5), slice(None))                 # a second block: one more job
-    trace.thumbnails(KIND, 7)                                        # another size: one more job
+    reading.tile(trace, KIND, 0, 0, slice(2, 5), slice(None))                 # a second block: one more job
+    reading.thumbnails(trace, KIND, 7)                                        # another size: one more job
     assert trace.jobs == 3
     return trace
 
@@ -52,16 +53,16 @@ def test_a_partial_remote_trace_is_saved_and_opened_with_its_exact_rows(remote, 
             np.testing.assert_array_equal(back.block(KIND, layer, [0, 1, 2, 3], rows, slice(None)).numpy(),
                                           remote.block(KIND, layer, [0, 1, 2, 3], rows, slice(None)).numpy())
     for size in (7, 256):
-        mine, theirs = remote.thumbnails(KIND, size), back.thumbnails(KIND, size)
+        mine, theirs = reading.thumbnails(remote, KIND, size), reading.thumbnails(back, KIND, size)
         np.testing.assert_array_equal(theirs.pooled, mine.pooled)
         np.testing.assert_array_equal(theirs.sink, mine.sink)
     jobs = remote.jobs
     with pytest.raises(RowsNotHeld) as caught:
-        back.row(KIND, 1, 0, 7)
+        reading.row(back, KIND, 1, 0, 7)
     said = str(caught.value)
     assert said.startswith("Query row 7 is not in this trace") and "there is no model here to fetch it from" in said and "\n" not in said
     with pytest.raises(RowsNotHeld, match="at 9 pixels a side by max is not in this trace"):
-        back.thumbnails(KIND, 9)
+        reading.thumbnails(back, KIND, 9)
     with pytest.raises(RowsNotHeld, match="fetch every row"):
         back.calls                                                    # never a whole recording with holes
     assert remote.jobs == jobs                                        # the opened file asked nothing remote
@@ -71,11 +72,11 @@ def test_a_saved_partial_trace_saves_again_and_a_whole_one_is_a_plain_recording(
     back = load_recording(save_recording(remote, tmp_path / "a"))
     again = load_recording(save_recording(back, tmp_path / "b"))
     assert again.rows_fetched == remote.rows_fetched
-    np.testing.assert_array_equal(again.row(KIND, 1, 2, 3), remote.row(KIND, 1, 2, 3))
-    remote.weights(KIND)                                              # every row: one job more
+    np.testing.assert_array_equal(reading.row(again, KIND, 1, 2, 3), reading.row(remote, KIND, 1, 2, 3))
+    reading.weights(remote, KIND)                                              # every row: one job more
     whole = load_recording(save_recording(remote, tmp_path / "c"))
     assert not isinstance(whole, PartialTrace)
-    np.testing.assert_allclose(whole.weights(KIND), remote.weights(KIND), atol=1e-6)
+    np.testing.assert_allclose(reading.weights(whole, KIND), reading.weights(remote, KIND), atol=1e-6)
 
 
 def test_a_damaged_partial_file_is_one_sentence(remote, tmp_path):
@@ -104,7 +105,7 @@ def test_export_writes_what_a_partial_recording_holds(remote, tmp_path):
                      "--format", "npz"]) == 0
     assert json.loads(out.getvalue())["what"] == "pooled"
     with np.load(tmp_path / "pooled" / "overview.npz") as z:
-        np.testing.assert_array_equal(z["pooled_decoder_self"], remote.thumbnails(KIND, 256).pooled)
+        np.testing.assert_array_equal(z["pooled_decoder_self"], reading.thumbnails(remote, KIND, 256).pooled)
     with redirect_stdout(io.StringIO()):
         assert main(["export", str(path), "--out", str(tmp_path / "grid")]) == 0      # the overview, drawn
     assert (tmp_path / "grid" / "grid.png").stat().st_size > 0

@@ -6,6 +6,7 @@ pytest.importorskip("nnsight")
 
 from tests.helpers.hf_tiny import tiny_folder  # noqa: E402
 from tests.helpers.lanes import lanes_computing  # noqa: E402,F401  (the fixture: each computation's lane)
+from attnscope.engine.traces import reading
 
 KIND = "decoder self"
 
@@ -36,7 +37,7 @@ def test_the_file_menu_opens_a_remote_model_and_its_run_is_drawn(window, qtbot, 
     trace = window.state.trace
     plain = trace_text(window.state.loaded, window.state.text)   # the same model, run here
     assert trace.shape(KIND) == plain.shape(KIND)
-    assert abs(trace.weights(KIND) - plain.weights(KIND)).max() < 1e-6
+    assert abs(reading.weights(trace, KIND) - reading.weights(plain, KIND)).max() < 1e-6
 
 
 def test_the_api_key_is_kept_in_the_settings_and_never_shown(window, qtbot, monkeypatch):

@@ -21,6 +21,7 @@ from attnscope.engine.loading.catalog import open_model
 from attnscope.engine.errors import ModelLoadError
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_sharded import build_model, save_sharded
+from attnscope.engine.traces import reading
 
 TEXT = "the big dog sees the small cat"
 
@@ -59,7 +60,7 @@ def test_a_model_larger_than_the_device_runs_from_the_disk_with_the_same_numbers
     ids = torch.tensor([loaded.tokenizer(TEXT)["input_ids"]])
     with torch.no_grad():
         expected = torch.stack([a[0] for a in ref(input_ids=ids, output_attentions=True).attentions]).numpy()
-    np.testing.assert_allclose(trace.weights(trace.kinds[0]), expected, atol=1e-5)
+    np.testing.assert_allclose(reading.weights(trace, trace.kinds[0]), expected, atol=1e-5)
     for calls in trace.calls.values():                 # recorded where each layer ran
         assert all(c.q.device.type == "cpu" for c in calls)
 
@@ -114,8 +115,8 @@ def test_layers_split_between_the_gpu_and_the_ram_are_recorded_where_they_run(fo
     ids = torch.tensor([loaded.tokenizer(TEXT)["input_ids"]])
     with torch.no_grad():
         expected = torch.stack([a[0] for a in ref(input_ids=ids, output_attentions=True).attentions]).numpy()
-    np.testing.assert_allclose(trace.weights(trace.kinds[0]), expected, atol=1e-5)
-    thumbs = trace.thumbnails(trace.kinds[0], 4)
+    np.testing.assert_allclose(reading.weights(trace, trace.kinds[0]), expected, atol=1e-5)
+    thumbs = reading.thumbnails(trace, trace.kinds[0], 4)
     assert thumbs.pooled.shape[:2] == expected.shape[:2]
 
 

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from attnscope.engine.inputs import read_utf8
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import tiny_folder
+from attnscope.engine.traces import reading
 
 BODY = "the big dog\n\tsees the  small cat .\n\nfruit flies\u00a0like a banana .\n"
 
@@ -29,16 +30,16 @@ def test_open_text_file_runs_the_files_text_as_the_command_line_reads_it(window_
     assert w.input_bar.text_edit.text() == BODY == read_utf8(path)          # tabs, line breaks, two spaces, nbsp
     cli = trace_text(w.state.loaded, read_utf8(path))              # what --text-file reads (cli.common.text_of)
     kind = cli.kinds[0]
-    assert w.state.trace.query_tokens(kind) == cli.query_tokens(kind)
-    np.testing.assert_array_equal(w.state.trace.weights(kind), cli.weights(kind))
+    assert reading.query_tokens(w.state.trace, kind) == reading.query_tokens(cli, kind)
+    np.testing.assert_array_equal(reading.weights(w.state.trace, kind), reading.weights(cli, kind))
     # and the command itself: `attnscope export --text-file` of one head, as the window has it
     from attnscope.cli.entry import main
     out = tmp_path / "out"
     assert main(["export", str(llama), "--text-file", str(path), "--format", "npz", "--view", "head",
                  "--kind", kind, "--layer", "1", "--head", "2", "--out", str(out)]) == 0
     with np.load(next(out.glob("*.npz"))) as written:
-        assert list(written["query_tokens"]) == w.state.trace.query_tokens(kind)
-        np.testing.assert_allclose(written["weights"], w.state.trace.head(kind, 1, 2), atol=1e-6)
+        assert list(written["query_tokens"]) == reading.query_tokens(w.state.trace, kind)
+        np.testing.assert_allclose(written["weights"], reading.head(w.state.trace, kind, 1, 2), atol=1e-6)
 
 
 def test_line_breaks_and_tabs_show_and_return_runs_while_shift_return_breaks_the_line(qtbot):

@@ -17,6 +17,7 @@ from attnscope.gui.worker import MODEL, SHARED, Jobs, drawing_lane
 from tests.helpers.lanes import lanes_computing  # noqa: F401  (the fixture: each computation's lane)
 from tests.helpers.traces import TEXT, fresh_recording
 from tests.helpers.views import drawing_views
+from attnscope.engine.traces import reading
 
 
 def test_the_guard_sees_a_drawing_lane_compute_and_the_lane_follows_the_trace(qtbot, lanes_computing):
@@ -24,10 +25,10 @@ def test_the_guard_sees_a_drawing_lane_compute_and_the_lane_follows_the_trace(qt
     assert drawing_lane(trace) == MODEL and drawing_lane(None) == SHARED
     jobs = Jobs(None, lane=SHARED)
     done = []
-    jobs.start(lambda: trace.layer("decoder self", 0).shape, on_returned=done.append)
+    jobs.start(lambda: reading.layer(trace, "decoder self", 0).shape, on_returned=done.append)
     qtbot.waitUntil(lambda: bool(done), timeout=10000)
     assert SHARED in lanes_computing               # the guard sees a computation off the model lane
-    trace.weights("decoder self")                  # every kind held as arrays: drawn on the shared pool
+    reading.weights(trace, "decoder self")                  # every kind held as arrays: drawn on the shared pool
     assert drawing_lane(trace) == SHARED
 
 

@@ -12,6 +12,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from attnscope.engine.inspection import export
 from attnscope.gui.window import trace_export
 from attnscope.gui.window.trace_export import TraceExportDialog, TraceExporter
+from attnscope.engine.traces import reading
 
 
 def _dialog(window, qtbot) -> TraceExportDialog:
@@ -29,12 +30,13 @@ def gated(window, monkeypatch):
     model thread."""
     gate = threading.Event()
     trace = window.state.trace
-    tile = trace.tile
+    tile = reading.tile
 
-    def slow_tile(*args):
-        gate.wait(20)
-        return tile(*args)
-    yield trace, gate, lambda: monkeypatch.setattr(trace, "tile", slow_tile)
+    def slow_tile(t, *args):
+        if t is trace:
+            gate.wait(20)
+        return tile(t, *args)
+    yield trace, gate, lambda: monkeypatch.setattr(reading, "tile", slow_tile)
     gate.set()
 
 
@@ -58,7 +60,7 @@ def test_export_trace_writes_the_chosen_head_in_a_worker(window, qtbot, tmp_path
     gate.set()
     qtbot.waitUntil(lambda: not exporter.busy, timeout=20000)
     with np.load(path) as f:
-        np.testing.assert_allclose(f["weights"], trace.head(kind, 1, 2), atol=1e-6)
+        np.testing.assert_allclose(f["weights"], reading.head(trace, kind, 1, 2), atol=1e-6)
     assert "Saved" in window.statusBar().currentMessage() and not exporter.progress.isVisible()
 
 

@@ -21,6 +21,7 @@ from attnscope.engine.experiments.why_result import ScoreSplit, Versus
 from attnscope.engine.interventions import HeadRef
 from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF
 from attnscope.gui.drawing.why_drawing import DIFFERENCE, LOADINGS, THIS, VERSUS, head_of, why_drawing
+from attnscope.engine.traces import reading
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = str(ROOT / "resources/checkpoints/gpt.safetensors")
@@ -233,7 +234,7 @@ def test_the_induction_heads_largest_key_source_is_the_previous_token_head(windo
     p = _split(w, qtbot)
     s, t = p.result, p.shown()
     assert s.key_sources[int(np.argmax(s.key_marginal))] == "L2.H1" == t.key_bars[0][0]
-    assert abs(s.weight - w.state.trace.head(DECODER_SELF, 3, 3)[12, 2]) < 1e-5      # the weight drawn
+    assert abs(s.weight - reading.head(w.state.trace, DECODER_SELF, 3, 3)[12, 2]) < 1e-5      # the weight drawn
     assert abs(t.total - s.score) < 1e-3 * max(1.0, abs(s.score))
     assert s.versus is not None and s.versus.key != 2 and "runner-up" in p.summary.text()
     qtbot.waitUntil(lambda: p.map.vb.width() > 50, timeout=10000)

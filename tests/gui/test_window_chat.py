@@ -15,6 +15,7 @@ from attnscope.engine.inputs import Chat
 from attnscope.gui.window.main_window import MainWindow
 from tests.helpers.hf_tiny import TURN_TOKENS, tiny_chat_folder, tiny_folder
 from tests.helpers.window import open_views
+from attnscope.engine.traces import reading
 
 KIND = "decoder self"
 
@@ -57,14 +58,14 @@ def test_a_chat_run_is_the_engines_run_of_the_chat(window_on, folders, qtbot):
 
     w = window_on(str(folders[0]))
     plain = w.state.trace
-    assert not any(t in plain.query_tokens(KIND) for t in TURN_TOKENS)     # chat off: the words alone
+    assert not any(t in reading.query_tokens(plain, KIND) for t in TURN_TOKENS)     # chat off: the words alone
     trace = _chat_run(w, qtbot)
     assert w.state.prompt == Chat.of("the dog sees the cat", "be brief")
-    tokens = trace.query_tokens(KIND)
+    tokens = reading.query_tokens(trace, KIND)
     assert tokens[:2] == ["<s>", "<|system|>"] and tokens[-1] == "<|assistant|>" and "<|user|>" in tokens
     want = trace_text(w.state.loaded, Chat.of("the dog sees the cat", "be brief"))
-    assert tokens == want.query_tokens(KIND)
-    np.testing.assert_array_equal(trace.head(KIND, 1, 2), want.head(KIND, 1, 2))
+    assert tokens == reading.query_tokens(want, KIND)
+    np.testing.assert_array_equal(reading.head(trace, KIND, 1, 2), reading.head(want, KIND, 1, 2))
     # the continuation is the chat's: the engine's reply, which stops at the template's end of turn
     qtbot.waitUntil(lambda: w.state.output_for == w.state.trace_id and not w.output_jobs.busy, timeout=30000)
     assert w.output_row.label.text() == model_output(w.state.loaded, Chat.of("the dog sees the cat", "be brief"))
@@ -89,7 +90,7 @@ def test_toggling_chat_or_editing_the_system_turn_is_a_new_prompt(window_on, fol
     w.input_bar.chat_box.setChecked(False)
     qtbot.waitUntil(lambda: not w.state.chat and not w.run_jobs.busy, timeout=30000)
     assert seen == [Chat.of(w.state.text, "be brief"), w.state.text]
-    assert not any(t in w.state.trace.query_tokens(KIND) for t in TURN_TOKENS)
+    assert not any(t in reading.query_tokens(w.state.trace, KIND) for t in TURN_TOKENS)
 
 
 def test_the_lens_the_effect_and_decoding_read_the_chat(window_on, folders, qtbot, monkeypatch):
@@ -104,7 +105,7 @@ def test_the_lens_the_effect_and_decoding_read_the_chat(window_on, folders, qtbo
     while not decoding.ended:          # this model ends its reply within a few tokens
         decoding.step()
         qtbot.waitUntil(lambda: not decoding.jobs.busy, timeout=30000)
-    assert decoding.session.prompt_tokens == w.state.trace.query_tokens(KIND)
+    assert decoding.session.prompt_tokens == reading.query_tokens(w.state.trace, KIND)
     assert decoding.history[-1].token == "<|end|>" and len(decoding.history) < 5   # the turn's end stops it
     asked = []
     real = attnscope.gui.views.interventions._effect
@@ -124,7 +125,7 @@ def test_a_model_without_a_template_reads_plain_text_and_a_refusal_is_one_senten
     qtbot.waitUntil(lambda: w.state.trace is not None and not w.run_jobs.busy, timeout=30000)
     assert w.input_bar.chat_box.isHidden() and w.input_bar.chat_box.isChecked()       # kept for the next chat model, unused here
     assert not w.state.chat and w.state.prompt == w.state.text
-    assert w.state.trace.query_tokens(KIND)[0] == "<s>" and "<|user|>" not in w.state.trace.query_tokens(KIND)
+    assert reading.query_tokens(w.state.trace, KIND)[0] == "<s>" and "<|user|>" not in reading.query_tokens(w.state.trace, KIND)
     # Were the chat form sent anyway, the engine's refusal is the dialog's one sentence.
     monkeypatch.setattr(attnscope.gui.window.input_bar, "reads_chat", lambda loaded: True)
     w.input_bar.system_edit.setText("x")
@@ -163,7 +164,7 @@ def test_patching_reads_both_texts_as_chats_and_a_toggle_makes_its_result_stale(
     p.wrong_box.setCurrentIndex(1)
     p.run()
     qtbot.waitUntil(lambda: p.result is not None and not p.jobs.busy, timeout=60000)
-    assert p.result.tokens["clean"] == w.state.trace.query_tokens(KIND)     # the chat the window ran
+    assert p.result.tokens["clean"] == reading.query_tokens(w.state.trace, KIND)     # the chat the window ran
     assert p.current() and not p.mark.isVisible()
     w.input_bar.chat_box.setChecked(False)
     qtbot.waitUntil(lambda: not w.state.chat and not w.run_jobs.busy, timeout=30000)

@@ -19,6 +19,7 @@ from attnscope.engine.loading.loaded import LoadedModel  # noqa: F401  (the engi
 from attnscope.engine.traces import base, recorded
 from attnscope.engine.traces.tracing import trace_text
 from tests.helpers.hf_tiny import tiny_folder
+from attnscope.engine.traces import reading
 
 TEXT = " ".join(["the big dog sees the small cat ; time flies like an arrow ."] * 40)
 
@@ -42,15 +43,15 @@ def test_a_trace_keeps_layers_up_to_its_byte_budget_whatever_is_asked(llama, mon
     kind = trace.kinds[0]
     one = _layer_bytes(trace, kind)
     monkeypatch.setattr(recorded, "CACHE_BYTES", int(one * 1.5))
-    first = trace.layer(kind, 0).copy()
+    first = reading.layer(trace, kind, 0).copy()
     for layer in range(trace.shape(kind)[0]):
-        trace.layer(kind, layer)
+        reading.layer(trace, kind, layer)
     assert trace.held_bytes() <= int(one * 1.5)               # one layer kept, not every one asked
-    np.testing.assert_array_equal(trace.layer(kind, 0), first)    # recomputed: the same numbers
+    np.testing.assert_array_equal(reading.layer(trace, kind, 0), first)    # recomputed: the same numbers
 
     monkeypatch.setattr(base, "DENSE_VIEW_BYTES", 2**31)
     monkeypatch.setattr(recorded, "DENSE_LIMIT_BYTES", one)   # every head at once: more than is kept
-    whole = trace.weights(kind)
+    whole = reading.weights(trace, kind)
     assert whole.shape == trace.shape(kind)
     assert trace.held_bytes() <= int(one * 1.5)               # handed to the view that asked, not kept
 
@@ -71,7 +72,7 @@ def test_runs_of_a_long_text_leave_no_trace_behind_with_every_heavy_view_open(wi
         w.input_bar.text_edit.setText(TEXT + " again" * i)
         w.run()
         qtbot.waitUntil(lambda: w.state.trace is not None and not w.state.pending
-                        and len(w.state.trace.query_tokens(w.state.trace.kinds[0])) > 400, timeout=60000)
+                        and len(reading.query_tokens(w.state.trace, w.state.trace.kinds[0])) > 400, timeout=60000)
         if one is None:   # sized from the trace: views may read every head at once, none of it is kept
             one = _layer_bytes(w.state.trace, w.state.trace.kinds[0])
             monkeypatch.setattr(recorded, "CACHE_BYTES", one // 2)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from attnscope.engine.traces import reading
 
 BIAS = "bias"
 # A rebuilt activation equals the model's own to this, relative: not 1e-12, as transformers'
@@ -566,7 +567,7 @@ def compare(loaded, reference: Reference, kind: str, layer: int, head: int, targ
     assert abs(got.position_bias - bias) <= TOLERANCE * max(1.0, abs(bias)), (got.position_bias, bias)
     assert got.softcap == split.softcap, (got.softcap, split.softcap)       # Gemma 2: split before the cap
     trace = trace_text(loaded, TEXT, target=target)
-    row = np.asarray(trace.row(kind, layer, head, query), dtype=np.float64)
+    row = np.asarray(reading.row(trace, kind, layer, head, query), dtype=np.float64)
     ref_row = split.weights(head)[query].numpy()
     gaps["row"] = float(np.abs(row - ref_row).max())
     assert gaps["row"] <= TOLERANCE, (row, ref_row)
