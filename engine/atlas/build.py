@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from attnscope.engine.adapters import adapter_for
+from attnscope.engine.atlas import fast
 from attnscope.engine.atlas.corpus import corpus_files, documents, fingerprint
 from attnscope.engine.atlas.forward import HeadNorms, atlas_kind, probe_meta, record, side_ids
 from attnscope.engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
@@ -38,6 +39,7 @@ DEFAULT_LENGTH = 4096
 DEFAULT_TOP = 32
 DEFAULT_SAMPLES = 256
 EVERY = 8            # documents between two writes of the file
+_FAST = [True]       # a plain causal call read by fast.py (a test turns it off to compare with the block pass)
 
 
 def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, length: int | None = None,
@@ -235,7 +237,12 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
     lse_all = call.lse[0].float() if call.lse is not None else None
     causal = _causal(call)
     groups = token_groups(ids)
-    r0 = 0
+    sim_rows, whole = similar                                                     # (n,), (H, n, Tk)
+    if _FAST[0] and fast.applies(call, listed):                                  # no (H, r, Tk) block: fast.py
+        vals, valid = fast.layer_values(call, listed, groups, wanted, sim_rows, whole, a, layer, STRONGEST)
+        r0 = tq
+    else:
+        r0 = 0
     while r0 < tq:
         if causal:
             r1 = min(tq, r0 + causal_rows(score_block_bytes(dev, "select") // (4 * H), r0 + offset))
@@ -261,7 +268,6 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
             if ok is not None:
                 valid[i, r0:r1] = ok
         _strongest(a, w, r0, r1, wanted, layer)
-        sim_rows, whole = similar                                                 # (n,), (H, n, Tk)
         inside = np.flatnonzero((sim_rows >= r0) & (sim_rows < r1))
         if len(inside):
             whole[:, inside, :c] = w[:, sim_rows[inside] - r0]
