@@ -1,6 +1,6 @@
-"""A trace says what it can do (engine.traces.base.AttentionTrace: its ``recording`` and ``fetcher``
-capabilities, each None where absent, groups, pieces, held_bytes); code does not probe it with getattr, hasattr or
-isinstance. Issue 47 allows at most 2 such places in engine/, gui/ and cli/."""
+"""A trace says what it can do (engine.traces.base.AttentionTrace: its ``recording``, ``fetcher`` and
+``faster`` capabilities, each None where absent; groups and pieces read through engine.traces.reading); code does
+not probe it with getattr, hasattr or isinstance. Issue 47 allows at most 2 such places in engine/, gui/ and cli/."""
 import re
 from pathlib import Path
 
