@@ -136,10 +136,10 @@ def test_a_click_on_a_merged_word_knocks_out_every_piece_of_it():
 
     from attnscope.gui.drawing.intervention_clicks import positions
 
-    merged = SimpleNamespace(groups={"source": [0, 1, 1, 2], "target": [0, 0, 1]})
+    merged = SimpleNamespace(recording=SimpleNamespace(groups={"source": [0, 1, 1, 2], "target": [0, 0, 1]}))
     assert positions(merged, CROSS, "key", 1) == (1, 2)          # cross keys are source pieces
     assert positions(merged, CROSS, "query", 0) == (0, 1)        # cross queries are target pieces
-    assert positions(SimpleNamespace(groups={}), DECODER_SELF, "query", 4) == (4,)
+    assert positions(SimpleNamespace(recording=None), DECODER_SELF, "query", 4) == (4,)
 
 
 def test_the_panel_says_where_a_translation_first_changes_and_a_query_left_no_key(window_on, qtbot):
