@@ -88,8 +88,9 @@ def side_ids(framed, kind: str) -> list[int]:
 
 
 @torch.no_grad()
-def record(adapter, framed, kind: str, norms: SeamHook | None = None):
-    """One recorded forward (the seam's recorder, each row's log-sum-exp from the kernel): the calls of ``kind``."""
-    with recording(lse=True) as rec, hooks(norms or SeamHook()):
+def record(adapter, framed, kind: str, norms: SeamHook | None = None, lse: bool = True):
+    """One recorded forward (the seam's recorder, each row's log-sum-exp from the kernel unless
+    ``lse`` is false: the retrieval probes read argmaxes only): the calls of ``kind``."""
+    with recording(lse=lse) as rec, hooks(norms or SeamHook()):
         adapter.forward(framed, last_only=True)
     return rec.layers(kind)

@@ -13,8 +13,11 @@ needle and holds the same token n_i. A head's score is the share of the needle's
 it retrieved, averaged over the probes (depths x lengths): 1.0 for a head that copies every
 token from the needle, 0 for one that never does.
 
-Exact: each row's weights come from the recorded call (``AttentionCall.weights`` over the copy's
-rows only: (H, r, T), r the needle's length), never a (T, T) array.
+Exact: each row's strongest key is the argmax of its scores from the recorded call
+(``AttentionCall.scores`` over the copy's rows only: (H, r, T), r the needle's length; the softmax
+is monotone and a learned sink is no key, so it is the weights' argmax, with no exp or log-sum-exp),
+never a (T, T) array. Cost: the probes' own teacher-forced forwards (no log-sum-exp asked of the
+kernel), plus r rows of scores per layer (bench/atlas.py's ``retrieval_ratio``, goal <= 1.3).
 """
 from __future__ import annotations
 
@@ -97,8 +100,8 @@ def probe_hits(calls, probe: RetrievalProbe, offset: int) -> np.ndarray:
     written = ids[c0:c1]                                     # (r,) the token each row writes
     hits = np.zeros((len(calls), calls[0].q.shape[1]), np.int64)
     for layer, call in enumerate(calls):
-        w = call.weights(0, None, rows)                                          # (H, r, Tk)
-        strongest = w.argmax(-1).cpu().numpy() - offset                          # (H, r) positions in the probe
+        s = call.scores(0, None, rows)                 # (H, r, Tk): the softmax is monotone, a sink is no key
+        strongest = s.argmax(-1).cpu().numpy() - offset                          # (H, r) positions in the probe
         inside = (strongest >= n0) & (strongest < n1)
         same = ids[np.clip(strongest, 0, len(ids) - 1)] == written[None, :]
         hits[layer] = (inside & same).sum(-1)
@@ -125,7 +128,7 @@ def retrieval_scores(adapter, kind: str, corpus, lengths, depths=DEPTHS, report=
         framed, starts = adapter.frame_ids(probe.ids)
         offset = starts[kind]
         assert side_ids(framed, kind)[offset:offset + len(probe.ids)] == probe.ids
-        calls = record(adapter, framed, kind)
+        calls = record(adapter, framed, kind, lse=False)      # argmaxes need no log-sum-exp
         hits = probe_hits(calls, probe, offset) / (probe.copy[1] - probe.copy[0])
         total = hits if total is None else total + hits
         if report is not None:
