@@ -285,15 +285,16 @@ class AtlasAnswer:
 
 
 def atlas(model, out, *, corpus=None, length: int | None = None, docs: int | None = None, top: int = 32,
-          retrieval=None, report: Callable | None = None) -> AtlasAnswer:
+          retrieval=None, report: Callable | None = None, chat: bool = False) -> AtlasAnswer:
     """Build the atlas of ``model`` over ``corpus`` (default: the bundled Shakespeare) into
     ``out``, or resume it there; ``report(("atlas", done, asked))`` after each document.
     ``retrieval``: probe lengths in tokens (e.g. [1024, 4096]): each head's retrieval score too
-    (``report(("retrieval", done, probes))``)."""
+    (``report(("retrieval", done, probes))``). ``chat``: each document as the user's turn of a
+    chat, through the model's own chat template."""
     from attnscope.engine.atlas import add_retrieval, build_atlas
 
     loaded = _model(model, "atlas")
-    state = build_atlas(loaded, out, corpus=corpus, length=length, docs=docs, top=top, report=report)
+    state = build_atlas(loaded, out, corpus=corpus, length=length, docs=docs, top=top, report=report, chat=chat)
     if retrieval:
         state = add_retrieval(state, loaded, retrieval, out, report=report)
     return AtlasAnswer(state)

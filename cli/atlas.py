@@ -1,7 +1,8 @@
 """attnscope atlas: every head of a model across a corpus (engine.atlas), in one file.
 
-``attnscope atlas MODEL --corpus PATH --out A.safetensors`` builds the atlas, or resumes it
-where a stopped one left off (the same command), with progress on stderr;
+``attnscope atlas MODEL --corpus PATH --out A.safetensors [--chat]`` builds the atlas, or
+resumes it where a stopped one left off (the same command), with progress on stderr (``--chat``:
+each document as the user's turn, through the model's chat template);
 ``attnscope atlas A.safetensors --json [--head L.H]`` prints one JSON object: every head with
 every metric, or one head's top contexts, decile samples and Q/K projection. It opens the
 file only, never the model.
@@ -28,6 +29,8 @@ def register(sub) -> None:
     p.add_argument("--top", type=int_in(1, 4096), default=32, help="top contexts kept per head (default 32)")
     p.add_argument("--retrieval", type=_lengths, default=None, metavar="LENGTHS",
                    help="retrieval probes of these lengths in tokens, e.g. 1024,4096: each head's retrieval score")
+    p.add_argument("--chat", action="store_true", help="a chat model: each document is the user's turn, read "
+                                                       "through the model's own chat template")
     p.add_argument("--json", action="store_true", help="print the atlas as JSON")
     p.add_argument("--head", default=None, help="one head, as L.H (0-based): its contexts and Q/K projection")
     p.set_defaults(func=run)
@@ -83,7 +86,7 @@ def _build(args) -> int:
               file=sys.stderr, flush=True)
 
     state = atlas(loaded, args.out, corpus=args.corpus, length=args.length, docs=args.docs, top=args.top,
-                  retrieval=args.retrieval, report=report).state
+                  retrieval=args.retrieval, report=report, chat=args.chat).state
     print(file=sys.stderr)
     say(f"{args.out}: {state.docs_done:,} documents, {int(state.meta['tokens_done']):,} tokens")
     return 0

@@ -44,8 +44,10 @@ _FAST = [True]       # a plain causal call read by fast.py (a test turns it off 
 
 def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, length: int | None = None,
                 docs: int | None = None, top: int = DEFAULT_TOP, samples: int = DEFAULT_SAMPLES,
-                every: int = EVERY, report=None, stop=None) -> AtlasState:
+                every: int = EVERY, report=None, stop=None, chat: bool = False) -> AtlasState:
     """Build the atlas of ``loaded`` over ``corpus`` into ``out``, or resume it there.
+    ``chat``: each document is the user's turn of a chat, framed by the model's own chat
+    template (``chat_framer``), as a chat prompt is elsewhere.
     ``report(("atlas", docs done, docs asked or None))`` after each document; ``stop()`` true
     ends it after the document it is on, the file holding every document done (RunCancelled)."""
     loaded.model.eval()
@@ -56,20 +58,21 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
     if not 2 <= length <= cap:
         raise InputError(f"A document of {length:,} tokens is past what {loaded.name} reads ({cap:,} tokens); "
                          f"give --length from 2 to {cap:,}.")
-    framed, starts = adapter.frame_ids([adapter.plain_token_ids()[0]])
+    frame = chat_framer(loaded, adapter, length) if chat else (lambda ids: adapter.frame_ids(ids)[0])
+    framed = frame([adapter.plain_token_ids()[0]])
     framing = len(side_ids(framed, kind)) - 1
     body = length - framing
     corpus_path = str(Path(corpus).resolve()) if corpus else str(corpus_files(None)[0])
     out = Path(out)
     if out.exists():
         state = load_state(out)
-        _check_same(state, loaded, corpus_path, length, top, samples, out)
+        _check_same(state, loaded, corpus_path, length, top, samples, out, chat)
     else:
         probe, facts = probe_meta(adapter, framed, kind)                   # the widest head, layers left out
         meta = dict(model=loaded.name, family=loaded.family, kind=kind, layers=len(probe), heads=probe[0].q.shape[1],
                     kv_heads=probe[0].k.shape[1], corpus=corpus_path,
                     corpus_fingerprint=fingerprint(corpus_path), length=length, framing=framing, top=top,
-                    samples=samples, docs_asked=docs, **facts)
+                    samples=samples, docs_asked=docs, chat=bool(chat), **facts)
         state = AtlasState.empty(meta)
     _check_fits(state, loaded.device, loaded.name)
     norms = HeadNorms(adapter, kind, state.meta["layers"])
@@ -82,7 +85,7 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
         if stop is not None and stop():
             state.save(out)
             raise RunCancelled(f"The atlas was stopped after {index:,} documents; the same command resumes it.")
-        framed, _ = adapter.frame_ids(ids)
+        framed = frame(ids)
         if index == done:
             check_run(adapter, framed, loaded.name)
         add_document(state, adapter, framed, kind, index, norms)
@@ -115,11 +118,38 @@ def _check_fits(state: AtlasState, device, name: str) -> None:
                          "--length or the sample.")
 
 
-def _check_same(state, loaded, corpus_path, length, top, samples, out) -> None:
+def chat_framer(loaded, adapter, length: int):
+    """``ids -> Framed``: a document's tokens as the user's turn of a chat, through the model's
+    own chat template (engine.adapters.chat), with the start of the reply; the body is cut
+    from its end until the whole fits ``length`` (a template may tokenize the text's edges
+    anew). InputError in one sentence for a model that does not read chats."""
+    from attnscope.engine.adapters.chat import chat_template
+    from attnscope.engine.inputs import Chat
+
+    if loaded.role != "decoder" or chat_template(loaded) is None:
+        raise InputError(f"{loaded.name} has no chat template (a decoder's tokenizer carries one), so its atlas "
+                         "cannot read documents as chats; leave out --chat.")
+    tok = loaded.tokenizer
+
+    def frame(ids: list[int]):
+        for _ in range(4):
+            framed = adapter.frame(Chat.of(tok.decode(ids)))
+            over = len(framed.target_ids) - length
+            if over <= 0 or len(ids) <= 1:
+                return framed
+            ids = ids[:max(1, len(ids) - over)]
+        return framed
+    return frame
+
+
+def _check_same(state, loaded, corpus_path, length, top, samples, out, chat=False) -> None:
     m = state.meta
     if m["model"] != loaded.name or m["family"] != loaded.family:
         raise InputError(f"{out} is an atlas of {m['model']}, not of {loaded.name}; give another --out.")
     asked = dict(corpus=corpus_path, length=length, top=top, samples=samples)
+    if bool(m.get("chat", False)) != bool(chat):
+        raise InputError(f"{out} was built {'with' if m.get('chat') else 'without'} --chat; give the same options "
+                         "to resume it, or another --out.")
     for key, value in asked.items():
         if m[key] != value:
             raise InputError(f"{out} was built with {key} {m[key]}, not {value}; give the same options to resume "
