@@ -59,7 +59,12 @@ class HFAdapter(Adapter):
     def output_projection(self, site):
         """Found, not named (o_proj, c_proj, out_proj, o, dense ...): in one small forward, the
         matrix whose input is exactly the heads' merged output at ``site``."""
-        return self._found_projections()[0][site]
+        found = self._found_projections()[0]
+        if site not in found:
+            raise InputError(f"{self.loaded.name}: no output projection reads the heads of {site}, so their "
+                             "outputs cannot be carried into the residual stream (value-weighted attention, direct "
+                             "logit attribution, Why).")
+        return found[site]
 
     def gated_projection(self, site):
         """(the projection module, Hq) where ``site``'s heads reach it through an elementwise
@@ -142,10 +147,10 @@ class _MergedOutputs(SeamHook):
 
 @torch.no_grad()
 def find_projections(adapter) -> dict:
-    """(site -> (W_O (D, Hq * Dv), bias or None), gated: site -> (projection, Hq)), by matching
-    every 2-D weight's input (forward hooks, one forward on a few plain tokens) against the
-    heads' merged output; where none equals it, a second forward asks which reads it through
-    an elementwise gate (engine.adapters.output_gates)."""
+    """(site -> (W_O (D, Hq * Dv), bias or None), gated: site -> (projection, Hq)) for the sites
+    whose projection is found, by matching every 2-D weight's input (forward hooks, one forward
+    on a few plain tokens) against the heads' merged output; where none equals it, a second
+    forward asks which reads it through an elementwise gate (engine.adapters.output_gates)."""
     model = adapter.model
     candidates = [m for m in model.modules() if getattr(m, "weight", None) is not None and m.weight.dim() == 2
                   and not isinstance(m, torch.nn.Embedding)]
@@ -174,14 +179,9 @@ def find_projections(adapter) -> dict:
             pending[site] = [m for m in candidates if len(inputs.get(id(m), [])) == 1
                              and inputs[id(m)][0].shape == value.shape and m.weight.shape[-1] == value.shape[-1]]
     gated = find_gates(lambda: adapter.forward(framed), pending, inputs) if pending else {}
-    for site in pending:
-        if site not in gated:
-            raise InputError(f"{adapter.loaded.name}: no output projection reads the heads of {site}, so their "
-                             "outputs cannot be carried into the residual stream (value-weighted attention, direct "
-                             "logit attribution, Why).")
-        m = gated[site][0]
+    for site, (m, _) in gated.items():
         out[site] = (m.weight, getattr(m, "bias", None))
-    return out, gated
+    return out, gated                        # a site in neither: refused when its projection is asked
 
 
 class HFEncoderAdapter(HFAdapter):

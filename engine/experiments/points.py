@@ -74,6 +74,10 @@ class Points:
         self.head = adapter.unembedding()
         self.activations = activations
         kinds = {s.kind for s in adapter.site_modules()}
+        # asked here, before any run's hooks: finding a gate runs the probe forward (engine.adapters.output_gates)
+        heads = {HEAD_KIND[a] for a in activations if a in HEAD_KIND}
+        self.gates = {s: g for s in adapter.site_modules() if s.kind in heads
+                      and (g := adapter.gated_projection(s)) is not None}
         missing = [a for a in activations if a in HEAD_KIND and HEAD_KIND[a] not in kinds]
         if missing:
 
@@ -138,7 +142,7 @@ def edited(points: Points, fns: dict[tuple[str, int], Callable]):
     handles, seam = [], {}
     try:
         for (act, layer), fn in fns.items():
-            gate = points.adapter.gated_projection(Site(HEAD_KIND[act], layer)) if act in HEAD_KIND else None
+            gate = points.gates.get(Site(HEAD_KIND[act], layer)) if act in HEAD_KIND else None
             if gate is not None:                    # the heads' gated output, at the projection's input
                 handles.append(gate[0].register_forward_pre_hook(_gated_heads(fn, gate[1])))
             elif act in HEAD_KIND:
