@@ -281,8 +281,8 @@ def test_merged_word_pieces_are_told_why_splits_a_piece(qtbot):
     p = WhyPanel(state)
     qtbot.addWidget(p)
     state.loaded = SimpleNamespace(model=object())
-    state.trace = SimpleNamespace(kinds=(ENCODER_SELF,), groups={"source": [0, 0, 1]},
-                                  query_tokens=lambda _k: ["a", "b"], key_tokens=lambda _k: ["a", "b"])
+    state.trace = SimpleNamespace(kinds=(ENCODER_SELF,), recording=SimpleNamespace(groups={"source": [0, 0, 1]}),
+                                  source_tokens=["a", "b"], target_tokens=[])
     p.ask(ENCODER_SELF, 0, 0, 1, 0)
     assert p.status.text() == MERGED and not p.jobs.busy and p.result is None
 

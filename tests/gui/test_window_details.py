@@ -96,8 +96,10 @@ def test_head_detail_frames_knockouts_and_says_its_head_is_off(window_on, qtbot,
 def test_knockout_frames_follow_merged_words_and_never_walk_a_huge_range():
     class Trace:      # 5 pieces, 3 words (a decoder: queries and keys are the same pieces)
         source_tokens, target_tokens = [], ["a", "b", "c"]
-        pieces = {"source": [], "target": ["a", "##x", "b", "c", "##y"]}
-        groups = {"target": [0, 0, 1, 2, 2]}
+
+        class recording:   # the capability that says how pieces merge into words
+            pieces = {"source": [], "target": ["a", "##x", "b", "c", "##y"]}
+            groups = {"target": [0, 0, 1, 2, 2]}
     spec = Interventions().block(Edge(DECODER_SELF, (1, 2), range(0, 10**9), None))
     rects = knockout_rects(spec, Trace(), DECODER_SELF, 4, np.arange(3), np.arange(3))
     assert rects == [(0, 0, 3, 2)]       # pieces 1 and 2: words 0 and 1; every key word
