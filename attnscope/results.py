@@ -242,7 +242,7 @@ def record(model, text, path, *, target: str | None = None, pair: str | None = N
     from attnscope.engine.remote import remote_of, trace_remote
     from attnscope.engine.traces import recording_target, save_recording, trace_text
 
-    from attnscope.engine.adapters.hf_dense import check_seam
+    from attnscope.engine.loading.dense import check_seam
 
     loaded = _model(model, "record")
     check_seam(loaded, "a recording")      # a fallback's trace holds weights only: no queries and keys to save

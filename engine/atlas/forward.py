@@ -7,6 +7,7 @@ import torch
 
 from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import DECODER_SELF, EFFECTIVE, ENCODER_SELF, QUERY_SIDE
+from attnscope.engine.loading.dense import needs_seam
 from attnscope.engine.seam import SeamHook, Site, hooks, recording
 
 
@@ -46,9 +47,7 @@ def atlas_kind(loaded) -> str:
     text, and its self and cross attention are not in the atlas). A hybrid's linear or state-space
     layers (effective attention) are left out: every statistic assumes a softmax distribution, and
     ``probe_meta`` says how many were skipped."""
-    if loaded.meta.get("dense"):        # nothing reaches the seam's recorder (engine.adapters.hf_dense)
-        from attnscope.engine.adapters.hf_dense import needs_seam
-
+    if loaded.meta.get("dense"):        # nothing reaches the seam's recorder (engine.loading.dense)
         raise needs_seam(loaded.name, "the atlas")
     if loaded.role == "encoder-decoder" and ENCODER_SELF in loaded.kinds:
         return ENCODER_SELF

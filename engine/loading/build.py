@@ -20,6 +20,7 @@ import torch
 from attnscope.engine.errors import HFModelError, ModelLoadError, first_line
 from attnscope.engine.loading.check import Plan
 from attnscope.engine.loading.checkpoint_format import CheckpointError, damaged, name_list
+from attnscope.engine.loading.dense import DENSE_NOTE
 from attnscope.engine.loading.describe import Description
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.loading.progress import LoadCancelled, Reporter, counting_tensors
@@ -112,9 +113,7 @@ def build_folder(files: Description, plan: Plan, progress=None, stop=None) -> Lo
             "model_type": config.model_type, "role": role,
             "folder": source,      # where its files are read from (a hub id's cache snapshot): never written over
             "dense": dense}
-    if dense:
-        from attnscope.engine.adapters.hf_dense import NOTE     # the fallback's one note, as fall_back gives it
-    notes = list(plan.notes) + ([NOTE] if dense else [])
+    notes = list(plan.notes) + ([DENSE_NOTE] if dense else [])
     if plan.spread is not None:
         on_disk = sum(1 for _, p in model.named_parameters() if p.device.type == "meta")
         meta["placement"] = describe_map(getattr(model, "hf_device_map", None) or {"": str(model.device)})

@@ -38,7 +38,7 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
     is the source's own error type: HFModelError for a folder, CheckpointError for a file."""
     from attnscope.engine.loading.build import build
     from attnscope.engine.loading.check import check
-    from attnscope.engine.adapters.hf_dense import fall_back
+    from attnscope.engine.loading.dense_eager import fall_back
     from attnscope.engine.loading.describe import describe
     from attnscope.engine.seam.hf_attention import SiteError, attach   # torch: the pipeline imports none until it builds
 

@@ -158,7 +158,7 @@ class SiteError(RuntimeError):
 class UnseenAttention(SiteError):
     """A model whose heads the seam cannot see or tell apart (attention computed in its own classes,
     one module called in several layers or twice in one): refused here, and the loader may still
-    draw it from its own eager weights (engine.adapters.hf_dense.fall_back)."""
+    draw it from its own eager weights (engine.loading.dense_eager.fall_back)."""
 
 
 class UnknownKeyword(SiteError):

@@ -23,6 +23,7 @@ from attnscope.engine.kinds import ENCODER_SELF, KEY_SIDE, QUERY_SIDE
 from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free_where, gib
 from attnscope.engine.traces.recorded import DENSE_LIMIT_BYTES
 from attnscope.engine.inputs import check_kind
+from attnscope.engine.loading.dense import SAID
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces import reading
 
@@ -112,8 +113,6 @@ def check_run(adapter, framed, name: str) -> RunEstimate:
     est = estimate_run(adapter, framed)
     if not est.fits:
         if est.eager:
-            from attnscope.engine.adapters.hf_dense import SAID
-
             remedy = f"Shorten the text to at most {est.longest:,} tokens: {SAID}."
         else:
             remedy = "Shorten the text, or run on a machine (or GPU) with more memory."

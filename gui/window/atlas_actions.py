@@ -69,7 +69,7 @@ def context_door(loaded, meta: dict, document: int, position: int) -> dict:
     """The atlas's ``document`` read again from its corpus as text, and where ``position`` falls in
     a Run of that text: {"text", "row" (None: not in the text)}."""
     from attnscope.engine.adapters import adapter_for
-    from attnscope.engine.atlas.corpus import documents
+    from attnscope.engine.atlas import documents
     from attnscope.engine.inputs import InputError
     from attnscope.engine.kinds import QUERY_SIDE
 

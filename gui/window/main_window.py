@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWind
                                QWidget)
 
 from attnscope.engine.inputs import InputError
-from attnscope.engine.loading import catalog
+from attnscope.engine.loading import DENSE_NOTE, catalog
 from attnscope.gui.window import engine_calls
 from attnscope.gui.window import trace_export
 from attnscope.gui.colormaps import COLORMAPS
@@ -238,9 +238,8 @@ class MainWindow(QMainWindow):
             notes.insert(0, "This model is untrained (random weights): its attention is noise. "
                             "Open a trained one from the Model menu.")
         if self.state.recording is None and self.state.loaded is not None and self.state.loaded.meta.get("dense"):
-            from attnscope.engine.adapters.hf_dense import NOTE   # said from loading on, not only by a Run's trace
-            if not any(NOTE.lower()[:-1] in note.lower() for note in notes):
-                notes.insert(0, NOTE)
+            if not any(DENSE_NOTE.lower()[:-1] in note.lower() for note in notes):   # said from loading on
+                notes.insert(0, DENSE_NOTE)
         if self.state.recording is not None and self.state.loaded is not None:
             notes.append(f"The heads are the recording's own tokens; the text box is not its text: a Run reads the "
                          f"text box with {self.state.loaded.name} and replaces the recording.")

@@ -167,11 +167,11 @@ def test_attention_is_captured_in_one_place():
     found = []
     # The one exception: activation patching reads and edits the residual stream at a block's
     # input (and the unembedding's), never an attention module's (engine/experiments/points.py).
-    # The dense fallback (engine/adapters/hf_dense.py: the loader's probe and every draw) is the one
+    # The dense fallback (engine/loading/dense_eager.py: the loader's probe and every draw) is the one
     # other door: a family whose attention never reaches the seam is opened eager and drawn from its
     # own returned weights, read in that one module.
     block_inputs = ROOT / "engine" / "experiments" / "points.py"
-    dense = (ROOT / "engine" / "adapters" / "hf_dense.py",)
+    dense = (ROOT / "engine" / "loading" / "dense_eager.py",)
     for f in (ROOT / "engine").rglob("*.py"):
         text = f.read_text(encoding="utf-8")
         for needle in ("output_attentions=True", "need_weights", "register_forward_pre_hook",
