@@ -117,13 +117,16 @@ def layer_values(call, listed, groups, wanted: dict, sim_rows: np.ndarray, whole
 
 
 def _diagonals(qs, k, lse) -> torch.Tensor:
-    """(LOCAL_WINDOW + 1, H, T) each row's weight on key i - d for d = 0..16 (0 where i < d)."""
-    H, T, _ = qs.shape
-    out = qs.new_zeros(LOCAL_WINDOW + 1, H, T)
-    for d in range(min(LOCAL_WINDOW + 1, T)):
-        s = (qs[:, d:] * k[:, :T - d]).sum(-1)                                   # (H, T - d)
-        out[d, :, d:] = torch.exp(s - lse[:, d:])
-    return out
+    """(LOCAL_WINDOW + 1, H, T) each row's weight on key i - d for d = 0..16 (0 where i < d): the
+    keys i-16..i of every row as one strided view of k (front-padded with zeros), one product."""
+    H, T, dh = qs.shape
+    w = LOCAL_WINDOW + 1
+    padded = torch.cat([k.new_zeros(H, w - 1, dh), k], 1)                        # (H, T + 16, Dh)
+    near = padded.unfold(1, w, 1)                                                # (H, T, Dh, 17): keys i-16..i
+    s = torch.einsum("htd,htdw->wht", qs, near).flip(0)                          # (17, H, T) d = 0..16
+    out = torch.exp(s - lse[None])
+    before = torch.arange(w)[:, None] > torch.arange(T)[None, :]                 # (17, T) key i - d < 0
+    return out.masked_fill_(before[:, None, :], 0.0)
 
 
 def _copies(qs, k, lse, groups) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -158,15 +161,23 @@ def _copies(qs, k, lse, groups) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 
 def _strongest(a: dict, qs, k, lse, wanted: dict, layer: int, strongest: int) -> None:
     """The strongest keys (and their weights) of the kept rows: the top scores of each (head,
-    row), the future masked, grouped by head (exp is monotone: the top weights)."""
+    row), the future masked (exp is monotone: the top weights). Every head's rows at once: the
+    heads' row lists padded to the longest (a padded row repeats one and is not written)."""
     T = k.shape[1]
+    n_keys = min(strongest, T)
     for kind, (heads, rows, slots) in wanted.items():
-        n_keys = min(strongest, T)
-        for h in np.unique(heads):
-            pick = heads == h
-            r = torch.as_tensor(rows[pick])
-            s = qs[h, r] @ k[h].T                                                # (n, T)
-            s.masked_fill_(torch.arange(T)[None, :] > r[:, None], float("-inf"))
-            top, cols = torch.topk(s, n_keys, dim=-1)                            # (n, k)
-            a[f"{kind}.keys"][layer, h, slots[pick], :n_keys] = cols.numpy()
-            a[f"{kind}.weights"][layer, h, slots[pick], :n_keys] = torch.exp(top - lse[h, r, None]).numpy()
+        order = np.argsort(heads, kind="stable")
+        heads, rows, slots = heads[order], rows[order], slots[order]
+        used, first, count = np.unique(heads, return_index=True, return_counts=True)
+        col = np.arange(len(heads)) - np.repeat(first, count)                    # each pair's place in its head
+        which = np.repeat(np.arange(len(used)), count)                           # each pair's head among used
+        padded = np.repeat(rows[first][:, None], count.max(), 1)                 # (h, n) a head's first row
+        padded[which, col] = rows
+        r = torch.as_tensor(padded)
+        h = torch.as_tensor(used)
+        s = torch.bmm(qs[h[:, None], r], k[h].transpose(1, 2))                   # (h, n, T)
+        s.masked_fill_(torch.arange(T)[None, None, :] > r[..., None], float("-inf"))
+        top, cols = torch.topk(s, n_keys, dim=-1)                                # (h, n, k)
+        weights = torch.exp(top - lse[h[:, None], r][..., None])
+        a[f"{kind}.keys"][layer, heads, slots, :n_keys] = cols.numpy()[which, col]
+        a[f"{kind}.weights"][layer, heads, slots, :n_keys] = weights.numpy()[which, col]
