@@ -33,6 +33,7 @@ from attnscope.engine.inspection.statistics import LOCAL_WINDOW
 KNOWN = ("entropy", "distance", "sink", "learned_sink", "previous", "self", "local", "duplicate", "induction")
 FREQUENT = 8        # a token with this many copies or more: its pairs as one product, not gathered
 PAIRS = 1 << 14     # pairs gathered at a time: (H, PAIRS, Dh) floats
+CELLS = 1 << 23     # scores of frequent tokens' copies multiplied at once (32 MB)
 
 
 def applies(call, listed) -> bool:
@@ -136,15 +137,25 @@ def _copies(qs, k, lse, groups) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
     H, T, _ = qs.shape
     size = np.bincount(start, minlength=T)[start]                                # (T,) copies of each token
     dup, ind = qs.new_zeros(H, T), qs.new_zeros(H, T)
-    for first in np.unique(start[size >= FREQUENT]):                             # frequent tokens: one product
-        x = torch.as_tensor(order[first:first + size[order[first]]])             # (m,) positions, ascending
-        m = len(x)
+    firsts = np.unique(start[size >= FREQUENT])                                   # frequent tokens: products
+    firsts = firsts[np.argsort(size[order[firsts]], kind="stable")]              # by size: little padding
+    while len(firsts):
+        n = 1
+        while n < len(firsts) and (n + 1) * int(size[order[firsts[n]]]) ** 2 * H <= CELLS:
+            n += 1
+        chunk, firsts = firsts[:n], firsts[n:]
+        sizes = size[order[chunk]]
+        m = int(sizes[-1])                                                       # the chunk's longest
+        place = np.arange(m)[None, :]
+        x = torch.as_tensor(order[np.minimum(chunk[:, None] + place, chunk[:, None] + sizes[:, None] - 1)])
+        real = torch.as_tensor(place < sizes[:, None])                           # (g, m) not padding
         earlier = torch.ones(m, m, dtype=torch.bool).tril_(-1)                   # key b < query a
-        s = qs[:, x] @ k[:, x].transpose(1, 2)                                   # (H, m, m)
-        dup[:, x] = torch.exp(s - lse[:, x, None]).masked_fill_(~earlier, 0).sum(-1)
+        lx = lse[:, x, None]                                                     # (H, g, m, 1)
+        qx = qs[:, x]                                                            # (H, g, m, Dh)
         after = (x + 1).clamp_max(T - 1)                                         # the last copy is no key's: masked
-        s = qs[:, x] @ k[:, after].transpose(1, 2)
-        ind[:, x] = torch.exp(s - lse[:, x, None]).masked_fill_(~earlier, 0).sum(-1)
+        for out, keys in ((dup, x), (ind, after)):
+            w = torch.exp(qx @ k[:, keys].transpose(-1, -2) - lx).masked_fill_(~earlier, 0).sum(-1)   # (H, g, m)
+            out[:, x[real]] = w[:, real]
     rare = np.flatnonzero((size < FREQUENT) & (rank > 0))                        # queries with few earlier copies
     n = rank[rare]
     rows = np.repeat(rare, n)
