@@ -141,7 +141,8 @@ def _copies(qs, k, lse, groups) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
     firsts = firsts[np.argsort(size[order[firsts]], kind="stable")]              # by size: little padding
     while len(firsts):
         n = 1
-        while n < len(firsts) and (n + 1) * int(size[order[firsts[n]]]) ** 2 * H <= CELLS:
+        while n < len(firsts) and (n + 1) * int(size[order[firsts[n]]]) ** 2 * H <= CELLS \
+                and 4 * size[order[firsts[n]]] <= 5 * size[order[firsts[0]]]:      # padding: a quarter at most
             n += 1
         chunk, firsts = firsts[:n], firsts[n:]
         sizes = size[order[chunk]]
