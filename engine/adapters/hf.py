@@ -146,7 +146,7 @@ class _MergedOutputs(SeamHook):
 
 
 @torch.no_grad()
-def find_projections(adapter) -> dict:
+def find_projections(adapter) -> tuple[dict, dict]:
     """(site -> (W_O (D, Hq * Dv), bias or None), gated: site -> (projection, Hq)) for the sites
     whose projection is found, by matching every 2-D weight's input (forward hooks, one forward
     on a few plain tokens) against the heads' merged output; where none equals it, a second

@@ -56,8 +56,9 @@ class _Dense:
         """(layers, heads, hidden width) from the config (transformers' attribute map names them alike):
         what a Run's estimate (engine.traces.estimate) reads in place of a recorded forward."""
         config = self.model.config.get_text_config()
-        return tuple(int(getattr(config, name, None) or 1)
-                     for name in ("num_hidden_layers", "num_attention_heads", "hidden_size"))
+        layers, heads, width = (int(getattr(config, name, None) or 1)
+                                for name in ("num_hidden_layers", "num_attention_heads", "hidden_size"))
+        return layers, heads, width
 
     @torch.no_grad()
     def dense_weights(self, framed) -> tuple[dict[str, np.ndarray], list[str]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from attnscope.engine.seam import SeamHook, hooks
+from attnscope.engine.seam.gated import at_projection_input
 
 POWERS = (0.5, 2.0, 4.0)      # never 1: every element of a gated input must move
 
@@ -73,7 +74,7 @@ def find_gates(forward, pending: dict, inputs: dict) -> dict:
                 return (first, *args[1:])             # the rest of the forward as the first one ran
         return None
 
-    handles = [m.register_forward_pre_hook(check) for ms in pending.values() for m in ms]
+    handles = [at_projection_input(m, lambda args, m=m: check(m, args)) for ms in pending.values() for m in ms]
     try:
         with hooks(scaled):
             forward()

@@ -28,6 +28,7 @@ from attnscope.engine.interventions import Interventions, applied
 from attnscope.engine.kinds import ENCODER_SELF
 from attnscope.engine.runtime.modules import handing_back
 from attnscope.engine.seam import SeamHook, Site, hooks
+from attnscope.engine.seam.gated import as_heads, at_projection_input, merged
 
 from attnscope.engine.experiments.names import (ATTN_OUT, CROSS_HEADS, CROSS_HEADS_BY_POS, ENCODER_HEADS,  # noqa: F401
                                       ENCODER_HEADS_BY_POS, HEAD_KIND, HEADS, HEADS_BY_POS, LOGIT_DIFF, LOGPROB,
@@ -129,11 +130,10 @@ def _first_input(fn: Callable) -> Callable:
 def _gated_heads(fn: Callable, heads: int) -> Callable:
     """A gated projection's input (B, T, H * Dv), (p·v) ⊙ σ(g) merged, seen by ``fn`` as the
     heads' outputs (B, H, T, Dv) and put back merged (engine.adapters.output_gates)."""
-    def hook(_module, args):
+    def edit(args):
         x = args[0]
-        z = fn(x.unflatten(-1, (heads, -1)).transpose(1, 2))                 # (B, H, T, Dv)
-        return (z.transpose(1, 2).reshape(x.shape), *args[1:])
-    return hook
+        return (merged(fn(as_heads(x, heads)), x), *args[1:])                 # fn sees (B, H, T, Dv)
+    return edit
 
 
 @contextlib.contextmanager
@@ -144,7 +144,7 @@ def edited(points: Points, fns: dict[tuple[str, int], Callable]):
         for (act, layer), fn in fns.items():
             gate = points.gates.get(Site(HEAD_KIND[act], layer)) if act in HEAD_KIND else None
             if gate is not None:                    # the heads' gated output, at the projection's input
-                handles.append(gate[0].register_forward_pre_hook(_gated_heads(fn, gate[1])))
+                handles.append(at_projection_input(gate[0], _gated_heads(fn, gate[1])))
             elif act in HEAD_KIND:
                 seam[Site(HEAD_KIND[act], layer)] = fn
             elif act == RESID_PRE:

@@ -37,6 +37,7 @@ from attnscope.engine.interventions import applied
 from attnscope.engine.kinds import CROSS, DECODER_SELF, ENCODER_SELF, KEY_SIDE, QUERY_SIDE
 from attnscope.engine.runtime.modules import handing_back
 from attnscope.engine.seam import AttentionCall, SeamHook, Site, hooks
+from attnscope.engine.seam.gated import as_heads, at_projection_input
 
 SOURCE, TARGET = "source", "target"          # the sides of engine.kinds.QUERY_SIDE / KEY_SIDE
 TYPE_ROWS = 16     # an embedding table outside the blocks with this many rows or fewer holds token types
@@ -249,11 +250,10 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
     def on_gated(site, heads):
         """A gated site's heads' outputs as its projection reads them, (p·v) ⊙ σ(g): what each
         head adds to the stream (engine.adapters.output_gates)."""
-        def hook(_module, args):
-            side = QUERY_SIDE[site.kind]
-            z = args[0].unflatten(-1, (heads, -1)).transpose(1, 2)             # (B, H, T, Dv)
-            reading.heads[site] = z[0][:, at[side]].detach()
-        return hook
+        def read(args):
+            z = as_heads(args[0], heads)                                       # (B, H, T, Dv)
+            reading.heads[site] = z[0][:, at[QUERY_SIDE[site.kind]]].detach()
+        return read
 
     def on_norm(module, args, _out):
         side = sides.now()
@@ -279,7 +279,7 @@ def read(adapter, framed, target: Site, at: dict[str, list[int]], lengths: dict[
                     keep(m.register_forward_hook(on_site))
             for site, (m, heads) in parts.gated.items():
                 if site != target:
-                    keep(m.register_forward_pre_hook(on_gated(site, heads)))
+                    keep(at_projection_input(m, on_gated(site, heads)))
             reader = _Reader(target, reading, enc_dec)
             with applied(interventions), hooks(reader):
                 adapter.forward(framed, last_only=True)
