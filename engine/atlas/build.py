@@ -21,14 +21,14 @@ import numpy as np
 import torch
 
 from attnscope.engine.adapters import adapter_for
-from attnscope.engine.atlas import fast
+from attnscope.engine.adapters.chat import chat_template
 from attnscope.engine.atlas.corpus import corpus_files, documents, fingerprint
 from attnscope.engine.atlas.forward import HeadNorms, atlas_kind, probe_meta, record, side_ids
 from attnscope.engine.atlas.state import BINS, SAMPLE_SEED, STRONGEST, WINDOW, AtlasState, load_state
 from attnscope.engine.atlas.similarity import ROWS, fold_gram, similarity_rows
 from attnscope.engine.inspection import statistics
 from attnscope.engine.inspection.statistics import Rows, copies, token_groups
-from attnscope.engine.inputs import InputError
+from attnscope.engine.inputs import Chat, InputError
 from attnscope.engine.kinds import QUERY_SIDE
 from attnscope.engine.runtime.blocks import causal_rows, rows_per_block, score_block_bytes
 from attnscope.engine.runtime.free_memory import available_memory, gib
@@ -39,7 +39,6 @@ DEFAULT_LENGTH = 4096
 DEFAULT_TOP = 32
 DEFAULT_SAMPLES = 256
 EVERY = 8            # documents between two writes of the file
-_FAST = [True]       # a plain causal call read by fast.py (a test turns it off to compare with the block pass)
 
 
 def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, length: int | None = None,
@@ -123,9 +122,6 @@ def chat_framer(loaded, adapter, length: int):
     own chat template (engine.adapters.chat), with the start of the reply; the body is cut
     from its end until the whole fits ``length`` (a template may tokenize the text's edges
     anew). InputError in one sentence for a model that does not read chats."""
-    from attnscope.engine.adapters.chat import chat_template
-    from attnscope.engine.inputs import Chat
-
     if loaded.role != "decoder" or chat_template(loaded) is None:
         raise InputError(f"{loaded.name} has no chat template (a decoder's tokenizer carries one), so its atlas "
                          "cannot read documents as chats; leave out --chat.")
@@ -268,11 +264,7 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
     causal = _causal(call)
     groups = token_groups(ids)
     sim_rows, whole = similar                                                     # (n,), (H, n, Tk)
-    if _FAST[0] and fast.applies(call, listed):                                  # no (H, r, Tk) block: fast.py
-        vals, valid = fast.layer_values(call, listed, groups, wanted, sim_rows, whole, a, layer, STRONGEST)
-        r0 = tq
-    else:
-        r0 = 0
+    r0 = 0
     while r0 < tq:
         if causal:
             r1 = min(tq, r0 + causal_rows(score_block_bytes(dev, "select") // (4 * H), r0 + offset))

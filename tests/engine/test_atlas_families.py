@@ -24,7 +24,7 @@ from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import ENCODER_SELF
 from attnscope.engine.loading.catalog import open_model
 from attnscope.engine.runtime.quiet import quiet_transformers
-from tests.engine.test_family_sweep import EXPECTED, HYBRIDS
+from tests.helpers.family_list import EXPECTED, HYBRIDS
 from tools.family_sweep import build, families
 
 FOREIGN = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|Traceback")
