@@ -3,26 +3,57 @@
 one hook that reads each head's activation as its output passes (``HeadNorms``)."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from attnscope.engine.inputs import InputError
 from attnscope.engine.kinds import DECODER_SELF, EFFECTIVE, ENCODER_SELF, QUERY_SIDE
 from attnscope.engine.loading.dense import needs_seam
 from attnscope.engine.seam import SeamHook, Site, hooks, recording
+from attnscope.engine.seam.gated import as_heads, at_projection_input
 
 
 class HeadNorms(SeamHook):
     """||z_h W_O,h|| at each query position of every head of ``kind``, read at the seam as the
     heads' outputs pass (changes nothing): with G_h = W_O,h^T W_O,h (Dv x Dv), the squared
-    norm is z G_h z^T, so the (T, D) products are never formed."""
+    norm is z G_h z^T, so the (T, D) products are never formed. A gated model's heads
+    (Qwen3.5: o_proj((p·v) ⊙ σ(g))) are read where the projection reads them, gate included
+    (engine.seam.gated), through ``at_projections`` around the forward."""
 
     def __init__(self, adapter, kind: str, layers: int):
         self.kind = kind
         self.gram = {}
+        self.gates = {}                                                          # layer -> (projection, H)
         for layer in range(layers):
             w_out, _ = adapter.output_projection(Site(kind, layer))              # (D, H * Dv)
             self.gram[layer] = w_out.detach().float()
+            gate = adapter.gated_projection(Site(kind, layer))
+            if gate is not None:
+                self.gates[layer] = gate
         self.norms: dict[int, torch.Tensor] = {}
+
+    @contextlib.contextmanager
+    def at_projections(self):
+        """The gated layers' norms read at their projections' input while the forward runs."""
+        def read(layer, heads):
+            def norm(args):
+                self._norm(layer, as_heads(args[0], heads)[0].float())          # (H, T, Dv) gated
+            return norm
+        handles = [at_projection_input(m, read(layer, heads)) for layer, (m, heads) in self.gates.items()]
+        try:
+            yield
+        finally:
+            for h in handles:
+                h.remove()
+
+    def _norm(self, layer: int, z: torch.Tensor) -> None:
+        h, _, dv = z.shape
+        g = self.gram[layer]
+        if g.dim() == 2:                                                         # first use: the Gram matrices
+            w = g.reshape(g.shape[0], h, dv)                                     # (D, H, Dv)
+            g = self.gram[layer] = torch.einsum("dhv,dhu->hvu", w, w)            # (H, Dv, Dv)
+        self.norms[layer] = torch.einsum("htv,hvu,htu->ht", z, g, z).clamp_min_(0).sqrt_()
 
     def edits(self, site):
         return site is not None and site.kind == self.kind
@@ -31,13 +62,8 @@ class HeadNorms(SeamHook):
         return True
 
     def output(self, call, out):
-        z = out[0].float()                                                       # (H, T, Dv)
-        h, _, dv = z.shape
-        g = self.gram[call.site.layer]
-        if g.dim() == 2:                                                         # first use: the Gram matrices
-            w = g.reshape(g.shape[0], h, dv)                                     # (D, H, Dv)
-            g = self.gram[call.site.layer] = torch.einsum("dhv,dhu->hvu", w, w)  # (H, Dv, Dv)
-        self.norms[call.site.layer] = torch.einsum("htv,hvu,htu->ht", z, g, z).clamp_min_(0).sqrt_()
+        if call.site.layer not in self.gates:                                    # a gated layer: at_projections
+            self._norm(call.site.layer, out[0].float())                          # (H, T, Dv)
         return out
 
 
@@ -90,6 +116,7 @@ def side_ids(framed, kind: str) -> list[int]:
 def record(adapter, framed, kind: str, norms: SeamHook | None = None, lse: bool = True):
     """One recorded forward (the seam's recorder, each row's log-sum-exp from the kernel unless
     ``lse`` is false: the retrieval probes read argmaxes only): the calls of ``kind``."""
-    with recording(lse=lse) as rec, hooks(norms or SeamHook()):
+    gated = norms.at_projections() if isinstance(norms, HeadNorms) else contextlib.nullcontext()
+    with recording(lse=lse) as rec, hooks(norms or SeamHook()), gated:
         adapter.forward(framed, last_only=True)
     return rec.layers(kind)

@@ -196,3 +196,21 @@ def test_a_hybrid_with_linear_blocks_is_refused_for_its_true_reason(tmp_path):
     with pytest.raises(InputError, match="block 0 holds no softmax attention.*hybrid") as caught:
         direct_logit_attribution(loaded, frame_pair(loaded, PAIR))
     assert "\n" not in str(caught.value)
+
+
+@torch.no_grad()
+def test_the_atlas_activation_is_each_heads_gated_output_through_its_projection(qwen):
+    """The atlas's head activation ||z_h W_O,h|| reads the gated z (o_proj's input), not the seam's."""
+    from attnscope.engine.atlas.forward import HeadNorms, record
+
+    adapter = adapter_for(qwen)
+    framed = adapter.prepare(TEXT).framed
+    norms = HeadNorms(adapter, DECODER_SELF, len(o_projs(qwen)))
+    record(adapter, framed, DECODER_SELF, norms)
+    _, kept = run(qwen, framed.target_ids, (0, 1), keep=o_projs(qwen))
+    H = qwen.model.config.num_attention_heads
+    for layer, proj in enumerate(o_projs(qwen)):
+        z = kept[id(proj)][0].unflatten(-1, (H, -1)).transpose(0, 1).float()          # (H, T, Dv) gated
+        w = proj.weight.float().reshape(proj.weight.shape[0], H, -1)                 # (D, H, Dv)
+        want = torch.einsum("htv,dhv->htd", z, w).norm(dim=-1)                       # (H, T)
+        assert torch.allclose(norms.norms[layer], want, atol=1e-5), layer
