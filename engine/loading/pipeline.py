@@ -51,13 +51,13 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
             # where the probe's ids go: the plan's device, or, spread, where accelerate put the first module
             dev = input_device(loaded.model) if plan.spread is not None else plan.device
             if not loaded.meta.get("dense"):
-                _noted(loaded, attach(loaded.model, files.role, dev))
+                loaded.meta["notes"] = _noted(loaded.meta.get("notes"), attach(loaded.model, files.role, dev))
         return loaded
     except SiteError as exc:
         if loaded is None or files is None or files.kind != "folder" or loaded.meta.get("dense"):
             raise found.error(f"{files.folder}: {exc}") from None
         try:      # the seam cannot see this family: its own eager weights, or the seam's refusal stands
-            _noted(loaded, fall_back(loaded, files.role, dev, exc))
+            loaded.meta["notes"] = _noted(loaded.meta.get("notes"), fall_back(loaded, files.role, dev, exc))
         except SiteError as again:
             raise found.error(f"{files.folder}: {again}") from None
         return loaded
@@ -75,7 +75,7 @@ def load(found: Source, device: torch.device, progress=None, stop=None, spread: 
                           "transformers.") from None
 
 
-def _noted(loaded, notes: list[str]) -> None:
-    """The seam's (or the fallback's) notes after the loader's own."""
-    if notes:
-        loaded.meta["notes"] = " ".join([n for n in (loaded.meta.get("notes"),) if n] + notes)
+def _noted(said: str | None, notes: list[str]) -> str | None:
+    """The loader's notes (``said``), then the seam's (or the fallback's): text only, so the
+    loaded model is handed back from the stage that attached it, not once more here."""
+    return " ".join([n for n in (said,) if n] + notes) or None
