@@ -297,6 +297,13 @@ class Adapter:
         gated ones, engine.adapters.output_gates)."""
         return None
 
+    def gated_projections(self, kinds=None) -> dict:
+        """{site: (projection module, Hq)} for every gated site (of ``kinds``, when given): what
+        the per-head tools (patching's points, Why's stream, the atlas's head norms) read at the
+        projection's input; empty for every family but the gated ones."""
+        return {s: g for s in self.site_modules() if (kinds is None or s.kind in kinds)
+                and (g := self.gated_projection(s)) is not None}
+
 
 class Stepper:
     """Feeds new tokens to a model, keeping its cache. ``step`` returns the next-token logits

@@ -24,13 +24,10 @@ class HeadNorms(SeamHook):
     def __init__(self, adapter, kind: str, layers: int):
         self.kind = kind
         self.gram = {}
-        self.gates = {}                                                          # layer -> (projection, H)
         for layer in range(layers):
             w_out, _ = adapter.output_projection(Site(kind, layer))              # (D, H * Dv)
             self.gram[layer] = w_out.detach().float()
-            gate = adapter.gated_projection(Site(kind, layer))
-            if gate is not None:
-                self.gates[layer] = gate
+        self.gates = {s.layer: g for s, g in adapter.gated_projections({kind}).items()}   # layer -> (projection, H)
         self.norms: dict[int, torch.Tensor] = {}
 
     @contextlib.contextmanager

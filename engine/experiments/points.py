@@ -77,8 +77,7 @@ class Points:
         kinds = {s.kind for s in adapter.site_modules()}
         # asked here, before any run's hooks: finding a gate runs the probe forward (engine.adapters.output_gates)
         heads = {HEAD_KIND[a] for a in activations if a in HEAD_KIND}
-        self.gates = {s: g for s in adapter.site_modules() if s.kind in heads
-                      and (g := adapter.gated_projection(s)) is not None}
+        self.gates = adapter.gated_projections(heads)
         missing = [a for a in activations if a in HEAD_KIND and HEAD_KIND[a] not in kinds]
         if missing:
 

@@ -93,7 +93,7 @@ class Parts:
             w_o, bias = adapter.output_projection(site)
             if any(p.data_ptr() == w_o.data_ptr() for p in module.parameters()):
                 projected[site] = (module, w_o, bias)
-        gated = {site: g for site in adapter.site_modules() if (g := adapter.gated_projection(site)) is not None}
+        gated = adapter.gated_projections()
         return cls(norms, embeddings, list(adapter.position_adders()), mlps, last, role, projected, gated)
 
 

@@ -71,7 +71,7 @@ class ValueWeightedTrace(TraceDefaults):
 def value_weighted(trace, calls: dict, adapter) -> ValueWeightedTrace:
     """``trace`` (from the recorded ``calls``: kind -> calls by layer, values kept) as value-weighted
     attention; W_O of each site from ``adapter.output_projection``."""
-    gated = [site for site in adapter.site_modules() if adapter.gated_projection(site) is not None]
+    gated = list(adapter.gated_projections())
     if gated:         # the output is sum_j alpha_ij (v_j ⊙ g_i) W_O: each query scales each value its own way
         raise InputError(f"{adapter.loaded.name}: the heads of {gated[0]} reach their output projection through "
                          "a gate read from each query, so a key's value has no one norm and value-weighted "
