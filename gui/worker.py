@@ -186,25 +186,37 @@ class _Pacer(QObject):
 _PACER: _Pacer | None = None
 
 
-def _paced(call: Callable) -> None:
-    """Run ``call`` on the GUI thread after what is already queued there (see _Pacer)."""
+def _pacer() -> _Pacer:
+    """The process's one pacer (a child of the application: it lives as long as Qt does)."""
     global _PACER
     if _PACER is None or not shiboken6.isValid(_PACER):
         _PACER = _Pacer()
-    _PACER.add(call)
+    return _PACER
+
+
+def _paced(call: Callable) -> None:
+    """Run ``call`` on the GUI thread after what is already queued there (see _Pacer)."""
+    _pacer().add(call)
 
 
 class _Relay(QObject):
     """Lives on the GUI thread: the task emits from its thread, the relay's slots run
     queued on the GUI thread and hand each value to Jobs (paced: _Pacer), tagged with the
-    job's ticket."""
+    job's ticket.
+
+    A relay outlives its Jobs: it is the pacer's child, not the Jobs's, and deletes itself once
+    its task's "finished" (the task's last emit) has reached the GUI thread. Why: a view closed
+    while its job ran deleted the Jobs and with it the relay, while the worker thread was inside
+    ``emit`` on it; shiboken's check that the object lives and Qt's delivery are two steps, and
+    between them the relay was freed: a segfault (300 such closes crashed 5 runs of 6, and
+    `make test` crashed on CI). Values for a Jobs that is gone are dropped (``_to_jobs``)."""
     yielded = Signal(object)
     returned = Signal(object)
     errored = Signal(object)
     finished = Signal()
 
     def __init__(self, jobs: "Jobs", ticket: int, callbacks: dict):
-        super().__init__(jobs)
+        super().__init__(_pacer())
         self.jobs, self.ticket, self.callbacks = jobs, ticket, callbacks
         self.task: _Task | None = None
         self.yielded.connect(self._on_yielded)
@@ -231,6 +243,8 @@ class _Relay(QObject):
     @Slot()
     def _on_finished(self) -> None:
         self._to_jobs("_task_finished", self.task, self.ticket, self.callbacks["on_finished"])
+        self.task = None        # the task held its relay, the relay its task
+        self.deleteLater()      # nothing is emitted after "finished"
 
 
 class _Task(QRunnable):
@@ -279,11 +293,17 @@ class _Task(QRunnable):
             _RUNNING.discard(self)   # this frame still holds self until run() returns
 
     def _emit(self, signal: str, *value) -> None:
-        """Deliver to the GUI thread; if the receiving Jobs is gone (its view was closed and
-        deleted), there is no one to tell: stop quietly."""
+        """Deliver to the GUI thread. If the receiving Jobs is gone (its view was closed and
+        deleted), there is no one to tell: the job stops quietly, and only "finished" still goes,
+        so that the relay (alive until then, see _Relay) deletes itself."""
+        if not shiboken6.isValid(self.relay.jobs):
+            self.cancel_event.set()
+            self.stop_event.set()
+            if signal != "finished":
+                return
         try:
             getattr(self.relay, signal).emit(*value)
-        except RuntimeError:   # "Signal source has been deleted"
+        except RuntimeError:   # the application itself is gone (the interpreter's exit)
             self.cancel_event.set()
 
     def _drive(self, gen) -> Any:
@@ -375,7 +395,6 @@ class Jobs(QObject):
         if task is not self._task:
             return
         self._task = None
-        task.relay.deleteLater()
         if self._pending is not None:
             self._launch()
             return
@@ -414,8 +433,11 @@ class Jobs(QObject):
         self.cancel()
         stopped = task.done.wait(timeout_s) if task is not None else True
         # Drop results still queued for us: delivered during interpreter teardown they crash.
-        for relay in self.findChildren(_Relay):
-            QCoreApplication.removePostedEvents(relay)
+        for relay in _pacer().findChildren(_Relay):
+            if relay.jobs is self:
+                QCoreApplication.removePostedEvents(relay)
+                if stopped:          # its "finished" was one of them: the relay ends here
+                    relay.deleteLater()
         if stopped and task is self._task:   # its "finished" was just dropped: let go of it here
             self._task = None
         return stopped

@@ -256,3 +256,23 @@ def test_a_finished_job_lets_go_of_its_inputs(qtbot):
     qtbot.waitUntil(lambda: bool(finished))
     gc.collect()
     assert alive() is None
+
+
+def test_closing_views_while_their_jobs_deliver_never_crashes(qtbot):
+    """A view closed while its job was inside ``emit`` freed the relay under the worker thread: a
+    segfault (this loop crashed the process 4 runs in 4 before the relay outlived its Jobs), and
+    `make test` crashed with it on CI. Each closed view's job stops quietly, nothing reaches it."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from PySide6.QtWidgets import QWidget
+
+    delivered = []
+    for _ in range(300):
+        view = QWidget()
+        jobs = Jobs(view, announce=False)
+        jobs.start(_count, 1000, on_yielded=delivered.append)
+        process_events_until(lambda: bool(delivered), 5.0)     # the job is delivering now
+        view.deleteLater()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+        delivered.clear()
+    assert process_events_until(lambda: active_threads() == 0, 60.0)
+    assert not delivered
