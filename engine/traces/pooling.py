@@ -2,7 +2,9 @@
 
 A 8,192 x 8,192 head drawn in a 128-pixel tile is 4,096 weights a pixel. ``max`` keeps
 peaks (a sink column, a diagonal, one strong link stay visible); ``mean`` keeps mass (a
-pixel is the mean weight of its block). Blocks are uniform: ``block(T, size)`` tokens each
+pixel is the mean weight of its block); ``extreme`` keeps a signed map's peaks (a pixel is
+its block's value of largest magnitude, sign kept: a linear layer's effective attention,
+whose strongest mixing may be negative, and ``max`` drew a block of -2 and 0.1 as 0.1). Blocks are uniform: ``block(T, size)`` tokens each
 (the last one shorter), so a pixel always covers the same number of tokens and ``bin_span``
 names them for hover and zoom; a block reduces with one vectorised pass over a view, never
 a copy of the scores.
@@ -39,14 +41,25 @@ def pool_last(x: torch.Tensor, n: int, how: str) -> torch.Tensor:
     return pool_blocks(x, block(x.shape[-1], n), how)
 
 
+HOWS = ("max", "mean", "extreme")
+
+
+def extreme(v: torch.Tensor) -> torch.Tensor:
+    """(..., b) -> (...): the value of largest magnitude along the last axis, its sign kept
+    (a tie goes to the positive one)."""
+    high, low = v.amax(-1), v.amin(-1)
+    return torch.where(low.abs() > high.abs(), low, high)
+
+
 def pool_blocks(x: torch.Tensor, b: int, how: str) -> torch.Tensor:
-    """(..., T) -> (..., ceil(T / b)): max or mean over blocks of ``b`` tokens (the last shorter)."""
+    """(..., T) -> (..., ceil(T / b)): max, mean or extreme (largest magnitude, signed) over blocks
+    of ``b`` tokens (the last shorter)."""
     t = x.shape[-1]
     if b == 1:
         return x
     full, rest = divmod(t, b)
     x = x.contiguous()
-    reduce = (lambda v: v.amax(-1)) if how == "max" else (lambda v: v.mean(-1))
+    reduce = {"max": lambda v: v.amax(-1), "mean": lambda v: v.mean(-1), "extreme": extreme}[how]
     parts = [reduce(x[..., :full * b].view(*x.shape[:-1], full, b))] if full else []
     if rest:
         parts.append(reduce(x[..., full * b:])[..., None])
@@ -58,8 +71,8 @@ def pool_2d(x: torch.Tensor, rows: int, cols: int, how: str) -> torch.Tensor:
     check_kind(x, torch.Tensor, "x", "a torch tensor")
     check_count(rows, "rows (pixels)")
     check_count(cols, "cols (pixels)")
-    if how not in ("max", "mean"):
-        raise InputError(f"The pooling is 'max' or 'mean', not {how!r:.40}.")
+    if how not in HOWS:
+        raise InputError(f"The pooling is 'max', 'mean' or 'extreme', not {how!r:.40}.")
     if x.dim() < 2 or not x.is_floating_point():
         raise InputError(f"The argument x must be a floating-point map of at least 2 dimensions, not {x.dim()} "
                          f"of {x.dtype}.")

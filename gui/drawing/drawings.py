@@ -23,6 +23,7 @@ class OverviewDrawing:
     trace: Any              # the AttentionTrace drawn (hover reads it exactly)
     thumbs: Any             # engine.traces.base.Thumbnails the tiles were coloured from: (L, H, rows, cols)
     offset: int             # a tile's key columns start here: SINK_OFFSET when key 0 is drawn apart, else 0
+    levels: tuple[float, float] = (0.0, 1.0)   # the values codes 1..255 span: (-s, s) for a signed kind
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +45,7 @@ class HeadDetailDrawing:
     normalise: bool = False
     log_scale: bool = False
     overview: np.ndarray | None = None   # (m, m) float32: ``shown`` pooled again for the minimap (long only)
+    levels: tuple[float, float] = (0.0, 1.0)   # the colour levels of ``shown`` (gui.drawing.kinds.levels_for)
 
 
 @dataclass(frozen=True, eq=False)

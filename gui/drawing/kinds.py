@@ -1,7 +1,23 @@
-"""The attention-kind selector every trace view has, filled the same way everywhere."""
+"""The attention-kind selector every trace view has, filled the same way everywhere; and how a
+kind's cells are scaled and coloured, decided here once for every view.
+
+Why the scale lives with the kind: softmax weights lie in [0, 1] and are drawn on that fixed
+scale (a head's 0.9 looks as strong as another's). A kind in NOT_SOFTMAX (a linear layer's
+effective attention, engine.seam.linear_mixing) is signed and unbounded: on the 0..1 scale its
+negative mixing was drawn as 0 and its values past 1 were clipped, a wrong picture with no
+word said. Such a kind is drawn on a diverging map, symmetric about 0, out to the largest
+magnitude shown (``levels_for``), and its cells are called "mixing", not "weight".
+"""
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtWidgets import QComboBox
+
+from attnscope.engine.kinds import NOT_SOFTMAX
+from attnscope.gui.display import display_weights
+
+DIVERGING = "CET-D1"      # blue - white - red, centred at 0 (as the neuron and patching views draw signed values)
+UNIT = (0.0, 1.0)         # a softmax kind's fixed levels
 
 
 def fill_kind_box(box: QComboBox, kinds: list[str], keep: str | None, default_last: bool = True) -> str | None:
@@ -18,3 +34,81 @@ def fill_kind_box(box: QComboBox, kinds: list[str], keep: str | None, default_la
         box.setCurrentText(chosen)
     box.blockSignals(False)
     return chosen
+
+
+def is_signed(kind: str | None) -> bool:
+    """True for a kind whose cells are not softmax weights (signed, unbounded)."""
+    return kind in NOT_SOFTMAX
+
+
+def largest(values) -> float:
+    """The largest finite magnitude in ``values`` (any shape), or 1.0 when there is none (all 0, empty)."""
+    a = np.abs(np.asarray(values, dtype=np.float32))
+    a = a[np.isfinite(a)]
+    top = float(a.max()) if a.size else 0.0
+    return top if top > 0 else 1.0
+
+
+def levels_for(kind: str | None, values) -> tuple[float, float]:
+    """The colour levels of ``values`` drawn as ``kind``: (0, 1) for softmax weights, (-s, s)
+    for a signed kind, s the largest magnitude of what is shown (a head, or a layer's heads)."""
+    if not is_signed(kind):
+        return UNIT
+    s = largest(values)
+    return -s, s
+
+
+def colormap_name(kind: str | None, chosen: str) -> str:
+    """The colour map ``kind`` is drawn with: the user's choice for weights, a diverging one for a signed kind."""
+    return DIVERGING if is_signed(kind) else chosen
+
+
+def value_word(kind: str | None) -> str:
+    """What a cell of ``kind`` is called in hovers and readouts."""
+    return "mixing" if is_signed(kind) else "weight"
+
+
+def value_note(kind: str | None) -> str:
+    """A readout's word for a cell of ``kind``: "mixing (not a softmax weight)" for a signed kind."""
+    return "mixing (signed, not a softmax weight)" if is_signed(kind) else "weight"
+
+
+def pooling_for(kind: str | None) -> str:
+    """How a long map of ``kind`` is pooled to pixels (engine.traces.pooling): by max for weights,
+    by the largest magnitude with its sign for a signed kind, so a negative peak is not lost."""
+    return "extreme" if is_signed(kind) else "max"
+
+
+def strongest(values: np.ndarray, kind: str | None) -> int:
+    """The flat index of ``values``' strongest cell as ``kind`` draws it (largest magnitude when signed)."""
+    return int(np.argmax(np.abs(values) if is_signed(kind) else values))
+
+
+def display_values(kind: str | None, values: np.ndarray, threshold: float = 0.0, normalise: bool = False,
+                   log_scale: bool = False) -> np.ndarray:
+    """A (Tq, Tk) map prepared for drawing as ``kind``: softmax weights as gui.display.display_weights;
+    a signed kind keeps its sign: ``normalise`` divides by the largest magnitude, ``threshold``
+    hides cells of smaller magnitude, and the log colour (a scale of weights 1e-4..1) is not applied."""
+    if not is_signed(kind):
+        return display_weights(values, threshold, normalise, log_scale)
+    out = np.asarray(values, dtype=np.float32).copy()
+    if normalise:
+        out /= largest(out)
+    if threshold > 0:
+        out[np.abs(out) < threshold] = 0.0
+    return out
+
+
+def paint_kind(kind: str | None, chosen: str, levels: tuple[float, float], bar=None, images=()) -> None:
+    """Colour ``bar`` (a pg.ColorBarItem, and the image it drives) and ``images`` (PeakImages) as
+    ``kind`` is drawn: the map (``colormap_name``), the bar's range (``levels``), and a signed
+    kind's images pooled to the screen by largest magnitude, so a negative peak is not lost."""
+    from attnscope.gui.colormaps import colormap
+
+    cmap = colormap(colormap_name(kind, chosen))
+    for image in images:
+        image.extreme = is_signed(kind)
+        image.setColorMap(cmap)
+    if bar is not None:
+        bar.setColorMap(cmap)
+        bar.setLevels(levels)

@@ -1,6 +1,6 @@
 """The heads overview's drawing, prepared off the GUI thread (gui.drawing.prepared's rule): every
 head of one kind as the overview shows it, exact for a small trace and pooled by max for a long
-one, then coloured and tiled into one mosaic (gui.widgets.mosaic).
+one (a signed kind by its largest magnitude, sign kept), then coloured and tiled into one mosaic (gui.widgets.mosaic).
 
 Why a module of its own: the view (gui.views.head_grid) is the widget, its hover and its click;
 what a Run's trace becomes on the way to its tiles is here, so the walk from a trace to the painted
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from attnscope.engine.traces import reading
 from attnscope.gui.drawing.drawings import OverviewDrawing
+from attnscope.gui.drawing.kinds import is_signed, largest, levels_for, pooling_for
 from attnscope.gui.drawing.prepared import prepares
 from attnscope.gui.widgets.mosaic import SINK_OFFSET, grid_drawing
 
@@ -29,7 +30,8 @@ def thumbnails(trace, kind: str, report=None, stop=None):
     L, H, tq, tk = trace.shape(kind)
     exact = max(tq, tk) <= EXACT_TOKENS and reading.dense_bytes(trace, kind) <= 2**28
     size = max(tq, tk) if exact else tile_pixels(L, H)
-    return reading.thumbnails(trace, kind, size, "max", None if exact else report, stop)   # pooling a long text takes seconds
+    # pooling a long text takes seconds; a signed kind keeps each block's strongest value, sign and all
+    return reading.thumbnails(trace, kind, size, pooling_for(kind), None if exact else report, stop)
 
 
 def overview_drawing(trace, kind: str, threshold: float, log_scale: bool = False, pooled=None, report=None,
@@ -39,5 +41,8 @@ def overview_drawing(trace, kind: str, threshold: float, log_scale: bool = False
     trace's thumbnails already computed (only the colours change)."""
     thumbs = pooled if pooled is not None else thumbnails(trace, kind, report, stop)
     sink = None if thumbs.exact else thumbs.sink
-    mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink)
-    return OverviewDrawing(mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET)
+    # A signed kind (effective attention) on (-s, s), s the largest magnitude of every head shown.
+    levels = levels_for(kind, thumbs.pooled if sink is None else [largest(thumbs.pooled), largest(sink)])
+    scale = levels[1] if is_signed(kind) else None
+    mosaic, layout = grid_drawing(thumbs.pooled, threshold, log_scale, sink, scale)
+    return OverviewDrawing(mosaic, layout, kind, trace, thumbs, 0 if sink is None else SINK_OFFSET, levels)

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBo
                                QLineEdit, QMenu, QSpinBox, QVBoxLayout, QWidget)
 
 from attnscope.engine.interventions import HeadRef
-from attnscope.engine.kinds import CROSS, NOT_SOFTMAX
+from attnscope.engine.kinds import CROSS
 from attnscope.engine.traces import reading
-from attnscope.gui.display import display_weights, special_mask
+from attnscope.gui.display import special_mask
 from attnscope.gui.colormaps import colormap, label_colorbar
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.drawing.ablation_marks import MARK
@@ -33,7 +33,8 @@ from attnscope.gui.drawing.drawings import HeadDetailDrawing
 from attnscope.gui.drawing.intervention_clicks import knockout_from_click
 from attnscope.gui.drawing.knockout_marks import knockout_rects
 from attnscope.gui.drawing.empty import hide_empty, show_empty
-from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.kinds import (display_values, fill_kind_box, is_signed, levels_for, paint_kind, pooling_for,
+                                         value_note)
 from attnscope.gui.widgets.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
@@ -90,13 +91,13 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
         from attnscope.engine.traces import pool_2d
         from attnscope.engine.traces import viewport_weights
         tq, tk = len(q), len(k)
-        shown = display_weights(viewport_weights(trace, kind, layer, head, how, (0, tq), (0, tk), (VIEW_PIXELS, VIEW_PIXELS)),
-                                threshold, normalise, log_scale)
-        overview = pool_2d(torch.from_numpy(shown), MINIMAP_PIXELS, MINIMAP_PIXELS, "max").numpy()
+        shown = display_values(kind, viewport_weights(trace, kind, layer, head, how, (0, tq), (0, tk),
+                                                      (VIEW_PIXELS, VIEW_PIXELS)), threshold, normalise, log_scale)
+        overview = pool_2d(torch.from_numpy(shown), MINIMAP_PIXELS, MINIMAP_PIXELS, pooling_for(kind)).numpy()
         return HeadDetailDrawing(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=None, shown=shown,
                                  long=(tq, tk), overview=overview, q_index=np.arange(tq), k_index=np.arange(tk),
                                  q_labels=positioned(q), k_labels=positioned(k), threshold=threshold,
-                                 normalise=normalise, log_scale=log_scale)
+                                 normalise=normalise, log_scale=log_scale, levels=levels_for(kind, shown))
     if how == "one head":
         raw = reading.head(trace, kind, layer, head)                   # (Tq, Tk)
     else:
@@ -104,11 +105,11 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown
-    shown = display_weights(matrix, threshold, normalise, log_scale)
+    shown = display_values(kind, matrix, threshold, normalise, log_scale)   # a signed kind keeps its sign
     return HeadDetailDrawing(trace=trace, kind=kind, layer=layer, head=head, how=how, matrix=matrix, shown=shown,
                              q_index=q_index, k_index=k_index, q_labels=[short(q[i]) for i in q_index],
                              k_labels=[short(k[i]) for i in k_index], long=None, threshold=threshold,
-                             normalise=normalise, log_scale=log_scale)
+                             normalise=normalise, log_scale=log_scale, levels=levels_for(kind, shown))
 
 
 def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols, pixels, threshold: float,
@@ -116,8 +117,8 @@ def zoomed_drawing(trace, kind: str, layer: int, head: int, how: str, rows, cols
     """The visible block of a long head, exact at the screen's resolution, in a worker."""
     from attnscope.engine.traces import viewport_weights
 
-    return rows, cols, display_weights(viewport_weights(trace, kind, layer, head, how, rows, cols, pixels), threshold,
-                                       normalise, log_scale)
+    return rows, cols, display_values(kind, viewport_weights(trace, kind, layer, head, how, rows, cols, pixels),
+                                      threshold, normalise, log_scale)
 
 
 @dataclass(frozen=True)
@@ -270,9 +271,10 @@ class HeadDetail(PreparedView, QWidget):
         return self.state.head
 
     def _on_colormap(self, name: str) -> None:
-        self.colorbar.setColorMap(colormap(name))
-        self.zoom_image.setColorMap(colormap(name))
-        self.minimap.set_colormap(colormap(name))
+        """The user's map for weights; a signed kind keeps its diverging one (gui.drawing.kinds)."""
+        d = self.drawing
+        paint_kind(d and d.kind, name, d.levels if d else (0.0, 1.0), self.colorbar, (self.image, self.zoom_image,
+                                                                                      self.minimap.image))
 
     def _on_range(self) -> None:
         self._label_axes()
@@ -302,7 +304,7 @@ class HeadDetail(PreparedView, QWidget):
             return                                     # a block of the head shown before
         (r0, r1), (c0, c1), image = result
         self.zoom_block = (r0, r1), (c0, c1)          # the tokens the zoomed image covers
-        self.zoom_image.setImage(image, autoLevels=False, levels=(0.0, 1.0))
+        self.zoom_image.setImage(image, autoLevels=False, levels=self.drawing.levels)   # the whole head's scale
         self.zoom_image.setRect(QRectF(c0, r0, c1 - c0, r1 - r0))
 
     def set_trace(self, trace) -> None:
@@ -358,11 +360,12 @@ class HeadDetail(PreparedView, QWidget):
     def apply_drawing(self, d: HeadDetailDrawing) -> None:
         hide_empty(self.item, AXES)
         self.colorbar.setVisible(True)
-        label_colorbar(self.colorbar, d.log_scale)
+        label_colorbar(self.colorbar, d.log_scale and not is_signed(d.kind))   # a signed kind: no log colour
         self.matrix, self.q_index, self.k_index = d.matrix, d.q_index, d.k_index
         self.zoom_image.clear()
         self.zoom_jobs.cancel()                        # a block of the head before is of no use now
-        self.image.setImage(d.shown, autoLevels=False, levels=(0.0, 1.0))
+        self.image.setImage(d.shown, autoLevels=False, levels=d.levels)
+        self._on_colormap(self.state.colormap)        # a signed kind: diverging, (-s, s) on the bar
         self.head_box.setEnabled(d.how == "one head")
         tq, tk = d.long or self.matrix.shape
         self.image.setRect(QRectF(0, 0, tk, tq))        # token coordinates, however many pixels
@@ -398,7 +401,7 @@ class HeadDetail(PreparedView, QWidget):
         if d is None or not d.long:
             self.minimap.clear()
         else:
-            self.minimap.show_head(d.overview, d.long, colormap(self.state.colormap))
+            self.minimap.show_head(d.overview, d.long, levels=d.levels)   # coloured as the map (_on_colormap)
         self._fit_minimap()
 
     def _fit_minimap(self) -> None:
@@ -524,8 +527,7 @@ class HeadDetail(PreparedView, QWidget):
                 value = cell(d.trace, d.kind, d.layer, d.head, d.how, qo, ko)
             else:                # the matrix holds the cells shown (specials may be hidden)
                 value = self.matrix[int(np.searchsorted(self.q_index, qo)), int(np.searchsorted(self.k_index, ko))]
-            what = "effective (not a softmax weight)" if d.kind in NOT_SOFTMAX else "weight"
-            self.readout.setText(f"{what} {value:.4f} | query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}")
+            self.readout.setText(f"{value_note(d.kind)} {value:.4f} | query {qo} {q[qo]!r} -> key {ko} {k[ko]!r}")
 
     def go_to(self, what: str, span: int = 48) -> int | None:
         """Zoom to a token and frame its row (and its column, keys being the same tokens):

@@ -27,7 +27,7 @@ from attnscope.gui.drawing.ablation_marks import AblationMarks
 from attnscope.gui.drawing.drawings import OverviewDrawing
 from attnscope.gui.drawing.overview import overview_drawing
 from attnscope.gui.drawing.intervention_clicks import toggle_from_click
-from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.kinds import colormap_name, fill_kind_box, is_signed, strongest, value_word
 from attnscope.gui.colormaps import colormap, label_colorbar, lookup_table
 from attnscope.gui.widgets.mosaic import SINK_PIXELS, MosaicLayout, gap_lookup_table
 from attnscope.gui.widgets.elided import ElidedLabel
@@ -110,6 +110,8 @@ class HeadGrid(PreparedView, QWidget):
         self.set_trace(state.trace)
 
     def _on_colormap(self, name: str) -> None:
+        """The user's map for weights; a signed kind keeps its diverging one (gui.drawing.kinds)."""
+        name = colormap_name(self.drawing.kind if self.drawing is not None else None, name)
         self.image.setLookupTable(gap_lookup_table(lookup_table(name)))
         self.colorbar.setColorMap(colormap(name))
 
@@ -165,12 +167,15 @@ class HeadGrid(PreparedView, QWidget):
     def apply_drawing(self, drawing: OverviewDrawing) -> None:
         self.mosaic, layout, self.drawn_trace, thumbs = drawing.mosaic, drawing.layout, drawing.trace, drawing.thumbs
         self.image.setImage(self.mosaic, autoLevels=False, levels=(0, 255))
-        label_colorbar(self.colorbar, self.log_box.isChecked())
+        self._on_colormap(self.state.colormap)            # a signed kind's diverging map, or the user's
+        self.colorbar.setLevels(drawing.levels)           # the bar says the range the codes span
+        label_colorbar(self.colorbar, self.log_box.isChecked() and not is_signed(drawing.kind))
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
             apart = (f" The strip at each tile's left is key 0 ({reading.key_tokens(self.drawn_trace, drawing.kind)[0]!r}) "
                      "alone, where an attention sink shows." if drawing.offset else "")
-            self._set_readout(f"{thumbs.t_query:,} x {thumbs.t_key:,} tokens: each pixel is the max over a block of "
+            pooled = "the value of largest magnitude (sign kept)" if is_signed(drawing.kind) else "the max"
+            self._set_readout(f"{thumbs.t_query:,} x {thumbs.t_key:,} tokens: each pixel is {pooled} over a block of "
                               f"about {q1 - q0} x {k1 - k0} tokens (peaks stay visible).{apart} Hover reads a block "
                               "exactly; click opens the head to zoom in.")
         if layout != self.layout_:
@@ -244,22 +249,23 @@ class HeadGrid(PreparedView, QWidget):
     def describe(self, layer: int, head: int, qi: int, ki: int) -> str:
         tr, kind, thumbs = self.drawn_trace, self.drawing.kind, self.drawing.thumbs   # what is on screen
         q, k = reading.query_tokens(tr, kind), reading.key_tokens(tr, kind)
+        word = value_word(kind)         # "mixing" for a signed kind (effective attention), not "weight"
         if not thumbs.exact:    # a pooled pixel: its block, and its strongest cell read exactly
             (q0, q1), (k0, k1) = self.block(qi, ki)
             if ki < 0:          # the first key's strip
                 column = reading.tile(tr, kind, layer, head, slice(q0, q1), slice(0, 1))[:, 0]
-                best = int(np.argmax(column))
-                return (f"layer {layer}, head {head}: weight {column[best]:.4f} (strongest), mean {column.mean():.4f}"
+                best = strongest(column, kind)
+                return (f"layer {layer}, head {head}: {word} {column[best]:.4f} (strongest), mean {column.mean():.4f}"
                         f" | queries {q0}-{q1 - 1} x key 0 {k[0]!r} (drawn apart): strongest query {q0 + best} "
                         f"{q[q0 + best]!r}")
             block = reading.tile(tr, kind, layer, head, slice(q0, q1), slice(k0, k1))
-            bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
+            bq, bk = np.unravel_index(strongest(block, kind), block.shape)
             qi, ki = q0 + int(bq), k0 + int(bk)
-            return (f"layer {layer}, head {head}: weight {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> "
-                    f"key {ki} {k[ki]!r}, of queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1} (one pixel, max of the block)")
+            return (f"layer {layer}, head {head}: {word} {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> "
+                    f"key {ki} {k[ki]!r}, of queries {q0}-{q1 - 1} x keys {k0}-{k1 - 1} (one pixel, {'largest magnitude' if is_signed(kind) else 'max'} of the block)")
         w = float(reading.tile(tr, kind, layer, head, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
         # The weight first: a narrow window (1280 px) or long tokens cut the end of the line.
-        return f"layer {layer}, head {head}: weight {w:.4f} | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}"
+        return f"layer {layer}, head {head}: {word} {w:.4f} | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}"
 
     def block(self, qi: int, ki: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """The tokens [start, stop) of queries and of keys that pixel (qi, ki) of a tile stands for."""

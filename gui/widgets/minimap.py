@@ -65,11 +65,15 @@ class Minimap(pg.ViewBox):
     def set_colormap(self, cmap: pg.ColorMap) -> None:
         self.image.setColorMap(cmap)
 
-    def show_head(self, overview: np.ndarray, tokens: tuple[int, int], cmap: pg.ColorMap) -> None:
-        """The head's overview (values 0..1, as the map draws them) over (Tq, Tk) tokens."""
+    def show_head(self, overview: np.ndarray, tokens: tuple[int, int], cmap: pg.ColorMap | None = None,
+                  levels: tuple[float, float] = (0.0, 1.0)) -> None:
+        """The head's overview over (Tq, Tk) tokens, on the map's ``levels`` (weights 0..1; a
+        signed kind's (-s, s), pooled by largest magnitude, gui.drawing.kinds); ``cmap``: its
+        colours, None to keep those set (Head detail colours it with the map)."""
         tq, tk = self.tokens = tokens
-        self.image.setColorMap(cmap)
-        self.image.setImage(overview, autoLevels=False, levels=(0.0, 1.0))
+        if cmap is not None:
+            self.image.setColorMap(cmap)
+        self.image.setImage(overview, autoLevels=False, levels=levels)
         self.image.setRect(QRectF(0, 0, tk, tq))
         show_whole(self, tk, tq, pixels=4)       # the first key's column (a sink) clear of the border
 

@@ -94,19 +94,28 @@ def tile(weights: np.ndarray, gap: int | None = None, fill=np.nan) -> tuple[np.n
     return image, MosaicLayout(L, H, Tq, Tk, g)
 
 
-def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False, sink: np.ndarray | None = None):
+def signed_codes(values: np.ndarray, scale: float) -> np.ndarray:
+    """Signed values in [-scale, scale] -> uint8 codes 1..255, 0 at the middle code (128): the
+    codes of a diverging lookup table (gui.drawing.kinds: a linear layer's mixing)."""
+    return display_codes((np.asarray(values, np.float32) / np.float32(scale) + 1.0) * 0.5)
+
+
+def grid_drawing(weights: np.ndarray, threshold: float, log_scale: bool = False, sink: np.ndarray | None = None,
+                 scale: float | None = None):
     """(L, H, Tq, Tk) weights -> (uint8 mosaic of colour codes, its layout), in a worker.
     ``sink`` (L, H, Tq), the first key's own weights, is drawn apart at each tile's left:
-    SINK_PIXELS wide, then a transparent pixel, then the tile (its columns start SINK_OFFSET in)."""
+    SINK_PIXELS wide, then a transparent pixel, then the tile (its columns start SINK_OFFSET in).
+    ``scale``: the values are signed and drawn on (-scale, scale) (``signed_codes``); the
+    threshold then hides cells of smaller magnitude and the log colour is not applied."""
     if sink is not None:
         strip = np.repeat(sink[..., None], SINK_PIXELS, axis=-1)                  # (L, H, Tq, SINK_PIXELS)
         gap = np.zeros(sink.shape + (1,), np.float32)
         weights = np.concatenate([strip, gap, weights], axis=-1)                   # (L, H, Tq, SINK_OFFSET + Tk)
     if threshold > 0:
-        weights = np.where(weights < threshold, 0.0, weights)
-    if log_scale:
+        weights = np.where((weights if scale is None else np.abs(weights)) < threshold, 0.0, weights)
+    if log_scale and scale is None:
         weights = log_colour(weights)
-    codes = display_codes(weights)
+    codes = display_codes(weights) if scale is None else signed_codes(weights, scale)
     if sink is not None:
         codes[..., SINK_PIXELS] = GAP_CODE
     return tile(codes, fill=GAP_CODE)

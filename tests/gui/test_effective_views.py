@@ -1,6 +1,8 @@
 """Every view draws a linear layer's effective attention (issue 57, item 4) without crashing:
 cells that may be negative, rows that need not sum to 1 (engine.seam.linear_mixing)."""
+import numpy as np
 import pytest
+from PySide6.QtCore import QPointF
 
 from attnscope.engine.kinds import EFFECTIVE
 from tests.helpers.views import drawing_views
@@ -38,3 +40,139 @@ def test_every_view_draws_effective_attention(effective_model, qtbot, drawn):
     stats = by_name["HeadStats"]
     assert stats.drawing.kind == EFFECTIVE
     assert {"entropy", "distance", "learned_sink"} <= set(stats.drawing.hidden)   # they read a distribution
+
+
+# ---- the signed scale (issue 57's effective attention drawn as it is) -------------------------------------------
+# A linear layer's mixing M is signed and unbounded: the tiny Qwen3.5 text model's layer 0 reads
+# -0.120 .. 0.123 (39% of its causal cells negative), the tiny Bamba's reaches 1.0001. On the 0..1
+# scale of weights the negative cells were drawn as 0 and the rest near the map's bottom colour.
+
+def _rgb(widget) -> np.ndarray:
+    """``widget`` grabbed as (h, w, 3) uint8."""
+    from PySide6.QtGui import QImage
+
+    image = widget.grab().toImage().convertToFormat(QImage.Format.Format_RGB888)
+    rows = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
+    return rows[:, :image.width() * 3].reshape(image.height(), image.width(), 3).copy()
+
+
+def _painted_at(widget, item, x: float, y: float) -> np.ndarray:
+    """The colour painted where ``item``'s point (x, y) lands in ``widget``."""
+    from PySide6.QtCore import QPointF
+
+    from attnscope.gui.drawing.settling import settle
+
+    settle(widget)
+    at = widget.mapFromScene(item.mapToScene(QPointF(x, y)))
+    return _rgb(widget)[at.y(), at.x()]
+
+
+def _colour(value: float, levels) -> np.ndarray:
+    """The RGB the diverging map gives ``value`` on ``levels``."""
+    from attnscope.gui.colormaps import colormap
+    from attnscope.gui.drawing.kinds import DIVERGING
+
+    lo, hi = levels
+    return np.asarray(colormap(DIVERGING).map((value - lo) / (hi - lo), mode="byte"))[:3].astype(int)
+
+
+def _signed_trace(n: int = 6):
+    """One effective-attention head of ``n`` tokens, causal, with a strong negative cell (q3 -> k1
+    at -2.0) and a positive one past 1 (q4 -> k4 at 1.5): what the 0..1 scale drew as 0 and 1."""
+    from attnscope.engine.traces.dense import DenseTrace
+
+    m = np.tril(np.full((n, n), 0.05, np.float32))
+    m[3, 1], m[4, 4] = -2.0, 1.5
+    return DenseTrace(attentions={EFFECTIVE: m[None, None]}, model_name="signed", family="gpt",
+                      target_tokens=[f"t{i}" for i in range(n)])
+
+
+def test_levels_are_symmetric_for_a_signed_kind_and_unit_for_weights():
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.gui.drawing.kinds import display_values, levels_for
+
+    m = np.array([[0.5, -2.0], [1.5, 0.0]], np.float32)
+    assert levels_for(EFFECTIVE, m) == (-2.0, 2.0)
+    assert levels_for(DECODER_SELF, m) == (0.0, 1.0)
+    assert levels_for(EFFECTIVE, np.zeros((2, 2))) == (-1.0, 1.0)          # nothing to scale by: never (0, 0)
+    shown = display_values(EFFECTIVE, m, threshold=0.6, normalise=True)  # by magnitude, sign kept
+    assert shown.tolist() == [[0.0, -1.0], [0.75, 0.0]]
+
+
+def test_extreme_pooling_keeps_the_sign_of_the_strongest_value():
+    import torch
+
+    from attnscope.engine.traces.pooling import pool_2d
+
+    m = torch.zeros(4, 4)
+    m[1, 1], m[0, 0], m[3, 3] = -0.9, 0.5, 0.2
+    pooled = pool_2d(m, 2, 2, "extreme")
+    assert np.allclose(pooled.numpy(), [[-0.9, 0.0], [0.0, 0.2]])
+    assert pool_2d(m, 2, 2, "max")[0, 0] == pytest.approx(0.5)             # weights: unchanged
+
+
+def test_head_detail_draws_a_negative_cell_in_the_negative_colour(qtbot, drawn):
+    from attnscope.gui.state import AppState
+    from attnscope.gui.views.head_detail import HeadDetail
+
+    state = AppState()
+    state.set_trace(_signed_trace())
+    view = HeadDetail(state)                 # drawn from the state's trace as it opens
+    qtbot.addWidget(view)
+    view.resize(520, 560)
+    view.show()
+    drawn(view)
+    qtbot.waitExposed(view)
+    d = view.drawing
+    assert d.kind == EFFECTIVE and d.levels == (-2.0, 2.0)                # symmetric, out to the largest |M|
+    assert tuple(view.colorbar.levels()) == (-2.0, 2.0)                  # the bar says the range
+    negative, past_one = _painted_at(view.plot, view.image, 1.5, 3.5), _painted_at(view.plot, view.image, 4.5, 4.5)
+    assert np.abs(negative.astype(int) - _colour(-2.0, d.levels)).max() <= 24   # blue end, not 0's colour
+    assert np.abs(past_one.astype(int) - _colour(1.5, d.levels)).max() <= 24
+    assert np.abs(negative.astype(int) - _colour(0.0, d.levels)).max() > 60
+    view._on_hover(view.image.mapToScene(QPointF(1.5, 3.5)))
+    assert view.readout.text().startswith("mixing (signed, not a softmax weight) -2.0000 | query 3")
+
+
+def test_overview_codes_keep_the_sign_and_softmax_kinds_stay_on_0_1(effective_model, qtbot, drawn):
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.engine.traces import reading
+    from attnscope.engine.traces.tracing import trace_text
+    from attnscope.gui.state import AppState
+    from attnscope.gui.views.head_detail import HeadDetail
+    from attnscope.gui.views.head_grid import HeadGrid
+    from tools.family_sweep import TEXT
+
+    state = AppState()
+    trace = trace_text(effective_model, TEXT)
+    grid, detail = HeadGrid(state), HeadDetail(state)
+    for view in (grid, detail):
+        qtbot.addWidget(view)
+    state.set_model(effective_model)
+    state.set_trace(trace)
+    state.select_head(EFFECTIVE, 0, 0)
+    drawn(grid, detail)
+    layer = reading.layer(trace, EFFECTIVE, 0)                          # (H, T, T) the mixing itself
+    s = float(np.abs(layer).max())
+    assert layer.min() < -0.05                                           # the tiny Qwen3.5 mixes with negatives
+    assert grid.drawing.levels == pytest.approx((-s, s)) and tuple(grid.colorbar.levels()) == pytest.approx((-s, s))
+    h, q, k = np.unravel_index(int(np.argmin(layer)), layer.shape)
+    y, x = grid.layout_.tile_origin(0, int(h))
+    assert grid.mosaic[y + q, x + k] < 128 < grid.mosaic[y, x]           # below the middle code: the negative side
+    assert grid.describe(0, int(h), int(q), int(k)).startswith(f"layer 0, head {h}: mixing -")
+    head = reading.head(trace, EFFECTIVE, 0, 0)
+    assert detail.drawing.levels == pytest.approx((-np.abs(head).max(), np.abs(head).max()))
+    state.select_head(DECODER_SELF, detail.drawing.layer, 0)            # a softmax kind: exactly as before
+    drawn(grid, detail)
+    assert grid.drawing.levels == (0.0, 1.0) and tuple(grid.colorbar.levels()) == (0.0, 1.0)
+    assert detail.drawing.levels == (0.0, 1.0) and tuple(detail.colorbar.levels()) == (0.0, 1.0)
+    assert grid.describe(detail.drawing.layer, 0, 0, 0).split(": ")[1].startswith("weight ")
+
+
+def test_a_long_signed_overview_keeps_its_negative_peak(qtbot):
+    from attnscope.gui.drawing.overview import EXACT_TOKENS, overview_drawing
+
+    n = EXACT_TOKENS + 88
+    d = overview_drawing(_signed_trace(n), EFFECTIVE, 0.0)
+    assert not d.thumbs.exact and d.thumbs.pooled.min() == pytest.approx(-2.0)   # max pooling drew it as 0.05
+    assert d.levels == (-2.0, 2.0)
