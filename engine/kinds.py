@@ -17,6 +17,6 @@ QUERY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "target", E
 KEY_SIDE = {ENCODER_SELF: "source", DECODER_SELF: "target", CROSS: "source", EFFECTIVE: "target"}
 # Kinds whose cells are not softmax weights (negative cells, rows not summing to 1): what a view says of them.
 NOT_SOFTMAX = {EFFECTIVE: "Effective attention of a linear-attention layer: the matrix it mixes its values with "
-                          "(o[t] = sum over s of M[t, s] v[s]), not a softmax: cells can be negative (drawn as 0 in "
-                          "the maps; the readout gives the signed value) and rows need not sum to 1, so entropy, "
-                          "distance and learned sink are left out of its statistics."}
+                          "(o[t] = sum over s of M[t, s] v[s]), not a softmax: cells can be negative or past 1 "
+                          "(drawn on a diverging scale symmetric about 0; the readout calls a cell mixing) and rows "
+                          "need not sum to 1, so entropy, distance and learned sink are left out of its statistics."}

@@ -32,8 +32,9 @@ translator, T5, BART). This is where the alignment between the two sentences sho
 <li><b>effective attention</b>: a hybrid's linear-attention or Mamba-2 layers (Qwen3.5,
 Qwen3-Next, Bamba, Granite 4, Falcon-H1) have no softmax, but each output token is still a
 weighted sum of the earlier tokens' values: the matrix of those weights, computed exactly by
-the layer's own function. It is not a softmax: cells can be negative (drawn as 0, read signed
-in Head detail) and rows need not sum to 1.</li>
+the layer's own function. It is not a softmax: cells can be negative or past 1 (drawn blue
+below 0 and red above, on a scale symmetric about 0 out to the largest value shown, which its
+colour bar states; the readouts call a cell "mixing") and rows need not sum to 1.</li>
 </ul>
 """
 
