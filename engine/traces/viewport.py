@@ -1,6 +1,8 @@
 """One head (or a layer's mean / max over heads) as a screen shows it: exact weights of the
 visible block, each pixel the max of the tokens it covers when there are more tokens than
-pixels, one cell a pixel when there are fewer (zoomed in).
+pixels, one cell a pixel when there are fewer (zoomed in). A signed kind (NOT_SOFTMAX: a linear
+layer's effective attention) is pooled by the value of largest magnitude, its sign kept: by max,
+a block's strongest negative mixing was drawn as its weakest positive one.
 
 Why not a pooled overview stretched: zooming into an 8k x 8k head must show the real cells,
 so each view of it is computed anew from the recording (``trace.block``), a block of query
@@ -16,6 +18,7 @@ import torch
 from attnscope.engine.runtime.blocks import rows_per_block
 from attnscope.engine.traces.pooling import bins, pool_last
 from attnscope.engine.inputs import InputError, check_kind
+from attnscope.engine.kinds import NOT_SOFTMAX
 from attnscope.engine.traces.base import AttentionTrace
 from attnscope.engine.traces import reading
 
@@ -41,6 +44,7 @@ def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tu
     (r0, r1), (c0, c1) = rows, cols
     out_r, out_c = bins(r1 - r0, pixels[0]), bins(c1 - c0, pixels[1])
     heads = heads_of(trace, kind, head, how)
+    pooling = "extreme" if kind in NOT_SOFTMAX else "max"
     device = trace.device
     step = rows_per_block(device, len(heads) * (c1 - c0), "view")
     across = torch.empty((r1 - r0, out_c), dtype=torch.float32, device=device)   # keys pooled, every row
@@ -53,8 +57,8 @@ def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tu
             w = w.sum(0).div_(len(heads))
         else:
             w = w[0]
-        across[a - r0:b - r0] = pool_last(w, out_c, "max")
-    return pool_last(across.T.contiguous(), out_r, "max").T.cpu().numpy()
+        across[a - r0:b - r0] = pool_last(w, out_c, pooling)
+    return pool_last(across.T.contiguous(), out_r, pooling).T.cpu().numpy()
 
 
 def cell(trace, kind: str, layer: int, head: int, how: str, qi: int, ki: int) -> float:

@@ -41,8 +41,10 @@ def describe_block(d, rows: tuple[int, int], cols: tuple[int, int]) -> str:
     from attnscope.engine.traces import reading     # here, as bin_span: this module loads no engine
     tiles = np.stack([reading.tile(d.trace, d.kind, d.layer, h, slice(a, b), slice(c, e)) for h in heads])   # (heads, b-a, e-c)
     block = tiles.max(0) if d.how == "max of heads" else tiles.mean(0)
-    bq, bk = np.unravel_index(int(np.argmax(block)), block.shape)
+    from attnscope.gui.drawing.kinds import is_signed, strongest, value_word   # a signed kind: largest magnitude
+    bq, bk = np.unravel_index(strongest(block, d.kind), block.shape)
     q, k = reading.query_tokens(d.trace, d.kind), reading.key_tokens(d.trace, d.kind)
     qi, ki = a + int(bq), c + int(bk)
-    return (f"weight {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}, of queries "
-            f"{a}-{b - 1} x keys {c}-{e - 1} (one pixel, max of the block)")
+    peak = "largest magnitude" if is_signed(d.kind) else "max"
+    return (f"{value_word(d.kind)} {block[bq, bk]:.4f} (strongest) | query {qi} {q[qi]!r} -> key {ki} {k[ki]!r}, of "
+            f"queries {a}-{b - 1} x keys {c}-{e - 1} (one pixel, {peak} of the block)")

@@ -370,7 +370,8 @@ class HeadDetail(PreparedView, QWidget):
         tq, tk = d.long or self.matrix.shape
         self.image.setRect(QRectF(0, 0, tk, tq))        # token coordinates, however many pixels
         if d.long:
-            self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel the max of the cells it covers; wheel zooms "
+            peak = "the value of largest magnitude" if is_signed(d.kind) else "the max"
+            self.readout.setText(f"{tq:,} x {tk:,} tokens: each pixel {peak} of the cells it covers; wheel zooms "
                                  "(the visible part is computed again, down to one cell a pixel), drag pans.")
         # Another head (or layer) of the same long text keeps the place zoomed into, so heads
         # compare at one position (the sink, a stretch of the diagonal); its block is computed

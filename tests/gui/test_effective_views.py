@@ -176,3 +176,26 @@ def test_a_long_signed_overview_keeps_its_negative_peak(qtbot):
     d = overview_drawing(_signed_trace(n), EFFECTIVE, 0.0)
     assert not d.thumbs.exact and d.thumbs.pooled.min() == pytest.approx(-2.0)   # max pooling drew it as 0.05
     assert d.levels == (-2.0, 2.0)
+
+
+def test_a_long_signed_head_keeps_its_negative_peak_in_head_detail(qtbot, drawn):
+    from attnscope.gui.state import AppState
+    from attnscope.gui.views.head_detail import DETAIL_EXACT, HeadDetail
+
+    state = AppState()
+    state.set_trace(_signed_trace(DETAIL_EXACT + 76))
+    view = HeadDetail(state)                 # a long head: the whole head pooled, zoomable, with its minimap
+    qtbot.addWidget(view)
+    view.resize(520, 560)
+    view.show()
+    drawn(view)
+    d = view.drawing
+    assert d.long and d.levels == (-2.0, 2.0)
+    assert d.shown.min() == pytest.approx(-2.0) and d.overview.min() == pytest.approx(-2.0)   # max pooling: 0.05
+    assert view.image.extreme and view.minimap.image.extreme          # and on the way to the screen
+    read = []
+    for y in (1.5, 2.5, 3.5):                # the painted pixel holding q3 -> k1 (its block's bounds are the screen's)
+        view._on_hover(view.image.mapToScene(QPointF(1.5, y)))
+        read.append(view.readout.text())
+    assert any(t.startswith("mixing -2.0000 (strongest) | query 3 't3' -> key 1 't1'") for t in read), read
+    assert all("largest magnitude of the block" in t for t in read)
