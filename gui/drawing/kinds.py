@@ -112,3 +112,14 @@ def paint_kind(kind: str | None, chosen: str, levels: tuple[float, float], bar=N
     if bar is not None:
         bar.setColorMap(cmap)
         bar.setLevels(levels)
+
+
+def offer_log_colour(box, kind: str | None) -> None:
+    """A view's "log colour" box (a QCheckBox) for the kind drawn: a scale of weights 1e-4..1,
+    so a signed kind, drawn linearly about 0, has it switched off and its tooltip says why
+    (the box keeps its state for the next softmax kind)."""
+    if box.property("weights_tip") is None:
+        box.setProperty("weights_tip", box.toolTip())
+    box.setEnabled(not is_signed(kind))
+    box.setToolTip("A signed kind (mixing, not weights) is drawn on a linear scale symmetric about 0: log colour is "
+                   "for weights" if is_signed(kind) else box.property("weights_tip"))

@@ -162,11 +162,13 @@ def test_overview_codes_keep_the_sign_and_softmax_kinds_stay_on_0_1(effective_mo
     assert grid.describe(0, int(h), int(q), int(k)).startswith(f"layer 0, head {h}: mixing -")
     head = reading.head(trace, EFFECTIVE, 0, 0)
     assert detail.drawing.levels == pytest.approx((-np.abs(head).max(), np.abs(head).max()))
+    assert not detail.log_box.isEnabled() and not grid.log_box.isEnabled()   # a scale of weights: not for mixing
     state.select_head(DECODER_SELF, detail.drawing.layer, 0)            # a softmax kind: exactly as before
     drawn(grid, detail)
     assert grid.drawing.levels == (0.0, 1.0) and tuple(grid.colorbar.levels()) == (0.0, 1.0)
     assert detail.drawing.levels == (0.0, 1.0) and tuple(detail.colorbar.levels()) == (0.0, 1.0)
     assert grid.describe(detail.drawing.layer, 0, 0, 0).split(": ")[1].startswith("weight ")
+    assert detail.log_box.isEnabled() and grid.log_box.isEnabled() and "log10" in grid.log_box.toolTip()
 
 
 def test_a_long_signed_overview_keeps_its_negative_peak(qtbot):
