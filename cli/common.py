@@ -7,6 +7,7 @@ engine.loading.catalog.open_model (one error type, ModelLoadError), texts before
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -318,5 +319,23 @@ class LoadBar:
 LOAD_BAR_DELAY_S = 0.5
 
 
+_RESULT_STREAMS: list = []     # where a command's JSON goes while stdout is lent to stderr
+
+
+@contextlib.contextmanager
+def stdout_for_results_only():
+    """While a command runs, stdout carries its JSON alone: what a library prints meanwhile goes
+    to stderr. Why: nnsight prints its job's status lines to stdout when its debug mode is on
+    (NNSIGHT_DEBUG, or a ``-v`` anywhere in the command line), and `attnscope lens ndif:... | jq`
+    then read "[remote] payload: ..." before the JSON."""
+    _RESULT_STREAMS.append(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _RESULT_STREAMS.pop()
+
+
 def print_json(obj) -> None:
-    print(json.dumps(obj, ensure_ascii=False, indent=2))
+    out = _RESULT_STREAMS[-1] if _RESULT_STREAMS else sys.stdout
+    print(json.dumps(obj, ensure_ascii=False, indent=2), file=out, flush=True)

@@ -51,10 +51,11 @@ def run_command(args) -> int:
     (ATTNSCOPE_DEBUG=1 shows its traceback)."""
     import os
 
-    from attnscope.cli.common import BAD_INPUT, say
+    from attnscope.cli.common import BAD_INPUT, say, stdout_for_results_only
 
     try:
-        return int(args.func(args) or 0)
+        with stdout_for_results_only():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         say("interrupted")
         return 130

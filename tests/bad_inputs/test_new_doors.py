@@ -347,8 +347,15 @@ def test_lens_of_a_model_served_by_ndif_runs_in_ndif_mode(snapshot, ndif, monkey
     assert {p.device.type for p in served.model.parameters()} == {"meta"}
     assert tail_paths(served, session_for(served).ops) == paths
     sent = _stand_in(monkeypatch, [_completed(_saved({"back": back}))])
+    import nnsight
+    # nnsight's debug mode (NNSIGHT_DEBUG, or a -v anywhere in sys.argv, as `pytest -v` has) prints the
+    # job's status lines to stdout: they must go to stderr, and stdout hold the JSON alone.
+    monkeypatch.setattr(nnsight.CONFIG.APP, "DEBUG", True)
+    capsys.readouterr()
     assert main(["lens", f"ndif:{snapshot}", "--text", TEXT]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    printed = json.loads(said.out)
+    assert "payload" in said.err
     assert sent["post"] == "https://ndif.example" and printed["token_ids"] == expected.token_ids
     assert [[top[0][0] for top in layer["top"]] for layer in printed["layers"]] == \
         [[int(ids[0]) for ids in layer] for layer in expected.top_ids]
