@@ -276,3 +276,29 @@ def test_closing_views_while_their_jobs_deliver_never_crashes(qtbot):
         delivered.clear()
     assert process_events_until(lambda: active_threads() == 0, 60.0)
     assert not delivered
+
+
+def test_cycles_are_collected_on_the_gui_thread_not_in_a_worker(qtbot):
+    """A cycle holding a Qt object, collected by a worker that crossed the allocation threshold,
+    was destroyed on that worker under the GUI thread (a segfault in Qt's event loop). Automatic
+    collection is off once a Jobs exists, and the cycle ends on the GUI thread."""
+    import gc
+    from PySide6.QtCore import QObject
+
+    jobs, done = Jobs(announce=False), []
+    assert not gc.isenabled()
+    ended_on: list[bool] = []
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.me, holder.qt = holder, QObject()          # a cycle that holds a Qt object
+    weakref.finalize(holder, lambda: ended_on.append(threading.current_thread() is threading.main_thread()))
+    del holder
+
+    def allocate():                                    # kept: far past gen 0's threshold, on the worker
+        return [[i] for i in range(20 * gc.get_threshold()[0])]
+    jobs.start(allocate, on_returned=done.append)
+    qtbot.waitUntil(lambda: bool(done) and bool(ended_on), timeout=20000)
+    assert ended_on == [True]
