@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from attnscope.engine.runtime.blocks import rows_per_block
-from attnscope.engine.traces.pooling import bins, pool_last
+from attnscope.engine.traces.pooling import bins, extreme, pool_last
 from attnscope.engine.inputs import InputError, check_kind
 from attnscope.engine.kinds import NOT_SOFTMAX
 from attnscope.engine.traces.base import AttentionTrace
@@ -26,6 +26,17 @@ from attnscope.engine.traces import reading
 def heads_of(trace, kind: str, head: int, how: str) -> list[int]:
     """Which heads a view combines: one, or every head of the layer for a mean / max."""
     return [head] if how == "one head" else list(range(trace.shape(kind)[1]))
+
+
+def combine_heads(w: torch.Tensor, how: str, kind: str | None) -> torch.Tensor:
+    """(h, ...) heads -> (...) as ``how`` combines them: the first, their mean, or their max; for a
+    signed kind (NOT_SOFTMAX) "max" keeps the value of largest magnitude with its sign, since
+    by plain max a head's -2.0 mixing beside another's 0.05 was shown as 0.05."""
+    if how == "max of heads":
+        return extreme(w.movedim(0, -1)) if kind in NOT_SOFTMAX else w.amax(0)
+    if how == "mean of heads":
+        return w.mean(0)
+    return w[0]
 
 
 @torch.no_grad()
@@ -51,19 +62,14 @@ def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tu
     for a in range(r0, r1, step):
         b = min(r1, a + step)
         w = trace.block(kind, layer, heads, slice(a, b), slice(c0, c1))            # (h, r, c) exact
-        if how == "max of heads":
-            w = w.amax(0)
-        elif how == "mean of heads":
-            w = w.sum(0).div_(len(heads))
-        else:
-            w = w[0]
-        across[a - r0:b - r0] = pool_last(w, out_c, pooling)
+        across[a - r0:b - r0] = pool_last(combine_heads(w, how, kind), out_c, pooling)
     return pool_last(across.T.contiguous(), out_r, pooling).T.cpu().numpy()
 
 
 def cell(trace, kind: str, layer: int, head: int, how: str, qi: int, ki: int) -> float:
-    """The exact weight Head detail reads under the cursor (a head, or the heads' mean / max)."""
+    """The exact weight Head detail reads under the cursor (a head, or the heads' mean / max; a
+    signed kind's max is the value of largest magnitude, as ``combine_heads``)."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
     values = [float(reading.tile(trace, kind, layer, h, slice(qi, qi + 1), slice(ki, ki + 1))[0, 0])
               for h in heads_of(trace, kind, head, how)]
-    return max(values) if how == "max of heads" else sum(values) / len(values)
+    return float(combine_heads(torch.tensor(values, dtype=torch.float64), how, kind))

@@ -40,7 +40,9 @@ def describe_block(d, rows: tuple[int, int], cols: tuple[int, int]) -> str:
     heads = [d.head] if d.how == "one head" else range(d.trace.shape(d.kind)[1])
     from attnscope.engine.traces import reading     # here, as bin_span: this module loads no engine
     tiles = np.stack([reading.tile(d.trace, d.kind, d.layer, h, slice(a, b), slice(c, e)) for h in heads])   # (heads, b-a, e-c)
-    block = tiles.max(0) if d.how == "max of heads" else tiles.mean(0)
+    import torch
+    from attnscope.engine.traces.viewport import combine_heads       # a signed kind's max: largest magnitude
+    block = combine_heads(torch.from_numpy(np.ascontiguousarray(tiles)), d.how, d.kind).numpy()
     from attnscope.gui.drawing.kinds import is_signed, strongest, value_word   # a signed kind: largest magnitude
     bq, bk = np.unravel_index(strongest(block, d.kind), block.shape)
     q, k = reading.query_tokens(d.trace, d.kind), reading.key_tokens(d.trace, d.kind)

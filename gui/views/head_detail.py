@@ -54,13 +54,14 @@ DETAIL_EXACT = 1024       # up to this many tokens a side, the whole map is comp
 VIEW_PIXELS = 1024        # a long head's first view: at most this many pixels a side
 
 
-def aggregate(layer_weights: np.ndarray, head: int, how: str) -> np.ndarray:
-    """(H, Tq, Tk) of one layer -> (Tq, Tk) for one head or the layer's mean / max over heads."""
-    if how == "mean of heads":
-        return layer_weights.mean(axis=0)
-    if how == "max of heads":
-        return layer_weights.max(axis=0)
-    return layer_weights[head]
+def aggregate(layer_weights: np.ndarray, head: int, how: str, kind: str | None = None) -> np.ndarray:
+    """(H, Tq, Tk) of one layer -> (Tq, Tk) for one head or the layer's mean / max over heads
+    (a signed kind's max: the value of largest magnitude, engine.traces.viewport.combine_heads)."""
+    if how == "one head":
+        return layer_weights[head]
+    import torch
+    from attnscope.engine.traces.viewport import combine_heads
+    return combine_heads(torch.from_numpy(np.ascontiguousarray(layer_weights)), how, kind).numpy()
 
 
 def is_long(trace, kind: str) -> bool:
@@ -101,7 +102,7 @@ def detail_drawing(trace, kind: str, layer: int, head: int, how: str, hide: bool
     if how == "one head":
         raw = reading.head(trace, kind, layer, head)                   # (Tq, Tk)
     else:
-        raw = aggregate(reading.layer(trace, kind, layer), head, how)
+        raw = aggregate(reading.layer(trace, kind, layer), head, how, kind)
     q_index = np.flatnonzero(special_mask(q)) if hide else np.arange(len(q))
     k_index = np.flatnonzero(special_mask(k)) if hide else np.arange(len(k))
     matrix = raw[np.ix_(q_index, k_index)]  # the true weights of the cells shown

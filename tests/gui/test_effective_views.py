@@ -201,3 +201,55 @@ def test_a_long_signed_head_keeps_its_negative_peak_in_head_detail(qtbot, drawn)
         read.append(view.readout.text())
     assert any(t.startswith("mixing -2.0000 (strongest) | query 3 't3' -> key 1 't1'") for t in read), read
     assert all("largest magnitude of the block" in t for t in read)
+
+
+def _two_head_trace(n: int = 6, kind: str = EFFECTIVE):
+    """Two heads of ``kind``: head 0 as ``_signed_trace`` (q3 -> k1 at -2.0), head 1 all 0.05."""
+    from attnscope.engine.traces.dense import DenseTrace
+
+    m = np.tril(np.full((2, n, n), 0.05, np.float32))
+    m[0, 3, 1], m[0, 4, 4] = -2.0, 1.5
+    return DenseTrace(attentions={kind: m[None]}, model_name="signed", family="gpt",
+                      target_tokens=[f"t{i}" for i in range(n)])
+
+
+def test_max_of_heads_keeps_a_signed_kinds_negative_peak():
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.engine.traces import cell, reading, viewport_weights
+    from attnscope.gui.views.head_detail import aggregate
+
+    trace = _two_head_trace()
+    pooled = viewport_weights(trace, EFFECTIVE, 0, 0, "max of heads", (0, 6), (0, 6), (3, 3))   # 2 x 2 tokens a pixel
+    assert pooled[1, 0] == pytest.approx(-2.0)                                    # plain max: 0.05
+    exact = viewport_weights(trace, EFFECTIVE, 0, 0, "max of heads", (0, 6), (0, 6), (64, 64))
+    assert exact[3, 1] == pytest.approx(-2.0) and exact[4, 4] == pytest.approx(1.5)
+    assert cell(trace, EFFECTIVE, 0, 0, "max of heads", 3, 1) == pytest.approx(-2.0)
+    assert aggregate(reading.layer(trace, EFFECTIVE, 0), 0, "max of heads", EFFECTIVE)[3, 1] == pytest.approx(-2.0)
+    assert cell(trace, EFFECTIVE, 0, 0, "mean of heads", 3, 1) == pytest.approx(-0.975)
+    weights = _two_head_trace(kind=DECODER_SELF)                                  # a softmax kind: plain max, as before
+    assert viewport_weights(weights, DECODER_SELF, 0, 0, "max of heads", (0, 6), (0, 6), (64, 64))[3, 1] == \
+        pytest.approx(0.05)
+    assert cell(weights, DECODER_SELF, 0, 0, "max of heads", 3, 1) == pytest.approx(0.05)
+    assert aggregate(reading.layer(weights, DECODER_SELF, 0), 0, "max of heads", DECODER_SELF)[3, 1] == \
+        pytest.approx(0.05)
+
+
+def test_head_detail_max_of_heads_paints_the_negative_peak(qtbot, drawn):
+    from attnscope.gui.state import AppState
+    from attnscope.gui.views.head_detail import HeadDetail
+
+    state = AppState()
+    state.set_trace(_two_head_trace())
+    view = HeadDetail(state)
+    qtbot.addWidget(view)
+    view.resize(520, 560)
+    view.show()
+    view.agg_box.setCurrentText("max of heads")
+    drawn(view)
+    qtbot.waitExposed(view)
+    d = view.drawing
+    assert d.how == "max of heads" and d.levels == (-2.0, 2.0) and d.shown[3, 1] == pytest.approx(-2.0)
+    negative = _painted_at(view.plot, view.image, 1.5, 3.5)
+    assert np.abs(negative.astype(int) - _colour(-2.0, d.levels)).max() <= 24
+    view._on_hover(view.image.mapToScene(QPointF(1.5, 3.5)))
+    assert view.readout.text().startswith("mixing (signed, not a softmax weight) -2.0000 | query 3")
