@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QLabel, QPushButton, QSpi
 from attnscope.engine.inspection import compare_traces
 from attnscope.engine.traces import reading
 from attnscope.gui.colormaps import attach_colorbar, colormap
+from attnscope.gui.drawing.kinds import levels_for, paint_kind
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.settings import app_settings, remember_folder, start_folder
 from attnscope.gui.drawing.empty import hide_empty, show_empty
@@ -119,8 +120,8 @@ class CompareView(QWidget):
         self._on_model(state.loaded)
 
     def _on_colormap(self, name: str) -> None:
-        self.images[0].setColorMap(colormap(name))
-        self.bar.setColorMap(colormap(name))
+        kind = self.kind_box.currentText() or None          # a signed kind keeps its diverging map
+        paint_kind(kind, name, tuple(self.bar.levels()), bar=self.bar, images=self.images[:2])
 
     def _on_model(self, loaded) -> None:
         self.jobs.cancel()
@@ -244,8 +245,13 @@ class CompareView(QWidget):
         for bar in (self.bar, self.diff_bar):
             bar.setVisible(True)
         hide_empty(self.panes[0], ("left",))
-        self.images[0].setImage(reading.head(ta, kind, l, h), autoLevels=False, levels=(0, 1))
-        self.images[1].setImage(reading.head(tb, kind, l, h), autoLevels=False, levels=(0, 1))
+        # A and B share B's bar: weights on 0..1; a signed kind (effective attention) on a diverging
+        # scale out to the larger magnitude of the two heads, so a negative mixing is not drawn as 0.
+        heads = [reading.head(t, kind, l, h) for t in (ta, tb)]
+        levels = levels_for(kind, np.stack(heads))
+        paint_kind(kind, self.state.colormap, levels, bar=self.bar, images=self.images[:2])
+        for image, head in zip(self.images, heads):
+            image.setImage(head, autoLevels=False, levels=levels)
         d = reading.head(ta, kind, l, h).astype(np.float64) - reading.head(tb, kind, l, h)   # signed: A - B
         top = max(float(np.abs(d).max()), 1e-12)
         self.images[2].setImage(d, autoLevels=False, levels=(-top, top))

@@ -76,14 +76,14 @@ def _colour(value: float, levels) -> np.ndarray:
     return np.asarray(colormap(DIVERGING).map((value - lo) / (hi - lo), mode="byte"))[:3].astype(int)
 
 
-def _signed_trace(n: int = 6):
+def _signed_trace(n: int = 6, kind: str = EFFECTIVE):
     """One effective-attention head of ``n`` tokens, causal, with a strong negative cell (q3 -> k1
     at -2.0) and a positive one past 1 (q4 -> k4 at 1.5): what the 0..1 scale drew as 0 and 1."""
     from attnscope.engine.traces.dense import DenseTrace
 
     m = np.tril(np.full((n, n), 0.05, np.float32))
     m[3, 1], m[4, 4] = -2.0, 1.5
-    return DenseTrace(attentions={EFFECTIVE: m[None, None]}, model_name="signed", family="gpt",
+    return DenseTrace(attentions={kind: m[None, None]}, model_name="signed", family="gpt",
                       target_tokens=[f"t{i}" for i in range(n)])
 
 
@@ -253,3 +253,38 @@ def test_head_detail_max_of_heads_paints_the_negative_peak(qtbot, drawn):
     assert np.abs(negative.astype(int) - _colour(-2.0, d.levels)).max() <= 24
     view._on_hover(view.image.mapToScene(QPointF(1.5, 3.5)))
     assert view.readout.text().startswith("mixing (signed, not a softmax weight) -2.0000 | query 3")
+
+
+def test_compare_draws_a_signed_kind_on_a_diverging_scale(qtbot):
+    from attnscope.engine.inspection import compare_traces
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.gui.state import AppState
+    from attnscope.gui.views.compare import CompareView
+
+    state = AppState()
+    view = CompareView(state)
+    qtbot.addWidget(view)
+    view.resize(900, 500)
+    view.show()
+    view.split.setVisible(True)              # as when a model B is chosen
+    qtbot.waitExposed(view)
+    for kind in (EFFECTIVE, DECODER_SELF):
+        ta, tb = _signed_trace(kind=kind), _signed_trace(kind=kind)
+        view._done((None, ta, tb, {kind: compare_traces(ta, tb, kind)}), ("t", None))
+        signed = kind == EFFECTIVE
+        levels = (-2.0, 2.0) if signed else (0.0, 1.0)
+        assert [tuple(i.levels) for i in view.images[:2]] == [levels, levels]        # was (0, 1): -2.0 drawn as 0
+        assert tuple(view.bar.levels()) == levels and all(i.extreme == signed for i in view.images[:2])
+        if signed:                    # A and B each paint q3 -> k1 in the negative colour (it was 0's)
+            for image in view.images[:2]:
+                assert _paints(view.plots, image, _colour(-2.0, levels))
+
+
+def _paints(widget, item, rgb) -> bool:
+    """Whether ``widget`` shows colour ``rgb`` (within 24) somewhere over ``item``."""
+    from attnscope.gui.drawing.settling import settle
+
+    settle(widget)
+    box = widget.mapFromScene(item.sceneBoundingRect()).boundingRect()
+    seen = _rgb(widget)[max(0, box.top()):box.bottom(), max(0, box.left()):box.right()].astype(int)
+    return bool((np.abs(seen - rgb).max(-1) <= 24).any())
