@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QComboBox, QSpinBox, QVBoxLayout, QWidget
 
-from attnscope.engine.inspection import layer_aggregate, trace_rollout
+from attnscope.engine.inspection import trace_rollout
 from attnscope.gui.drawing.drawings import RolloutDrawing
 from attnscope.engine.kinds import CROSS
 from attnscope.engine.traces import reading
@@ -72,7 +72,11 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     how = "mean of heads" if mode.startswith("mean") else "max of heads"
     q, k = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
     if max(len(q), len(k)) <= POOLED_PIXELS or trace.recording is None:
-        matrix = layer_aggregate(reading.layer(trace, kind, layer)[None], how.split()[0])[0]
+        import numpy as np
+        import torch
+        from attnscope.engine.traces.viewport import combine_heads   # a signed kind's max: largest magnitude
+        layer_weights = np.ascontiguousarray(reading.layer(trace, kind, layer))     # (H, Tq, Tk)
+        matrix = combine_heads(torch.from_numpy(layer_weights), how, kind).numpy()
         return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport_weights(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
     rows, cols = _block_labels(q, matrix.shape[0]), _block_labels(k, matrix.shape[1])
@@ -204,7 +208,7 @@ class RolloutView(PreparedView, QWidget):
             self.plot.clear_matrix(d.note)
             return
         self.note.setText(d.note)
-        self.plot.show_matrix(self.matrix, d.rows, d.cols, top=d.top)
+        self.plot.show_matrix(self.matrix, d.rows, d.cols, top=d.top, kind=self.kind_box.currentText() or None)
 
     def export_target(self) -> QWidget:
         return self.plot

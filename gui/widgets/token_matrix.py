@@ -7,6 +7,7 @@ import pyqtgraph as pg
 
 from attnscope.gui.colormaps import attach_colorbar, colormap
 from attnscope.gui.drawing.empty import hide_empty, show_empty
+from attnscope.gui.drawing.kinds import is_signed, levels_for, paint_kind
 from attnscope.gui.widgets.token_axis import VerticalTokenAxis, fit_row_axis
 from attnscope.gui.widgets.token_labels import view_ticks, zoomable
 from attnscope.gui.widgets.peak_image import PeakImage, show_whole
@@ -37,6 +38,7 @@ class TokenMatrix(pg.PlotWidget):
         if title:
             self.item.setTitle(title, size="9pt")
         self.image, self.colorbar = dress_token_plot(self.item, state.colormap)
+        self._colormap, self._kind = state.colormap, None      # the map chosen, the kind drawn
         state.colormap_changed.connect(self.set_colormap)  # a bound method: disconnected when deleted
         self._rows: list[str] = []
         self._cols: list[str] = []
@@ -46,7 +48,8 @@ class TokenMatrix(pg.PlotWidget):
         self.clear_matrix()
 
     def set_colormap(self, name: str) -> None:
-        self.colorbar.setColorMap(colormap(name))
+        self._colormap = name              # a signed kind keeps its diverging map (gui.drawing.kinds)
+        paint_kind(self._kind, name, tuple(self.colorbar.levels()), bar=self.colorbar, images=(self.image,))
 
     def clear_matrix(self, message: str = "") -> None:
         """Nothing to show: no image, no labels, and ``message`` where the map will be. (Not
@@ -58,12 +61,17 @@ class TokenMatrix(pg.PlotWidget):
         self.colorbar.setVisible(False)
         show_empty(self.item, message or self.empty_text, ("left", "top"))
 
-    def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0) -> None:
-        """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes."""
+    def show_matrix(self, matrix: np.ndarray, rows: list[str], cols: list[str], top: float = 1.0,
+                    kind: str | None = None) -> None:
+        """Draw ``matrix`` (rows x cols) with levels 0..``top``, tokens on both axes; a signed ``kind``
+        (effective attention) on a diverging scale symmetric about 0 (gui.drawing.kinds.levels_for),
+        since on 0..``top`` its negative cells were drawn as 0."""
         hide_empty(self.item, ("left", "top"))
         self.colorbar.setVisible(True)
-        self.image.setImage(matrix, autoLevels=False, levels=(0, top))
-        self.colorbar.setLevels((0.0, float(top)))
+        self._kind = kind
+        levels = levels_for(kind, matrix) if is_signed(kind) else (0.0, float(top))
+        paint_kind(kind, self._colormap, levels, bar=self.colorbar, images=(self.image,))
+        self.image.setImage(matrix, autoLevels=False, levels=levels)
         self._rows, self._cols = rows, cols
         fit_row_axis(self.item.getAxis("left"), rows)
         self._label()

@@ -213,6 +213,21 @@ def _two_head_trace(n: int = 6, kind: str = EFFECTIVE):
                       target_tokens=[f"t{i}" for i in range(n)])
 
 
+def _max_of_heads(qtbot, drawn, view_class, kind: str, box: str):
+    """``view_class`` on ``_two_head_trace(kind)``, shown, its ``box`` on "max of heads", drawn."""
+    from attnscope.gui.state import AppState
+
+    state = AppState()
+    state.set_trace(_two_head_trace(kind=kind))
+    view = view_class(state)
+    qtbot.addWidget(view)
+    view.resize(560, 520)
+    view.show()
+    getattr(view, box).setCurrentText("max of heads")
+    drawn(view)
+    return view
+
+
 def test_max_of_heads_keeps_a_signed_kinds_negative_peak():
     from attnscope.engine.kinds import DECODER_SELF
     from attnscope.engine.traces import cell, reading, viewport_weights
@@ -235,17 +250,9 @@ def test_max_of_heads_keeps_a_signed_kinds_negative_peak():
 
 
 def test_head_detail_max_of_heads_paints_the_negative_peak(qtbot, drawn):
-    from attnscope.gui.state import AppState
     from attnscope.gui.views.head_detail import HeadDetail
 
-    state = AppState()
-    state.set_trace(_two_head_trace())
-    view = HeadDetail(state)
-    qtbot.addWidget(view)
-    view.resize(520, 560)
-    view.show()
-    view.agg_box.setCurrentText("max of heads")
-    drawn(view)
+    view = _max_of_heads(qtbot, drawn, HeadDetail, EFFECTIVE, "agg_box")
     qtbot.waitExposed(view)
     d = view.drawing
     assert d.how == "max of heads" and d.levels == (-2.0, 2.0) and d.shown[3, 1] == pytest.approx(-2.0)
@@ -288,3 +295,18 @@ def _paints(widget, item, rgb) -> bool:
     box = widget.mapFromScene(item.sceneBoundingRect()).boundingRect()
     seen = _rgb(widget)[max(0, box.top()):box.bottom(), max(0, box.left()):box.right()].astype(int)
     return bool((np.abs(seen - rgb).max(-1) <= 24).any())
+
+
+def test_rollout_max_of_heads_draws_a_signed_kind_on_a_diverging_scale(qtbot, drawn):
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.gui.views.rollout import RolloutView
+
+    for kind in (EFFECTIVE, DECODER_SELF):
+        view = _max_of_heads(qtbot, drawn, RolloutView, kind, "mode")
+        signed = kind == EFFECTIVE
+        image = view.plot.image
+        assert view.matrix[3, 1] == pytest.approx(-2.0 if signed else 0.05)       # plain max: 0.05
+        assert tuple(image.levels) == ((-2.0, 2.0) if signed else (0.0, pytest.approx(1.5)))
+        assert tuple(view.plot.colorbar.levels()) == tuple(image.levels) and image.extreme == signed
+        if signed:
+            assert _paints(view.plot, image, _colour(-2.0, (-2.0, 2.0)))
