@@ -114,12 +114,25 @@ def paint_kind(kind: str | None, chosen: str, levels: tuple[float, float], bar=N
         bar.setLevels(levels)
 
 
+def _tip_for(box, kind: str | None, signed_tip: str) -> None:
+    """``box``'s tooltip for the kind drawn: ``signed_tip`` for a signed kind, else the one it was
+    built with (kept the first time, for the next softmax kind)."""
+    if box.property("weights_tip") is None:
+        box.setProperty("weights_tip", box.toolTip())
+    box.setToolTip(signed_tip if is_signed(kind) else box.property("weights_tip"))
+
+
 def offer_log_colour(box, kind: str | None) -> None:
     """A view's "log colour" box (a QCheckBox) for the kind drawn: a scale of weights 1e-4..1,
     so a signed kind, drawn linearly about 0, has it switched off and its tooltip says why
     (the box keeps its state for the next softmax kind)."""
-    if box.property("weights_tip") is None:
-        box.setProperty("weights_tip", box.toolTip())
     box.setEnabled(not is_signed(kind))
-    box.setToolTip("A signed kind (mixing, not weights) is drawn on a linear scale symmetric about 0: log colour is "
-                   "for weights" if is_signed(kind) else box.property("weights_tip"))
+    _tip_for(box, kind, "A signed kind (mixing, not weights) is drawn on a linear scale symmetric about 0: log colour "
+                        "is for weights")
+
+
+def say_threshold(box, kind: str | None) -> None:
+    """A view's "hide below" box for the kind drawn: for a signed kind the threshold applies to
+    the magnitude (display_values), so its tooltip says |mixing|, not weight."""
+    _tip_for(box, kind, "Cells whose magnitude |mixing| is smaller are drawn as 0, negative or positive (hover "
+                        "still reads the signed mixing)")

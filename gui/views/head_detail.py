@@ -34,7 +34,7 @@ from attnscope.gui.drawing.intervention_clicks import knockout_from_click
 from attnscope.gui.drawing.knockout_marks import knockout_rects
 from attnscope.gui.drawing.empty import hide_empty, show_empty
 from attnscope.gui.drawing.kinds import (display_values, fill_kind_box, is_signed, levels_for, offer_log_colour,
-                                         paint_kind, pooling_for, value_note)
+                                         paint_kind, pooling_for, say_threshold, value_note)
 from attnscope.gui.widgets.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
@@ -363,6 +363,7 @@ class HeadDetail(PreparedView, QWidget):
         self.colorbar.setVisible(True)
         label_colorbar(self.colorbar, d.log_scale and not is_signed(d.kind))   # a signed kind: no log colour
         offer_log_colour(self.log_box, d.kind)
+        say_threshold(self.threshold, d.kind)
         self.matrix, self.q_index, self.k_index = d.matrix, d.q_index, d.k_index
         self.zoom_image.clear()
         self.zoom_jobs.cancel()                        # a block of the head before is of no use now

@@ -28,7 +28,7 @@ from attnscope.gui.drawing.drawings import OverviewDrawing
 from attnscope.gui.drawing.overview import overview_drawing
 from attnscope.gui.drawing.intervention_clicks import toggle_from_click
 from attnscope.gui.drawing.kinds import (colormap_name, fill_kind_box, is_signed, offer_log_colour, strongest,
-                                         value_word)
+                                         say_threshold, value_word)
 from attnscope.gui.colormaps import colormap, label_colorbar, lookup_table
 from attnscope.gui.widgets.mosaic import SINK_PIXELS, MosaicLayout, gap_lookup_table
 from attnscope.gui.widgets.elided import ElidedLabel
@@ -172,6 +172,7 @@ class HeadGrid(PreparedView, QWidget):
         self.colorbar.setLevels(drawing.levels)           # the bar says the range the codes span
         label_colorbar(self.colorbar, self.log_box.isChecked() and not is_signed(drawing.kind))
         offer_log_colour(self.log_box, drawing.kind)
+        say_threshold(self.threshold, drawing.kind)
         if not thumbs.exact:
             (q0, q1), (k0, k1) = self.block(0, 0)
             apart = (f" The strip at each tile's left is key 0 ({reading.key_tokens(self.drawn_trace, drawing.kind)[0]!r}) "

@@ -163,12 +163,14 @@ def test_overview_codes_keep_the_sign_and_softmax_kinds_stay_on_0_1(effective_mo
     head = reading.head(trace, EFFECTIVE, 0, 0)
     assert detail.drawing.levels == pytest.approx((-np.abs(head).max(), np.abs(head).max()))
     assert not detail.log_box.isEnabled() and not grid.log_box.isEnabled()   # a scale of weights: not for mixing
+    assert all("|mixing|" in v.threshold.toolTip() for v in (detail, grid))  # the threshold is on |value|
     state.select_head(DECODER_SELF, detail.drawing.layer, 0)            # a softmax kind: exactly as before
     drawn(grid, detail)
     assert grid.drawing.levels == (0.0, 1.0) and tuple(grid.colorbar.levels()) == (0.0, 1.0)
     assert detail.drawing.levels == (0.0, 1.0) and tuple(detail.colorbar.levels()) == (0.0, 1.0)
     assert grid.describe(detail.drawing.layer, 0, 0, 0).split(": ")[1].startswith("weight ")
     assert detail.log_box.isEnabled() and grid.log_box.isEnabled() and "log10" in grid.log_box.toolTip()
+    assert all("weight" in v.threshold.toolTip() and "|" not in v.threshold.toolTip() for v in (detail, grid))
 
 
 def test_a_long_signed_overview_keeps_its_negative_peak(qtbot):
