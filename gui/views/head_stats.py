@@ -43,11 +43,18 @@ def columns() -> list[Column]:
     return listed + [column for column, _ in MECHANISM_COLUMNS]
 
 
+def unsigned_zero(text: str) -> str:
+    """``text`` (a formatted number) without the sign of a value that rounds to zero: effective
+    attention's statistics (signed mixing) read "-0.000" for a tiny negative mean, as if it meant something."""
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 class NumberItem(QTableWidgetItem):
     """A cell that sorts by its number, not its text."""
 
     def __init__(self, value: float, digits: int = 3):
-        super().__init__("–" if np.isnan(value) else (f"{value:.{digits}f}" if digits else str(int(value))))
+        text = "–" if np.isnan(value) else (unsigned_zero(f"{value:.{digits}f}") if digits else str(int(value)))
+        super().__init__(text)
         self.value = -np.inf if np.isnan(value) else float(value)
         self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 

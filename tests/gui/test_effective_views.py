@@ -312,3 +312,12 @@ def test_rollout_max_of_heads_draws_a_signed_kind_on_a_diverging_scale(qtbot, dr
         assert tuple(view.plot.colorbar.levels()) == tuple(image.levels) and image.extreme == signed
         if signed:
             assert _paints(view.plot, image, _colour(-2.0, (-2.0, 2.0)))
+
+
+def test_a_statistic_that_rounds_to_zero_prints_without_a_sign(qtbot):
+    from attnscope.gui.views.head_stats import NumberItem
+
+    assert [NumberItem(v).text() for v in (-0.0001, -0.0, 0.0002, -0.5, 0.25)] == \
+        ["0.000", "0.000", "0.000", "-0.500", "0.250"]          # effective attention's mean read "-0.000"
+    assert NumberItem(-0.0001).value < NumberItem(0.0).value                      # it still sorts by its number
+    assert NumberItem(-0.04, 1).text() == "0.0" and NumberItem(3, 0).text() == "3"
