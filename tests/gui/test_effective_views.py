@@ -321,3 +321,13 @@ def test_a_statistic_that_rounds_to_zero_prints_without_a_sign(qtbot):
         ["0.000", "0.000", "0.000", "-0.500", "0.250"]          # effective attention's mean read "-0.000"
     assert NumberItem(-0.0001).value < NumberItem(0.0).value                      # it still sorts by its number
     assert NumberItem(-0.04, 1).text() == "0.0" and NumberItem(3, 0).text() == "3"
+
+
+@pytest.mark.parametrize("view", ["head", "grid"])
+def test_an_exported_image_draws_the_negative_peak(qapp, tmp_path, view):
+    from attnscope.gui.render import render_view
+    from tests.gui.test_export_render import pixels
+
+    path = render_view(None, _signed_trace(), view, EFFECTIVE, 0, 0, "500x400", tmp_path / f"{view}.png")
+    seen = pixels(path).astype(int)                   # `attnscope export --format png` draws with these widgets
+    assert (np.abs(seen - _colour(-2.0, (-2.0, 2.0))).max(-1) <= 24).any()     # the blue end: -2.0 is not 0
