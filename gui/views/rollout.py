@@ -16,7 +16,7 @@ from attnscope.gui.drawing.drawings import RolloutDrawing
 from attnscope.engine.kinds import CROSS
 from attnscope.engine.traces import reading
 from attnscope.gui.widgets.flow import FlowLayout
-from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.kinds import fill_kind_box, is_signed, pooling_for
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
 from attnscope.gui.widgets.elided import ElidedLabel
@@ -27,6 +27,8 @@ MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads",
 
 POOLED_PIXELS = 1024      # a layer's mean / max over heads of a longer text is pooled to this many cells a side
 NOT_SELF = "Rollout follows self-attention; choose an encoder or decoder self kind."
+NOT_DISTRIBUTION = ("Rollout multiplies distributions (rows that sum to 1); effective attention is signed mixing: "
+                    "choose mean or max of heads, or a softmax kind.")
 TOO_LONG = "Not drawn: this text is too long for rollout's maps (the numbers are below)."
 
 
@@ -42,6 +44,8 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
     q, k = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
     if len(q) != len(k) or kind == CROSS:
         return RolloutDrawing(matrix=None, note=NOT_SELF)
+    if is_signed(kind):     # rows renormalised to sum to 1: a row of signed mixing summing near 0 flips or explodes
+        return RolloutDrawing(matrix=None, note=NOT_DISTRIBUTION)
     matrix = trace_rollout(trace, kind, layer, residual="with residual" in mode, report=report, stop=stop)
     note = "Row i: how much of each input token reaches position i (rows sum to 1)."
     if len(q) <= POOLED_PIXELS:
@@ -50,8 +54,9 @@ def rollout_drawing(trace, kind: str, layer: int, mode: str, report=None, stop=N
 
     from attnscope.engine.traces import pool_2d
 
-    matrix = pool_2d(torch.from_numpy(matrix), POOLED_PIXELS, POOLED_PIXELS, "max").numpy()
-    return RolloutDrawing(matrix=matrix, note=f"{len(q):,} tokens: each cell the max over a block of tokens. " + note,
+    matrix = pool_2d(torch.from_numpy(matrix), POOLED_PIXELS, POOLED_PIXELS, pooling_for(kind)).numpy()
+    return RolloutDrawing(matrix=matrix, note=f"{len(q):,} tokens: each cell the {_peak(kind)} over a block of tokens. "
+                          + note,
                           rows=_block_labels(q, matrix.shape[0]), cols=_block_labels(k, matrix.shape[1]),
                           top=float(max(matrix.max(), 1e-9)))
 
@@ -61,6 +66,11 @@ def _block_labels(tokens: list[str], n: int) -> list[str]:
     from attnscope.engine.traces import bin_span
 
     return [f"{bin_span(len(tokens), n, i)[0]} {tokens[bin_span(len(tokens), n, i)[0]]}" for i in range(n)]
+
+
+def _peak(kind: str) -> str:
+    """What a pooled cell of ``kind`` keeps of its block (engine.traces.pooling)."""
+    return "value of largest magnitude" if is_signed(kind) else "max"
 
 
 def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
@@ -80,7 +90,7 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
         return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))
     matrix = viewport_weights(trace, kind, layer, 0, how, (0, len(q)), (0, len(k)), (POOLED_PIXELS, POOLED_PIXELS))
     rows, cols = _block_labels(q, matrix.shape[0]), _block_labels(k, matrix.shape[1])
-    note = (f"{len(q):,} x {len(k):,} tokens: each cell the max over a block of tokens of the layer's {how} "
+    note = (f"{len(q):,} x {len(k):,} tokens: each cell the {_peak(kind)} over a block of tokens of the layer's {how} "
             "(Head detail zooms to every cell).")
     return RolloutDrawing(matrix=matrix, note=note, rows=rows, cols=cols, top=float(max(matrix.max(), 1e-9)))
 

@@ -331,3 +331,13 @@ def test_an_exported_image_draws_the_negative_peak(qapp, tmp_path, view):
     path = render_view(None, _signed_trace(), view, EFFECTIVE, 0, 0, "500x400", tmp_path / f"{view}.png")
     seen = pixels(path).astype(int)                   # `attnscope export --format png` draws with these widgets
     assert (np.abs(seen - _colour(-2.0, (-2.0, 2.0))).max(-1) <= 24).any()     # the blue end: -2.0 is not 0
+
+
+def test_rollout_of_a_signed_kind_is_refused_with_a_reason():
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.gui.views.rollout import NOT_DISTRIBUTION, rollout_drawing
+
+    d = rollout_drawing(_signed_trace(), EFFECTIVE, 0, "rollout (attention only)")
+    assert d.matrix is None and d.note == NOT_DISTRIBUTION        # row 3 renormalised by -1.85 drew -2.0 as +1.08
+    assert rollout_drawing(_signed_trace(kind=DECODER_SELF), DECODER_SELF, 0, "rollout (with residual)").matrix \
+        is not None
