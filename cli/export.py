@@ -125,7 +125,9 @@ def run(args) -> int:
                            timeout_s=max(60.0, 4 * est.seconds + 30))
     finally:
         bar.close()
-    print_json({"written": [str(path)], "view": args.view, "kind": kind, "notes": trace.notes})
+    from attnscope.engine.kinds import NOT_SOFTMAX    # a signed kind: the image's colours are mixing, not weights
+    notes = list(trace.notes) + ([NOT_SOFTMAX[kind]] if kind in NOT_SOFTMAX else [])
+    print_json({"written": [str(path)], "view": args.view, "kind": kind, "notes": notes})
     return 0
 
 

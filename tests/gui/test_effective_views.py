@@ -9,11 +9,18 @@ from tests.helpers.views import drawing_views
 
 
 @pytest.fixture(scope="module")
-def effective_model(tmp_path_factory):
-    from attnscope.engine.loading.catalog import open_model
+def effective_folder(tmp_path_factory) -> str:
+    """A tiny Qwen3.5 text model (a hybrid: linear-attention layers) saved as a Hugging Face folder."""
     from tools.family_sweep import build
 
-    return open_model(str(build(tmp_path_factory.mktemp("qwen35"), "qwen3_5_text", "decoder")), "cpu")
+    return str(build(tmp_path_factory.mktemp("qwen35"), "qwen3_5_text", "decoder"))
+
+
+@pytest.fixture(scope="module")
+def effective_model(effective_folder):
+    from attnscope.engine.loading.catalog import open_model
+
+    return open_model(effective_folder, "cpu")
 
 
 def test_every_view_draws_effective_attention(effective_model, qtbot, drawn):
@@ -341,3 +348,15 @@ def test_rollout_of_a_signed_kind_is_refused_with_a_reason():
     assert d.matrix is None and d.note == NOT_DISTRIBUTION        # row 3 renormalised by -1.85 drew -2.0 as +1.08
     assert rollout_drawing(_signed_trace(kind=DECODER_SELF), DECODER_SELF, 0, "rollout (with residual)").matrix \
         is not None
+
+
+def test_cli_export_of_effective_attention_says_it_is_signed(effective_folder, tmp_path, capsys, qapp):
+    import json
+
+    from attnscope.cli.entry import main
+    from attnscope.engine.kinds import NOT_SOFTMAX
+
+    code = main(["export", effective_folder, "--text", "the big dog", "--out", str(tmp_path), "--view", "head", "--format",
+                 "png", "--kind", EFFECTIVE, "--size", "300x240"])
+    assert code == 0
+    assert NOT_SOFTMAX[EFFECTIVE] in json.loads(capsys.readouterr().out)["notes"]
