@@ -253,9 +253,10 @@ def _layer_pass(state: AtlasState, call, layer: int, ids: np.ndarray, new_top, n
         kv = torch.arange(H, device=dev) // call.group
         a["sample.k"][layer, :, slot, :dh] = (call.k[0, kv, pos + offset].float() * root).cpu().numpy()
     mine = [(h, pos, slot) for l, h, slot, pos in new_top if l == layer]
-    sample = [(h, pos, slot) for slot, pos in new_sample for h in range(H)]
-    wanted = {kind: tuple(np.array(col, np.int64) for col in zip(*rows)) for kind, rows in
-              (("top", mine), ("sample", sample)) if rows}                   # kind -> (heads, rows, slots)
+    wanted = {"top": tuple(np.array(col, np.int64) for col in zip(*mine))} if mine else {}
+    if new_sample:                     # every head of each new sample row, built as arrays (not H x M tuples)
+        slots, at = (np.array(col, np.int64) for col in zip(*new_sample))
+        wanted["sample"] = (np.tile(np.arange(H), len(at)), np.repeat(at, H), np.repeat(slots, H))
     listed = statistics.atlas_statistics()
     S = len(listed)
     vals = torch.zeros(S, H, tq, device=dev)                                     # each row's value of each statistic
