@@ -31,7 +31,7 @@ from attnscope.engine.traces import base
 from attnscope.engine.traces import reading
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.theme import text_on
-from attnscope.gui.drawing.kinds import fill_kind_box
+from attnscope.gui.drawing.kinds import fill_kind_box, is_signed
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
 from attnscope.gui.widgets.elided import ElidedLabel
@@ -44,6 +44,8 @@ MAX_PLOT_WIDTH = 620  # px: the token columns and the band of lines between them
 LONG_TOKENS = 1024    # more queries or keys than this: lines to each query's strongest keys only
 KEYS_PER_QUERY = 4    # ... that many at first: 4 x 8k queries = 32k lines a head, drawn in a blink
 MAX_KEYS_PER_QUERY = 16
+NOT_WEIGHTS = ("Head lines draw a weight as a line's opacity; effective attention is signed mixing, which lines "
+               "cannot show: Head detail and the heads overview draw it with its sign.")
 
 
 def head_color(h: int, n: int) -> QColor:
@@ -184,6 +186,10 @@ def lines_drawing(trace, kind: str, layer: int, heads: list[int], threshold: flo
     q_tokens, k_tokens = reading.query_tokens(trace, kind), reading.key_tokens(trace, kind)
     tq, tk = len(q_tokens), len(k_tokens)
     scale_q, scale_k = max(tq, tk) / tq, max(tq, tk) / tk
+    if is_signed(kind):        # an opacity has no sign: a negative mixing was drawn as no line at all
+        return HeadLinesDrawing(trace=trace, kind=kind, groups=[], drawn={}, n_heads=trace.shape(kind)[1],
+                                summary=NOT_WEIGHTS, scale_q=scale_q, scale_k=scale_k, height=max(tq, tk),
+                                q_tokens=q_tokens, k_tokens=k_tokens)
     q_keep, k_keep = keep_masks(q_tokens, k_tokens, hide_special, pair_mode, focus)
     n_layers, n_heads = trace.shape(kind)[:2]
     layer = min(layer, n_layers - 1)

@@ -360,3 +360,13 @@ def test_cli_export_of_effective_attention_says_it_is_signed(effective_folder, t
                  "png", "--kind", EFFECTIVE, "--size", "300x240"])
     assert code == 0
     assert NOT_SOFTMAX[EFFECTIVE] in json.loads(capsys.readouterr().out)["notes"]
+
+
+def test_head_lines_of_a_signed_kind_say_why_they_draw_nothing():
+    """A line's opacity has no sign: the -2.0 cell was drawn as no line at all, silently."""
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.gui.views.head_lines import NOT_WEIGHTS, lines_drawing
+
+    d = lines_drawing(_signed_trace(), EFFECTIVE, 0, [0], 0.0, False, False, "all", None)
+    assert d.groups == [] and d.summary == NOT_WEIGHTS
+    assert lines_drawing(_signed_trace(kind=DECODER_SELF), DECODER_SELF, 0, [0], 0.0, False, False, "all", None).groups
