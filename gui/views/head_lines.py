@@ -44,8 +44,7 @@ MAX_PLOT_WIDTH = 620  # px: the token columns and the band of lines between them
 LONG_TOKENS = 1024    # more queries or keys than this: lines to each query's strongest keys only
 KEYS_PER_QUERY = 4    # ... that many at first: 4 x 8k queries = 32k lines a head, drawn in a blink
 MAX_KEYS_PER_QUERY = 16
-NOT_WEIGHTS = ("Head lines draw a weight as a line's opacity; effective attention is signed mixing, which lines "
-               "cannot show: Head detail and the heads overview draw it with its sign.")
+NOT_WEIGHTS = "Lines cannot show signed mixing: Head detail and the overview draw it."   # an opacity has no sign
 
 
 def head_color(h: int, n: int) -> QColor:
