@@ -96,11 +96,7 @@ def _diagonal(w: torch.Tensor, rows: Rows, shift: int) -> tuple[torch.Tensor, to
 
 
 def entropy(w, rows):
-    """One contraction of weights and log-weights per row (no (H, r, c) product held: 15% faster
-    on a CPU than multiply-then-sum)."""
-    import torch
-
-    return -torch.einsum("hrc,hrc->hr", w, rows.logw), None
+    return -(w * rows.logw).sum(-1), None
 
 
 def distance(w, rows):
