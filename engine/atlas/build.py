@@ -346,7 +346,11 @@ def _strongest(a: dict, w: torch.Tensor, r0: int, r1: int, wanted: dict, layer: 
             continue
         h, r, sl = heads[inside], rows[inside], slots[inside]
         k = min(STRONGEST, w.shape[-1])
-        picked = w[torch.as_tensor(h, device=w.device), torch.as_tensor(r - r0, device=w.device)]   # (n, c)
+        if kind == "sample":            # every head of each row (heads tiled, rows repeated): a slice, no gather
+            H = w.shape[0]
+            picked = w[:, torch.as_tensor(r[::H] - r0, device=w.device)].transpose(0, 1).reshape(-1, w.shape[-1])
+        else:
+            picked = w[torch.as_tensor(h, device=w.device), torch.as_tensor(r - r0, device=w.device)]   # (n, c)
         vals, cols = torch.topk(picked, k, dim=-1)                                # (n, k)
         a[f"{kind}.keys"][layer, h, sl, :k] = cols.cpu().numpy()
         a[f"{kind}.weights"][layer, h, sl, :k] = vals.cpu().numpy()
