@@ -19,7 +19,7 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
     from attnscope.engine.traces.recording_file import (RecordingError, is_recording, load_recording, recording_target,
                                               save_recording)
     from attnscope.engine.traces.tracing import stoppable, trace_text
-    from attnscope.engine.traces.viewport import cell, viewport_weights
+    from attnscope.engine.traces.viewport import cell, combine_heads, viewport_weights
 
 _PUBLIC = {
     "AttentionTrace": "base",
@@ -40,9 +40,10 @@ _PUBLIC = {
     "stoppable": "tracing",
     "trace_text": "tracing",
     "cell": "viewport",
+    "combine_heads": "viewport",
     "viewport_weights": "viewport",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["AttentionTrace", "DenseTrace", "RecordedTrace", "RecordingError", "RunCancelled", "RunTooLarge",
-           "TraceTooLarge", "bin_span", "cell", "estimate_drawing", "is_recording", "load_recording",
+           "TraceTooLarge", "bin_span", "cell", "combine_heads", "estimate_drawing", "is_recording", "load_recording",
            "pool_2d", "reading", "recording_target", "save_recording", "stoppable", "trace_text", "viewport_weights"]

@@ -41,7 +41,7 @@ def describe_block(d, rows: tuple[int, int], cols: tuple[int, int]) -> str:
     from attnscope.engine.traces import reading     # here, as bin_span: this module loads no engine
     tiles = np.stack([reading.tile(d.trace, d.kind, d.layer, h, slice(a, b), slice(c, e)) for h in heads])   # (heads, b-a, e-c)
     import torch
-    from attnscope.engine.traces.viewport import combine_heads       # a signed kind's max: largest magnitude
+    from attnscope.engine.traces import combine_heads       # a signed kind's max: largest magnitude
     block = combine_heads(torch.from_numpy(np.ascontiguousarray(tiles)), d.how, d.kind).numpy()
     from attnscope.gui.drawing.kinds import is_signed, strongest, value_word   # a signed kind: largest magnitude
     bq, bk = np.unravel_index(strongest(block, d.kind), block.shape)

@@ -60,7 +60,7 @@ def aggregate(layer_weights: np.ndarray, head: int, how: str, kind: str | None =
     if how == "one head":
         return layer_weights[head]
     import torch
-    from attnscope.engine.traces.viewport import combine_heads
+    from attnscope.engine.traces import combine_heads
     return combine_heads(torch.from_numpy(np.ascontiguousarray(layer_weights)), how, kind).numpy()
 
 

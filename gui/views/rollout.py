@@ -84,7 +84,7 @@ def heads_drawing(trace, kind: str, layer: int, mode: str) -> RolloutDrawing:
     if max(len(q), len(k)) <= POOLED_PIXELS or trace.recording is None:
         import numpy as np
         import torch
-        from attnscope.engine.traces.viewport import combine_heads   # a signed kind's max: largest magnitude
+        from attnscope.engine.traces import combine_heads   # a signed kind's max: largest magnitude
         layer_weights = np.ascontiguousarray(reading.layer(trace, kind, layer))     # (H, Tq, Tk)
         matrix = combine_heads(torch.from_numpy(layer_weights), how, kind).numpy()
         return RolloutDrawing(matrix=matrix, note=" ", rows=q, cols=k, top=float(max(matrix.max(), 1e-9)))

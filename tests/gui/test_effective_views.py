@@ -333,7 +333,7 @@ def test_a_statistic_that_rounds_to_zero_prints_without_a_sign(qtbot):
 @pytest.mark.parametrize("view", ["head", "grid"])
 def test_an_exported_image_draws_the_negative_peak(qapp, tmp_path, view):
     from attnscope.gui.render import render_view
-    from tests.gui.test_export_render import pixels
+    from tests.helpers.images import pixels
 
     path = render_view(None, _signed_trace(), view, EFFECTIVE, 0, 0, "500x400", tmp_path / f"{view}.png")
     seen = pixels(path).astype(int)                   # `attnscope export --format png` draws with these widgets

@@ -5,23 +5,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
-from PySide6.QtGui import QImage, QPalette
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from attnscope.cli.entry import main
-
-
-def pixels(path) -> np.ndarray:
-    image = QImage(str(path)).convertToFormat(QImage.Format.Format_RGB888)
-    w, h = image.width(), image.height()
-    data = np.frombuffer(image.constBits(), dtype=np.uint8, count=image.bytesPerLine() * h)
-    return data.reshape(h, image.bytesPerLine())[:, : w * 3].reshape(h, w, 3).copy()   # image dies here
-
-
-def share(image: np.ndarray, rgb) -> float:
-    return float(np.all(image == np.array(rgb, dtype=np.uint8), axis=-1).mean())
+from tests.helpers.images import pixels, share
 
 
 @pytest.mark.parametrize("view", ["grid", "head", "lines"])
