@@ -28,10 +28,21 @@ def heads_of(trace, kind: str, head: int, how: str) -> list[int]:
     return [head] if how == "one head" else list(range(trace.shape(kind)[1]))
 
 
+HEADS_SHOWN = ("one head", "mean of heads", "max of heads")
+
+
 def combine_heads(w: torch.Tensor, how: str, kind: str | None) -> torch.Tensor:
     """(h, ...) heads -> (...) as ``how`` combines them: the first, their mean, or their max; for a
     signed kind (NOT_SOFTMAX) "max" keeps the value of largest magnitude with its sign, since
     by plain max a head's -2.0 mixing beside another's 0.05 was shown as 0.05."""
+    check_kind(w, torch.Tensor, "w", "a torch tensor of heads (h, ...)")
+    if w.dim() < 1 or w.shape[0] == 0 or not w.is_floating_point():
+        raise InputError(f"The argument w must be a floating-point tensor of at least one head, not {w.dtype} of "
+                         f"shape {tuple(w.shape)}.")
+    if how not in HEADS_SHOWN:
+        raise InputError(f"The heads are shown as 'one head', 'mean of heads' or 'max of heads', not {how!r:.40}.")
+    if kind is not None and not isinstance(kind, str):
+        raise InputError(f"The argument kind is an attention kind's name or None, not {type(kind).__name__}.")
     if how == "max of heads":
         return extreme(w.movedim(0, -1)) if kind in NOT_SOFTMAX else w.amax(0)
     if how == "mean of heads":
@@ -50,7 +61,7 @@ def viewport_weights(trace, kind: str, layer: int, head: int, how: str, rows: tu
         if not (isinstance(value, (tuple, list)) and len(value) == 2
                 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
             raise InputError(f"The argument {what} is a pair of whole numbers (start, stop), not {value!r:.40}.")
-    if how not in ("one head", "mean of heads", "max of heads"):
+    if how not in HEADS_SHOWN:
         raise InputError(f"The heads are shown as 'one head', 'mean of heads' or 'max of heads', not {how!r:.40}.")
     (r0, r1), (c0, c1) = rows, cols
     out_r, out_c = bins(r1 - r0, pixels[0]), bins(c1 - c0, pixels[1])
