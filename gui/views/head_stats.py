@@ -11,13 +11,14 @@ from typing import NamedTuple
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
 from attnscope.engine.inspection import mechanism_scores, statistics, trace_head_statistics
 from attnscope.gui.drawing.drawings import StatsDrawing
 from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.widgets.fitted_header import FittedHeader
 from attnscope.gui.worker import MODEL, call_on_lane
 
 class Column(NamedTuple):
@@ -111,8 +112,9 @@ class HeadStats(PreparedView, QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)   # the whole width
-        self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.AscendingOrder)       # layer 0 first
+        self.header = FittedHeader(self.table)     # every label whole, the width shared out
+        self.table.setHorizontalHeader(self.header)
+        self.header.setSortIndicator(0, Qt.SortOrder.AscendingOrder)       # layer 0 first
         self.table.cellClicked.connect(self._open_row)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -176,6 +178,7 @@ class HeadStats(PreparedView, QWidget):
         self.table.setSortingEnabled(True)
         for c, column in enumerate(self.columns, start=2):
             self.table.setColumnHidden(c, column.name in d.hidden)
+        self.header.fit()
         self._mark_selected()
 
     def _mark_selected(self) -> None:
