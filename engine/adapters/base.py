@@ -155,6 +155,12 @@ class Adapter:
             cached = self.__dict__["_recorded_sizes"] = RecordedSizes(q, k, width, heads, sites, masks)
         return cached
 
+    def cache_sizes(self) -> tuple[int, int]:
+        """(bytes of keys per token over every layer, the widest query projection): what a
+        decoding cache's estimate reads (engine.decoding.cost), from the tiny recorded forward."""
+        per = self.recorded_sizes()
+        return sum(per.k.values()), per.width
+
     def site_heads(self) -> dict[Site, int]:
         """Every attention site of the model and its query heads, from the same tiny recorded
         forward the estimates read (interventions are checked against them)."""

@@ -37,6 +37,13 @@ class _Dense:
     def recorded_sizes(self):
         raise needs_seam(self.loaded.name)
 
+    def cache_sizes(self) -> tuple[int, int]:
+        """From the config, with no recorded forward (there is none without the seam): keys as
+        wide as the hidden state in every layer, an upper bound where keys are grouped. So the
+        model's own continuation is estimated and written, though its heads cannot be recorded."""
+        layers, _, width = self.sizes()
+        return layers * width * next(self.model.parameters()).element_size(), width
+
     def output_projection(self, site):
         raise needs_seam(self.loaded.name)
 

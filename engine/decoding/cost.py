@@ -2,7 +2,7 @@
 
 The cache holds the keys and values of every layer for the prompt and every token that may be
 added, per beam; the bytes per token are read off the adapter's tiny recorded forward
-(``Adapter.recorded_sizes``), as a Run's estimate reads them (engine.traces.estimate).
+(``Adapter.cache_sizes``), as a Run's estimate reads them (engine.traces.estimate).
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ def check_decoding(adapter, prompt_tokens: int, new_tokens: int, beams: int, nam
     """Bytes a decoding session's cache will reach (keys and values of every layer for the
     prompt and every token it may add, per beam, plus one prefill's working memory);
     RunTooLarge naming the numbers when that does not fit."""
-    per = adapter.recorded_sizes()
+    keys, width = adapter.cache_sizes()
     total = prompt_tokens + new_tokens
-    cache = 2 * sum(per.k.values()) * total * max(1, beams)
-    need = cache + 16 * per.width * prompt_tokens * 4
+    cache = 2 * keys * total * max(1, beams)
+    need = cache + 16 * width * prompt_tokens * 4
     free = available_memory()
     if need > MEMORY_SHARE * free:
         raise RunTooLarge(f"Decoding {name} from a {prompt_tokens:,}-token prompt for up to {new_tokens:,} tokens "

@@ -23,6 +23,7 @@ from attnscope.engine.decoding.cost import check_decoding
 from attnscope.engine.decoding.greedy import OWN_OUTPUT_TOKENS, admitted, frame, greedy_text
 from attnscope.engine.decoding.records import STRATEGIES, DecodeResult, DecodeSettings, DecodeStep, Hypothesis, StepDiff
 from attnscope.engine.inputs import InputError, check_kind
+from attnscope.engine.loading.dense import check_seam
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.seam import hooks
 
@@ -34,6 +35,7 @@ class DecodeSession:
     def __init__(self, loaded: LoadedModel, text, settings: DecodeSettings | None = None, interventions=None,
                  compare: bool = True):
         adapter, text = admitted(loaded, text, "decode")     # a Prepared's own: its door was passed once
+        check_seam(loaded, "stepping the decoding (each step's attention is recorded)")
         self.settings = settings or DecodeSettings()
         if self.settings.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.settings.strategy!r}; choose one of {', '.join(STRATEGIES)}")

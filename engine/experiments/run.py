@@ -19,8 +19,13 @@ from attnscope.engine.experiments.points import BY_POSITION, HEADS, LOGIT_DIFF, 
 from attnscope.engine.experiments.remote_patching import remote_patching
 from attnscope.engine.inputs import InputError, check_callback, check_count
 from attnscope.engine.interventions import Interventions
+from attnscope.engine.loading.dense import check_seam
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.traces.estimate import duration
+
+
+METHOD_NAMES = {EXACT: "activation patching", ATTRIBUTION: "attribution patching",
+                DLA: "direct logit attribution"}      # what a refusal calls each method
 
 
 def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool = False, metric: str = LOGIT_DIFF,
@@ -40,7 +45,11 @@ def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool =
     if max_batch is not None:
         check_count(max_batch, "max_batch (the most patched copies in one forward)")
     check_callback(stop, "stop")
-    if method in METHODS and isinstance(loaded, LoadedModel) and loaded.meta.get("ndif"):
+    if method not in METHODS:
+        raise InputError(f"The method is one of {', '.join(METHODS)}, not {method!r:.40}.")
+    if isinstance(loaded, LoadedModel):        # a fallback model: the one tool asked named, before any forward
+        check_seam(loaded, METHOD_NAMES[method])
+    if isinstance(loaded, LoadedModel) and loaded.meta.get("ndif"):
         # served by NDIF (ndif:): every head patched there, in one job; what needs the weights here refused
         return (yield from remote_patching(loaded, pair, method, what, noising, metric, max_batch, stop,
                                            interventions))
@@ -55,7 +64,7 @@ def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool =
 
         yield Progress(0, 1, "Direct logit attribution: one forward of each text")
         return direct_logit_attribution(loaded, pair, metric, interventions)
-    raise InputError(f"The method is one of {', '.join(METHODS)}, not {method!r}.")
+    raise AssertionError(method)                # every name of METHODS is handled above
 
 
 @dataclass

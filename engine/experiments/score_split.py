@@ -28,6 +28,7 @@ from attnscope.engine.experiments.stream import SOURCE, TARGET, Reading, asked_c
 from attnscope.engine.experiments.why_result import BIAS, Loadings, ScoreSplit, Versus
 from attnscope.engine.inputs import InputError, check_callback
 from attnscope.engine.interventions.spec import check_fits
+from attnscope.engine.loading.dense import check_seam
 from attnscope.engine.loading.loaded import LoadedModel
 from attnscope.engine.runtime.free_memory import free_bytes, gib
 from attnscope.engine.seam import Site
@@ -110,6 +111,7 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
     tokens the model reads, specials included (query side and key side of ``kind``)."""
     if not isinstance(loaded, LoadedModel):
         raise InputError(NEEDS_MODEL)
+    check_seam(loaded, "Why (the split of one attention score)")
     stop = check_callback(stop, "stop")
     if not isinstance(loadings, bool):
         raise InputError(f"loadings is True or False, not {loadings!r:.40}.")
