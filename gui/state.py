@@ -90,8 +90,9 @@ class AppState(QObject):
         if prompt is None:
             self.text, self.target, self.pair, self.chat, self.system = "", "", "", False, ""
             return
-        turns = dict(prompt.text.turns) if isinstance(prompt.text, Chat) else {"user": prompt.text}
-        self.chat = prompt.chat and reads_chat(self.loaded)
+        chat = isinstance(prompt.text, Chat)     # Prompt.chat's own test, read here: no trip back to the engine
+        turns = dict(prompt.text.turns) if chat else {"user": prompt.text}
+        self.chat = chat and reads_chat(self.loaded)
         self.text, self.system = turns["user"], (turns.get("system", "") if self.chat else "")
         self.target, self.pair = prompt.target or "", prompt.pair or ""
 
