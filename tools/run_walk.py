@@ -27,7 +27,23 @@ thread did meanwhile. Counted by the clock, the same tree gave 86 or 87 stays fr
 the next (the overview's pooling on the model lane and the status line's relabelling on the
 GUI thread took turns), so the count measured the scheduler as much as the structure.
 
-    .venv/bin/python tools/run_walk.py          # prints the walk and one JSON line (-v: each function)
+Two counts are printed. "all": every function the request passed through, as above. "to_tiles":
+the walk kept to what leads to the painted tiles (issue 54's "typed text to the painted tiles"),
+counted by call: start from the painter (``peak_image.paint``) and every call that handed on the
+image it paints (the drawing applied, settled), then go back along what each kept call read (a
+value another call returned or an ``__init__`` built, seen in its arguments, a record's fields or
+a dict of lists of them: the recorded calls), along what its callees returned to it (anything but
+None: a str or a bool cannot be followed, so it counts as read) and to its caller (a job: the
+call that handed it over). Left out are calls whose results go elsewhere: the status line's
+words, the atlas action, the output row, the notes, the remote fetches, the Run's progress and
+stop check. Counted by function, a function called on the way (loaded.device) would have drawn in
+every other caller of it (the status line); counted by call it does not. Why both: "all" is what
+a newcomer stepping through a Run in a debugger sees, side branches included; "to_tiles" is the
+path of the text to the tiles the issue asks to be short. A check whose result is returned
+(the memory estimate) stays in: by the conservative rule above its caller reads it.
+
+    .venv/bin/python tools/run_walk.py          # the walk, one JSON line {"all": ..., "to_tiles": ...}
+    .venv/bin/python tools/run_walk.py --tiles  # the same, the "to_tiles" walk shown (-v: each function)
 """
 from __future__ import annotations
 
@@ -88,18 +104,33 @@ class Walk:
         self.current = threading.local()   # .segment: where this thread's steps go
         self.walking: set = set()          # code objects in the walk (their return values carry on)
         self.lock = threading.Lock()
+        # For the count "to the tiles": who handed each value on, and what each function read.
+        # Counted by call, not by function: a function called on the way to the tiles and again
+        # by the status line leads only its first caller there.
+        self.producer: dict[int, int] = {}     # id of a marked value (or a built record) -> the call that gave it
+        self.memory_producer: dict = {}        # a marked array's memory -> the call that gave it
+        self.built: list = []                  # records an ``__init__`` of the walk built: kept alive for their ids
+        self.uses: dict[int, set] = {}         # call -> the calls whose results it read, and its caller
+        self.function: list[tuple] = []        # call -> its function's key
+        self.names: dict[tuple, str] = {}      # function -> "module:function"
+        self.parents: dict[int, int | None] = {}     # id of a job's segment -> the call that handed it over
 
-    def mark(self, value, depth: int = 0) -> None:
+    def mark(self, value, depth: int = 0, by: int | None = None) -> None:
         """``value`` carries the request on, and so do its fields: a record returned (a trace's
-        answer, a drawing) hands its parts on to whoever reads them."""
+        answer, a drawing) hands its parts on to whoever reads them. ``by``: the function that
+        returned it (the first to hand a value on is its producer)."""
         if value is None or isinstance(value, (str, int, float, bool, bytes, type)) or id(value) in self.ids:
             return
         if type(value) is tuple and not value:      # one object in all Python: carries nothing
             return
         self.marks.append(value)
         self.ids.add(id(value))
+        if by is not None:
+            self.producer.setdefault(id(value), by)
         if _memory(value) is not None:
             self.memory.add(_memory(value))
+            if by is not None:
+                self.memory_producer.setdefault(_memory(value), by)
         if depth > 0:
             return
         if isinstance(value, (tuple, list)):
@@ -109,7 +140,54 @@ class Walk:
         else:
             parts = fields(value)
         for part in parts:                   # an array among them by its identity (it has no fields)
-            self.mark(part, 1)
+            self.mark(part, 1, by)
+
+    def built_by(self, value, by: int) -> None:
+        """``value`` was built by ``by`` (an ``__init__`` of the walk): a constructor hands its
+        record on as a return would, though Python returns None from it. Not marked: the count
+        of all the walk stays what it was."""
+        if value is not None and id(value) not in self.producer:
+            self.built.append(value)
+            self.producer[id(value)] = by
+
+    def sources(self, value, depth: int = 0) -> set:
+        """The functions whose results ``value`` holds: itself, its items (a dict of lists of
+        recorded calls: two levels) and, for a record, its fields."""
+        found = set()
+        if id(value) in self.producer:
+            found.add(self.producer[id(value)])
+        if _memory(value) in self.memory_producer:
+            found.add(self.memory_producer[_memory(value)])
+        if depth >= 2 or isinstance(value, (str, bytes, int, float, bool, type)) or value is None or _is_array(value):
+            return found
+        if isinstance(value, (tuple, list)):
+            parts = list(value[:16])
+        elif isinstance(value, dict):
+            parts = list(value.values())[:64]
+        elif depth == 0:
+            parts = fields(value)
+        else:
+            parts = []
+        for part in parts:
+            found |= self.sources(part, depth + 1)
+        return found
+
+    def to_tiles(self, painted: str = "gui.widgets.peak_image:paint") -> list[str]:
+        """The walk kept to the functions whose results flow into the painted tiles, and the
+        calls that lead to them: from ``painted`` back along what each function read and who
+        called it (a job: who handed it over). Left out: a function whose results go elsewhere
+        (the status line's words, the atlas action, the notes, help) and a check that returns
+        nothing the tiles read (the memory estimate)."""
+        kept = {c for c, key in enumerate(self.function) if self.names[key] == painted}
+        image = set().union(*(self.uses.get(c, set()) for c in kept))     # the calls that made what is painted
+        kept |= {c for c, read in self.uses.items() if read & image}     # and every call that handed it on
+        todo = list(kept)
+        while todo:
+            for source in self.uses.get(todo.pop(), ()):
+                if source not in kept:
+                    kept.add(source)
+                    todo.append(source)
+        return self.ordered({self.function[c] for c in kept})
 
     def carries(self, value, depth: int = 0) -> bool:
         if id(value) in self.ids:
@@ -142,29 +220,53 @@ class Walk:
         """A job handed to another thread from here: its segment, placed at this point of the walk."""
         child: list = []
         self.segment().append(child)
+        stack = self.stack()
+        self.parents[id(child)] = stack[-1][1] if stack else None
         return child
 
     @property
     def order(self) -> list[str]:
         """The walk's steps, each job's where it was handed over; each function once, at its first step."""
+        return self.ordered(None)
+
+    def ordered(self, kept: set | None) -> list[str]:
+        """The walk's steps (only the functions in ``kept``, unless None), each job's where it was
+        handed over; each function once, at its first step."""
         out, seen = [], set()
 
         def flatten(segment):
             for entry in list(segment):
                 if isinstance(entry, list):
                     flatten(entry)
-                elif entry[0] not in seen:
+                elif entry[0] not in seen and (kept is None or entry[0] in kept):
                     seen.add(entry[0])
                     out.append(entry[1])
         flatten(self.root)
         return out
 
+    def stack(self) -> list:
+        """This thread's walk calls now running: (frame, call); a job's starts with the call that
+        handed it over (frame None)."""
+        found = getattr(self.current, "stack", None)
+        if found is None:
+            found = self.current.stack = []
+        return found
+
     def profile(self, frame, event, arg):
         code = frame.f_code
         if event == "return":
+            stack = self.stack()
+            call = stack.pop()[1] if stack and stack[-1][0] is frame else None
             if code in self.walking and arg is not None and not isinstance(arg, (str, int, float, bool)):
                 with self.lock:
-                    self.mark(arg)
+                    self.mark(arg, 0, call)
+            if call is not None and code.co_name == "__init__" and code.co_argcount:
+                with self.lock:
+                    self.built_by(frame.f_locals.get(code.co_varnames[0]), call)
+            caller = stack[-1][1] if stack else self.parents.get(id(self.segment()))
+            if call is not None and caller is not None and (arg is not None or code.co_name == "__init__"):
+                with self.lock:              # what a function returns (or builds), its caller reads
+                    self.uses.setdefault(caller, set()).add(call)
             return
         if event != "call":
             return
@@ -179,25 +281,39 @@ class Walk:
         if not any(self.carries(a) for a in args):
             return
         segment = self.segment()
+        key = (code.co_filename, code.co_firstlineno)
+        stack = self.stack()
+        caller = stack[-1][1] if stack else self.parents.get(id(segment))
         with self.lock:
+            call = len(self.function)
+            self.function.append(key)
+            stack.append((frame, call))
             self.walking.add(code)
-            key = (code.co_filename, code.co_firstlineno)
+            name = f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}"
+            self.names[key] = name
+            read = self.uses.setdefault(call, set())
+            for a in args:
+                read |= self.sources(a)
+            if caller is not None:
+                read.add(caller)
             if (key, id(segment)) not in self.seen:
                 self.seen.add((key, id(segment)))
-                segment.append((key, f"{'.'.join(rel.with_suffix('').parts)}:{code.co_name}"))
+                segment.append((key, name))
 
     def on_thread(self, fn, segment: list):
         """``fn`` as handed to another thread, profiled there as it runs (a thread's profile is its
         own), its steps in ``segment``."""
         def run(*args, **kwargs):
-            before = getattr(self.current, "segment", None)
+            before, stack = getattr(self.current, "segment", None), getattr(self.current, "stack", None)
             self.current.segment = segment
+            parent = self.parents.get(id(segment))
+            self.current.stack = [] if parent is None else [(None, parent)]
             sys.setprofile(self.profile)
             try:
                 return fn(*args, **kwargs)
             finally:
                 sys.setprofile(None)
-                self.current.segment = before
+                self.current.segment, self.current.stack = before, stack
         return run
 
 
@@ -224,6 +340,12 @@ def summary(order: list[str]) -> dict:
 def measure(text: str = TEXT) -> list[str]:
     """The functions the walk of ``text``, typed and Run in the real window, passed, in order
     (``module:function``); the window is closed after."""
+    return walked(text).order
+
+
+def walked(text: str = TEXT) -> Walk:
+    """The walk of ``text``, typed and Run in the real window (``.order``: all of it;
+    ``.to_tiles()``: what leads to the painted tiles); the window is closed after."""
     from bench._app import application, spin
 
     application()
@@ -278,15 +400,17 @@ def measure(text: str = TEXT) -> list[str]:
     window.deleteLater()
     from PySide6.QtCore import QCoreApplication, QEvent
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    return walk.order
+    return walk
 
 
 def main() -> None:
     os.environ["ATTNSCOPE_SETTINGS"] = str(Path(tempfile.mkdtemp(prefix="attnscope-walk-")) / "settings.ini")
-    order = measure()
-    for step in order if "-v" in sys.argv else loading_walk.stays(order):        # -v: each function
+    walk = walked()
+    order, tiles = walk.order, walk.to_tiles()
+    shown = tiles if "--tiles" in sys.argv else order
+    for step in shown if "-v" in sys.argv else loading_walk.stays(shown):        # -v: each function
         print("   ", step)
-    print(json.dumps(summary(order)))
+    print(json.dumps({"all": summary(order), "to_tiles": summary(tiles)}))
 
 
 if __name__ == "__main__":
