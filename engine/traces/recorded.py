@@ -45,6 +45,7 @@ class RecordedTrace(TraceDefaults):
         queries/keys are real (padding is cut). ``groups`` (side -> word index per piece)
         merges pieces into words; ``pieces`` keeps the piece tokens of each side."""
         self.calls = calls
+        self._kinds = reading.in_order(calls)    # ordered once, as built: asking kinds reads the record alone
         self.model_name, self.family = model_name, family
         self.notes = list(notes or [])
         self.batch_index = batch_index
@@ -58,7 +59,7 @@ class RecordedTrace(TraceDefaults):
     # ---- the protocol ---------------------------------------------------------------------
     @property
     def kinds(self) -> list[str]:
-        return reading.in_order(self.calls)
+        return list(self._kinds)
 
     @property
     def recording(self) -> Recording:
@@ -82,8 +83,11 @@ class RecordedTrace(TraceDefaults):
         return self._pieces
 
     def shape(self, kind: str) -> tuple[int, int, int, int]:
-        return (len(self.calls[kind]), self.calls[kind][0].q.shape[1],
-                len(reading.query_tokens(self, kind)), len(reading.key_tokens(self, kind)))
+        """(layers, heads, queries, keys): read from the record itself (the token list of each
+        side), not through engine.traces.reading, which reads the shape back from here."""
+        sides = {"source": self.source_tokens, "target": self.target_tokens}
+        return (len(self.calls[kind]), self.calls[kind][0].q.shape[1], len(sides[QUERY_SIDE[kind]]),
+                len(sides[KEY_SIDE[kind]]))
 
     def _layer(self, kind: str, layer: int) -> np.ndarray:
         """(H, Tq, Tk) every head of one layer, computed at once and kept while the layers kept
