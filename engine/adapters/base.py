@@ -14,7 +14,8 @@ import torch
 
 from attnscope.engine.adapters.chat import check_prompt
 from attnscope.engine.inputs import InputError, Prompt
-from attnscope.engine.kinds import DECODER_SELF
+from attnscope.engine.kinds import DECODER_SELF, ENCODER_SELF
+from attnscope.engine.runtime import free_memory   # free_where read at each call: a test fakes a GPU's memory
 from attnscope.engine.seam import AttentionCall, Site, hooks, recording
 
 OWN_OUTPUT_TOKENS = 64      # the most tokens an encoder-decoder writes as its own output (a Run, the output line)
@@ -30,6 +31,18 @@ class RecordedSizes:
     sites: dict                # Site -> its query heads (interventions are checked against them)
     masks: dict[str, int] = field(default_factory=dict)   # kind -> bytes per (query, key) cell of the masks the
                                # layers hold each their own (a sparse attention's picks, engine.seam.hf_attention)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a Run's memory estimate (engine.traces.estimate) needs of a model, asked of its adapter
+    once (``Adapter.run_facts``): the estimate reads this record, not the adapter, the loaded model
+    and the device one fact at a time."""
+    sizes: RecordedSizes | None       # bytes per token recorded (None: the dense fallback records nothing)
+    free: int                         # bytes free where the Run's memory will live
+    where: str                        # that place, as a refusal says it ("on cuda:0")
+    eager: tuple[int, int, int] | None = None   # the dense fallback: (layers, heads, width) of its eager weights
+    side: str = "target"              # the dense fallback: the side its tokens are on
 
 
 @dataclass
@@ -165,6 +178,16 @@ class Adapter:
         """Every attention site of the model and its query heads, from the same tiny recorded
         forward the estimates read (interventions are checked against them)."""
         return self.recorded_sizes().sites
+
+    def run_facts(self) -> RunFacts:
+        """What the memory estimate of a Run needs (engine.traces.estimate), asked once: the
+        recorded sizes (or a dense fallback's eager sizes), then the memory free on the device
+        (after the sizes' probe forward, as the estimate always read it)."""
+        if getattr(self, "dense", False):
+            eager, side = self.sizes(), "source" if getattr(self, "kind", DECODER_SELF) == ENCODER_SELF else "target"
+            return RunFacts(None, *free_memory.free_where(self.device), eager=eager, side=side)
+        sizes = self.recorded_sizes()
+        return RunFacts(sizes, *free_memory.free_where(self.device))
 
     def sites(self) -> list[Site]:
         """Every attention site of the model, in call order."""

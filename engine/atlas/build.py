@@ -86,7 +86,7 @@ def build_atlas(loaded, out: str | Path, corpus: str | Path | None = None, lengt
             raise RunCancelled(f"The atlas was stopped after {index:,} documents; the same command resumes it.")
         framed = frame(ids)
         if index == done:
-            check_run(adapter, framed, loaded.name)
+            check_run(adapter.run_facts(), framed, loaded.name)
         add_document(state, adapter, framed, kind, index, norms)
         state.meta["docs_done"] = index + 1
         if (index + 1) % every == 0:

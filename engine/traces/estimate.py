@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attnscope.engine.kinds import ENCODER_SELF, KEY_SIDE, QUERY_SIDE
-from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, free_where, gib
+from attnscope.engine.kinds import KEY_SIDE, QUERY_SIDE
+from attnscope.engine.runtime.free_memory import MEMORY_SHARE, RunTooLarge, gib
 from attnscope.engine.traces.recorded import DENSE_LIMIT_BYTES
 from attnscope.engine.inputs import check_kind
 from attnscope.engine.loading.dense import SAID
@@ -74,10 +74,16 @@ class RunEstimate:
 
 
 def estimate_run(adapter, framed) -> RunEstimate:
-    """What a Run of ``framed`` (engine.adapters.Framed) will take."""
-    if getattr(adapter, "dense", False):
-        return _estimate_eager(adapter, framed)
-    per = adapter.recorded_sizes()
+    """What a Run of ``framed`` (engine.adapters.Framed) will take, from the adapter's facts."""
+    return estimate_from(adapter.run_facts(), framed)
+
+
+def estimate_from(facts, framed) -> RunEstimate:
+    """What a Run of ``framed`` will take, from ``facts`` (engine.adapters.base.RunFacts: asked of
+    the adapter once, so the estimate never calls back into the adapter, the model or the device)."""
+    if facts.eager is not None:
+        return _estimate_eager(facts, framed)
+    per = facts.sizes
     sides = {"source": len(framed.source_ids), "target": len(framed.target_ids)}
     rec = sum(per.q[kind] * sides[QUERY_SIDE[kind]] + per.k[kind] * sides[KEY_SIDE[kind]] for kind in per.q)
     # A sparse attention's layers each keep their own (Tq, Tk) mask of the keys picked.
@@ -86,18 +92,17 @@ def estimate_run(adapter, framed) -> RunEstimate:
     # The forward's peak: a few hidden-sized activations per token (attention in, out, MLP),
     # float32 or the model's dtype, whatever its depth (layers run one after another).
     working = 16 * per.width * max(sides.values()) * 4
-    free, where = free_where(adapter.device)
-    return RunEstimate({s: n for s, n in sides.items() if n}, rec, working, dense, free, where)
+    return RunEstimate({s: n for s, n in sides.items() if n}, rec, working, dense, facts.free, facts.where)
 
 
-def _estimate_eager(adapter, framed) -> RunEstimate:
+def _estimate_eager(facts, framed) -> RunEstimate:
     """The dense fallback's Run (engine.adapters.hf_dense): no recording; its (L, H, T, T) float32
     weights held, eager's own copy and a few hidden-sized activations per token in the forward."""
-    layers, heads, width = adapter.sizes()
-    side = "source" if adapter.kind == ENCODER_SELF else "target"
+    layers, heads, width = facts.eager
+    side = facts.side
     n = len(framed.source_ids if side == "source" else framed.target_ids)
     per_cell, per_token = layers * heads * 4, 16 * width * 4       # bytes per (query, key) cell; per token
-    free, where = free_where(adapter.device)
+    free, where = facts.free, facts.where
     est = RunEstimate({side: n}, 0, per_cell * n * n + per_token * n, per_cell * n * n, free, where, eager=True)
     # need(T) = 2 a T^2 + b T <= room: the largest whole T
     a, b = 2 * per_cell, per_token
@@ -108,9 +113,10 @@ def _estimate_eager(adapter, framed) -> RunEstimate:
     return est
 
 
-def check_run(adapter, framed, name: str) -> RunEstimate:
-    """The estimate, or RunTooLarge naming the numbers when it does not fit."""
-    est = estimate_run(adapter, framed)
+def check_run(facts, framed, name: str) -> RunEstimate:
+    """The estimate from ``facts`` (``Adapter.run_facts``), or RunTooLarge naming the numbers when
+    it does not fit."""
+    est = estimate_from(facts, framed)
     if not est.fits:
         if est.eager:
             remedy = f"Shorten the text to at most {est.longest:,} tokens: {SAID}."

@@ -68,7 +68,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     prepared = request(loaded, text, target, pair, interventions, max_new_tokens=max_new_tokens)
     loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
     loaded.model.eval()
-    check_run(adapter, framed, loaded.name)      # the dense fallback too: its weights held whole, refused with the numbers
+    check_run(adapter.run_facts(), framed, loaded.name)      # the dense fallback too: its weights held whole, refused with the numbers
     if getattr(adapter, "dense", False):      # its own attention classes: eager's weights (engine.adapters.hf_dense)
         if value_weighted or merge_subwords:
             raise InputError(f"{loaded.name}: value-weighted or merged rows need attnscope's attention seam, and "

@@ -94,13 +94,14 @@ def test_a_run_on_a_gpu_is_estimated_against_the_gpus_free_memory(monkeypatch):
     """The recording lives where the model runs: on a GPU the Run is weighed against that GPU's
     free memory (faked here: the model is on the CPU) and refused with the numbers and the place."""
     from attnscope.engine.adapters import adapter_for
+    from attnscope.engine.runtime import free_memory
     from attnscope.engine.traces import estimate
 
     loaded = random_model("gpt", seed=1)
     framed = frame(adapter_for(loaded), TEXT)
     roomy = estimate.estimate_run(adapter_for(loaded), framed)
     assert roomy.where == "in memory" and roomy.fits
-    monkeypatch.setattr(estimate, "free_where", lambda device: (1000, f"on {device}"))
+    monkeypatch.setattr(free_memory, "free_where", lambda device: (1000, f"on {device}"))   # the adapter's facts
     tight = estimate.estimate_run(adapter_for(loaded), framed)
     assert tight.free == 1000 and tight.where == "on cpu" and not tight.fits
     with pytest.raises(estimate.RunTooLarge, match="would not fit on cpu: .* free on cpu"):
