@@ -47,8 +47,7 @@ def experiment(loaded, pair, method: str = EXACT, what=(HEADS,), noising: bool =
     check_callback(stop, "stop")
     if method not in METHODS:
         raise InputError(f"The method is one of {', '.join(METHODS)}, not {method!r:.40}.")
-    if isinstance(loaded, LoadedModel):        # a fallback model: the one tool asked named, before any forward
-        check_seam(loaded, METHOD_NAMES[method])
+    check_seam(loaded, METHOD_NAMES[method])   # a fallback model: the one tool asked named, before any forward
     if isinstance(loaded, LoadedModel) and loaded.meta.get("ndif"):
         # served by NDIF (ndif:): every head patched there, in one job; what needs the weights here refused
         return (yield from remote_patching(loaded, pair, method, what, noising, metric, max_batch, stop,

@@ -221,11 +221,15 @@ def _mechanism_forward(loaded) -> dict:
     ids = repeated_random_tokens(adapter.plain_token_ids(), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))
     half = len(ids) // 2
     framed, starts = adapter.frame_ids(ids)
-    with torch.no_grad(), recording() as rec:
-        adapter.forward(framed)
+    if getattr(adapter, "dense", False):   # its own attention classes: eager's weights, as its Run reads them
+        held, _ = adapter.dense_weights(framed)                                  # {kind: (L, H, T, T)}
+    else:
+        with torch.no_grad(), recording() as rec:
+            adapter.forward(framed)
+        held = {kind: np.stack([c.weights(0).cpu().numpy() for c in rec.layers(kind)]) for kind in starts}
     scores, fed, weights = {}, {}, {}
     for kind, start in starts.items():
-        w = np.stack([c.weights(0).cpu().numpy() for c in rec.layers(kind)])   # (L, H, T, T)
+        w = held[kind]                                                           # (L, H, T, T)
         scores[kind] = {"induction": induction_scores(w, start, half),
                         "previous": previous_token_scores(w, start, 2 * half)}
         fed[kind] = framed.source_ids if QUERY_SIDE[kind] == "source" else framed.target_ids

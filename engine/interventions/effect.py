@@ -13,6 +13,7 @@ import torch
 from attnscope.engine.decoding.greedy import request
 from attnscope.engine.decoding.session import kl_divergence
 from attnscope.engine.inputs import check_count
+from attnscope.engine.loading.dense import check_seam
 from attnscope.engine.interventions.lens import check_predicts
 from attnscope.engine.interventions.spec import Interventions, applied, notes_of
 
@@ -67,6 +68,7 @@ def intervention_effect(loaded, text: str, spec: Interventions, target: str | No
     an encoder-decoder reading its own translation (no ``target``), at the first step where
     the change makes it choose another token (``first_divergence``). Interventions that do not
     fit the model or the text are refused in one sentence (InputError) before any forward."""
+    check_seam(loaded, "an intervention")
     prepared = request(loaded, text, target, what="compare before and after",    # checked once, framed once
                        fits=lambda adapter: check_predicts(spec, adapter, None, COMPARE_NEEDS))  # kinds, layers, heads
     k = check_count(k, "k (the likeliest tokens to compare)")

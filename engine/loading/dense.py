@@ -25,5 +25,6 @@ def needs_seam(name: str, what: str | None = None) -> InputError:
 
 def check_seam(loaded, what: str) -> None:
     """``what`` refused in one sentence before it runs when ``loaded`` is drawn by the dense fallback."""
-    if loaded.meta.get("dense"):
+    meta = getattr(loaded, "meta", None)      # anything else than a model is refused at its own door
+    if isinstance(meta, dict) and meta.get("dense"):
         raise needs_seam(loaded.name, what)

@@ -1,7 +1,9 @@
 """The seam-only tools on a dense-fallback model (issue 57 part 5), one by one, on a tiny GPT-Neo:
 the logit lens works (it reads each block's output, found without the seam); interventions,
 patching (exact, attribution), DLA, Why, the atlas and saving a recording are each refused in one
-sentence that names the reason, before anything is written."""
+sentence that names the tool and the reason, before anything is written; what needs no seam
+(the model's own continuation, the window's Run under no interventions, Head statistics'
+mechanism scores) works."""
 import pytest
 import torch
 
@@ -58,10 +60,20 @@ def _record(neo, tmp):
     return results.record(neo, TEXT, tmp / "run.safetensors")
 
 
-REFUSED = {"intervene": (_intervene, ""), "a changed Run": (_trace_changed, "an intervention needs"),
-           "patching": (_patch("exact"), ""), "patching the residual stream": (_patch("exact", "resid-pre"), ""),
-           "attribution patching": (_patch("attribution"), ""), "DLA": (_patch("dla"), ""), "Why": (_why, ""),
-           "the atlas": (_atlas, "the atlas needs"), "a recording": (_record, "a recording needs")}
+def _step(neo, _tmp):
+    from attnscope.engine.decoding import DecodeSession
+
+    return DecodeSession(neo, TEXT)
+
+
+# Each refusal names the tool asked, not the list of every seam tool.
+REFUSED = {"intervene": (_intervene, "an intervention needs"), "a changed Run": (_trace_changed, "an intervention needs"),
+           "patching": (_patch("exact"), "activation patching needs"),
+           "patching the residual stream": (_patch("exact", "resid-pre"), "activation patching needs"),
+           "attribution patching": (_patch("attribution"), "attribution patching needs"),
+           "DLA": (_patch("dla"), "direct logit attribution needs"), "Why": (_why, "Why (the split"),
+           "the atlas": (_atlas, "the atlas needs"), "a recording": (_record, "a recording needs"),
+           "stepping the decoding": (_step, "stepping the decoding")}
 
 
 @pytest.mark.parametrize("tool", sorted(REFUSED))
@@ -93,3 +105,21 @@ def test_the_logit_lens_works_and_its_last_layer_is_the_models_own(neo):
         assert [i for i, _ in row] == top.indices[pos].tolist()
         assert [p for _, p in row] == pytest.approx(top.values[pos].tolist(), abs=1e-6)
     assert "own attention weights" in read.to_json()["model_notes"]
+
+
+def test_what_needs_no_seam_works(neo):
+    """The window's continuation line, its Run (its interventions, none, passed as an empty
+    Interventions) and Head statistics' scores: before, the first two were refused as seam
+    tools and the scores stopped on numpy's "need at least one array to stack"."""
+    import numpy as np
+
+    from attnscope.engine.decoding import model_output
+    from attnscope.engine.inspection import mechanism_scores
+    from attnscope.engine.interventions import Interventions
+    from attnscope.engine.traces.tracing import trace_text
+
+    assert isinstance(model_output(neo, TEXT, max_new_tokens=4), str)
+    layers, heads = trace_text(neo, TEXT, interventions=Interventions()).shape("decoder self")[:2]
+    scores = mechanism_scores(neo)["decoder self"]
+    for name in ("induction", "previous"):
+        assert scores[name].shape == (layers, heads) and np.isfinite(scores[name]).all()
