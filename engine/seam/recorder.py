@@ -21,13 +21,11 @@ class Recorder(SeamHook):
         self.wants_lse = lse
         self.calls: dict[Site, AttentionCall] = {}
 
-    def see(self, call: AttentionCall) -> None:
+    def after(self, call: AttentionCall) -> None:
+        """Kept once the call is computed, its log-sum-exp with it (when the kernel gave one): one
+        visit to the call, not one to see it and another to add what the kernel found."""
         if call.site is not None:
             self.calls[call.site] = call.detached(self.keep_values)
-
-    def after(self, call: AttentionCall) -> None:
-        if call.site is not None and call.lse is not None and call.site in self.calls:
-            self.calls[call.site].lse = call.lse.detach()
 
     def kinds(self) -> list[str]:
         return list(dict.fromkeys(s.kind for s in self.calls))
