@@ -30,13 +30,13 @@ GUI thread took turns), so the count measured the scheduler as much as the struc
 Two counts are printed. "all": every function the request passed through, as above. "to_tiles":
 the walk kept to what leads to the painted tiles (issue 54's "typed text to the painted tiles"),
 counted by call: start from the painter (``peak_image.paint``) and every call that handed on the
-image it paints (the drawing applied, settled), then go back along what each kept call read (a
-value another call returned or an ``__init__`` built, seen in its arguments, a record's fields or
-a dict of lists of them: the recorded calls), along what its callees returned to it (anything but
-None: a str or a bool cannot be followed, so it counts as read) and to its caller (a job: the
-call that handed it over). Left out are calls whose results go elsewhere: the status line's
-words, the atlas action, the output row, the notes, the remote fetches, the Run's progress and
-stop check. Counted by function, a function called on the way (loaded.device) would have drawn in
+image it paints before it was first painted (the drawing applied, settled), then go back along
+what each kept call read (a value another call returned or an ``__init__`` built, seen in its
+arguments, a record's fields or a dict of lists of them: the recorded calls), along what its
+callees returned to it (anything but None: a str or a bool cannot be followed, so it counts as
+read) and to its caller (a job: the call that handed it over). Left out are calls whose results
+go elsewhere: the status line's words, the atlas action, the output row, the notes, the remote
+fetches, the Run's progress and stop check, help's event filter. Counted by function, a function called on the way (loaded.device) would have drawn in
 every other caller of it (the status line); counted by call it does not. Why both: "all" is what
 a newcomer stepping through a Run in a debugger sees, side branches included; "to_tiles" is the
 path of the text to the tiles the issue asks to be short. A check whose result is returned
@@ -180,7 +180,8 @@ class Walk:
         nothing the tiles read (the memory estimate)."""
         kept = {c for c, key in enumerate(self.function) if self.names[key] == painted}
         image = set().union(*(self.uses.get(c, set()) for c in kept))     # the calls that made what is painted
-        kept |= {c for c, read in self.uses.items() if read & image}     # and every call that handed it on
+        first = min(kept, default=0)
+        kept |= {c for c, read in self.uses.items() if read & image and c < first}   # and each that handed it on
         todo = list(kept)
         while todo:
             for source in self.uses.get(todo.pop(), ()):
