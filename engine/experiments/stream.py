@@ -319,9 +319,10 @@ class _Replayer(SeamHook):
     """Puts back each head's output in its own copy (zero elsewhere); keeps the asked call's q
     and k and stops there."""
 
-    def __init__(self, target: Site, reading: Reading, index: dict, at: dict, copies: int, enc_dec: bool):
+    def __init__(self, target: Site, reading: Reading, index: dict, at: dict, copies: int, enc_dec: bool,
+                 gated: dict):
         self.target, self.reading, self.index, self.at, self.copies = target, reading, index, at, copies
-        self.enc_dec, self.qk, self.gated = enc_dec, None, {}
+        self.enc_dec, self.qk, self.gated = enc_dec, None, gated      # gated: site -> (projection, heads)
 
     def see(self, call):
         if call.site == self.target:
@@ -416,8 +417,7 @@ def replay(adapter, framed, target: Site, reading: Reading, at: dict[str, list[i
             return new if nones is None else (new, *([None] * nones))
         return out
 
-    seam = _Replayer(target, reading, index, picks, copies, enc_dec)
-    seam.gated = parts.gated
+    seam = _Replayer(target, reading, index, picks, copies, enc_dec, parts.gated)
     handed = [site for site in reading.handed if site in parts.projected]
     modules = [m for m, _ in parts.embeddings.values()] + [m for m, _, _ in parts.mlps.values()] \
         + [parts.projected[site][0] for site in handed]
