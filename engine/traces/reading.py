@@ -102,15 +102,16 @@ def _numpy(block) -> np.ndarray:
     return block.cpu().numpy().astype(np.float32, copy=False)
 
 
-def row_blocks(trace: AttentionTrace, kind: str, index: int, step: int | None = None) -> Iterator:
+def row_blocks(trace: AttentionTrace, kind: str, index: int, step: int | None = None, whole: int = 1) -> Iterator:
     """(first row, (H, r, Tk) exact weights): every head of layer ``index``, every key, a block
     of ``step`` query rows at a time (default: what one block may hold on the trace's device,
-    engine.runtime.blocks). For work that needs a whole layer (the overview's pooling, head
+    engine.runtime.blocks, rounded down to a multiple of ``whole``, at least ``whole``: a pooling's
+    whole pixel rows). For work that needs a whole layer (the overview's pooling, head
     statistics, rollout) without ever holding one."""
     from attnscope.engine.runtime.blocks import rows_per_block   # torch: this module stays importable without it
 
     _, H, tq, tk = trace.shape(kind)
-    step = step or rows_per_block(trace.device, H * tk)
+    step = step or max(whole, rows_per_block(trace.device, H * tk) // whole * whole)
     for r0 in range(0, tq, step):
         yield r0, trace.block(kind, index, list(range(H)), slice(r0, min(tq, r0 + step)), slice(0, tk))
 
@@ -132,19 +133,17 @@ def pooled_thumbnails(trace: AttentionTrace, kind: str, size: int, how: str = "m
     true ends it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
     import torch
 
-    from attnscope.engine.runtime.blocks import rows_per_block   # torch: this module stays importable without it
     from attnscope.engine.traces.pooling import block, pool_blocks
 
     L, H, tq, tk = trace.shape(kind)
     rb, kb = block(tq, size), block(tk, size)
     # Blocks of whole pixel rows (a multiple of rb queries), every key: each block pools to
     # the same pixels the whole layer would, and a long trace is never held a layer at once.
-    step = max(rb, rows_per_block(trace.device, H * tk) // rb * rb)
     pooled, sink = [], []
     for i in range(L):
         layer_started(i, L, report, stop)
         rows, firsts = [], []
-        for _r0, w in row_blocks(trace, kind, i, step):                                  # (H, r, Tk)
+        for _r0, w in row_blocks(trace, kind, i, whole=rb):                              # (H, r, Tk)
             across = pool_blocks(w, kb, how)                                             # (H, r, cols)
             rows.append(pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2))    # (H, r / rb, cols)
             firsts.append(pool_blocks(w[:, :, 0], rb, how))                              # (H, r / rb)
