@@ -96,12 +96,39 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None, step: int | 
     trace go one path. ``report(("overview", layers done, layers))`` after each layer;
     ``stop()`` true ends it between two layers (RunCancelled)."""
     check_kind(trace, AttentionTrace, "trace", "an AttentionTrace (a Run's trace or a recording)")
-    stats = head_means(lambda i: reading.row_blocks(trace, kind, i, step), trace.shape(kind), kind != CROSS,
-                       reading.key_tokens(trace, kind), report, stop)
+    stats = _every_layer_at_once(trace, kind, report, stop, step)
+    if stats is None:
+        stats = head_means(lambda i: reading.row_blocks(trace, kind, i, step), trace.shape(kind), kind != CROSS,
+                           reading.key_tokens(trace, kind), report, stop)
     if kind in NOT_SOFTMAX:     # effective attention: no distribution, so what reads one is left out (nan, "-")
         for name in DISTRIBUTION_ONLY:
             stats[name] = np.full_like(stats[name], np.nan)
     return stats
+
+
+def _every_layer_at_once(trace, kind: str, report, stop, step: int | None) -> dict[str, np.ndarray] | None:
+    """``head_means`` of a short trace with its layers side by side as one block of L x H heads
+    (the same rows, the same sums: a reducer sees each head apart), or None where every layer's
+    rows together are more than one block may hold (a long trace: layer by layer, block by block).
+    Why: read layer by layer, a short trace is 11 reducers x L layers of small torch calls, each
+    letting go of the GIL and waiting for it again while the GUI thread applies the other views:
+    Head statistics, the last view of a Run to land, was drawn 25-30 ms later (MiniLM, 128 tokens,
+    trace to job done: 78-91 -> 50-70 ms in the window; tests/engine/test_head_statistics.py
+    holds that both ways give the same numbers, to the bit)."""
+    from attnscope.engine.runtime.blocks import rows_per_block   # torch: imported where it is used
+
+    import torch
+
+    L, H, tq, tk = trace.shape(kind)
+    if step is not None or rows_per_block(trace.device, L * H * tk, "select") < tq:   # 32 MB on a CPU
+        return None
+    layers = []
+    for i in range(L):                                                         # (H, Tq, Tk) each
+        layer_started(i, L, report, stop)
+        layers.append(trace.block(kind, i, list(range(H)), slice(0, tq), slice(0, tk)))
+    heads = torch.cat(layers, 0)                                               # (L * H, Tq, Tk)
+    means = head_means(lambda _: [(0, heads)], (1, L * H, tq, tk), kind != CROSS, reading.key_tokens(trace, kind))
+    return {name: value.reshape(L, H) for name, value in means.items()}        # (1, L * H) -> (L, H)
 
 
 # The statistics that read a row as a distribution (non-negative, summing to at most 1): left out

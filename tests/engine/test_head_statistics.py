@@ -65,6 +65,18 @@ def test_every_entry_equals_a_dense_float64_reference_for_a_short_and_a_long_tra
                                        err_msg=f"{family} {kind} {name}")
 
 
+
+@pytest.mark.parametrize("family", ["gpt", "translator", "bert"])
+def test_a_short_trace_read_with_its_layers_side_by_side_equals_it_read_layer_by_layer(family):
+    """A short trace's statistics come from one block of every layer's heads (its quick path,
+    analysis._every_layer_at_once); ``step`` = its length reads the same rows a layer at a time:
+    the same numbers, to the bit (a reducer sees each head apart)."""
+    trace = trace_text(random_model(family), TEXT)
+    for kind in trace.kinds:
+        whole, by_layer = trace_head_statistics(trace, kind), trace_head_statistics(trace, kind, step=trace.shape(kind)[2])
+        for name in whole:
+            np.testing.assert_array_equal(whole[name], by_layer[name], err_msg=f"{family} {kind} {name}")
+
 def test_a_constructed_matrix():
     # head 0 attends to the previous token (query 0 to itself); head 1 spreads uniformly
     prev = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=np.float32)
