@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from attnscope.engine.runtime.public import lazy
 
 if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each name's module on first use
-    from attnscope.engine.inspection.analysis import (compare_traces, layer_aggregate, mechanism_report,
-                                            mechanism_scores, trace_head_statistics, trace_rollout)
+    from attnscope.engine.inspection.analysis import (compare_traces, kept_mechanism_scores, layer_aggregate,
+                                            mechanism_report, mechanism_scores, trace_head_statistics,
+                                            trace_rollout)
     from attnscope.engine.inspection.compare import compare_models
     from attnscope.engine.inspection.export import (EXPORT_LIMIT_BYTES, ExportAsk, ExportError, estimate_export,
                                           export_trace, load_npz, recording_words, refusal)
@@ -19,6 +20,7 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
 
 _PUBLIC = {
     "compare_traces": "analysis",
+    "kept_mechanism_scores": "analysis",
     "layer_aggregate": "analysis",
     "mechanism_report": "analysis",
     "mechanism_scores": "analysis",
@@ -39,7 +41,7 @@ _PUBLIC = {
     "layer_top_keys": "top_keys",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
-__all__ = ["EXPORT_LIMIT_BYTES", "ExportAsk", "ExportError", "QueryKeys", "TopKeys", "compare_models", "compare_traces",
-           "estimate_export", "export_trace", "layer_aggregate", "layer_top_keys", "load_npz", "mechanism_report",
-           "mechanism_scores", "query_keys", "recording_words", "refusal", "trace_head_statistics",
-           "trace_rollout"]
+__all__ = ["EXPORT_LIMIT_BYTES", "ExportAsk", "ExportError", "QueryKeys", "TopKeys", "compare_models",
+           "compare_traces", "estimate_export", "export_trace", "kept_mechanism_scores", "layer_aggregate",
+           "layer_top_keys", "load_npz", "mechanism_report", "mechanism_scores", "query_keys", "recording_words",
+           "refusal", "trace_head_statistics", "trace_rollout"]

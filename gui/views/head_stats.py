@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from attnscope.engine.inspection import mechanism_scores, statistics, trace_head_statistics
+from attnscope.engine.inspection import kept_mechanism_scores, mechanism_scores, statistics, trace_head_statistics
 from attnscope.gui.drawing.drawings import StatsDrawing
 from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.drawing.prepared import PreparedView, prepares
@@ -72,7 +72,10 @@ def stats_drawing(trace, kind: str, loaded=None, report=None, stop=None) -> Stat
     runs (gui.worker's lanes), and a newer request (another model, a Run) ends it at its next
     attention site (``stop``)."""
     stats = trace_head_statistics(trace, kind, report, stop)
-    mechanisms = call_on_lane(MODEL, _mechanisms, loaded, stop).get(kind, {}) if loaded is not None else {}
+    mechanisms = {}
+    if loaded is not None:     # kept scores read here; a forward, only the first time, on the model thread
+        kept = kept_mechanism_scores(loaded)
+        mechanisms = (kept if kept is not None else call_on_lane(MODEL, _mechanisms, loaded, stop)).get(kind, {})
     none = np.full(stats["entropy"].shape, np.nan)
     for column, name in MECHANISM_COLUMNS:
         scores = mechanisms.get(name)

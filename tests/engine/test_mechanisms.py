@@ -141,3 +141,22 @@ def test_scores_are_computed_once_per_model_until_a_weight_changes(monkeypatch):
     again = mechanism_scores(loaded)
     assert len(calls) == 2 and not np.array_equal(again[DECODER_SELF]["previous"], first[DECODER_SELF]["previous"])
     assert mechanism_scores(random_model("gpt")) is not again and len(calls) == 3   # another model: its own
+
+
+def test_kept_scores_are_read_without_a_forward_and_none_until_there_are_some(monkeypatch):
+    """Head statistics reads kept scores on its own worker (no queue behind the model thread):
+    None before the first forward and after a weight changes, the kept dict in between."""
+    import attnscope.engine.inspection.analysis as analysis
+
+    loaded = random_model("gpt")
+    calls = []
+    real = analysis._mechanism_forward
+    monkeypatch.setattr(analysis, "_mechanism_forward", lambda lm: calls.append(1) or real(lm))
+    assert analysis.kept_mechanism_scores(loaded) is None and not calls
+    first = mechanism_scores(loaded)
+    assert analysis.kept_mechanism_scores(loaded) is first and len(calls) == 1
+    with torch.no_grad():
+        next(loaded.model.parameters()).add_(0.5)
+    assert analysis.kept_mechanism_scores(loaded) is None and len(calls) == 1
+    loaded.model.train()
+    assert analysis.kept_mechanism_scores(loaded) == {}
