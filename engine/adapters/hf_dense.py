@@ -27,7 +27,7 @@ class _Dense:
     kind = DECODER_SELF
 
     def prepare(self, prompt, interventions=None, *args, **kwargs):
-        if interventions is not None and not getattr(interventions, "empty", False):   # the window passes none as empty
+        if interventions:   # the window passes an empty Interventions: nothing to change
             raise needs_seam(self.loaded.name, "an intervention")
         return super().prepare(prompt, None, *args, **kwargs)
 

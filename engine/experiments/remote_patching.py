@@ -58,7 +58,7 @@ def remote_patching(loaded, pair: FramedPair, method: str = EXACT, what=(HEADS,)
     check_remote_patching(loaded, method, what)
     tokens = pair.tokens
     check_interventions(interventions, loaded, tokens)
-    spec = None if interventions is None or interventions.empty else interventions
+    spec = interventions or None
     if takes_means(spec):                    # a head's mean is over a forward's batch: one copy a forward
         max_batch = 1
     session = session_for(loaded)

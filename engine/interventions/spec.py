@@ -28,6 +28,11 @@ class Interventions:
     def empty(self) -> bool:
         return not self.ablated and not self.knockout
 
+    def __bool__(self) -> bool:
+        """False when nothing is changed: the window passes its (often empty) Interventions to
+        every Run, and ``if interventions:`` must mean "something to change", as for a list."""
+        return not self.empty
+
     def mode(self, head: HeadRef) -> str | None:
         return dict(self.ablated).get(head)
 

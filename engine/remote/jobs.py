@@ -97,7 +97,7 @@ class Session:
         from attnscope.engine.remote.server import changed, layer_call, reduce_call
 
         model, ops = self.model, self.ops
-        spec = None if interventions is None or interventions.empty else interventions
+        spec = interventions or None
         input_ids = torch.tensor([ids])
         with self.sending(spec is not None) as remote:
             with model.trace(input_ids, remote=remote):

@@ -438,3 +438,15 @@ def test_on_the_translator_the_effect_is_read_where_the_translation_first_change
     assert result.relative_change < 0 and result.as_json()["position"] == changed[0]
     gpt_effect = intervention_effect(models["gpt"], TEXT, spec=Interventions().ablate([HeadRef(DECODER_SELF, 0, 0)]))
     assert gpt_effect.position == len(gpt_effect.token_ids) - 1    # a decoder: the token after the text
+
+
+def test_an_empty_interventions_is_false_and_a_change_is_true():
+    """The window passes its Interventions to every Run, empty most of the time: ``if spec:``
+    reads "something to change", as a list does (the dense fallback refused an empty one)."""
+    from attnscope.engine.interventions import Interventions
+    from attnscope.engine.interventions.refs import Edge, HeadRef
+
+    empty = Interventions()
+    assert not empty and empty.empty
+    assert Interventions().ablate([HeadRef("decoder self", 0, 1)])
+    assert Interventions().block(Edge("decoder self", (3,), (1,)))
