@@ -103,7 +103,22 @@ def trace_head_statistics(trace, kind: str, report=None, stop=None, step: int | 
     if kind in NOT_SOFTMAX:     # effective attention: no distribution, so what reads one is left out (nan, "-")
         for name in DISTRIBUTION_ONLY:
             stats[name] = np.full_like(stats[name], np.nan)
+    if not _has_learned_sink(trace, kind):
+        stats["learned_sink"] = np.full_like(stats["learned_sink"], np.nan)
     return stats
+
+
+def _has_learned_sink(trace, kind: str) -> bool:
+    """Whether ``kind``'s softmax had a term that reads no value (gpt-oss's sinks), where the trace
+    can tell: a Run's recorded calls say it (``sink``; read from the calls held, nothing fetched).
+    Without one, what the rows leave of 1 is rounding (~1e-7), and Head statistics showed a column
+    of 0.000 for every such model: nan hides it, as a text without [CLS] hides that column. A trace
+    that cannot tell (arrays held whole) keeps the measured share."""
+    recording = trace.recording
+    calls = [] if recording is None else [recording.held_call(kind, i) for i in range(trace.shape(kind)[0])]
+    if not calls or any(call is None for call in calls):     # nothing held for a layer (a remote trace's rows)
+        return True
+    return any(call.sink is not None for call in calls)
 
 
 def _every_layer_at_once(trace, kind: str, report, stop, step: int | None) -> dict[str, np.ndarray] | None:

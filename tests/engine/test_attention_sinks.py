@@ -352,3 +352,19 @@ def test_every_family_that_passes_sinks_is_covered():
                 if "attention" in name or "attn" in name:
                     found.add(path.parent.name)
     assert found == set(SHOWN) | set(REFUSED)
+
+
+def test_head_statistics_show_the_learned_sink_only_for_a_model_that_has_one(models, root):
+    """gpt-oss's rows leave their sink's share of 1: Head statistics shows it, each head's mean
+    of what its rows leave. A model without sinks leaves rounding only: that column is nan
+    (hidden in the view, as [CLS] is for a text without one), not 0.000 for every head."""
+    from attnscope.engine.inspection import trace_head_statistics
+
+    trace = trace_text(models["gpt_oss"], TEXT)
+    kind = trace.kinds[0]
+    shown = trace_head_statistics(trace, kind)["learned_sink"]                 # (L, H)
+    rows = reading.weights(trace, kind).astype(np.float64).sum(-1)           # (L, H, T)
+    np.testing.assert_allclose(shown, np.clip(1 - rows, 0, None).mean(-1), atol=1e-5)
+    assert (shown > 0).all()
+    plain = trace_text(open_model(str(tiny_folder(root, "llama")), "cpu"), TEXT)
+    assert np.isnan(trace_head_statistics(plain, plain.kinds[0])["learned_sink"]).all()
