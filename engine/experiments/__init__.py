@@ -22,7 +22,7 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
     from attnscope.engine.experiments.attribution import agreement
     from attnscope.engine.experiments.pairs import PromptPair, frame_pair, next_tokens, read_pairs
     from attnscope.engine.experiments.run import experiment, over_pairs
-    from attnscope.engine.experiments.score_split import RUNNER_UP, why, why_steps
+    from attnscope.engine.experiments.score_split import RUNNER_UP, WHY_SPLIT, why, why_steps
     from attnscope.engine.experiments.why_result import ScoreSplit
 
 _PUBLIC = {
@@ -34,11 +34,12 @@ _PUBLIC = {
     "experiment": "run",
     "over_pairs": "run",
     "RUNNER_UP": "score_split",
+    "WHY_SPLIT": "score_split",
     "why": "score_split",
     "why_steps": "score_split",
     "ScoreSplit": "why_result",
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["DLA", "HEAD_KIND", "LOGIT_DIFF", "LOGPROB", "METHODS", "METRICS", "POINTS", "PromptPair", "SEQ2SEQ_POINTS",
-           "RUNNER_UP", "ScoreSplit", "agreement", "experiment", "frame_pair", "next_tokens", "over_pairs",
+           "RUNNER_UP", "ScoreSplit", "WHY_SPLIT", "agreement", "experiment", "frame_pair", "next_tokens", "over_pairs",
            "read_pairs", "why", "why_steps"]

@@ -36,6 +36,7 @@ from attnscope.engine.traces.base import RunCancelled
 from attnscope.engine.traces.estimate import duration
 
 RUNNER_UP = "runner-up"      # ``versus``: the row's strongest key other than ``key``
+WHY_SPLIT = "Why (the split of one attention score)"    # the tool, as a refusal names it
 EXACT_CELLS = 64             # loadings are exact (every row, every key) up to this many query positions
 SAMPLED_ROWS = 32            # past it: this many rows, evenly spread
 KEYS_PER_ROW = 16            # each over its strongest keys
@@ -111,7 +112,7 @@ def why_steps(loaded, text, kind: str, layer: int, head: int, query: int, key: i
     tokens the model reads, specials included (query side and key side of ``kind``)."""
     if not isinstance(loaded, LoadedModel):
         raise InputError(NEEDS_MODEL)
-    check_seam(loaded, "Why (the split of one attention score)")
+    check_seam(loaded, WHY_SPLIT)
     stop = check_callback(stop, "stop")
     if not isinstance(loadings, bool):
         raise InputError(f"loadings is True or False, not {loadings!r:.40}.")

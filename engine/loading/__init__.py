@@ -16,7 +16,7 @@ if TYPE_CHECKING:     # what tools see; at run time __getattr__ imports each nam
                                            save_checkpoint)
     from attnscope.engine.loading.convert import hf_to_scratch
     from attnscope.engine.loading.demo import random_model
-    from attnscope.engine.loading.dense import DENSE_NOTE
+    from attnscope.engine.loading.dense import DENSE_NOTE, check_seam
     from attnscope.engine.loading.hub_cache import cache_dir
     from attnscope.engine.loading.loaded import LoadedModel
     from attnscope.engine.loading.placement import accelerate_missing
@@ -34,6 +34,7 @@ _PUBLIC = {
     "hf_to_scratch": "convert",
     "random_model": "demo",
     "DENSE_NOTE": "dense",
+    "check_seam": "dense",
     "cache_dir": "hub_cache",
     "LoadedModel": "loaded",
     "accelerate_missing": "placement",
@@ -42,5 +43,5 @@ _PUBLIC = {
 }
 __getattr__ = lazy(__name__, _PUBLIC)
 __all__ = ["CheckpointError", "DENSE_NOTE", "LoadedModel", "accelerate_missing", "cache_dir", "cached_snapshots",
-           "check_checkpoint_path", "checked", "hf_to_scratch", "load_checkpoint", "models_help", "open_model",
+           "check_checkpoint_path", "check_seam", "checked", "hf_to_scratch", "load_checkpoint", "models_help", "open_model",
            "local_mode", "random_model", "save_checkpoint", "use_api_key"]

@@ -24,7 +24,10 @@ def needs_seam(name: str, what: str | None = None) -> InputError:
 
 
 def check_seam(loaded, what: str) -> None:
-    """``what`` refused in one sentence before it runs when ``loaded`` is drawn by the dense fallback."""
+    """``what`` refused in one sentence before it runs when ``loaded`` is drawn by the dense fallback.
+    Anything else than a model passes: each tool refuses it at its own door, in its own words."""
+    if not isinstance(what, str) or not what.strip():
+        raise InputError(f"check_seam is given the name of the tool it checks for, not {what!r:.40}.")
     meta = getattr(loaded, "meta", None)      # anything else than a model is refused at its own door
     if isinstance(meta, dict) and meta.get("dense"):
         raise needs_seam(loaded.name, what)

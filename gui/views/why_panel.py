@@ -34,7 +34,8 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QLabel, QProg
 from attnscope.engine.interventions import Interventions
 from attnscope.engine.kinds import DECODER_SELF
 from attnscope.engine.traces import reading
-from attnscope.engine.inputs import Chat
+from attnscope.engine.inputs import Chat, InputError
+from attnscope.engine.loading import check_seam
 from attnscope.gui.colormaps import attach_colorbar
 from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.widgets.flow import FlowLayout
@@ -51,6 +52,7 @@ NEEDS_MODEL = ("Why needs the model: a recording holds the queries and keys, not
                "the model and Run the text to split a score.")
 MERGED = ("Why splits the score of one token the model reads: untick \"merge word pieces\" and Run again to ask it "
           "of a piece.")
+REFUSED = "Nothing was split: the line above says why."
 EMPTY = "Right-click a cell of Head detail (or Alt+click it) and choose \"Why does query i attend to key j?\"."
 STALE = ("Stale: the text, the model or the interventions changed since this split was computed; press Why again to "
          "split the score anew.")
@@ -265,6 +267,12 @@ class WhyPanel(QWidget):
             return NEEDS_MODEL
         if state.trace is not None and reading.groups(state.trace):
             return MERGED
+        from attnscope.engine.experiments import WHY_SPLIT   # torch: a model is open by now
+
+        try:     # a family drawn by the dense fallback: said here, in the panel, not after a job
+            check_seam(state.loaded, WHY_SPLIT)
+        except InputError as refused:
+            return str(refused)
         return None
 
     def inputs(self) -> WhyInputs:
@@ -284,8 +292,8 @@ class WhyPanel(QWidget):
             self.jobs.cancel()
             self._finished()
             self._say(refusal)
-            if self.result is None:
-                self._show_nothing(refusal)
+            if self.result is None:     # the sentence is the status line's: one line here, never cut at the sides
+                self._show_nothing(refusal if refusal == EMPTY else REFUSED)
             self._inputs_changed()
             return
         inputs, ask, versus = self.inputs(), self.asked, self.versus()

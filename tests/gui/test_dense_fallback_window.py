@@ -19,3 +19,23 @@ def test_the_banner_says_a_fallback_model_is_drawn_from_its_own_weights(window_o
     assert not w.banner.isHidden() and w.banner.text().count(said) == 1      # the trace's note is not said twice
     w.state.set_model(w.state.loaded)          # no trace on screen yet (as right after loading): said still
     assert not w.banner.isHidden() and w.banner.text().count(said) == 1
+
+
+def test_why_on_a_fallback_model_says_why_in_the_panel_before_any_job(window_on, qtbot, tmp_path):
+    """Asked on a cell of a fallback model, Why says in its panel's status line that it needs the
+    seam, naming itself, and starts no job; the hint "Right-click a cell…" gives way to a short line
+    pointing there (the sentence, drawn in the plot, was cut at both sides)."""
+    from tools.family_sweep import build
+    from attnscope.engine.kinds import DECODER_SELF
+    from attnscope.gui.views.why_panel import REFUSED
+
+    folder = build(tmp_path, "gpt_neo", "decoder")
+    w = window_on("random-gpt")
+    old = w.state.loaded
+    w.opening.open_source(str(folder))
+    qtbot.waitUntil(lambda: w.state.loaded is not old and w.state.trace is not None, timeout=120000)
+    w.state.ask_why(DECODER_SELF, 0, 0, 2, 1)
+    p = w.views["Why"]
+    said = p.status.text()
+    assert said.startswith(w.state.loaded.name) and "Why (the split of one attention score) needs" in said
+    assert not p.jobs.busy and p.map._empty_label.text == REFUSED      # the hint is gone; the sentence is above
