@@ -353,6 +353,10 @@ class WhyPanel(QWidget):
     def _on_model(self, _loaded) -> None:
         self.jobs.cancel()
         self._finished()
+        if self.result is None:    # what was said (a refusal, "Stopped") was of the model before: the hint again
+            self.asked = None
+            self._say(" ")
+            self._show_nothing(EMPTY)
         self._inputs_changed()
 
     def _inputs_changed(self) -> None:

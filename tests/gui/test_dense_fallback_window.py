@@ -27,7 +27,7 @@ def test_why_on_a_fallback_model_says_why_in_the_panel_before_any_job(window_on,
     pointing there (the sentence, drawn in the plot, was cut at both sides)."""
     from tools.family_sweep import build
     from attnscope.engine.kinds import DECODER_SELF
-    from attnscope.gui.views.why_panel import REFUSED
+    from attnscope.gui.views.why_panel import EMPTY, REFUSED
 
     folder = build(tmp_path, "gpt_neo", "decoder")
     w = window_on("random-gpt")
@@ -39,3 +39,6 @@ def test_why_on_a_fallback_model_says_why_in_the_panel_before_any_job(window_on,
     said = p.status.text()
     assert said.startswith(w.state.loaded.name) and "Why (the split of one attention score) needs" in said
     assert not p.jobs.busy and p.map._empty_label.text == REFUSED      # the hint is gone; the sentence is above
+    w.opening.open_source("random-gpt")      # then a model the seam reads: the refusal was of the one before
+    qtbot.waitUntil(lambda: not w.state.loaded.meta.get("dense"), timeout=120000)
+    assert p.status.isHidden() and p.map._empty_label.text == EMPTY and p.asked is None
