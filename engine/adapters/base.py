@@ -88,6 +88,9 @@ class Adapter:
     """One per family; ``engine.adapters.adapter_for(loaded)`` picks it."""
 
     role: str          # "encoder", "decoder" or "encoder-decoder"
+    # True for a family drawn from its own attention weights (engine.adapters.hf_dense): nothing
+    # reaches the seam, so a Run, the estimate and the mechanism scores read eager weights instead.
+    dense: bool = False
 
     def __init__(self, loaded):
         self.loaded = loaded
@@ -183,7 +186,7 @@ class Adapter:
         """What the memory estimate of a Run needs (engine.traces.estimate), asked once: the
         recorded sizes (or a dense fallback's eager sizes), then the memory free on the device
         (after the sizes' probe forward, as the estimate always read it)."""
-        if getattr(self, "dense", False):
+        if self.dense:
             eager, side = self.sizes(), "source" if getattr(self, "kind", DECODER_SELF) == ENCODER_SELF else "target"
             return RunFacts(None, *free_memory.free_where(self.device), eager=eager, side=side)
         sizes = self.recorded_sizes()

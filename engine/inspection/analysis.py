@@ -275,7 +275,7 @@ def _mechanism_forward(loaded) -> dict:
     ids = repeated_random_tokens(adapter.plain_token_ids(), max(2, min(MECHANISM_HALF, (loaded.max_len - 2) // 2)))
     half = len(ids) // 2
     framed, starts = adapter.frame_ids(ids)
-    if getattr(adapter, "dense", False):   # its own attention classes: eager's weights, as its Run reads them
+    if adapter.dense:   # its own attention classes: eager's weights, as its Run reads them
         held, _ = adapter.dense_weights(framed)                                  # {kind: (L, H, T, T)}
     else:
         with torch.no_grad(), recording() as rec:

@@ -69,7 +69,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
     loaded.model.eval()
     check_run(adapter.run_facts(), framed, loaded.name)      # the dense fallback too: its weights held whole, refused with the numbers
-    if getattr(adapter, "dense", False):      # its own attention classes: eager's weights (engine.adapters.hf_dense)
+    if adapter.dense:      # its own attention classes: eager's weights (engine.adapters.hf_dense)
         if value_weighted or merge_subwords:
             raise InputError(f"{loaded.name}: value-weighted or merged rows need attnscope's attention seam, and "
                              "this family is drawn from its own attention weights.")
