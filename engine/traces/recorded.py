@@ -37,6 +37,10 @@ TOP_MARGIN = 8                    # strongest keys: candidates read past k, to s
 
 
 class RecordedTrace(TraceDefaults):
+    # where the recording lives, and where its views are computed and pooled: set in __init__ (a
+    # class value, so it stands in for TraceDefaults' getter)
+    device: torch.device = torch.device("cpu")
+
     def __init__(self, calls: dict[str, list[AttentionCall]], *, model_name: str, family: str,
                  source_tokens: list[str], target_tokens: list[str], notes: list[str] | None = None,
                  batch_index: int = 0, groups: dict[str, list[int]] | None = None,
@@ -45,6 +49,8 @@ class RecordedTrace(TraceDefaults):
         queries/keys are real (padding is cut). ``groups`` (side -> word index per piece)
         merges pieces into words; ``pieces`` keeps the piece tokens of each side."""
         self.calls = calls
+        # known once the calls are: a field, so pooling a view asks no getter of the trace
+        self.device = next(iter(calls.values()))[0].q.device if calls else torch.device("cpu")
         self._kinds = reading.in_order(calls)    # ordered once, as built: asking kinds reads the record alone
         self.model_name, self.family = model_name, family
         self.notes = list(notes or [])
@@ -242,11 +248,6 @@ class RecordedTrace(TraceDefaults):
         if groups is None:
             return np.arange(len(self.pieces[side]) + 1)
         return np.append(word_starts(groups), len(groups))
-
-    @property
-    def device(self) -> torch.device:
-        """Where the recording lives, and where its views are computed and pooled."""
-        return next(iter(self.calls.values()))[0].q.device
 
     @torch.no_grad()
     def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int,
