@@ -171,7 +171,7 @@ STATISTICS: list[Statistic] = [
               "weight on the first token (the attention sink)", sink, _one,
               "attention sinks (Xiao et al., 2023, StreamingLLM)"),
     Statistic("learned_sink", "1 - sum_j a_ij: the share of a learned sink (a softmax term that reads no value; "
-              "hidden for a model without one)", "weight on the model's learned sink", learned_sink, _one,
+              "Head statistics hides it for a model without one)", "weight on the model's learned sink", learned_sink, _one,
               "learned attention sinks (gpt-oss, OpenAI 2025; Sun et al., 2024, Massive activations)"),
     Statistic("previous", "a_i,i-1: the weight on the token just before (queries i >= 1)",
               "weight on the previous token", previous, _one,

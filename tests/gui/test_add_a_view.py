@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from attnscope.engine.traces import reading
-from attnscope.gui.drawing.prepared import PreparedView, prepares
+from attnscope.gui.drawing.prepared import PreparedView
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,10 @@ class LastRowDrawing:
     strongest: str
 
 
-@prepares
 def last_row_drawing(trace, kind: str, layer: int, head: int) -> LastRowDrawing:
-    """In a worker: the trace is asked for one row (reading.row), never for a dense array."""
+    """In a worker: the trace is asked for one row (reading.row), never for a dense array. A view's
+    module marks it ``@prepares``; here the test marks it and takes it off the list after, so no
+    other test finds a preparation of a view that is not registered."""
     last = len(reading.query_tokens(trace, kind)) - 1
     row = reading.row(trace, kind, layer, head, last)                            # (Tk,)
     keys = reading.key_tokens(trace, kind)
@@ -59,10 +60,13 @@ class LastRowView(PreparedView, QWidget):
 
 
 def test_a_view_written_from_the_registry_a_sibling_and_the_protocol_works_in_the_window(window_on, qtbot,
-                                                                                        monkeypatch):
+                                                                                        monkeypatch, request):
+    import attnscope.gui.drawing.prepared as prepared
     import attnscope.gui.window.dock_layout as dock_layout
     from attnscope.gui.views.registry import VIEWS, ViewSpec
 
+    prepared.prepares(last_row_drawing)
+    request.addfinalizer(lambda: prepared.DRAWN_OFF_THREAD.remove(last_row_drawing))
     monkeypatch.setattr(dock_layout, "VIEWS", VIEWS + [ViewSpec("Last row", LastRowView, "bottom")])
     w = window_on("random-gpt")
     view = w.dock_layout.view("Last row")
