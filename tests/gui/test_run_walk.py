@@ -42,7 +42,8 @@ def test_the_walk_enters_the_rooms_where_tiles_are_made(order):
                           "settling, loaded's facts); 77 / 37 all at f579190; to the tiles (side branches left "
                           "out, tools/run_walk.py) 64 / 29 at 2cc5ee4, 56 / 22 (all 67 / 27) at 26174ea once state read "
                           "the Prompt itself, a recorded trace its kinds and shape, the estimate one record of "
-                          "facts, the recorder a call once and row_blocks sized the pooling's blocks. Left: framing (inputs <-> tokenizer), the seam (attend "
+                          "facts, the recorder a call once and row_blocks sized the pooling's blocks; 55 / 21 (all 66 / 26) "
+                          "at fe55ae8 once a recorded trace's device was a field. Left: framing (inputs <-> tokenizer), the seam (attend "
                           "<-> call), the trace's reading (recorded <-> reading <-> base, capabilities), the gui's "
                           "kinds, worker and state asked between; to be cut by structure, never by raising the "
                           "bound", strict=False)
