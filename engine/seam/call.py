@@ -11,7 +11,7 @@ attention weights" in the engine.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -44,11 +44,13 @@ class AttentionCall:
     sink: torch.Tensor | None = None     # (Hq,) each query head's sink logit, or (B, Hq, Tq) each query's (Inkling 2
                                          # projects it from the token): one more softmax term, with no value
     chosen: int | None = None            # a sparse attention: the keys its indexer picks per query (already in the mask)
+    group: int = field(init=False)       # query heads per key/value head (1 without grouped-query attention)
 
-    @property
-    def group(self) -> int:
-        """Query heads per key/value head (1 without grouped-query attention)."""
-        return self.q.shape[1] // self.k.shape[1]
+    def __post_init__(self) -> None:
+        # Known once the call is built (its q and k are never swapped for others: a changed call is
+        # a ``replace``, built again), and asked by every kernel choice, each head's key head and the
+        # scores: a field, not a property computed again at each ask.
+        self.group = self.q.shape[1] // self.k.shape[1]
 
     def kv_head(self, head: int) -> int:
         return head // self.group
