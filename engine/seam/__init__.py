@@ -13,8 +13,7 @@ linear-attention and Mamba-2 layers reach it through the module-level function t
 their values with, wrapped where it is defined (``linear_mixing``): kept by the same Recorder, drawn
 as their effective attention (kind ``effective attention``, not a softmax).
 """
-from attnscope.engine.seam.attend import SeamHook, attend, hooks
+from attnscope.engine.seam.attend import Recorder, SeamHook, attend, hooks, recording
 from attnscope.engine.seam.call import AttentionCall, Site
-from attnscope.engine.seam.recorder import Recorder, recording
 
 __all__ = ["AttentionCall", "Recorder", "SeamHook", "Site", "attend", "hooks", "recording"]

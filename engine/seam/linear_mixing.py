@@ -30,9 +30,8 @@ import torch
 from attnscope.engine.errors import first_line
 from attnscope.engine.kinds import EFFECTIVE
 from attnscope.engine.runtime.blocks import score_block_bytes
-from attnscope.engine.seam.attend import _HOOKS
+from attnscope.engine.seam.attend import _HOOKS, Recorder
 from attnscope.engine.seam.call import Site
-from attnscope.engine.seam.recorder import Recorder
 
 @dataclass(frozen=True)
 class Mixer:

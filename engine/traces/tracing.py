@@ -79,7 +79,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     merge_subwords = merge_subwords and not value_weighted
     progress = _Progress(len(adapter.sites()), report, stop)
     # The progress (and stop) hook before the recorder: a call is counted, or the Run stopped, before
-    # it is computed, and the recorder is the last to see it, once computed (engine.seam.recorder).
+    # it is computed, and the recorder is the last to see it, once computed (engine.seam.attend's Recorder).
     with applied(interventions) as changes, hooks(progress), recording(keep_values=value_weighted, lse=True) as rec:
         adapter.forward(framed, last_only=True)            # the attention is kept, not the logits
     rec.calls = marked(changes, rec.calls)     # a knockout's blocked cells read 0, as the forward used them
