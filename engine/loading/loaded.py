@@ -8,7 +8,9 @@ The facts a model is opened with (its kinds, role, whether it generates, is spre
 parameters) are worked out the first time they are asked and then read as fields: the window's
 status line and output row read them for every trace on screen, and they do not change while the
 model is open (the dense fallback reads the same weights again, eager; a spread model is refused
-it). Where the model takes its input, ``device``, can change (``to``) and is asked each time.
+it). Where the model takes its input, ``device``, is a fact of the same kind: worked out once (by
+``to``, which the loader calls, or at the first question) and set again by ``to``, the one way a
+loaded model moves, so a Run reads a field rather than asking the weights through two modules.
 """
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ class LoadedModel:
         """Spread over several devices by accelerate (engine.loading.placement): it cannot move whole."""
         return bool(getattr(self.model, "hf_device_map", None))
 
-    @property
+    @cached_property
     def device(self) -> torch.device:
         """Where the model takes its input (a spread model: where its first module runs)."""
         return input_device(self.model)
@@ -82,4 +84,5 @@ class LoadedModel:
         if self.spread:    # accelerate's hooks hold each layer's place: open it again instead
             raise ValueError(f"{self.name} is spread over several devices; open it again to run it on {device}.")
         self.model.to(device)
+        self.__dict__["device"] = input_device(self.model)    # the field ``device``, set again where it moved
         return self
