@@ -43,6 +43,7 @@ class RunFacts:
     where: str                        # that place, as a refusal says it ("on cuda:0")
     eager: tuple[int, int, int] | None = None   # the dense fallback: (layers, heads, width) of its eager weights
     side: str = "target"              # the dense fallback: the side its tokens are on
+    sites: int = 0                    # the attention calls one forward makes (a Run's progress counts them)
 
 
 @dataclass
@@ -190,7 +191,7 @@ class Adapter:
             eager, side = self.sizes(), "source" if getattr(self, "kind", DECODER_SELF) == ENCODER_SELF else "target"
             return RunFacts(None, *free_memory.free_where(self.device), eager=eager, side=side)
         sizes = self.recorded_sizes()
-        return RunFacts(sizes, *free_memory.free_where(self.device))
+        return RunFacts(sizes, *free_memory.free_where(self.device), sites=len(sizes.sites))
 
     def sites(self) -> list[Site]:
         """Every attention site of the model, in call order."""

@@ -68,7 +68,8 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
     prepared = request(loaded, text, target, pair, interventions, max_new_tokens=max_new_tokens)
     loaded, adapter, framed = prepared.loaded, prepared.adapter, prepared.framed
     loaded.model.eval()
-    check_run(adapter.run_facts(), framed, loaded.name)      # the dense fallback too: its weights held whole, refused with the numbers
+    facts = adapter.run_facts()          # asked once: the estimate's numbers and the progress's count of sites
+    check_run(facts, framed, loaded.name)      # the dense fallback too: its weights held whole, refused with the numbers
     if adapter.dense:      # its own attention classes: eager's weights (engine.adapters.hf_dense)
         if value_weighted or merge_subwords:
             raise InputError(f"{loaded.name}: value-weighted or merged rows need attnscope's attention seam, and "
@@ -77,7 +78,7 @@ def trace_text(loaded: LoadedModel, text: str, target: str | None = None, pair: 
         return DenseTrace(loaded.name, loaded.family, weights, source_tokens=framed.source_tokens,
                           target_tokens=framed.target_tokens, notes=notes)
     merge_subwords = merge_subwords and not value_weighted
-    progress = _Progress(len(adapter.sites()), report, stop)
+    progress = _Progress(facts.sites, report, stop)
     # The progress (and stop) hook before the recorder: a call is counted, or the Run stopped, before
     # it is computed, and the recorder is the last to see it, once computed (engine.seam.attend's Recorder).
     with applied(interventions) as changes, hooks(progress), recording(keep_values=value_weighted, lse=True) as rec:
