@@ -116,7 +116,7 @@ class Adapter:
         (engine.decoding.greedy.request passes the greedy one). ``what`` names the action in a
         refusal; ``remote``: the model runs on NDIF (engine.remote)."""
         prompt = Prompt.of(prompt, what=what)
-        text = check_prompt(self.loaded, prompt.text, what, remote=remote)
+        text = check_prompt(self.loaded, prompt, what, remote=remote)    # the text's door passed in Prompt.of
         if interventions is not None and not callable(getattr(interventions, "hooks", None)):
             raise InputError(f"The interventions must be an Interventions (engine.interventions), not "
                              f"{' '.join(repr(interventions).split()):.40}.")

@@ -9,7 +9,7 @@ refuses the chat form in one sentence rather than inventing a format.
 """
 from __future__ import annotations
 
-from attnscope.engine.inputs import Chat, InputError, check_text
+from attnscope.engine.inputs import Chat, InputError, Prompt, check_text
 from attnscope.engine.loading.loaded import LoadedModel
 
 
@@ -27,16 +27,17 @@ def reads_chat(loaded) -> bool:
 
 
 def check_prompt(loaded, text, what: str = "run", remote: bool = False):
-    """``text`` checked at the engine's door (engine.inputs.check_text); a Chat only for a model
-    that reads chats (a Hugging Face decoder whose tokenizer carries a chat template), else
-    InputError in one sentence. A model served by NDIF (built here without weights,
-    engine.loading.remote_source) runs only through engine.remote (``remote``)."""
+    """``text`` checked at the engine's door (engine.inputs.check_text; a Prompt's text passed it
+    when the Prompt was made, so it is not checked again); a Chat only for a model that reads
+    chats (a Hugging Face decoder whose tokenizer carries a chat template), else InputError in
+    one sentence. A model served by NDIF (built here without weights, engine.loading.remote_source)
+    runs only through engine.remote (``remote``)."""
     if not isinstance(loaded, LoadedModel):
         raise InputError(not_a_model(loaded, what))
     if not remote and loaded.meta.get("ndif", {}).get("mode") == "ndif":
         raise InputError(f"{loaded.name} runs on NDIF and has no weights here, so nothing can {what} on it here: "
                          "a Run reads it there (attnscope record).")
-    text = check_text(text, what)
+    text = text.text if isinstance(text, Prompt) else check_text(text, what)
     if isinstance(text, Chat):
         if loaded.role != "decoder":
             raise InputError(f"{loaded.name} is an {loaded.role}; a chat prompt goes to a decoder (an instruction-"

@@ -68,5 +68,5 @@ def admitted(loaded, text, what: str = "run", remote: bool = False) -> tuple[Ada
     a Chat or a Prompt) checked for ``loaded`` once and ``loaded``'s adapter."""
     if isinstance(text, Prepared):
         return text.adapter, text.prompt.text
-    text = check_prompt(loaded, text.text if isinstance(text, Prompt) else text, what, remote)
+    text = check_prompt(loaded, text, what, remote)
     return adapter_for(loaded), text
