@@ -14,7 +14,9 @@ thread), and on threads of our own. A project function (gui/, engine/) is part o
 when one of its arguments, ``self`` included, carries the request on: the text typed, anything
 a function of the walk returned (the trace, a drawing), a field of such a record (a drawing's
 mosaic; a numpy array also as a view of it, which pyqtgraph keeps), or an object that holds one
-of them. So the walk enters the rooms where tiles are made: the pooling (engine.traces),
+of them, or a tensor torch made from one (a torch function mode carries the request through
+torch's own operations: the framed ids made a tensor, the embedding, each layer's output, so the
+model's forward is followed for what it computes from the text). So the walk enters the rooms where tiles are made: the pooling (engine.traces),
 the drawing (gui.drawing, gui.widgets.mosaic) and the painting (gui.widgets.peak_image).
 Each function counts once, at its first call, as a static walk of the calls would see it (a
 loop's calls are one call). A *stay* is a run of functions of one module; a *return* is a stay
@@ -311,11 +313,35 @@ class Walk:
             self.current.stack = [] if parent is None else [(None, parent)]
             sys.setprofile(self.profile)
             try:
-                return fn(*args, **kwargs)
+                with carrying(self):
+                    return fn(*args, **kwargs)
             finally:
                 sys.setprofile(None)
                 self.current.segment, self.current.stack = before, stack
         return run
+
+
+def carrying(walk: "Walk"):
+    """A torch function mode under which what torch makes from a value that carries the request
+    carries it on (the framed ids made a tensor, its embedding, each layer's output): the walk
+    follows the text through the model's forward, not only through what project functions return.
+    Without it the forward was seen only because one function returned the attention modules (the
+    sites counted for progress), and lost whole when that moved (e063323)."""
+    from torch.overrides import TorchFunctionMode
+
+    class Carrying(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if any(walk.carries(a) for a in (*args, *kwargs.values())):
+                stack = walk.stack()
+                by = stack[-1][1] if stack else None
+                with walk.lock:
+                    for part in (out if isinstance(out, (tuple, list)) else (out,)):
+                        if hasattr(type(part), "data_ptr"):
+                            walk.mark(part, 0, by)
+            return out
+    return Carrying()
 
 
 class _Lane:
