@@ -15,7 +15,6 @@ called ``super()`` back (issue 54); it is 12 members now, and no member has a bo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -58,21 +57,6 @@ class RunCancelled(Exception):
 
 class TraceTooLarge(ValueError):
     """A whole-kind view asked of a trace too long to hold every head at once, said with numbers."""
-
-
-@dataclass
-class Thumbnails:
-    """Every head of one kind pooled to at most ``size`` pixels a side, and how."""
-    pooled: np.ndarray        # (L, H, rows, cols) float32
-    how: str                  # "max" keeps peaks, "mean" keeps mass ("exact" when nothing was pooled)
-    t_query: int              # tokens the rows stand for
-    t_key: int                # tokens the columns stand for
-    sink: np.ndarray | None = None   # (L, H, rows) the first key's weight alone, each block of rows pooled
-                                     # as ``pooled`` is: an attention sink drawn apart from the pooled keys
-
-    @property
-    def exact(self) -> bool:
-        return self.pooled.shape[2:] == (self.t_query, self.t_key)
 
 
 def array_block(layer: np.ndarray, heads: list[int], rows: slice, cols: slice):

@@ -6,7 +6,7 @@ default; a caller could not tell which to ask. Now a caller asks ``trace.recordi
 ``trace.fetcher`` once and gets an object, or None where the trace has no such thing:
 
 - ``Recording``: a trace computed from a Run's recorded queries and keys (engine.traces.recorded,
-  engine.traces.partial): its calls, each query's strongest keys computed for many heads at
+  engine.traces.partial), which answers with itself typed as this protocol: its calls, each query's strongest keys computed for many heads at
   once, a sample call for a time estimate; it can be saved (engine.traces.recording_file).
 - ``Fetcher``: a trace holding q of some query rows only (a remote Run's, or its recording):
   whether every row is here, and for a remote Run following and stopping its later jobs.
@@ -19,50 +19,60 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from attnscope.engine.seam.call import AttentionCall
 
 
-class Recording:
-    """A recorded trace's own work, asked through ``trace.recording``."""
-
-    def __init__(self, trace):
-        self._trace = trace
+class Recording(Protocol):
+    """A recorded trace's own work, asked through ``trace.recording``: a trace computed from a
+    Run's queries and keys (engine.traces.recorded, engine.traces.partial) answers with itself,
+    typed as this protocol, so a caller is held to these members. It was a wrapper that forwarded
+    each member to the trace: a second object and a second room on every ask, saying nothing the
+    type does not (issue 54's walk: the drawing lane's one question went trace -> wrapper -> trace)."""
 
     @property
     def batch_index(self) -> int:
         """Which example of the recorded batch the trace reads."""
-        return self._trace.batch_index
+        ...
 
     @property
     def groups(self) -> dict[str, list[int]]:
         """side -> the word index of each piece, for the sides whose pieces were merged into words
         (engine.traces.words); empty when the tokens are the pieces fed."""
-        return self._trace.groups
+        ...
 
     @property
     def pieces(self) -> dict[str, list[str]]:
         """side -> the tokens fed to the model (word pieces, before any merging)."""
-        return self._trace.pieces
+        ...
 
-    def call(self, kind: str, layer: int):
+    def call(self, kind: str, layer: int) -> "AttentionCall":
         """The recorded call (engine.seam.AttentionCall: q, k, mask, bias, scale) behind one layer."""
-        return self._trace.call(kind, layer)
+        ...
 
-    def held_call(self, kind: str, layer: int):
-        """The call behind one layer over the query rows held, bringing none (a time estimate's sample)."""
-        return self._trace.held_call(kind, layer)
+    def held_call(self, kind: str, layer: int) -> "AttentionCall | None":
+        """The call behind one layer over the query rows held, bringing none (a time estimate's
+        sample); None when no row is held."""
+        ...
 
     def computes_on_demand(self, kind: str) -> bool:
         """Whether drawing ``kind`` computes weights rather than reads arrays held whole."""
-        return self._trace.computes_on_demand(kind)
+        ...
 
     def piece_span(self, kind: str) -> tuple[int, int]:
         """How many query and key pieces (before word merging) the recording covers."""
-        return self._trace.piece_span(kind)
+        ...
 
-    def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int, keys=None):
-        """Each query's ``k`` strongest keys for several heads at once (engine.inspection.top_keys),
-        or None where this trace reads them head by head."""
-        return self._trace.strongest_keys(kind, layer, heads, rows, k, keys)
+    def strongest_keys(self, kind: str, layer: int, heads: list[int], rows: slice, k: int,
+                       keys: "np.ndarray | None" = None) -> "tuple[np.ndarray, np.ndarray, np.ndarray] | None":
+        """Each query's ``k`` strongest keys for several heads at once (engine.inspection.top_keys):
+        (h, r, k) key indices, (h, r, k) weights and (h, r) what each row leaves, or None
+        where this trace reads them head by head."""
+        ...
 
 
 class Fetcher:

@@ -37,10 +37,17 @@ class DenseTrace(TraceDefaults):
 
     @property
     def faster(self) -> FasterPaths:
-        """Everything is held: whole kinds, layers and heads are the arrays themselves (no copy)."""
+        """Everything is held: whole kinds, layers and heads are the arrays themselves (no copy),
+        and the overview pools them as held (engine.traces.pooling.pool_held)."""
         return FasterPaths(weights=self.attentions.__getitem__,
                            layer=lambda kind, layer: self.attentions[kind][layer],
-                           head=lambda kind, layer, head: self.attentions[kind][layer, head])
+                           head=lambda kind, layer, head: self.attentions[kind][layer, head],
+                           thumbnails=self._thumbnails)
+
+    def _thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None):
+        from attnscope.engine.traces.pooling import pool_held   # torch: a DenseTrace is held without it
+
+        return pool_held(self.attentions[kind], size, how, report, stop)
 
     def held_bytes(self) -> int:
         """What the arrays take, in bytes."""

@@ -17,8 +17,9 @@ import torch
 from attnscope.engine.kinds import DECODER_SELF
 from attnscope.engine.seam.call import AttentionCall
 from attnscope.engine.traces import reading
-from attnscope.engine.traces.base import Thumbnails, TraceDefaults, TraceTooLarge
+from attnscope.engine.traces.base import TraceDefaults, TraceTooLarge
 from attnscope.engine.traces.capabilities import FasterPaths, Fetcher, Recording
+from attnscope.engine.traces.pooling import Thumbnails
 from attnscope.engine.traces.recorded import RecordedTrace
 
 FACTS = ("scale", "softcap", "window", "causal", "heads")     # per layer, plain numbers
@@ -141,8 +142,8 @@ class PartialTrace(TraceDefaults):
 
     @property
     def recording(self) -> Recording:
-        """Computed from queries and keys, as a recording is: saved as one, rows held and all."""
-        return Recording(self)
+        """Itself, computed from queries and keys as a recording is: saved as one, rows held and all."""
+        return self
 
     @property
     def fetcher(self) -> Fetcher:

@@ -11,12 +11,30 @@ a copy of the scores.
 """
 from __future__ import annotations
 
+import math
 import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
 from attnscope.engine.inputs import InputError, check_count, check_kind
 
-import math
+@dataclass
+class Thumbnails:
+    """Every head of one kind pooled to at most ``size`` pixels a side, and how: what the overview
+    draws, made here beside the pooling that makes it."""
+    pooled: np.ndarray        # (L, H, rows, cols) float32
+    how: str                  # "max" keeps peaks, "mean" keeps mass ("exact" when nothing was pooled)
+    t_query: int              # tokens the rows stand for
+    t_key: int                # tokens the columns stand for
+    sink: np.ndarray | None = None   # (L, H, rows) the first key's weight alone, each block of rows pooled
+                                     # as ``pooled`` is: an attention sink drawn apart from the pooled keys
 
-import torch
+    @property
+    def exact(self) -> bool:
+        return self.pooled.shape[2:] == (self.t_query, self.t_key)
+
 
 def block(length: int, size: int) -> int:
     """Tokens a pixel covers when ``length`` tokens are drawn in at most ``size`` pixels."""
@@ -64,6 +82,35 @@ def pool_blocks(x: torch.Tensor, b: int, how: str) -> torch.Tensor:
     if rest:
         parts.append(reduce(x[..., full * b:])[..., None])
     return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
+
+
+def pool_heads(w: torch.Tensor, rb: int, kb: int, how: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(H, r, Tk) exact weights of whole pixel rows (``r`` a multiple of ``rb``, or the last
+    rows) -> (H, r / rb, cols) the overview's pixels and (H, r / rb) the first key's weight
+    pooled alone (a sink, drawn apart). The one pooling of the overview: a block of rows
+    (engine.traces.reading.pooled_thumbnails), or a layer held whole (``pool_held``); pixel rows
+    start at multiples of ``rb`` either way, so both give the same numbers."""
+    across = pool_blocks(w, kb, how)                                                     # (H, r, cols)
+    return pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2), pool_blocks(w[:, :, 0], rb, how)
+
+
+def pool_held(weights: np.ndarray, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
+    """Every head of a kind held whole as arrays, (L, H, Tq, Tk) float32 (a recorded trace's
+    kinds computed at once, a dense trace's arrays), pooled to at most ``size`` a side a layer
+    at a time: reading.pooled_thumbnails' numbers, without cutting the arrays into row blocks
+    and copying each head of each block first. ``report`` and ``stop`` as there."""
+    from attnscope.engine.traces.base import layer_started
+
+    L, H, tq, tk = weights.shape
+    rb, kb = block(tq, size), block(tk, size)
+    pooled, sink = [], []
+    for i in range(L):
+        layer_started(i, L, report, stop)
+        layer = np.ascontiguousarray(weights[i], np.float32)                            # (H, Tq, Tk), no copy when float32
+        pixels, first = pool_heads(torch.from_numpy(layer if layer.flags.writeable else layer.copy()), rb, kb, how)
+        pooled.append(pixels.numpy())
+        sink.append(first.numpy())
+    return Thumbnails(np.stack(pooled), how, tq, tk, np.stack(sink))
 
 
 def pool_2d(x: torch.Tensor, rows: int, cols: int, how: str) -> torch.Tensor:

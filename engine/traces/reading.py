@@ -16,13 +16,17 @@ nowhere else; the generic body below runs where it offers none.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attnscope.engine.kinds import KEY_SIDE, KINDS, QUERY_SIDE
 from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.traces import base   # DENSE_VIEW_BYTES read at each check: a test may lower it
-from attnscope.engine.traces.base import AttentionTrace, Thumbnails, TraceTooLarge, layer_started, sizes_apart
+from attnscope.engine.traces.base import AttentionTrace, TraceTooLarge, layer_started, sizes_apart
+
+if TYPE_CHECKING:
+    from attnscope.engine.traces.pooling import Thumbnails   # torch's module: imported where pooling runs
 
 LAYER_BYTES = 2**30     # one layer's every head at once, at most, where a trace computes it from ``block``
 
@@ -133,7 +137,7 @@ def pooled_thumbnails(trace: AttentionTrace, kind: str, size: int, how: str = "m
     true ends it between two layers (RunCancelled): at 8k tokens this is seconds of work."""
     import torch
 
-    from attnscope.engine.traces.pooling import block, pool_blocks
+    from attnscope.engine.traces.pooling import Thumbnails, block, pool_heads
 
     L, H, tq, tk = trace.shape(kind)
     rb, kb = block(tq, size), block(tk, size)
@@ -144,9 +148,9 @@ def pooled_thumbnails(trace: AttentionTrace, kind: str, size: int, how: str = "m
         layer_started(i, L, report, stop)
         rows, firsts = [], []
         for _r0, w in row_blocks(trace, kind, i, whole=rb):                              # (H, r, Tk)
-            across = pool_blocks(w, kb, how)                                             # (H, r, cols)
-            rows.append(pool_blocks(across.transpose(1, 2), rb, how).transpose(1, 2))    # (H, r / rb, cols)
-            firsts.append(pool_blocks(w[:, :, 0], rb, how))                              # (H, r / rb)
+            pixels, first = pool_heads(w, rb, kb, how)                                   # (H, r / rb, cols), (H, r / rb)
+            rows.append(pixels)
+            firsts.append(first)
         pooled.append(torch.cat(rows, 1).cpu().numpy())
         sink.append(torch.cat(firsts, 1).cpu().numpy())
     return Thumbnails(np.stack(pooled).astype(np.float32, copy=False), how, tq, tk,

@@ -24,10 +24,10 @@ from attnscope.engine.seam.call import AttentionCall
 import attnscope.engine.traces.block_max as block_max
 from attnscope.engine.runtime.free_memory import gib
 from attnscope.engine.traces import reading
-from attnscope.engine.traces.base import Thumbnails, TraceDefaults, TraceTooLarge, array_block, layer_started
+from attnscope.engine.traces.base import TraceDefaults, TraceTooLarge, array_block, layer_started
 from attnscope.engine.traces.capabilities import FasterPaths, Recording
 from attnscope.engine.traces.reading import LAYER_BYTES   # one layer at once, at most (a test lowers it here)
-from attnscope.engine.traces.pooling import bins, block, fold_rows, pool_blocks, rows_in_bins
+from attnscope.engine.traces.pooling import Thumbnails, bins, block, fold_rows, pool_blocks, pool_held, rows_in_bins
 from attnscope.engine.traces.strongest import strongest
 from attnscope.engine.traces.words import merge_pieces, word_starts
 
@@ -69,7 +69,8 @@ class RecordedTrace(TraceDefaults):
 
     @property
     def recording(self) -> Recording:
-        return Recording(self)
+        """Itself, typed as the Recording protocol: its calls and what they compute."""
+        return self
 
     @property
     def faster(self) -> FasterPaths:
@@ -133,10 +134,12 @@ class RecordedTrace(TraceDefaults):
     def _thumbnails(self, kind: str, size: int, how: str = "max", report=None, stop=None) -> Thumbnails:
         """Every head pooled to at most ``size`` a side, computed a block of query rows at a time
         (never a whole layer at once); each row's log-sum-exp is kept for ``block``. ``report``
-        and ``stop`` as engine.traces.reading.pooled_thumbnails, which serves a trace held whole
-        or merged into words."""
+        and ``stop`` as engine.traces.reading.pooled_thumbnails, which serves a trace merged into
+        words or a linear layer's mixing; a kind held whole is pooled as held (pooling.pool_held)."""
+        if kind in self._dense:                # computed at once and kept: the arrays pooled as they are
+            return pool_held(self._dense[kind], size, how, report, stop)
         L, H, tq, tk = self.shape(kind)
-        if kind in self._dense or self.groups or self._effective(kind):
+        if self.groups or self._effective(kind):
             return reading.pooled_thumbnails(self, kind, size, how, report, stop)
         rows_n, cols_n = bins(tq, size), bins(tk, size)
         out = np.empty((L, H, rows_n, cols_n), np.float32)

@@ -21,7 +21,7 @@ class OverviewDrawing:
     layout: Any             # gui.widgets.mosaic.MosaicLayout: where each layer x head tile sits
     kind: str
     trace: Any              # the AttentionTrace drawn (hover reads it exactly)
-    thumbs: Any             # engine.traces.base.Thumbnails the tiles were coloured from: (L, H, rows, cols)
+    thumbs: Any             # engine.traces.pooling.Thumbnails the tiles were coloured from: (L, H, rows, cols)
     offset: int             # a tile's key columns start here: SINK_OFFSET when key 0 is drawn apart, else 0
     levels: tuple[float, float] = (0.0, 1.0)   # the values codes 1..255 span: (-s, s) for a signed kind
 

@@ -64,10 +64,16 @@ def _compare(trace, generic):
     np.testing.assert_allclose(reading.weights(trace, KIND), reading.weights(generic, KIND), atol=1e-6)
     np.testing.assert_allclose(reading.layer(trace, KIND, L - 1), reading.layer(generic, KIND, L - 1), atol=1e-6)
     np.testing.assert_allclose(reading.head(trace, KIND, 0, H - 1), reading.head(generic, KIND, 0, H - 1), atol=1e-6)
-    for how in ("max", "mean"):
-        mine, theirs = reading.thumbnails(trace, KIND, 3, how), reading.thumbnails(generic, KIND, 3, how)
-        np.testing.assert_allclose(mine.pooled, theirs.pooled, atol=1e-6)
-        np.testing.assert_allclose(mine.sink, theirs.sink, atol=1e-6)
+    # The overview of arrays held whole (pooling.pool_held) pools the blocks the generic body does,
+    # in the same order: the very same numbers, for every pooling, a last block shorter or none.
+    for how in ("max", "mean", "extreme"):
+        for size in (2, 3, 64):
+            mine, theirs = reading.thumbnails(trace, KIND, size, how), reading.thumbnails(generic, KIND, size, how)
+            assert mine.pooled.dtype == theirs.pooled.dtype == np.float32
+            np.testing.assert_array_equal(mine.pooled, theirs.pooled)
+            np.testing.assert_array_equal(mine.sink, theirs.sink)
+            assert (mine.how, mine.t_query, mine.t_key, mine.exact) == (theirs.how, theirs.t_query, theirs.t_key,
+                                                                        theirs.exact)
     assert reading.tile(generic, KIND, 1, 1, slice(1, 4), slice(0, 2)).shape == (3, 2)
     np.testing.assert_allclose(reading.row(generic, KIND, 1, 1, 2), reading.head(trace, KIND, 1, 1)[2], atol=1e-6)
 
