@@ -1,5 +1,5 @@
-"""The attention-kind selector every trace view has, filled the same way everywhere; and how a
-kind's cells are scaled and coloured, decided here once for every view.
+"""How an attention kind's cells are scaled and coloured, decided here once for every view (the
+kind selector every trace view has is a widget: gui.widgets.kind_box).
 
 Why the scale lives with the kind: softmax weights lie in [0, 1] and are drawn on that fixed
 scale (a head's 0.9 looks as strong as another's). A kind in NOT_SOFTMAX (a linear layer's
@@ -11,29 +11,12 @@ magnitude shown (``levels_for``), and its cells are called "mixing", not "weight
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtWidgets import QComboBox
 
 from attnscope.engine.kinds import NOT_SOFTMAX
 from attnscope.gui.display import display_weights
 
 DIVERGING = "CET-D1"      # blue - white - red, centred at 0 (as the neuron and patching views draw signed values)
 UNIT = (0.0, 1.0)         # a softmax kind's fixed levels
-
-
-def fill_kind_box(box: QComboBox, kinds: list[str], keep: str | None, default_last: bool = True) -> str | None:
-    """Put ``kinds`` in ``box`` without emitting signals, keeping ``keep`` when the new trace
-    has it (else the last kind, or the first); returns the kind now selected."""
-    chosen = keep if keep in kinds else ((kinds[-1] if default_last else kinds[0]) if kinds else None)
-    # Wide enough for the longest name ("decoder self"): one name for each kind, never cut.
-    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-    box.setMinimumContentsLength(len("decoder self"))
-    box.blockSignals(True)
-    box.clear()
-    box.addItems(kinds)
-    if chosen:
-        box.setCurrentText(chosen)
-    box.blockSignals(False)
-    return chosen
 
 
 def is_signed(kind: str | None) -> bool:

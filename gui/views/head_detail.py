@@ -33,8 +33,8 @@ from attnscope.gui.drawing.drawings import HeadDetailDrawing
 from attnscope.gui.drawing.intervention_clicks import knockout_from_click
 from attnscope.gui.drawing.knockout_marks import knockout_rects
 from attnscope.gui.drawing.empty import hide_empty, show_empty
-from attnscope.gui.drawing.kinds import (display_values, fill_kind_box, is_signed, levels_for, offer_log_colour,
-                                         paint_kind, pooling_for, say_threshold, value_note)
+from attnscope.gui.drawing.kinds import (display_values, is_signed, levels_for, offer_log_colour, paint_kind,
+                                        pooling_for, say_threshold, value_note)
 from attnscope.gui.widgets.minimap import MARGIN, PIXELS as MINIMAP_PIXELS, Minimap, side_for
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
@@ -47,6 +47,7 @@ from attnscope.gui.worker import Jobs, call_on_lane, drawing_lane
 from attnscope.gui.widgets.peak_image import PeakImage, show_whole
 from attnscope.gui.views.block_readout import describe_block, painted_block
 from attnscope.gui.views.token_find import find_tokens
+from attnscope.gui.widgets.kind_box import fill_kind_box
 
 AGGREGATES = ("one head", "mean of heads", "max of heads")
 AXES = ("left", "top")

@@ -27,14 +27,14 @@ from attnscope.gui.drawing.ablation_marks import AblationMarks
 from attnscope.gui.drawing.drawings import OverviewDrawing
 from attnscope.gui.drawing.overview import overview_drawing
 from attnscope.gui.drawing.intervention_clicks import toggle_from_click
-from attnscope.gui.drawing.kinds import (colormap_name, fill_kind_box, is_signed, offer_log_colour, strongest,
-                                         say_threshold, value_word)
+from attnscope.gui.drawing.kinds import colormap_name, is_signed, offer_log_colour, strongest, say_threshold, value_word
 from attnscope.gui.colormaps import colormap, label_colorbar, lookup_table
 from attnscope.gui.widgets.mosaic import SINK_PIXELS, MosaicLayout, gap_lookup_table
 from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.drawing.prepared import STALE_NOTE, PreparedView
 from attnscope.gui.view_options import ViewOptions, bind_options, option
 from attnscope.gui.widgets.peak_image import PeakImage
+from attnscope.gui.widgets.kind_box import fill_kind_box
 
 HINT = "Hover a cell to read it; click to open that head; Shift/Ctrl-click switches it off (ablation)."
 MAX_GRID_SHARE = 0.35         # the overview asks for at most this share of the window's height

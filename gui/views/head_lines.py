@@ -31,11 +31,12 @@ from attnscope.engine.traces import base
 from attnscope.engine.traces import reading
 from attnscope.gui.widgets.flow import FlowLayout
 from attnscope.gui.theme import text_on
-from attnscope.gui.drawing.kinds import fill_kind_box, is_signed
+from attnscope.gui.drawing.kinds import is_signed
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
 from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.widgets.token_labels import fitting_ticks
+from attnscope.gui.widgets.kind_box import fill_kind_box
 
 BUCKETS = 8          # opacity levels per head
 PAIR_FILTERS = ("all", "A -> B", "B -> A")

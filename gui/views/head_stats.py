@@ -16,10 +16,10 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QTableWidget, QTa
 
 from attnscope.engine.inspection import kept_mechanism_scores, mechanism_scores, statistics, trace_head_statistics
 from attnscope.gui.drawing.drawings import StatsDrawing
-from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.widgets.fitted_header import FittedHeader
 from attnscope.gui.worker import MODEL, call_on_lane
+from attnscope.gui.widgets.kind_box import fill_kind_box
 
 class Column(NamedTuple):
     name: str

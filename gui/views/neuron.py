@@ -13,7 +13,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from attnscope.gui.drawing.kinds import fill_kind_box
 from attnscope.gui.colormaps import attach_colorbar, colormap
 from attnscope.gui.drawing.settling import settle
 from attnscope.gui.widgets.token_axis import fit_row_axis
@@ -21,6 +20,7 @@ from attnscope.gui.widgets.token_labels import fitting_ticks
 from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.superseded import gives_way
 from attnscope.gui.worker import MODEL, Jobs
+from attnscope.gui.widgets.kind_box import fill_kind_box
 
 if TYPE_CHECKING:
     from attnscope.engine.inspection import QueryKeys

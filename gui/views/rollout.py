@@ -16,11 +16,12 @@ from attnscope.gui.drawing.drawings import RolloutDrawing
 from attnscope.engine.kinds import CROSS
 from attnscope.engine.traces import reading
 from attnscope.gui.widgets.flow import FlowLayout
-from attnscope.gui.drawing.kinds import fill_kind_box, is_signed, pooling_for
+from attnscope.gui.drawing.kinds import is_signed, pooling_for
 from attnscope.gui.drawing.prepared import PreparedView, prepares
 from attnscope.gui.view_options import ViewOptions, bind_options, option
 from attnscope.gui.widgets.elided import ElidedLabel
 from attnscope.gui.widgets.token_matrix import TokenMatrix
+from attnscope.gui.widgets.kind_box import fill_kind_box
 
 MODES = ("rollout (with residual)", "rollout (attention only)", "mean of heads", "max of heads")
 

@@ -225,7 +225,8 @@ class MainWindow(QMainWindow):
         loaded = self.state.loaded
         if loaded is not None and loaded.generates:   # the model's own output, after its heads are on screen
             written_for = self.state.trace_id
-            self.output_jobs.start(engine_calls.model_output, loaded, self.state.prompt, self.state.interventions,
+            # The text the Run read, as it read it (its Prompt's, checked once): not derived again from the state.
+            self.output_jobs.start(engine_calls.model_output, loaded, prompt.text, self.state.interventions,
                                    on_returned=lambda out: self.state.set_output(out, written_for))
 
     def _on_trace(self, trace) -> None:

@@ -46,9 +46,11 @@ def test_the_walk_enters_the_rooms_where_tiles_are_made(order):
                           "at fe55ae8 once a recorded trace's device was a field; with torch's operations carrying the "
                           "request (the forward followed however the sites are counted) 53 / 20 at 65b16a2 after the "
                           "seam's cuts, 50 / 19 (all 62 / 25) at 1faa337 after the loaded device and the sites as "
-                          "facts. Left: framing (inputs <-> tokenizer), the seam (attend "
-                          "<-> call), the trace's reading (recorded <-> reading <-> base, capabilities), the gui's "
-                          "kinds, worker and state asked between; to be cut by structure, never by raising the "
+                          "facts; 42 / 13 (all 54 / 19) once a recorded trace was its own Recording, a kind held "
+                          "whole was pooled as held, Thumbnails lived with the pooling, the kind selector among the "
+                          "widgets and the output line read the Run's Prompt. Left: the forward's rooms (scratch, gpt, "
+                          "layers, positional, attend, call), framing (inputs <-> tokenizer), the trace asked by the "
+                          "state, the lane and the drawing in turn; to be cut by structure, never by raising the "
                           "bound", strict=False)
 def test_the_walk_to_the_tiles_is_at_most_35_stays_and_12_returns(walk):
     tiles = walk.to_tiles()
