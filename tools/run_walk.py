@@ -16,8 +16,9 @@ a function of the walk returned (the trace, a drawing), a field of such a record
 mosaic; a numpy array also as a view of it, which pyqtgraph keeps), or an object that holds one
 of them, or a tensor torch made from one (a torch function mode carries the request through
 torch's own operations: the framed ids made a tensor, the embedding, each layer's output, so the
-model's forward is followed for what it computes from the text). So the walk enters the rooms where tiles are made: the pooling (engine.traces),
-the drawing (gui.drawing, gui.widgets.mosaic) and the painting (gui.widgets.peak_image).
+model's forward is followed for what it computes from the text). So the walk enters the rooms
+where tiles are made: the pooling (engine.traces), the drawing (gui.drawing, gui.widgets.mosaic)
+and the painting (gui.widgets.peak_image).
 Each function counts once, at its first call, as a static walk of the calls would see it (a
 loop's calls are one call). A *stay* is a run of functions of one module; a *return* is a stay
 in a module already left.

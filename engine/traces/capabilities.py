@@ -6,8 +6,9 @@ default; a caller could not tell which to ask. Now a caller asks ``trace.recordi
 ``trace.fetcher`` once and gets an object, or None where the trace has no such thing:
 
 - ``Recording``: a trace computed from a Run's recorded queries and keys (engine.traces.recorded,
-  engine.traces.partial), which answers with itself typed as this protocol: its calls, each query's strongest keys computed for many heads at
-  once, a sample call for a time estimate; it can be saved (engine.traces.recording_file).
+  engine.traces.partial), which answers with itself typed as this protocol: its calls, each
+  query's strongest keys computed for many heads at once, a sample call for a time estimate; it
+  can be saved (engine.traces.recording_file).
 - ``Fetcher``: a trace holding q of some query rows only (a remote Run's, or its recording):
   whether every row is here, and for a remote Run following and stopping its later jobs.
 - ``FasterPaths``: a trace's own faster way to one of the algorithms of engine.traces.reading

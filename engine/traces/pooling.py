@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 from attnscope.engine.inputs import InputError, check_count, check_kind
+from attnscope.engine.traces.base import layer_started
+
 
 @dataclass
 class Thumbnails:
@@ -99,8 +101,6 @@ def pool_held(weights: np.ndarray, size: int, how: str = "max", report=None, sto
     kinds computed at once, a dense trace's arrays), pooled to at most ``size`` a side a layer
     at a time: reading.pooled_thumbnails' numbers, without cutting the arrays into row blocks
     and copying each head of each block first. ``report`` and ``stop`` as there."""
-    from attnscope.engine.traces.base import layer_started
-
     L, H, tq, tk = weights.shape
     rb, kb = block(tq, size), block(tk, size)
     pooled, sink = [], []
