@@ -137,11 +137,10 @@ def _every_layer_at_once(trace, kind: str, report, stop, step: int | None) -> di
     L, H, tq, tk = trace.shape(kind)
     if step is not None or rows_per_block(trace.device, L * H * tk, "select") < tq:   # 32 MB on a CPU
         return None
-    layers = []
-    for i in range(L):                                                         # (H, Tq, Tk) each
+    for i in range(L):
         layer_started(i, L, report, stop)
-        layers.append(trace.block(kind, i, list(range(H)), slice(0, tq), slice(0, tk)))
-    heads = torch.cat(layers, 0)                                               # (L * H, Tq, Tk)
+    held = reading.weights(trace, kind)           # (L, H, Tq, Tk): what a Run of this size holds already
+    heads = torch.from_numpy(held if held.flags.writeable else held.copy()).reshape(L * H, tq, tk)
     means = head_means(lambda _: [(0, heads)], (1, L * H, tq, tk), kind != CROSS, reading.key_tokens(trace, kind))
     return {name: value.reshape(L, H) for name, value in means.items()}        # (1, L * H) -> (L, H)
 

@@ -152,7 +152,7 @@ def _marker(name: str):
         keys = rows.markers.get(name)
         if keys is None or not bool(keys.any()):
             return w.new_zeros(w.shape[:2]), rows.qpos.new_zeros(w.shape[1], dtype=bool)
-        return (w * keys.to(w.dtype)).sum(-1), None
+        return w @ keys.to(w.dtype), None                                       # (H, r, c) @ (c,)
     return mass
 
 
@@ -221,11 +221,16 @@ def head_means(blocks, shape: tuple, self_attention: bool, key_tokens, report=No
     _, ids = np.unique(labels, return_inverse=True)
     is_marker = {m: np.isin(labels, names) for m, names in MARKERS.items()}     # (Tk,) bool each
     groups = token_groups(ids.astype(np.int64))
+    measured = [i for i, stat in enumerate(stats) if self_attention or not stat.self_only]
     sums, counts = np.zeros((len(stats), L, H)), np.zeros((len(stats), L))
     for layer in range(L):
         layer_started(layer, L, report, stop)
+        vals = valid = None           # (S, H, Tq) each row's value of each statistic, (S, Tq) the rows it counts
         for r0, w in blocks(layer):                                              # (H, r, Tk)
             dev, r1 = w.device, r0 + w.shape[1]
+            if vals is None:
+                vals = torch.zeros(len(measured), H, tq, device=dev)
+                valid = torch.ones(len(measured), tq, dtype=torch.bool, device=dev)
             w = w.float()
             qpos = torch.arange(r0, r1, device=dev) + offset
             keys = torch.stack([torch.ones(tk, device=dev), torch.arange(tk, device=dev, dtype=torch.float32)], 1)
@@ -235,13 +240,17 @@ def head_means(blocks, shape: tuple, self_attention: bool, key_tokens, report=No
             rows = Rows(qpos=qpos, keys=keys, causal=False, copy_rows=torch.as_tensor(pair_rows, device=dev),
                         copy_keys=torch.as_tensor(pair_keys, device=dev), has_copy=torch.as_tensor(has, device=dev),
                         logw=torch.log(w.clamp_min(1e-30)), markers=markers)
-            for i, stat in enumerate(stats):
-                if stat.self_only and not self_attention:
-                    continue
-                v, ok = stat.reduce(w, rows)                                     # (H, r), (r,) | None
-                ok = torch.ones(w.shape[1], dtype=torch.bool, device=dev) if ok is None else ok
-                sums[i, layer] += (v.double() * ok.double()).sum(-1).cpu().numpy()
-                counts[i, layer] += float(ok.sum())
+            for slot, i in enumerate(measured):
+                v, ok = stats[i].reduce(w, rows)                                 # (H, r), (r,) | None
+                vals[slot, :, r0:r1] = v
+                if ok is not None:
+                    valid[slot, r0:r1] = ok
+        if vals is None:          # a layer without rows
+            continue
+        # Summed once a layer, in float64: a block's few torch calls each wait for the GIL while the
+        # window's thread paints, so the sums are not made block by block and statistic by statistic.
+        sums[measured, layer] = (vals.double() * valid.double()[:, None, :]).sum(-1).cpu().numpy()   # (S, H)
+        counts[measured, layer] = valid.sum(-1).cpu().numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts[..., None]                                         # 0 / 0: nan, none counted
     return {s.name: means[i].astype(np.float32) for i, s in enumerate(stats)}

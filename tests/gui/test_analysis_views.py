@@ -1,5 +1,6 @@
 """Head lines, head statistics and rollout views draw the trace's numbers."""
 import numpy as np
+from PySide6.QtCore import Qt
 import pytest
 
 from attnscope.engine.inspection.analysis import rollout, trace_head_statistics
@@ -82,6 +83,31 @@ def test_stats_table_sorts_and_opens_heads(state, qtbot, drawn):
     assert sig.args == ["encoder self", l, h]
 
 
+
+
+def test_a_sorted_table_refilled_by_a_new_text_keeps_each_heads_cells_in_its_row(state, qtbot, drawn):
+    """The table keeps its cells from one Run to the next and writes the new numbers into them:
+    sorted by a column before, every row still reads one head's own numbers after, in the new
+    order, and none of the old text's."""
+    view = HeadStats(state)
+    qtbot.addWidget(view)
+    drawn(view)
+    view.table.sortItems(3, Qt.SortOrder.DescendingOrder)      # distance, largest first
+    state.set_trace(trace_text(state.loaded, "a red bird flew over the quiet lake at dawn", pair="it sang ."))
+    drawn(view)
+    stats = {**view.stats, **trace_head_statistics(state.trace, "encoder self")}   # the new text's, and the model's scores
+    columns = [view.table.horizontalHeaderItem(c).text() for c in range(view.table.columnCount())]
+    shown = []
+    for row in range(view.table.rowCount()):
+        l, h = view.row_head(row)
+        shown.append((l, h))
+        for c, name in enumerate(columns[2:], start=2):
+            item = view.table.item(row, c)
+            if not np.isnan(stats[name][l, h]):
+                assert item.value == pytest.approx(float(stats[name][l, h])), (row, name)
+    assert sorted(shown) == [(l, h) for l in range(stats["entropy"].shape[0]) for h in range(stats["entropy"].shape[1])]
+    distances = [view.table.item(row, 3).value for row in range(view.table.rowCount())]
+    assert distances == sorted(distances, reverse=True)
 def test_rollout_view_shows_the_engine_rollout(state, qtbot, drawn):
     view = RolloutView(state)
     qtbot.addWidget(view)
