@@ -157,10 +157,17 @@ def _every_layer_at_once(trace, kind: str, report, stop, step: int | None) -> di
     L, H, tq, tk = trace.shape(kind)
     if step is not None or rows_per_block(trace.device, L * H * tk, "select") < tq:   # 32 MB on a CPU
         return None
-    for i in range(L):
-        layer_started(i, L, report, stop)
-    held = reading.weights(trace, kind)           # (L, H, Tq, Tk): what a Run of this size holds already
-    heads = torch.from_numpy(held if held.flags.writeable else held.copy()).reshape(L * H, tq, tk)
+    if torch.device(trace.device).type == "cpu":
+        for i in range(L):
+            layer_started(i, L, report, stop)
+        held = reading.weights(trace, kind)       # (L, H, Tq, Tk): what a Run of this size holds already
+        heads = torch.from_numpy(held if held.flags.writeable else held.copy()).reshape(L * H, tq, tk)
+    else:                                         # on the trace's GPU: its blocks, never brought to the host
+        layers = []
+        for i in range(L):                                                     # (H, Tq, Tk) each
+            layer_started(i, L, report, stop)
+            layers.append(trace.block(kind, i, list(range(H)), slice(0, tq), slice(0, tk)))
+        heads = torch.cat(layers, 0)                                           # (L * H, Tq, Tk)
     means = head_means(lambda _: [(0, heads)], (1, L * H, tq, tk), kind != CROSS, reading.key_tokens(trace, kind))
     return {name: value.reshape(L, H) for name, value in means.items()}        # (1, L * H) -> (L, H)
 

@@ -91,3 +91,35 @@ def test_a_constructed_matrix():
     assert s["distance"][0, 0] == pytest.approx(2 / 3)      # (0 + 1 + 1) / 3
     assert s["sink"][0, 0] == pytest.approx(2 / 3)
     assert s["cls"][0, 1] == pytest.approx(1 / 3) and s["sep"][0, 0] == pytest.approx(0.0)
+
+
+class _OnAGpu:
+    """A trace that says it lives on a GPU (its blocks still made on the host, as no GPU is here)."""
+
+    def __init__(self, trace):
+        self._trace = trace
+
+    device = torch.device("cuda")
+
+    def __getattr__(self, name):
+        return getattr(self._trace, name)
+
+
+def test_a_gpu_traces_statistics_read_its_blocks_never_its_weights_on_the_host(monkeypatch):
+    """On a CPU a short trace's statistics read the weights the Run holds, at once; a trace on a
+    GPU is read in its own blocks, on its device, and never brought whole to the host."""
+    from attnscope.engine.runtime.blocks import forced
+
+    trace = trace_text(random_model("gpt"), TEXT)
+    kind = trace.kinds[0]
+    want = trace_head_statistics(trace, kind)
+
+    def refused(*_args, **_kw):
+        raise AssertionError("a GPU trace's dense weights brought to the host")
+
+    monkeypatch.setattr(reading, "weights", refused)
+    monkeypatch.setattr(reading, "layer", refused)
+    with forced(2**30):                 # a GPU's block budget, without asking a GPU for its free memory
+        got = trace_head_statistics(_OnAGpu(trace), kind)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
