@@ -136,9 +136,22 @@ def _layer_blocks(trace, kind: str, step: int | None):
         return lambda i: reading.row_blocks(trace, kind, i, step)
 
     def whole(i: int):
-        layer = reading.layer(trace, kind, i)                                    # (H, Tq, Tk)
-        return [(0, torch.from_numpy(layer if layer.flags.writeable else layer.copy()))]
+        layer = _on_host(reading.layer, trace, kind, i)                          # (H, Tq, Tk)
+        return [(0, layer)] if layer is not None else reading.row_blocks(trace, kind, i, step)
     return whole
+
+
+def _on_host(read, *args):
+    """``read(*args)`` (reading.weights or reading.layer, host arrays) as a torch tensor sharing
+    its memory, or None past what a view may hold at once (TraceTooLarge: base.DENSE_VIEW_BYTES,
+    LAYER_BYTES): the caller then reads exact blocks of rows, as for a long trace."""
+    import torch
+
+    try:
+        held = read(*args)
+    except TraceTooLarge:
+        return None
+    return torch.from_numpy(held if held.flags.writeable else held.copy())
 
 
 def _every_layer_at_once(trace, kind: str, report, stop, step: int | None) -> dict[str, np.ndarray] | None:
@@ -157,17 +170,15 @@ def _every_layer_at_once(trace, kind: str, report, stop, step: int | None) -> di
     L, H, tq, tk = trace.shape(kind)
     if step is not None or rows_per_block(trace.device, L * H * tk, "select") < tq:   # 32 MB on a CPU
         return None
-    if torch.device(trace.device).type == "cpu":
-        for i in range(L):
-            layer_started(i, L, report, stop)
-        held = reading.weights(trace, kind)       # (L, H, Tq, Tk): what a Run of this size holds already
-        heads = torch.from_numpy(held if held.flags.writeable else held.copy()).reshape(L * H, tq, tk)
-    else:                                         # on the trace's GPU: its blocks, never brought to the host
-        layers = []
-        for i in range(L):                                                     # (H, Tq, Tk) each
-            layer_started(i, L, report, stop)
-            layers.append(trace.block(kind, i, list(range(H)), slice(0, tq), slice(0, tk)))
-        heads = torch.cat(layers, 0)                                           # (L * H, Tq, Tk)
+    # On the host, the weights a Run of this size holds already (L, H, Tq, Tk); on a GPU, or past
+    # what a view may hold whole, the trace's own blocks, on its device (never brought to the host).
+    held = _on_host(reading.weights, trace, kind) if torch.device(trace.device).type == "cpu" else None
+    layers = []
+    for i in range(L):
+        layer_started(i, L, report, stop)
+        if held is None:
+            layers.append(trace.block(kind, i, list(range(H)), slice(0, tq), slice(0, tk)))   # (H, Tq, Tk)
+    heads = held.reshape(L * H, tq, tk) if held is not None else torch.cat(layers, 0)   # (L * H, Tq, Tk)
     means = head_means(lambda _: [(0, heads)], (1, L * H, tq, tk), kind != CROSS, reading.key_tokens(trace, kind))
     return {name: value.reshape(L, H) for name, value in means.items()}        # (1, L * H) -> (L, H)
 
