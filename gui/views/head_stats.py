@@ -65,9 +65,9 @@ class NumberItem(QTableWidgetItem):
     """A cell that sorts by its number, not its text."""
 
     def __init__(self, value: float, digits: int = 3):
-        super().__init__(number_text(value, digits))
-        self.value = -math.inf if math.isnan(value) else float(value)
+        super().__init__()
         self.setTextAlignment(RIGHT)
+        self.show(value, digits)
 
     def show(self, value: float, digits: int = 3) -> None:
         """The cell made to read ``value``: a table of the same heads keeps its cells (a Run's
